@@ -1,0 +1,4 @@
+from neural_dap.cli.main import main
+
+if __name__ == "__main__":
+    raise SystemExit(main())

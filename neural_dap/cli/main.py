@@ -1,0 +1,52 @@
+"""The `neural-dap` command. Each subcommand lives in its own module, imported only when used,
+so `neural-dap adapter` starts without loading torch or the recorder."""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+
+COMMANDS = {
+    "trace": ("neural_dap.cli.trace_cmd", "record a program and print its states"),
+    "adapter": ("neural_dap.cli.adapter_cmd", "run the DAP server (stdio, or TCP with --port)"),
+    "debug": ("neural_dap.cli.debug_cmd", "debug a program in the terminal (a DAP client of the server)"),
+    "dataset": ("neural_dap.cli.dataset_cmd", "generate programs and debugger trajectories for training"),
+    "train": ("neural_dap.cli.train_cmd", "train the embedded neural debugger"),
+    "eval": ("neural_dap.cli.eval_cmd", "measure a world model: next-state accuracy, CRUXEval-O/-I"),
+}
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if not argv or argv[0] in ("-h", "--help"):
+        print("usage: neural-dap COMMAND [options]\n\ncommands:")
+        for name, (_, text) in COMMANDS.items():
+            print(f"  {name:<9} {text}")
+        print("\n`neural-dap COMMAND --help` describes each.")
+        return 0 if argv else 2
+    if argv[0] in ("-V", "--version"):
+        from neural_dap import __version__
+
+        print(f"neural-dap {__version__}")
+        return 0
+    name, rest = argv[0], argv[1:]
+    if name not in COMMANDS:
+        print(f"neural-dap: unknown command {name!r}; one of: {', '.join(COMMANDS)}", file=sys.stderr)
+        return 2
+    module = importlib.import_module(COMMANDS[name][0])
+    parser = argparse.ArgumentParser(prog=f"neural-dap {name}", description=COMMANDS[name][1])
+    module.add_arguments(parser)
+    try:
+        return int(module.run(parser, rest) or 0)
+    except BrokenPipeError:  # `neural-dap trace ... | head`
+        import os
+
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
+    except KeyboardInterrupt:
+        return 130
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

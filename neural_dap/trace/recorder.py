@@ -1,0 +1,576 @@
+"""Record a real execution: run a program in a child process under the tracer, collect its states.
+
+The child (`neural_dap.trace.child`) streams compact events; this side rebuilds full `State`s. Every
+way a debuggee can misbehave (loop forever, crash the interpreter, call sys.exit / os._exit, raise,
+print megabytes, read stdin, hang in a __repr__) ends as a typed `Outcome`, with what was recorded
+up to that point kept.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import selectors
+import signal
+import subprocess
+import sys
+import time
+from bisect import bisect_left
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import Literal, overload
+
+import anyio.to_thread
+import msgspec
+
+from neural_dap.core.state import State, Value
+
+OutcomeKind = Literal["finished", "raised", "exited", "timeout", "event_limit", "memory", "crashed", "error"]
+_GRACE_SECONDS = 3.0
+_PACKAGE_PARENT = str(Path(__file__).resolve().parent.parent.parent)
+
+
+class Limits(msgspec.Struct, frozen=True):
+    max_events: int = 200_000
+    wall_time: float = 10.0  # seconds
+    max_repr: int = 1000  # characters of one repr
+    max_output: int = 1_000_000  # characters of stdout + stderr kept
+    memory_mb: int = 4096  # address-space cap of the child; 0 for none
+    max_children: int = 50  # children of one value in the variables tree
+
+
+class Program(msgspec.Struct, frozen=True, omit_defaults=True):
+    """What to run: a script with argv, or one function of it called with literal argument text."""
+
+    path: str
+    source: str | None = None  # run this text as if it were the file at `path`
+    argv: tuple[str, ...] = ()
+    entry: str | None = None  # function name
+    entry_args: str = ""  # e.g. "[3, 1], key=None"
+    cwd: str | None = None
+    env: dict[str, str] | None = None
+
+
+class Outcome(msgspec.Struct, frozen=True, omit_defaults=True):
+    kind: OutcomeKind
+    message: str = ""
+    exit_code: int | None = None
+    value: str | None = None  # repr of the entry function's return value, or of the exception
+
+    @property
+    def ok(self) -> bool:
+        return self.kind in ("finished", "raised", "exited")
+
+    def describe(self) -> str:
+        text = {
+            "finished": "the program finished",
+            "raised": "the program raised an uncaught exception",
+            "exited": "the program exited",
+            "timeout": "the program was stopped at the wall-time limit",
+            "event_limit": "the program was stopped at the event limit",
+            "memory": "the program ran out of memory",
+            "crashed": "the interpreter crashed",
+            "error": "the program could not be run",
+        }[self.kind]
+        return f"{text}: {self.message}" if self.message else text
+
+
+class Recording:
+    """One recorded execution. `states` are built on demand from the compact event log."""
+
+    def __init__(self, program: Program, log: EventLog, outcome: Outcome, stdout: str, stderr: str, seconds: float) -> None:
+        self.program = program
+        self.log = log
+        self.outcome = outcome
+        self.stdout = stdout  # everything the program wrote, also before tracing began
+        self.stderr = stderr
+        self.seconds = seconds
+        self.states: StateList = StateList(log)
+
+    @property
+    def sources(self) -> dict[str, str]:
+        """path -> source text of every traced file."""
+        return self.log.sources
+
+    @property
+    def engine(self) -> str:
+        return self.log.engine
+
+    @property
+    def python(self) -> str:
+        return self.log.python
+
+    @property
+    def wire_bytes(self) -> int:
+        return self.log.wire_bytes
+
+    @property
+    def main_path(self) -> str:
+        return os.path.abspath(self.program.path)
+
+    @property
+    def return_value(self) -> str | None:
+        """repr of the traced scope's final return value (the entry function's, for a call)."""
+        log = self.log
+        if log.kinds and log.kinds[-1] == "return" and log.invocations[log.invs[-1]].depth == 0:
+            return log.values.get(len(log.kinds) - 1)
+        return None
+
+
+class RecorderError(Exception):
+    """The recorder itself could not start (not the debuggee failing: that is an Outcome)."""
+
+
+def record(
+    program: Program,
+    limits: Limits = Limits(),
+    *,
+    python: str | None = None,
+    engine: str = "auto",
+    trace_all: bool = False,
+) -> Recording:
+    """Run `program` in a child process under the tracer and return its states."""
+    started = time.monotonic()
+    path = os.path.abspath(program.path)
+    if program.source is None and not os.path.isfile(path):
+        raise RecorderError(f"no such program: {program.path}")
+    read_fd, write_fd = os.pipe()
+    cfg = {
+        "path": path,
+        "source": program.source,
+        "argv": list(program.argv),
+        "entry": program.entry,
+        "entry_args": program.entry_args,
+        "cwd": program.cwd,
+        "events_fd": write_fd,
+        "engine": engine,
+        "trace_all": trace_all,
+        "own_path": _PACKAGE_PARENT,
+        **msgspec.structs.asdict(limits),
+    }
+    env = dict(os.environ)
+    env.update(program.env or {})
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (_PACKAGE_PARENT, env.get("PYTHONPATH")) if p)
+    # the same program records the same states every time (set iteration order of strings)
+    env.setdefault("PYTHONHASHSEED", "0")
+    env.pop("PYTHONSTARTUP", None)
+    try:
+        proc = subprocess.Popen(
+            [python or sys.executable, "-X", "utf8", "-m", "neural_dap.trace.child"],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            pass_fds=[write_fd],
+            env=env,
+            start_new_session=True,  # so a kill reaches everything the debuggee started
+        )
+    except OSError as exc:
+        os.close(read_fd)
+        os.close(write_fd)
+        raise RecorderError(f"cannot start {python or sys.executable}: {exc}") from exc
+    finally:
+        if "proc" in locals():
+            os.close(write_fd)
+    try:
+        assert proc.stdin is not None
+        proc.stdin.write(json.dumps(cfg).encode())
+        proc.stdin.close()
+    except BrokenPipeError:
+        pass
+    log = EventLog(program, path)
+    # batches are decoded as they arrive, on this core, while the child runs on the other
+    streams = _collect(proc, read_fd, started + limits.wall_time + _GRACE_SECONDS, log.feed_frames)
+    outcome = log.outcome or _outcome_without_end(proc.returncode, streams, limits, log)
+    return Recording(
+        program,
+        log,
+        outcome,
+        stdout="".join(log.all_stdout) + streams.stdout.decode("utf-8", "replace"),
+        stderr="".join(log.all_stderr) + streams.stderr.decode("utf-8", "replace"),
+        seconds=time.monotonic() - started,
+    )
+
+
+async def record_async(program: Program, limits: Limits = Limits(), **kwargs) -> Recording:
+    """`record` without blocking the event loop."""
+    return await anyio.to_thread.run_sync(lambda: record(program, limits, **kwargs))
+
+
+class _Streams(msgspec.Struct):
+    stdout: bytes
+    stderr: bytes
+    killed: bool
+
+
+def _collect(proc: subprocess.Popen, events_fd: int, deadline: float, on_events) -> _Streams:
+    """Read the event pipe and the child's own stdout/stderr until all close or the deadline.
+
+    `on_events` gets each chunk of the event pipe as soon as it is read.
+    """
+    assert proc.stdout is not None and proc.stderr is not None
+    names = {events_fd: "events", proc.stdout.fileno(): "stdout", proc.stderr.fileno(): "stderr"}
+    chunks: dict[str, list[bytes]] = {name: [] for name in names.values()}
+    kept = dict.fromkeys(chunks, 0)
+    cap = 4 << 20  # fd-level output beyond this is read and dropped
+    sel = selectors.DefaultSelector()
+    for fd in names:
+        os.set_blocking(fd, False)
+        sel.register(fd, selectors.EVENT_READ)
+    killed = False
+    open_fds = set(names)
+    while open_fds:
+        left = deadline - time.monotonic()
+        if left <= 0:
+            if killed:
+                break  # what was in the pipes after the kill has been read
+            _kill(proc)
+            killed = True
+            deadline = time.monotonic() + 2.0
+            continue
+        for key, _ in sel.select(timeout=min(left, 0.5)):
+            try:
+                chunk = os.read(key.fd, 1 << 16)
+            except BlockingIOError:
+                continue
+            name = names[key.fd]
+            if not chunk:
+                sel.unregister(key.fd)
+                open_fds.discard(key.fd)
+            elif name == "events":
+                on_events(chunk)
+            elif kept[name] < cap:
+                chunks[name].append(chunk)
+                kept[name] += len(chunk)
+    sel.close()
+    os.close(events_fd)
+    try:
+        proc.wait(timeout=2.0)
+    except subprocess.TimeoutExpired:
+        _kill(proc)
+        killed = True
+        proc.wait()
+    proc.stdout.close()
+    proc.stderr.close()
+    return _Streams(b"".join(chunks["stdout"]), b"".join(chunks["stderr"]), killed)
+
+
+def _kill(proc: subprocess.Popen) -> None:
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        try:
+            proc.kill()
+        except ProcessLookupError:
+            pass
+
+
+def _outcome_without_end(returncode: int | None, streams: _Streams, limits: Limits, log: EventLog) -> Outcome:
+    if log.corrupt:
+        return Outcome("crashed", "the recorder's event stream was corrupted (did the program write to its file descriptors?)")
+    if streams.killed:
+        return Outcome("timeout", f"the program did not stop within {limits.wall_time:g} s and was killed")
+    stderr = streams.stderr.decode("utf-8", "replace")
+    fatal = _fatal_error(stderr, set(log.sources) | {log.main_path})
+    if fatal:
+        return Outcome("crashed", f"the interpreter crashed: {fatal}", exit_code=returncode)
+    if returncode is not None and returncode < 0:
+        try:
+            name = signal.Signals(-returncode).name
+        except ValueError:
+            name = f"signal {-returncode}"
+        return Outcome("crashed", f"the interpreter was killed by {name}", exit_code=returncode)
+    tail = stderr.strip().splitlines()[-3:]
+    detail = f": {' / '.join(tail)}" if tail else ""
+    return Outcome("crashed", f"the interpreter exited with code {returncode} before the recording ended{detail}", exit_code=returncode)
+
+
+_CHECKPOINT = 32  # every 32nd state of an invocation keeps a full copy of its locals
+
+
+_FATAL = re.compile(r"Fatal Python error: (?P<what>[^\n]+)")
+_FAULT_FRAME = re.compile(r'File "(?P<path>[^"]+)", line (?P<line>\d+) in (?P<name>\S+)')
+
+
+def _fatal_error(stderr: str, user_paths: set[str]) -> str | None:
+    """What faulthandler reported, and where in the user's code: 'Segmentation fault in f at line 4'."""
+    m = _FATAL.search(stderr)
+    if not m:
+        return None
+    what = m.group("what").rstrip()
+    for frame in _FAULT_FRAME.finditer(stderr[m.end() :]):
+        if frame.group("path") in user_paths:
+            return f"{what} in {frame.group('name')} at line {frame.group('line')} of {frame.group('path')}"
+    return what
+
+
+class _Invocation:
+    __slots__ = ("function", "path", "depth", "first_line", "lines", "states", "locals", "values", "checkpoints")
+
+    def __init__(self, function: str, path: str, depth: int, first_line: int, lines: list[str]) -> None:
+        self.function = function
+        self.path = path
+        self.depth = depth
+        self.first_line = first_line
+        self.lines = lines  # the source lines of its file
+        self.states: list[int] = []  # indices of its states
+        self.locals: dict[str, str] = {}  # as of its latest state (mutated while recording)
+        self.values: dict[str, list] = {}  # encoded structured values, likewise
+        self.checkpoints: dict[int, tuple[dict[str, str], dict[str, list]]] = {}
+
+
+class EventLog:
+    """The compact form of a recording: per state its kind, line, invocation and changed locals.
+
+    Only what changed is kept; every `_CHECKPOINT`-th state of an invocation also keeps a copy of
+    its locals, so any state can be rebuilt with a few dictionary updates.
+    """
+
+    def __init__(self, program: Program, main_path: str) -> None:
+        self.program = program
+        self.main_path = main_path
+        self.kinds: list[str] = []
+        self.lines: list[int] = []
+        self.invs: list[int] = []
+        self.changes: list[list | None] = []
+        self.values: dict[int, str] = {}
+        self.caught: dict[int, str] = {}
+        self.stdout_at: dict[int, str] = {}
+        self.stderr_at: dict[int, str] = {}
+        self.codes: dict[int, tuple[str, str, int]] = {}
+        self.invocations: dict[int, _Invocation] = {}
+        self.sources: dict[str, str] = {}
+        self.source_lines: dict[str, list[str]] = {}
+        self.pending_out: list[str] = []
+        self.pending_err: list[str] = []
+        self.all_stdout: list[str] = []
+        self.all_stderr: list[str] = []
+        self.outcome: Outcome | None = None
+        self.engine = ""
+        self.python = ""
+        self.corrupt = False
+        self.wire_bytes = 0
+        self._buffer = b""
+
+    def __len__(self) -> int:
+        return len(self.kinds)
+
+    # -- reading the wire ------------------------------------------------------------------------
+    def feed_frames(self, chunk: bytes) -> None:
+        """Frames: format byte, 4-byte little-endian length, payload (see child.Channel)."""
+        self.wire_bytes += len(chunk)
+        data = self._buffer + chunk
+        pos = 0
+        while len(data) - pos >= 5 and not self.corrupt:
+            kind = data[pos : pos + 1]
+            size = int.from_bytes(data[pos + 1 : pos + 5], "little")
+            if len(data) - pos - 5 < size:
+                break
+            payload = data[pos + 5 : pos + 5 + size]
+            pos += 5 + size
+            try:
+                if kind == b"m":
+                    batch = msgspec.msgpack.decode(payload)
+                elif kind == b"j":
+                    batch = msgspec.json.decode(payload)
+                else:
+                    raise msgspec.DecodeError(f"unknown frame kind {kind!r}")
+                self.feed(batch)
+            except (msgspec.DecodeError, ValueError, TypeError, KeyError, IndexError):
+                self.corrupt = True
+        self._buffer = data[pos:]
+
+    def feed(self, batch: list) -> None:
+        for event in batch:
+            tag = event[0]
+            if tag == "l":
+                self._state(event[1], "line", event[2], event[3])
+                if event[4] is not None:
+                    self.caught[len(self.kinds) - 1] = event[4]
+            elif tag == "c":
+                self._call(event)
+            elif tag == "r" or tag == "x":
+                inv = self.invocations[event[1]]
+                self._state(event[1], "return" if tag == "r" else "exception", event[2] or inv.first_line, None)
+                self.values[len(self.kinds) - 1] = _decode_repr(event[3])
+            elif tag == "o":
+                self.pending_out.append(event[1])
+                self.all_stdout.append(event[1])
+            elif tag == "e":
+                self.pending_err.append(event[1])
+                self.all_stderr.append(event[1])
+            elif tag == "k":
+                _, cid, name, filename, first = event
+                self.codes[cid] = (name, filename, first)
+                self._load_source(filename)
+            elif tag == "engine":
+                self.engine, self.python = event[1], event[2]
+            elif tag == "end":
+                _, kind, message, exit_code, value = event
+                self.outcome = Outcome(kind, message, exit_code, None if value is None else _decode_repr(value))
+
+    def _load_source(self, filename: str) -> None:
+        if filename in self.sources:
+            return
+        if filename == self.main_path and self.program.source is not None:
+            text = self.program.source
+        else:
+            try:
+                text = Path(filename).read_text(encoding="utf-8", errors="replace")
+            except OSError:
+                text = ""
+        self.sources[filename] = text
+        self.source_lines[filename] = text.splitlines()
+
+    def _call(self, event: list) -> None:
+        _, inv_id, cid, line, depth, changes = event
+        name, path, first = self.codes[cid]
+        self.invocations[inv_id] = _Invocation(name, path, depth, first, self.source_lines.get(path, []))
+        self._state(inv_id, "call", line or first, changes)  # a module's call event says line 0
+
+    def _state(self, inv_id: int, kind: str, line: int, changes: list | None) -> None:
+        index = len(self.kinds)
+        self.kinds.append(kind)
+        self.lines.append(line)
+        self.invs.append(inv_id)
+        self.changes.append(changes)
+        inv = self.invocations[inv_id]
+        if changes:
+            _apply_in_place(inv.locals, inv.values, changes)
+        position = len(inv.states)
+        inv.states.append(index)
+        if position % _CHECKPOINT == 0:
+            inv.checkpoints[index] = (dict(inv.locals), dict(inv.values))
+        if self.pending_out:
+            self.stdout_at[index] = "".join(self.pending_out)
+            self.pending_out.clear()
+        if self.pending_err:
+            self.stderr_at[index] = "".join(self.pending_err)
+            self.pending_err.clear()
+
+    # -- rebuilding states -----------------------------------------------------------------------
+    def locals_at(self, index: int) -> tuple[dict[str, str], dict[str, list]]:
+        inv = self.invocations[self.invs[index]]
+        position = bisect_left(inv.states, index)
+        base = position - position % _CHECKPOINT
+        local_reprs, values = inv.checkpoints[inv.states[base]]
+        local_reprs, values = dict(local_reprs), dict(values)
+        for k in range(base + 1, position + 1):
+            changes = self.changes[inv.states[k]]
+            if changes:
+                _apply_in_place(local_reprs, values, changes)
+        return local_reprs, values
+
+    def make_state(self, index: int, local_reprs: dict[str, str], values: dict[str, Value]) -> State:
+        inv_id = self.invs[index]
+        inv = self.invocations[inv_id]
+        line = self.lines[index]
+        lines = inv.lines
+        return State(
+            self.kinds[index],  # type: ignore[arg-type]
+            line,
+            lines[line - 1] if 0 < line <= len(lines) else "",
+            inv.function,
+            inv.depth,
+            inv_id,
+            local_reprs,
+            self.values.get(index),
+            inv.path,
+            self.stdout_at.get(index, ""),
+            self.stderr_at.get(index, ""),
+            values,
+            self.caught.get(index),
+        )
+
+    def state(self, index: int) -> State:
+        local_reprs, values = self.locals_at(index)
+        return self.make_state(index, local_reprs, {k: _decode_value(v) for k, v in values.items()})
+
+
+class StateList(Sequence[State]):
+    """The states of a recording, built on demand (and cheaply in order, when iterated)."""
+
+    def __init__(self, log: EventLog) -> None:
+        self._log = log
+
+    def __len__(self) -> int:
+        return len(self._log)
+
+    @overload
+    def __getitem__(self, index: int) -> State: ...
+    @overload
+    def __getitem__(self, index: slice) -> list[State]: ...
+    def __getitem__(self, index):
+        if isinstance(index, slice):
+            return [self._log.state(i) for i in range(*index.indices(len(self)))]
+        n = len(self)
+        if index < 0:
+            index += n
+        if not 0 <= index < n:
+            raise IndexError("state index out of range")
+        return self._log.state(index)
+
+    def __iter__(self) -> Iterator[State]:
+        log = self._log
+        running: dict[int, tuple[dict[str, str], dict[str, Value]]] = {}
+        for index in range(len(log)):
+            inv_id = log.invs[index]
+            local_reprs, values = running.get(inv_id, ({}, {}))
+            changes = log.changes[index]
+            if changes:
+                local_reprs, values = dict(local_reprs), dict(values)
+                for i in range(0, len(changes), 2):
+                    name, enc = changes[i], changes[i + 1]
+                    values.pop(name, None)
+                    if type(enc) is list and not enc:
+                        local_reprs.pop(name, None)
+                    elif type(enc) is list:
+                        values[name] = _decode_value(enc)
+                        local_reprs[name] = values[name].repr
+                    else:
+                        local_reprs[name] = _decode_repr(enc)
+            running[inv_id] = (local_reprs, values)
+            yield log.make_state(index, local_reprs, values)
+
+
+def _apply_in_place(local_reprs: dict[str, str], values: dict[str, list], changes: list) -> None:
+    for i in range(0, len(changes), 2):
+        name, enc = changes[i], changes[i + 1]
+        if type(enc) is list:
+            if enc:
+                local_reprs[name] = str(enc[0])
+                values[name] = enc
+            else:
+                local_reprs.pop(name, None)
+                values.pop(name, None)
+        else:
+            local_reprs[name] = _decode_repr(enc)
+            if values:
+                values.pop(name, None)
+
+
+def _decode_repr(enc) -> str:
+    kind = type(enc)
+    if kind is str:
+        return enc
+    if kind is int:
+        return str(enc)
+    if enc is True:
+        return "True"
+    if enc is False:
+        return "False"
+    if enc is None:
+        return "None"
+    if kind is list and enc:
+        return str(enc[0])
+    return repr(enc)
+
+
+def _decode_value(enc: list) -> Value:
+    text, type_name, children, more = enc
+    return Value(
+        repr=text,
+        type=type_name,
+        children=tuple((str(name), _decode_value(c) if type(c) is list else Value(_decode_repr(c))) for name, c in children),
+        more=int(more),
+    )

@@ -1,0 +1,29 @@
+"""Shared fixtures. Tests that read ../shared/data skip with a reason where it is absent."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+EXAMPLES = ROOT / "examples"
+SHARED_DATA = Path(os.environ.get("NEURAL_DAP_SHARED_DATA", ROOT.parent / "shared" / "data"))
+CRUXEVAL_DEV = SHARED_DATA / "cruxeval-dev.jsonl"
+DAP_SCHEMA = SHARED_DATA / "dap" / "debugAdapterProtocol.json"
+
+
+@pytest.fixture(scope="session")
+def cruxeval_rows() -> list[dict]:
+    if not CRUXEVAL_DEV.is_file():
+        pytest.skip(f"CRUXEval dev split not found at {CRUXEVAL_DEV} (it lives in ../shared/data beside the repository)")
+    return [json.loads(line) for line in CRUXEVAL_DEV.read_text().splitlines() if line.strip()]
+
+
+@pytest.fixture(scope="session")
+def dap_schema() -> dict:
+    if not DAP_SCHEMA.is_file():
+        pytest.skip(f"the DAP schema was not found at {DAP_SCHEMA} (it lives in ../shared/data beside the repository)")
+    return json.loads(DAP_SCHEMA.read_text())

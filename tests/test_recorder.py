@@ -1,0 +1,253 @@
+"""The recorder: faithful states of real runs, and a clear typed outcome for every misbehaviour."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from neural_dap.trace.recorder import Limits, Program, RecorderError, record
+
+
+def run(source: str, entry: str | None = None, args: str = "", tmp_path: Path | None = None, **limits) -> object:
+    return record(Program("/virtual/prog.py", source=textwrap.dedent(source), entry=entry, entry_args=args), Limits(**limits))
+
+
+def test_function_entry_records_call_lines_and_return_with_locals_before_each_line():
+    rec = run(
+        """
+        def f(xs, key=None):
+            total = 0
+            for x in xs:
+                total += x
+            return total
+        """,
+        entry="f",
+        args="[3, 1], key=None",
+    )
+    assert rec.outcome.kind == "finished"
+    events = [(s.event, s.line) for s in rec.states]
+    assert events == [("call", 2), ("line", 3), ("line", 4), ("line", 5), ("line", 4), ("line", 5), ("line", 4), ("line", 6), ("return", 6)]
+    # a line state shows the values *before* the line runs
+    assert rec.states[1].locals == {"xs": "[3, 1]", "key": "None"}
+    assert rec.states[3].locals == {"xs": "[3, 1]", "key": "None", "total": "0", "x": "3"}
+    assert rec.states[-1].value == "4"
+    assert rec.return_value == "4"
+    assert rec.states[2].source == "    for x in xs:"
+    assert {s.function for s in rec.states} == {"f"}
+
+
+def test_nested_calls_have_depth_invocations_and_exception_exits():
+    rec = run(
+        """
+        def inner(n):
+            if n > 1:
+                raise ValueError("too big")
+            return n
+
+        def outer():
+            a = inner(1)
+            try:
+                inner(5)
+            except ValueError as e:
+                msg = str(e)
+            return a
+        """,
+        entry="outer",
+    )
+    states = list(rec.states)
+    calls = [s for s in states if s.event == "call"]
+    assert [(c.function, c.depth) for c in calls] == [("outer", 0), ("inner", 1), ("inner", 1)]
+    assert len({c.invocation for c in calls}) == 3
+    exits = [s for s in states if s.event in ("return", "exception")]
+    assert [(s.function, s.event, s.value) for s in exits] == [
+        ("inner", "return", "1"),
+        ("inner", "exception", "ValueError('too big')"),
+        ("outer", "return", "1"),
+    ]
+    handler = next(s for s in states if s.source.strip().startswith("except"))
+    assert handler.caught == "ValueError('too big')"
+    after = next(s for s in states if s.source.strip() == "return a")
+    assert after.locals["msg"] == "'too big'" and "e" not in after.locals  # `e` is deleted after the handler
+
+
+def test_script_mode_traces_module_and_argv_and_attributes_output_to_states(tmp_path: Path):
+    prog = tmp_path / "script.py"
+    prog.write_text("import sys\nname = sys.argv[1]\nprint('hi', name)\nx = len(name)\n")
+    rec = record(Program(str(prog), argv=("bob",)))
+    assert rec.outcome.kind == "finished"
+    by_line = {s.line: s for s in rec.states if s.event == "line"}
+    assert by_line[4].stdout == "hi bob\n"  # written while line 3 ran: shown at the next stop
+    assert by_line[4].locals == {"name": "'bob'"}  # modules, functions and dunders are hidden
+    assert rec.stdout == "hi bob\n"
+
+
+def test_only_user_code_is_traced():
+    rec = run(
+        """
+        import json, textwrap
+        def f():
+            data = json.dumps([1, 2])
+            return textwrap.dedent('  x')
+        """,
+        entry="f",
+    )
+    assert {s.function for s in rec.states} == {"f"}
+    assert rec.return_value == "'x'"
+
+
+def test_reprs_are_bounded_and_marked_and_addresses_removed():
+    rec = run(
+        """
+        class Box:
+            def __init__(self):
+                self.size = 3
+        def f():
+            big = 'x' * 5000
+            box = Box()
+            return len(big)
+        """,
+        entry="f",
+        max_repr=100,
+    )
+    last = rec.states[-2].locals
+    assert len(last["big"]) == 101 and last["big"].endswith("\u2026")
+    assert last["box"] == "<__main__.Box object>"
+    assert rec.states[-2].values["box"].children[0][0] == "size"
+
+
+@pytest.mark.parametrize(
+    "source, kind, words",
+    [
+        ("import time\ndef f():\n    time.sleep(60)\n", "timeout", "wall-time"),
+        ("def f():\n    while True:\n        pass\n", "event_limit", "event limit"),
+        ("def f():\n    i = 0\n    while True:\n        i += 1\n", "event_limit", "event limit"),
+        ("import sys\ndef f():\n    sys.exit(3)\n", "exited", "sys.exit(3)"),
+        ("import os\ndef f():\n    x = 1\n    os._exit(4)\n", "exited", "os._exit(4)"),
+        ("def f():\n    raise KeyError('k')\n", "raised", "KeyError"),
+        ("def f():\n    return input()\n", "raised", "EOFError"),
+        ("import ctypes\ndef f():\n    x = 1\n    ctypes.string_at(0)\n", "crashed", "Segmentation fault in f at line 4"),
+        ("def f():\n    x = bytearray(10 ** 11)\n", "memory", "MemoryError"),
+    ],
+)
+def test_misbehaving_debuggees_end_with_a_typed_outcome_and_keep_their_states(source, kind, words):
+    rec = run(source, entry="f", wall_time=2.0, max_events=2000, memory_mb=1024)
+    assert rec.outcome.kind == kind, rec.outcome
+    assert words in rec.outcome.message
+    if kind != "crashed":  # an instant crash leaves nothing flushed; see the test below
+        assert len(rec.states) >= 1 and rec.states[0].event == "call"
+
+
+def test_repr_that_raises_or_never_returns():
+    rec = run(
+        """
+        class Bad:
+            def __repr__(self):
+                raise RuntimeError('no repr')
+        def f():
+            b = Bad()
+            return 1
+        """,
+        entry="f",
+    )
+    assert rec.states[-2].locals["b"] == "<repr of Bad raised RuntimeError: no repr>"
+    rec = run(
+        """
+        class Slow:
+            def __repr__(self):
+                while True:
+                    pass
+        def f():
+            s = Slow()
+            return 1
+        """,
+        entry="f",
+        wall_time=1.5,
+    )
+    assert rec.outcome.kind == "timeout"
+    assert [s.line for s in rec.states][:2] == [6, 7]  # what was recorded before the hang is kept
+
+
+def test_megabytes_of_output_are_capped_and_the_recording_survives():
+    rec = run("def f():\n    for i in range(300):\n        print('x' * 10000)\n    return 7\n", entry="f", max_output=50_000)
+    assert rec.outcome.kind == "finished" and rec.return_value == "7"
+    assert 50_000 <= len(rec.stdout) < 51_000 and "output beyond" in rec.stdout
+
+
+def test_a_missing_program_or_entry_is_a_clear_error(tmp_path: Path):
+    with pytest.raises(RecorderError, match="no such program"):
+        record(Program(str(tmp_path / "nope.py")))
+    rec = run("x = 1\n", entry="g")
+    assert rec.outcome.kind == "error" and "no function 'g'" in rec.outcome.message
+    rec = run("def f(:\n", entry="f")
+    assert rec.outcome.kind == "error" and "SyntaxError" in rec.outcome.message
+
+
+def test_entry_args_accept_keywords_and_non_literals():
+    rec = run("def f(a, b=0, *, c):\n    return (a, b, c)\n", entry="f", args="[1], c=set(), b=-2")
+    assert rec.return_value == "([1], -2, set())"
+
+
+def _python(version: str) -> str | None:
+    """An interpreter of that version that really runs (a pyenv shim may only print an error)."""
+    candidates = sorted((Path.home() / ".pyenv" / "versions").glob(f"{version}.*/bin/python"))
+    if shutil.which(f"python{version}"):
+        candidates.append(Path(shutil.which(f"python{version}")))
+    for cand in candidates:
+        try:
+            out = subprocess.run([str(cand), "-c", "import sys; print(sys.version)"], capture_output=True, text=True, timeout=20)
+        except (OSError, subprocess.TimeoutExpired):
+            continue
+        if out.returncode == 0 and out.stdout.startswith(version):
+            return str(cand)
+    return None
+
+
+@pytest.mark.parametrize("version", ["3.12", "3.13"])
+def test_sys_monitoring_engine_records_the_same_states(version):
+    python = _python(version)
+    if python is None:
+        pytest.skip(f"no python{version} on this machine")
+    source = textwrap.dedent(
+        """
+        def helper(n):
+            if n > 2:
+                raise ValueError(n)
+            return n * 2
+
+        def f(xs):
+            out = []
+            for x in xs:
+                try:
+                    out.append(helper(x))
+                except ValueError:
+                    out.append(-1)
+            total = sum(v for v in out if v > 0)
+            return out, total
+        """
+    )
+    program = Program("/virtual/prog.py", source=source, entry="f", entry_args="[1, 2, 3]")
+    new = record(program, python=python)
+    old = record(program, engine="settrace")
+    assert new.engine == "monitoring" and new.python.startswith(version)
+    assert [s.format_view() for s in new.states] == [s.format_view() for s in old.states]
+
+
+def test_a_crash_after_some_work_keeps_the_states_recorded_before_it():
+    rec = run(
+        """
+        import ctypes, time
+        def f():
+            total = 0
+            for i in range(200):
+                total += i
+            time.sleep(0.1)
+            ctypes.string_at(0)
+        """,
+        entry="f",
+    )
+    assert rec.outcome.kind == "crashed" and "line 8" in rec.outcome.message
+    assert len(rec.states) > 400 and rec.states[-1].locals["total"] == "19900"
