@@ -1,0 +1,302 @@
+"""`neural-dap debug PROGRAM [ARGS...]`: debug in the terminal, through the DAP server.
+
+The front end is an ordinary DAP client of `neural-dap adapter` (started as a child process), so
+what it shows is exactly what an editor would get. Commands:
+
+  s  step into        n  next (step over)     r  step out (return)     c  continue
+  back  step back     rc  reverse continue    bi  step back into       bo  step back out
+  b LINE [if COND]    b FUNCTION              p EXPR    where    list    locals    summary    q
+`--do "b 5; c; n; back; p x"` runs a script of commands and prints every stop.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from dataclasses import dataclass, field
+
+COMMANDS_HELP = __doc__.split("Commands:", 1)[1].strip()
+STEP_COMMANDS = {
+    "s": "stepIn", "step": "stepIn", "n": "next", "next": "next", "r": "stepOut", "return": "stepOut",
+    "c": "continue", "continue": "continue", "back": "stepBack", "rc": "reverseContinue",
+    "bi": "stepBackInto", "bo": "stepBackOut",
+}
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.formatter_class = argparse.RawDescriptionHelpFormatter
+    parser.epilog = "commands:\n  " + COMMANDS_HELP.replace("\n", "\n  ")
+    parser.add_argument("program")
+    parser.add_argument("argv", nargs=argparse.REMAINDER, help="arguments for the program (after `--`)")
+    parser.add_argument("--do", help='a script of commands separated by ";", e.g. "b 5; c; n; back; p x"')
+    parser.add_argument("--entry", help="debug a call of this function instead of the whole script")
+    parser.add_argument("--args", help="the call's arguments as Python literal text")
+    parser.add_argument("--returns", help="start at the end: the function returned this value (neural world)")
+    parser.add_argument("--world", choices=["recorded", "neural"], default="recorded")
+    parser.add_argument("--model", help='"embedded" (default for --world neural) or the URL of an OpenAI-compatible server, e.g. http://127.0.0.1:8000/v1')
+    parser.add_argument("--model-name", help="the served model's name (default: the server's first model)")
+    parser.add_argument("--dialect", choices=["cwm", "nd"], help="trace dialect the model speaks (default: nd)")
+    parser.add_argument("--samples", type=int, help="completions per prediction; the majority frame wins")
+    parser.add_argument("--temperature", type=float)
+    parser.add_argument("--reconcile", choices=["none", "recorded", "debugpy"], default="none")
+    parser.add_argument("--trust", choices=["model", "reality"], default="model")
+    parser.add_argument("--timeout", type=float, default=120.0, help="seconds to wait for any one answer of the adapter")
+
+
+OPTIONS_WITH_VALUE = {"--do", "--entry", "--args", "--returns", "--world", "--model", "--model-name", "--dialect", "--samples", "--temperature", "--reconcile", "--trust", "--timeout"}
+
+
+def _split(parser: argparse.ArgumentParser, argv: list[str]) -> argparse.Namespace:
+    ours: list[str] = []
+    program: list[str] = []
+    theirs: list[str] = []
+    i = 0
+    while i < len(argv):
+        arg = argv[i]
+        if arg == "--":
+            theirs += argv[i + 1 :]
+            break
+        if arg in OPTIONS_WITH_VALUE and i + 1 < len(argv):
+            ours += [arg, argv[i + 1]]
+            i += 2
+            continue
+        if arg.startswith("--") or arg in ("-h",):
+            ours.append(arg)
+        elif not program:
+            program.append(arg)
+        else:
+            theirs.append(arg)
+        i += 1
+    opts = parser.parse_args(ours + program)
+    opts.argv = theirs
+    return opts
+
+
+def launch_arguments(opts: argparse.Namespace) -> dict:
+    args: dict = {"program": os.path.abspath(opts.program), "args": opts.argv, "stopOnEntry": True, "world": opts.world}
+    if opts.entry:
+        args["entry"] = {"function": opts.entry}
+        if opts.args is not None:
+            args["entry"]["args"] = opts.args
+        if opts.returns is not None:
+            args["entry"]["returns"] = opts.returns
+    if opts.world == "neural":
+        model: dict | str = opts.model or "embedded"
+        if opts.model and opts.model != "embedded":
+            model = {"url": opts.model}
+        if isinstance(model, dict) or any(v is not None for v in (opts.model_name, opts.dialect, opts.samples, opts.temperature)):
+            model = model if isinstance(model, dict) else {"url": "embedded"}
+            for key, value in (("name", opts.model_name), ("dialect", opts.dialect), ("samples", opts.samples), ("temperature", opts.temperature)):
+                if value is not None:
+                    model[key] = value
+        args["model"] = model
+        args["reconcile"] = opts.reconcile
+        args["trust"] = opts.trust
+    return args
+
+
+@dataclass
+class Frontend:
+    client: object
+    out: object = sys.stdout
+    breakpoints: dict[str, list[dict]] = field(default_factory=dict)
+    function_breakpoints: list[dict] = field(default_factory=list)
+    last_locals: dict[int, dict[str, str]] = field(default_factory=dict)
+    frame_id: int | None = None
+    program: str = ""
+    ended: bool = False
+
+    def print(self, text: str = "") -> None:
+        print(text, file=self.out, flush=True)
+
+    def on_event(self, message: dict) -> None:
+        name = message.get("event")
+        body = message.get("body") or {}
+        if name == "output" and body.get("category") != "telemetry":
+            text = body.get("output", "")
+            prefix = {"stderr": "! ", "important": "* "}.get(body.get("category"), "")
+            for line in text.rstrip("\n").split("\n"):
+                self.print(f"{prefix}{line}" if prefix else line)
+        elif name == "terminated":
+            self.ended = True
+
+    async def show_stop(self, stopped: dict) -> None:
+        body = stopped.get("body") or {}
+        stack = (await self.client.call("stackTrace", {"threadId": 1})).get("stackFrames", [])
+        if not stack:
+            self.print(f"[{body.get('reason')}] (no frames)")
+            return
+        top = stack[0]
+        self.frame_id = top["id"]
+        path = (top.get("source") or {}).get("path") or ""
+        scopes = (await self.client.call("scopes", {"frameId": top["id"]})).get("scopes", [])
+        variables = []
+        if scopes:
+            variables = (await self.client.call("variables", {"variablesReference": scopes[0]["variablesReference"]})).get("variables", [])
+        current = {v["name"]: v["value"] for v in variables}
+        line_text = _source_line(path, top["line"])
+        reason = body.get("reason", "")
+        self.print(f"[{reason}] {os.path.basename(path)}:{top['line']} in {top['name']}")
+        self.print(f"  {top['line']:>4} | {line_text}")
+        previous = self.last_locals.get(len(stack))
+        changed = {k: v for k, v in current.items() if previous is None or previous.get(k) != v}
+        if changed:
+            self.print("       | " + "   ".join(f"{k} = {v}" for k, v in changed.items()))
+        if body.get("description") and reason in ("exception", "end"):
+            self.print(f"       | {body['description']}")
+        self.last_locals[len(stack)] = current
+
+    async def run_command(self, text: str, timeout: float) -> bool:
+        """Run one command; False when the session is over."""
+        words = text.strip().split(None, 1)
+        if not words:
+            return True
+        cmd, rest = words[0], (words[1] if len(words) > 1 else "")
+        if cmd in ("q", "quit", "exit"):
+            return False
+        if cmd in STEP_COMMANDS:
+            if self.ended:
+                self.print("the program has ended")
+                return False
+            await self.client.call(STEP_COMMANDS[cmd], {"threadId": 1})
+            await self.next_stop(timeout)
+            return not self.ended
+        if cmd in ("b", "break"):
+            await self.set_breakpoint(rest)
+        elif cmd in ("p", "print"):
+            try:
+                body = await self.client.call("evaluate", {"expression": rest, "frameId": self.frame_id, "context": "repl"})
+                self.print(body.get("result", ""))
+            except Exception as exc:  # noqa: BLE001 (shown to the user as the error it is)
+                self.print(f"error: {getattr(exc, 'message', exc)}")
+        elif cmd in ("where", "bt", "w"):
+            stack = (await self.client.call("stackTrace", {"threadId": 1})).get("stackFrames", [])
+            for k, frame in enumerate(stack):
+                path = (frame.get("source") or {}).get("path", "")
+                self.print(f"{'>' if k == 0 else ' '} {frame['name']} at {os.path.basename(path)}:{frame['line']}")
+        elif cmd in ("locals", "vars"):
+            stack = (await self.client.call("stackTrace", {"threadId": 1})).get("stackFrames", [])
+            scopes = (await self.client.call("scopes", {"frameId": stack[0]["id"]})).get("scopes", [])
+            for v in (await self.client.call("variables", {"variablesReference": scopes[0]["variablesReference"]})).get("variables", []):
+                self.print(f"  {v['name']} = {v['value']}")
+        elif cmd in ("l", "list"):
+            stack = (await self.client.call("stackTrace", {"threadId": 1})).get("stackFrames", [])
+            path, line = (stack[0].get("source") or {}).get("path", ""), stack[0]["line"]
+            for n in range(max(1, line - 3), line + 4):
+                text_line = _source_line(path, n)
+                self.print(f"{'->' if n == line else '  '} {n:>4} | {text_line}")
+        elif cmd == "summary":
+            self.print_summary(await self.client.call("sessionSummary"))
+        elif cmd in ("h", "help", "?"):
+            self.print(COMMANDS_HELP)
+        else:
+            self.print(f"unknown command {cmd!r}; `help` lists them")
+        return True
+
+    async def next_stop(self, timeout: float) -> None:
+        """Show the stop the last command led to, or say that the program ended."""
+        message = await self.client.wait_event({"stopped", "terminated"}, timeout=timeout)
+        if message["event"] == "stopped":
+            await self.show_stop(message)
+            return
+        exited = self.client.events_named("exited")
+        code = (exited[-1].get("body") or {}).get("exitCode") if exited else None
+        self.print(f"[exited] the program finished (exit code {code})")
+        self.ended = True
+
+    async def set_breakpoint(self, spec: str) -> None:
+        condition = None
+        if " if " in f" {spec} ":
+            spec, condition = spec.split(" if ", 1) if " if " in spec else (spec, None)
+        spec = spec.strip()
+        if spec.isdigit() or ":" in spec:
+            path, line = (spec.rsplit(":", 1) if ":" in spec else (self.program, spec))
+            path = os.path.abspath(path)
+            entry = {"line": int(line)}
+            if condition:
+                entry["condition"] = condition.strip()
+            self.breakpoints.setdefault(path, []).append(entry)
+            body = await self.client.call("setBreakpoints", {"source": {"path": path}, "breakpoints": self.breakpoints[path]})
+            result = body["breakpoints"][-1]
+            where = f"{os.path.basename(path)}:{result.get('line', line)}"
+            note = f" ({result['message']})" if result.get("message") else ""
+            self.print(f"breakpoint {'set at' if result.get('verified') else 'NOT set at'} {where}{' if ' + condition.strip() if condition else ''}{note}")
+        else:
+            entry = {"name": spec}
+            if condition:
+                entry["condition"] = condition.strip()
+            self.function_breakpoints.append(entry)
+            body = await self.client.call("setFunctionBreakpoints", {"breakpoints": self.function_breakpoints})
+            result = body["breakpoints"][-1]
+            self.print(f"breakpoint on function {spec}: {'set' if result.get('verified') else result.get('message')}")
+
+    def print_summary(self, summary: dict) -> None:
+        if not summary:
+            return
+        self.print("session summary:")
+        for key, value in summary.items():
+            if isinstance(value, (dict, list)):
+                value = json.dumps(value)
+            self.print(f"  {key}: {value}")
+
+
+def _source_line(path: str, line: int) -> str:
+    try:
+        with open(path, encoding="utf-8", errors="replace") as fh:
+            lines = fh.read().splitlines()
+        return lines[line - 1] if 0 < line <= len(lines) else ""
+    except OSError:
+        return ""
+
+
+def run(parser: argparse.ArgumentParser, argv: list[str]) -> int:
+    opts = _split(parser, argv)
+    if not os.path.isfile(opts.program):
+        print(f"neural-dap debug: no such program: {opts.program}", file=sys.stderr)
+        return 2
+    import anyio
+
+    return anyio.run(_session, opts)
+
+
+async def _session(opts: argparse.Namespace) -> int:
+    import anyio
+
+    from neural_dap.dap.client import DapError, adapter_command, spawn
+
+    async with spawn(adapter_command(), timeout=opts.timeout) as client:
+        front = Frontend(client, program=os.path.abspath(opts.program))
+        client.on_event = front.on_event
+        try:
+            await client.call("initialize", {"adapterID": "neural-dap", "clientID": "neural-dap-debug", "linesStartAt1": True, "columnsStartAt1": True})
+            launch = await client.send_request("launch", launch_arguments(opts))
+            await client.call("configurationDone")
+            response = await client.response(launch, "launch", timeout=opts.timeout)
+            if not response.get("success"):
+                print(f"neural-dap debug: {response.get('message')}", file=sys.stderr)
+                return 1
+            await front.next_stop(opts.timeout)
+            if opts.do is not None:
+                for command in [c for c in opts.do.split(";") if c.strip()]:
+                    front.print(f"(nd) {command.strip()}")
+                    if not await front.run_command(command, opts.timeout):
+                        break
+            else:
+                while not front.ended:
+                    try:
+                        line = await anyio.to_thread.run_sync(lambda: input("(nd) "))
+                    except EOFError:
+                        break
+                    if not await front.run_command(line, opts.timeout):
+                        break
+            if opts.world == "neural":
+                front.print_summary(await client.call("sessionSummary"))
+            with anyio.move_on_after(5):
+                await client.request("disconnect", {"terminateDebuggee": True})
+        except DapError as exc:
+            print(f"neural-dap debug: {exc}", file=sys.stderr)
+            return 1
+    return 0
+

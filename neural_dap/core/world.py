@@ -1,0 +1,117 @@
+"""The world-model interface: the only thing the DAP layer knows about what it is debugging.
+
+A world model answers "where does this action lead?" with a `Stop`. The recorded world navigates a
+real execution; the neural world asks a model; the reconciled world wraps a model and a reality.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, Literal, Protocol, runtime_checkable
+
+import msgspec
+
+from neural_dap.core.actions import Action, Target
+from neural_dap.core.state import Frame, State
+
+ExceptionFilter = Literal["raised", "uncaught"]
+
+
+class Entry(msgspec.Struct, frozen=True, omit_defaults=True):
+    """Start at a call of one function (`args`), or at its return (`returns`) to step backwards."""
+
+    function: str
+    args: str | None = None  # Python literal text of the arguments, e.g. "[3, 1], key=None"
+    returns: str | None = None  # repr text of a return value: start at the end, step back
+
+
+class LaunchSpec(msgspec.Struct, frozen=True, omit_defaults=True):
+    program: str  # absolute path
+    args: tuple[str, ...] = ()
+    cwd: str | None = None
+    env: dict[str, str] | None = None
+    entry: Entry | None = None
+    source: str | None = None  # program text, when it is not (only) on disk
+    options: dict[str, Any] = {}  # world-specific launch keys (model, reconcile, trust, limits, ...)
+
+
+class Capabilities(msgspec.Struct, frozen=True):
+    exact: bool  # states are real (recorded), not predicted
+    inverse: bool  # can step backwards
+    needs_runnable: bool  # the program must run (imports resolve, no syntax errors)
+
+
+class Divergence(msgspec.Struct, frozen=True, omit_defaults=True):
+    """Where a predicted state and reality disagree."""
+
+    kind: Literal["line", "event", "stack", "local", "value", "missing", "extra", "end"]
+    name: str = ""  # the variable, for `local`
+    predicted: str | None = None
+    actual: str | None = None
+
+    def describe(self) -> str:
+        subject = f"{self.kind} {self.name}".strip() if self.name else self.kind
+        return f"{subject}: predicted {self.predicted!r}, actually {self.actual!r}"
+
+
+class Exit(msgspec.Struct, frozen=True, omit_defaults=True):
+    """How the traced scope ended, when a stop is at its end."""
+
+    code: int = 0
+    description: str = ""  # empty for a normal end
+
+
+class Stop(msgspec.Struct, frozen=True, omit_defaults=True):
+    """Where an action landed."""
+
+    state: State
+    stack: tuple[Frame, ...]  # innermost first; stack[0] is the state's own frame
+    index: int = 0  # position on the world's timeline
+    at_start: bool = False
+    at_end: bool = False
+    exit: Exit | None = None  # set when at_end and the world knows how the program ended
+    output: tuple[tuple[str, str], ...] = ()  # (stdout|stderr, text) written on the way here (forward)
+    predicted: bool = False
+    divergences: tuple[Divergence, ...] = ()
+    hit_exception: bool = False  # stopped because of an exception filter
+    hit_breakpoint: bool = False  # stopped at one of the breakpoint targets
+    note: str = ""  # something the user should know about this stop
+
+
+class WorldError(Exception):
+    """A request the world cannot serve (a model down, garbage it cannot recover from, ...).
+
+    The DAP layer turns it into an error response on that request; the session stays usable.
+    """
+
+
+@runtime_checkable
+class WorldModel(Protocol):
+    name: str
+    capabilities: Capabilities
+
+    async def start(self, launch: LaunchSpec) -> Stop: ...
+
+    async def act(
+        self,
+        action: Action,
+        *,
+        exceptions: frozenset[ExceptionFilter] = frozenset(),
+        breakpoints: tuple[Target, ...] = (),
+        accept: Callable[[Stop], bool] | None = None,
+    ) -> Stop:
+        """Apply `action` from the current stop.
+
+        A breakpoint the action passes on its way (one of its own targets for breakpoint actions,
+        one of `breakpoints` for steps) stops it early if `accept(stop)` agrees (conditions, hit
+        counts and log points live in the caller); otherwise the action goes on. With exception
+        filters, a forward action also stops at an exception raised on the way (`raised`) or at the
+        one that ends the program (`uncaught`).
+        """
+        ...
+
+    def source(self, path: str) -> str | None: ...
+
+    def summary(self) -> dict[str, Any]: ...
+
+    async def close(self) -> None: ...

@@ -1,0 +1,191 @@
+"""Breakpoints: line, function and log points, with conditions and hit conditions.
+
+Lines are verified against the lines that have code (the source is compiled, not run). A line
+without code moves to the next line with code in the same function, as most debuggers do.
+Conditions and log-message expressions are evaluated by the safe evaluator over the stop's values.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from neural_dap.core import values as safe
+from neural_dap.core.actions import Target
+from neural_dap.core.source import SourceInfo
+from neural_dap.dap import protocol as p
+
+_HIT = re.compile(r"^\s*(==|>=|>|<=|<|%)?\s*(\d+)\s*$")
+_MOVE_WINDOW = 5
+
+
+@dataclass
+class BreakpointSpec:
+    id: int
+    kind: str  # "line" | "function"
+    path: str
+    requested_line: int
+    lines: list[int]  # where it really stops (a function breakpoint: each first body line)
+    condition: str | None = None
+    hit_condition: str | None = None
+    log_message: str | None = None
+    verified: bool = False
+    message: str | None = None
+    name: str | None = None  # function breakpoints
+    hits: int = 0
+
+    def to_dap(self) -> p.Breakpoint:
+        return p.Breakpoint(
+            verified=self.verified,
+            id=self.id,
+            message=self.message,
+            source=p.Source(name=self.path.rsplit("/", 1)[-1], path=self.path) if self.kind == "line" else None,
+            line=(self.lines[0] if self.lines else self.requested_line) if self.kind == "line" else None,
+            reason=None if self.verified else "failed",
+        )
+
+
+def hit_condition_met(condition: str | None, hits: int) -> bool:
+    """VS Code's syntax: `3` or `==3`, `>=3`, `>3`, `<3`, `<=3`, `%3` (every third)."""
+    if not condition or not condition.strip():
+        return True
+    m = _HIT.match(condition)
+    if not m:
+        return True  # an unreadable hit condition never hides a stop; the breakpoint's message says so
+    op, n = m.group(1) or "==", int(m.group(2))
+    return {
+        "==": hits == n,
+        ">=": hits >= n,
+        ">": hits > n,
+        "<=": hits <= n,
+        "<": hits < n,
+        "%": n > 0 and hits % n == 0,
+    }[op]
+
+
+def interpolate(message: str, evaluate: Callable[[str], object]) -> str:
+    """A log point's message with each `{expression}` replaced by its value (`{{` is a brace)."""
+    out: list[str] = []
+    i = 0
+    while i < len(message):
+        ch = message[i]
+        if ch == "{" and message.startswith("{{", i):
+            out.append("{")
+            i += 2
+        elif ch == "}" and message.startswith("}}", i):
+            out.append("}")
+            i += 2
+        elif ch == "{":
+            end = message.find("}", i)
+            if end < 0:
+                out.append(message[i:])
+                break
+            expression = message[i + 1 : end]
+            try:
+                value = evaluate(expression)
+                out.append(value if isinstance(value, str) else safe.show(value))
+            except safe.EvaluationError as exc:
+                out.append(f"<{expression}: {exc}>")
+            i = end + 1
+        else:
+            out.append(ch)
+            i += 1
+    return "".join(out)
+
+
+@dataclass
+class BreakpointTable:
+    next_id: int = 1
+    by_path: dict[str, list[BreakpointSpec]] = field(default_factory=dict)
+    functions: list[BreakpointSpec] = field(default_factory=list)
+
+    def _id(self) -> int:
+        value = self.next_id
+        self.next_id += 1
+        return value
+
+    def set_lines(self, path: str, requested: list[p.SourceBreakpoint], source: str | None) -> list[BreakpointSpec]:
+        info = SourceInfo(source, path) if source is not None else None
+        specs = []
+        for bp in requested:
+            spec = BreakpointSpec(self._id(), "line", path, bp.line, [], bp.condition, bp.hit_condition, bp.log_message)
+            self._verify_line(spec, info)
+            specs.append(spec)
+        self.by_path[path] = specs
+        return specs
+
+    def _verify_line(self, spec: BreakpointSpec, info: SourceInfo | None) -> None:
+        if info is None:
+            spec.verified, spec.message, spec.lines = False, "the source is not available yet", []
+            return
+        executable = info.executable_lines
+        line = spec.requested_line
+        if line in executable:
+            spec.verified, spec.lines, spec.message = True, [line], None
+        else:
+            moved = next((ln for ln in range(line + 1, line + _MOVE_WINDOW + 1) if ln in executable), None)
+            if moved is not None and info.function_at(moved) == info.function_at(line):
+                spec.verified, spec.lines = True, [moved]
+                spec.message = f"line {line} has no code; the breakpoint moved to line {moved}"
+            else:
+                spec.verified, spec.lines = False, []
+                spec.message = f"line {line} has no code to stop at"
+        if spec.verified and spec.condition:
+            try:
+                compile(spec.condition, "<condition>", "eval")
+            except SyntaxError as exc:
+                spec.message = f"invalid condition: {exc.msg}"
+        if spec.verified and spec.hit_condition and not _HIT.match(spec.hit_condition):
+            spec.message = f"hit condition {spec.hit_condition!r} not understood (use e.g. 3, >=3 or %3)"
+
+    def reverify(self, source_of: Callable[[str], str | None]) -> list[BreakpointSpec]:
+        """Verify again with the world's sources (after launch); returns the breakpoints that changed."""
+        changed = []
+        for path, specs in self.by_path.items():
+            text = source_of(path)
+            info = SourceInfo(text, path) if text is not None else None
+            for spec in specs:
+                before = (spec.verified, tuple(spec.lines), spec.message)
+                self._verify_line(spec, info)
+                if (spec.verified, tuple(spec.lines), spec.message) != before:
+                    changed.append(spec)
+        return changed
+
+    def set_functions(self, requested: list[p.FunctionBreakpoint], sources: dict[str, str]) -> list[BreakpointSpec]:
+        self.functions = []
+        for bp in requested:
+            spec = BreakpointSpec(self._id(), "function", "", 0, [], bp.condition, bp.hit_condition, name=bp.name)
+            self._resolve_function(spec, sources)
+            self.functions.append(spec)
+        return self.functions
+
+    def _resolve_function(self, spec: BreakpointSpec, sources: dict[str, str]) -> None:
+        name = (spec.name or "").split(".")[-1].strip()
+        for path, text in sources.items():
+            lines = SourceInfo(text, path).first_body_lines(name)
+            if lines:
+                spec.path, spec.lines, spec.verified, spec.message = path, lines, True, None
+                return
+        spec.verified, spec.message = False, f"no function named {spec.name!r} in the program"
+
+    def reresolve_functions(self, sources: dict[str, str]) -> list[BreakpointSpec]:
+        for spec in self.functions:
+            self._resolve_function(spec, sources)
+        return list(self.functions)
+
+    def targets(self) -> tuple[Target, ...]:
+        out: set[Target] = set()
+        for specs in self.by_path.values():
+            for spec in specs:
+                if spec.verified:
+                    out.update((spec.path, line) for line in spec.lines)
+        for spec in self.functions:
+            if spec.verified:
+                out.update((spec.path, line) for line in spec.lines)
+        return tuple(sorted(out))
+
+    def at(self, path: str, line: int) -> list[BreakpointSpec]:
+        found = [s for s in self.by_path.get(path, []) if s.verified and line in s.lines]
+        found += [s for s in self.functions if s.verified and s.path == path and line in s.lines]
+        return found

@@ -1,0 +1,90 @@
+"""The DAP server loop: one session per connection, over stdio or TCP.
+
+In stdio mode nothing but DAP may reach stdout: the original stdout is kept for DAP frames and
+`sys.stdout` is pointed at stderr, so a stray print (ours or a library's) cannot corrupt the stream.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import sys
+from collections.abc import AsyncIterator
+
+import anyio
+import msgspec
+from anyio.abc import ByteReceiveStream, ByteSendStream
+from anyio.streams.file import FileReadStream, FileWriteStream
+
+from neural_dap.dap import protocol as p
+from neural_dap.dap.framing import Frame, FrameReader, FrameWriter
+from neural_dap.dap.session import DebugSession, WorldFactory
+
+log = logging.getLogger("neural_dap.dap")
+_decoder = msgspec.json.Decoder()
+_encoder = msgspec.json.Encoder()
+
+
+async def _messages(reader: FrameReader) -> AsyncIterator[p.Request | tuple[int | None, str]]:
+    """Requests, or (seq if known, what was wrong) for a message that is not a valid request."""
+    async for frame in reader.frames():
+        if not isinstance(frame, Frame):
+            yield (None, frame.what)
+            continue
+        try:
+            raw = _decoder.decode(frame.body)
+        except msgspec.DecodeError as exc:
+            yield (None, f"the body is not JSON ({exc})")
+            continue
+        seq = raw.get("seq") if isinstance(raw, dict) else None
+        seq = seq if isinstance(seq, int) and not isinstance(seq, bool) else None
+        if not isinstance(raw, dict) or raw.get("type") != "request":
+            if isinstance(raw, dict) and raw.get("type") in ("response", "event"):
+                continue  # answers to reverse requests we never send; nothing to do
+            yield (seq, "expected a request object with type 'request'")
+            continue
+        try:
+            yield msgspec.convert(raw, p.Request)
+        except msgspec.ValidationError as exc:
+            yield (seq, str(exc))
+
+
+async def serve_streams(receive: ByteReceiveStream, send: ByteSendStream, world_factory: WorldFactory) -> None:
+    writer = FrameWriter(send)
+
+    async def send_message(message: msgspec.Struct) -> None:
+        await writer.write(_encoder.encode(message))
+
+    session = DebugSession(world_factory, send_message)
+    try:
+        async with anyio.create_task_group() as tg:
+            await session.run(_messages(FrameReader(receive)), tg)
+            tg.cancel_scope.cancel()
+    finally:
+        with anyio.CancelScope(shield=True):
+            await session._shutdown()
+
+
+async def serve_stdio(world_factory: WorldFactory) -> None:
+    dap_out = os.fdopen(os.dup(sys.stdout.fileno()), "wb", buffering=0)
+    sys.stdout = sys.stderr  # anything printed from now on goes to stderr, never into the DAP stream
+    receive = FileReadStream(os.fdopen(os.dup(sys.stdin.fileno()), "rb", buffering=0))
+    send = FileWriteStream(dap_out)
+    await serve_streams(receive, send, world_factory)
+
+
+async def serve_tcp(world_factory: WorldFactory, host: str = "127.0.0.1", port: int = 0, announce=print, once: bool = False) -> None:
+    listener = await anyio.create_tcp_listener(local_host=host, local_port=port)
+    bound = listener.extra(anyio.abc.SocketAttribute.local_port)
+    announce(f"neural-dap adapter listening on {host}:{bound}")
+
+    async def handle(stream) -> None:
+        async with stream:
+            await serve_streams(stream, stream, world_factory)
+
+    async with listener:
+        if once:
+            stream = await listener.accept()
+            await handle(stream)
+        else:
+            await listener.serve(handle)
