@@ -125,7 +125,7 @@ class BreakpointTable:
             spec.verified, spec.lines, spec.message = True, [line], None
         else:
             moved = next((ln for ln in range(line + 1, line + _MOVE_WINDOW + 1) if ln in executable), None)
-            if moved is not None and info.function_at(moved) == info.function_at(line):
+            if moved is not None:
                 spec.verified, spec.lines = True, [moved]
                 spec.message = f"line {line} has no code; the breakpoint moved to line {moved}"
             else:

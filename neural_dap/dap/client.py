@@ -58,7 +58,7 @@ class DapClient:
                     continue
                 kind = message.get("type")
                 if kind == "response":
-                    waiter = self.pending.pop(message.get("request_seq"), None)
+                    waiter = self.pending.get(message.get("request_seq"))
                     if waiter is not None:
                         waiter[1].append(message)
                         waiter[0].set()
@@ -100,8 +100,8 @@ class DapClient:
         event, box = waiter
         with anyio.move_on_after(self.timeout if timeout is None else timeout):
             await event.wait()
+        self.pending.pop(seq, None)
         if not box:
-            self.pending.pop(seq, None)
             if self.closed:
                 raise DapError(command, "the adapter closed the connection")
             raise DapError(command, f"no response within {self.timeout if timeout is None else timeout:g} s")

@@ -61,6 +61,11 @@ class FrameReader:
             if end < 0:
                 continue
             header = bytes(self.buffer[:end])
+            at = header.find(b"Content-Length:")
+            if at > 0 and not header[:at].endswith(b"\r\n"):
+                del self.buffer[:at]  # garbage glued to the front of a good header
+                yield FramingProblem(f"skipped {at} bytes that were not a message header")
+                continue
             length, problem = _content_length(header)
             if problem is not None:
                 del self.buffer[: end + len(_SEPARATOR)]

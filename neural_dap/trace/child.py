@@ -12,6 +12,7 @@ Wire events (one array each; `inv` is the invocation id, `line` the line number)
   ["l", inv, line, changes, caught]                   line, locals *before* it runs
   ["r", inv, line, value]                             return (or yield)
   ["x", inv, line, value]                             exit by exception
+  ["u", inv, changes]                                 the caller's locals right after a return
   ["o", text] / ["e", text]                           stdout / stderr written since the last event
   ["end", outcome, message, exit_code, value]         how the run ended (last message)
 `changes` is a flat list [name, value, name, value, ...] of locals that changed since the previous
@@ -103,6 +104,14 @@ class Reprs:
                 break
         return open_ + ", ".join(items) + close + _MARK
 
+    def container_structure(self, value, text: str) -> list:
+        if isinstance(value, dict):
+            items = [(self.repr(k), v) for k, v in _first(value.items(), self.max_children)]
+        else:
+            items = [(str(i), v) for i, v in enumerate(_first(value, self.max_children))]
+        children = [[name, self.structure(child, 1) or self.repr(child)] for name, child in items]
+        return [text, type(value).__name__, children, max(0, len(value) - len(children))]
+
     def structure(self, value: object, depth: int = 2) -> list | None:
         """[repr, type, children, more] for objects whose repr is not a Python literal."""
         kind = type(value)
@@ -116,6 +125,15 @@ class Reprs:
             sub = self.structure(child, depth - 1) if depth > 1 else None
             children.append([name, sub if sub is not None else self.repr(child)])
         return [self.repr(value), kind.__name__, children, max(0, len(attrs) - self.max_children)]
+
+
+def _first(iterable, n: int) -> list:
+    out = []
+    for item in iterable:
+        if len(out) >= n:
+            break
+        out.append(item)
+    return out
 
 
 def _attributes(value: object) -> list | None:
@@ -398,7 +416,14 @@ class Recorder:
         return self.reprs.repr(value)
 
     def encode_object(self, value):
-        return self.reprs.structure(value) or self.reprs.repr(value)
+        structured = self.reprs.structure(value)
+        if structured is not None:
+            return structured
+        text = self.reprs.repr(value)
+        if text.endswith(_MARK) and type(value) in _LITERAL_CONTAINERS:
+            # the repr was cut: keep the first items as children, so the variables tree still opens
+            return self.reprs.container_structure(value, text)
+        return text
 
     def value_repr(self, value: object):
         if type(value) is int and -_SMALL_INT < value < _SMALL_INT:
@@ -436,7 +461,8 @@ def settrace_engine(rec: Recorder):
     value_repr = rec.value_repr
     make_differ = rec.make_differ
     bounded = rec.reprs.repr
-    counter = [0, 0]  # next invocation id, current depth
+    counter = [0]  # next invocation id
+    active: list = []  # (frame, invocation, diff) of each traced frame on the stack
 
     def global_trace(frame, event, arg):
         code = frame.f_code
@@ -445,10 +471,11 @@ def settrace_engine(rec: Recorder):
             user = user_cache[code] = judge(code)
         if not user:
             return None
-        inv, depth = counter
+        inv = counter[0]
         counter[0] = inv + 1
-        counter[1] = depth + 1
+        depth = len(active)
         diff = make_differ(code.co_name == "<module>")
+        active.append((frame, inv, diff))
         cid = code_ids.get(code)
         if cid is None:
             cid = rec.code_id(code)
@@ -464,11 +491,18 @@ def settrace_engine(rec: Recorder):
                     emit(("l", inv, frame.f_lineno, diff(frame.f_locals), bounded(pending)))
                     pending = None
             elif event == "return":
-                counter[1] -= 1
                 if pending is not None and arg is None:
                     emit(("x", inv, frame.f_lineno, bounded(pending)))
                 else:
                     emit(("r", inv, frame.f_lineno, value_repr(arg)))
+                if active and active[-1][1] == inv:
+                    active.pop()
+                if active:
+                    # what the callee changed in its caller's objects shows in the caller right away
+                    caller, caller_inv, caller_diff = active[-1]
+                    changes = caller_diff(caller.f_locals)
+                    if changes:
+                        emit(("u", caller_inv, changes))
             elif event == "exception":
                 pending = arg[1]
             return local_trace
@@ -558,11 +592,20 @@ def monitoring_engine(rec: Recorder):
         if stack and stack[-1][0] is getframe(1):
             top = stack.pop()
             emit(["r", top[1], top[0].f_lineno, value_repr(retval)])
+            update_caller()
 
     def on_unwind(code, offset, exc):
         if stack and stack[-1][0] is getframe(1):
             top = stack.pop()
             emit(["x", top[1], top[0].f_lineno, rec.reprs.repr(exc)])
+            update_caller()
+
+    def update_caller():
+        if stack:
+            caller = stack[-1]
+            changes = caller[2](caller[0].f_locals)
+            if changes:
+                emit(["u", caller[1], changes])
 
     def on_handled(code, offset, exc):
         if stack and stack[-1][0] is getframe(1):

@@ -342,6 +342,8 @@ class EventLog:
         self.sources: dict[str, str] = {}
         self.source_lines: dict[str, list[str]] = {}
         self.pending_out: list[str] = []
+        self.pending_updates: dict[int, list] = {}
+        self.updates: dict[int, list[tuple[int, list]]] = {}  # invocation -> (state index, changes)
         self.pending_err: list[str] = []
         self.all_stdout: list[str] = []
         self.all_stderr: list[str] = []
@@ -393,6 +395,12 @@ class EventLog:
                 inv = self.invocations[event[1]]
                 self._state(event[1], "return" if tag == "r" else "exception", event[2] or inv.first_line, None)
                 self.values[len(self.kinds) - 1] = _decode_repr(event[3])
+            elif tag == "u":
+                # a callee returned and changed objects its caller holds: the caller's next state
+                # carries the change, and stops before it show it through `updates`
+                inv_id, changes = event[1], event[2]
+                self.pending_updates.setdefault(inv_id, []).extend(changes)
+                self.updates.setdefault(inv_id, []).append((len(self.kinds) - 1, changes))
             elif tag == "o":
                 self.pending_out.append(event[1])
                 self.all_stdout.append(event[1])
@@ -429,6 +437,8 @@ class EventLog:
         self._state(inv_id, "call", line or first, changes)  # a module's call event says line 0
 
     def _state(self, inv_id: int, kind: str, line: int, changes: list | None) -> None:
+        if inv_id in self.pending_updates:
+            changes = self.pending_updates.pop(inv_id) + (changes or [])
         index = len(self.kinds)
         self.kinds.append(kind)
         self.lines.append(line)
@@ -481,6 +491,23 @@ class EventLog:
             values,
             self.caught.get(index),
         )
+
+    def caller_view(self, inv_id: int, since: int, until: int, local_reprs: dict[str, str], values: dict) -> tuple[dict[str, str], dict]:
+        """A caller's locals at state `until`, from its own latest state `since` plus what the
+        callees that returned in between changed."""
+        updates = self.updates.get(inv_id)
+        if not updates:
+            return local_reprs, values
+        start = bisect_left(updates, (since, []))
+        relevant = [c for index, c in updates[start:] if since <= index <= until]
+        if not relevant:
+            return local_reprs, values
+        local_reprs, encoded = dict(local_reprs), {}
+        for changes in relevant:
+            _apply_in_place(local_reprs, encoded, changes)
+        merged = {k: v for k, v in values.items() if k in local_reprs and k not in encoded}
+        merged.update({k: _decode_value(v) for k, v in encoded.items()})
+        return local_reprs, merged
 
     def state(self, index: int) -> State:
         local_reprs, values = self.locals_at(index)

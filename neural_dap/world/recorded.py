@@ -168,18 +168,15 @@ class RecordedWorld:
     def _stop(self, i: int, output: tuple = (), hit_exception: bool = False, hit_breakpoint: bool = False) -> Stop:
         tree = self._require()
         states = tree.states
-        frames = tuple(
-            Frame(
-                function=s.function,
-                line=s.line,
-                source=s.source,
-                invocation=s.invocation,
-                path=s.path,
-                locals=s.locals,
-                values=s.values,
-            )
-            for s in (states[k] for k in tree.stack(i))
-        )
+        log = self.recording.log  # type: ignore[union-attr]
+        frames = []
+        for depth, k in enumerate(tree.stack(i)):
+            s = states[k]
+            local_reprs, values = s.locals, s.values
+            if depth > 0:
+                local_reprs, values = log.caller_view(s.invocation, k, i, local_reprs, values)
+            frames.append(Frame(s.function, s.line, s.source, s.invocation, s.path, local_reprs, values))
+        frames = tuple(frames)
         at_end = i == tree.last
         return Stop(
             state=states[i],

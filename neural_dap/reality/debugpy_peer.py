@@ -1,0 +1,153 @@
+"""A real debugpy session, driven as a DAP client: reality for reconciliation, and the reference the
+agreement tests compare neural-dap's stops with.
+
+debugpy hangs on requests it does not implement, so only requests it supports are sent (forward
+stepping, stack, scopes, variables) and every one has a timeout. Values are normalised as the
+recorder normalises them (object addresses removed), and debugpy's presentation groups (`special
+variables`, functions, modules, classes) are dropped, so a snapshot compares with a neural-dap stop.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+import tempfile
+from contextlib import AsyncExitStack
+from dataclasses import dataclass, field
+
+import anyio
+
+from neural_dap.dap.client import DapClient, DapError, spawn
+
+_ADDRESS = re.compile(r" at 0x[0-9a-fA-F]+(?=[>,])")
+_HIDDEN_TYPES = {"function", "module", "type", "builtin_function_or_method", "method", "ABCMeta"}
+_GROUPS = {"special variables", "function variables", "class variables", "protected variables"}
+
+
+def normalize_repr(text: str) -> str:
+    return _ADDRESS.sub("", text) if " at 0x" in text else text
+
+
+@dataclass
+class Snapshot:
+    """One debugpy stop: the frames (innermost first) and the top frame's variables."""
+
+    reason: str
+    frames: list[tuple[str, int, str]]  # (function, line, path)
+    locals: dict[str, str]
+    returns: dict[str, str] = field(default_factory=dict)  # "(return) f" pseudo-variables
+
+    @property
+    def function(self) -> str:
+        return self.frames[0][0] if self.frames else ""
+
+    @property
+    def line(self) -> int:
+        return self.frames[0][1] if self.frames else 0
+
+
+class DebugpyPeer:
+    def __init__(self, program: str, args: tuple[str, ...] = (), cwd: str | None = None, env: dict[str, str] | None = None,
+                 python: str | None = None, timeout: float = 30.0, entry: tuple[str, str] | None = None) -> None:
+        self.program = os.path.abspath(program)
+        self.args = args
+        self.cwd = cwd or os.path.dirname(self.program)
+        self.env = {"PYTHONHASHSEED": "0", **(env or {})}
+        self.python = python or sys.executable
+        self.timeout = timeout
+        self.entry = entry  # (function, literal args): debug a call of one function
+        self.client: DapClient | None = None
+        self.ended = False
+        self._stack = AsyncExitStack()
+        self._tmp: tempfile.TemporaryDirectory | None = None
+        self.requests = 0
+        self._thread = 1
+
+    async def start(self) -> Snapshot:
+        program = self.program
+        if self.entry is not None:
+            program = self._entry_wrapper()
+        command = [self.python, "-m", "debugpy.adapter"]
+        self.client = await self._stack.enter_async_context(spawn(command, timeout=self.timeout, stderr=subprocess.DEVNULL))
+        c = self.client
+        await self._call("initialize", {"adapterID": "debugpy", "clientID": "neural-dap", "linesStartAt1": True, "columnsStartAt1": True, "pathFormat": "path"})
+        launch = await c.send_request(
+            "launch",
+            {"program": program, "args": list(self.args), "cwd": self.cwd, "env": self.env, "console": "internalConsole",
+             "stopOnEntry": self.entry is None, "justMyCode": True, "showReturnValue": True, "redirectOutput": True},
+        )
+        await c.wait_event("initialized", timeout=self.timeout)
+        if self.entry is not None:
+            await self._call("setFunctionBreakpoints", {"breakpoints": [{"name": self.entry[0]}]})
+        await self._call("setExceptionBreakpoints", {"filters": []})
+        await self._call("configurationDone")
+        response = await c.response(launch, "launch", timeout=self.timeout)
+        if not response.get("success"):
+            raise DapError("launch", response.get("message") or "debugpy could not launch the program")
+        return await self._snapshot()
+
+    def _entry_wrapper(self) -> str:
+        """A script that runs the program's definitions and calls the entry function."""
+        function, args = self.entry  # type: ignore[misc]
+        self._tmp = tempfile.TemporaryDirectory(prefix="neural-dap-debugpy-")
+        path = os.path.join(self._tmp.name, "entry.py")
+        with open(path, "w") as fh:
+            fh.write(
+                "import runpy, sys\n"
+                f"sys.path.insert(0, {os.path.dirname(self.program)!r})\n"
+                f"namespace = runpy.run_path({self.program!r}, run_name='__neural_dap_entry__')\n"
+                f"namespace[{function!r}]({args})\n"
+            )
+        return path
+
+    async def _call(self, command: str, arguments: dict | None = None) -> dict:
+        assert self.client is not None
+        self.requests += 1
+        return await self.client.call(command, arguments, timeout=self.timeout)
+
+    async def step(self, command: str) -> Snapshot | None:
+        """`next`, `stepIn`, `stepOut` or `continue`; None once the program has ended."""
+        if command not in ("next", "stepIn", "stepOut", "continue"):
+            raise ValueError(f"debugpy is driven forward only, not with {command!r}")
+        if self.ended:
+            return None
+        assert self.client is not None
+        await self._call(command, {"threadId": self._thread})
+        return await self._snapshot()
+
+    async def _snapshot(self) -> Snapshot | None:
+        assert self.client is not None
+        message = await self.client.wait_event({"stopped", "terminated", "exited"}, timeout=self.timeout)
+        if message["event"] != "stopped":
+            self.ended = True
+            return None
+        body = message.get("body") or {}
+        self._thread = body.get("threadId", 1)
+        frames_body = await self._call("stackTrace", {"threadId": self._thread})
+        frames = [(f["name"], f["line"], (f.get("source") or {}).get("path", "")) for f in frames_body.get("stackFrames", [])]
+        frames = [f for f in frames if os.path.abspath(f[2]) != os.path.abspath(self._tmp.name if self._tmp else "/nonexistent") and not f[2].endswith(("runpy.py",))]
+        top_id = frames_body["stackFrames"][0]["id"]
+        scopes = (await self._call("scopes", {"frameId": top_id})).get("scopes", [])
+        local_vars: dict[str, str] = {}
+        returns: dict[str, str] = {}
+        if scopes:
+            variables = (await self._call("variables", {"variablesReference": scopes[0]["variablesReference"]})).get("variables", [])
+            for v in variables:
+                name = v["name"]
+                if name in _GROUPS or name.startswith("__") or v.get("type") in _HIDDEN_TYPES:
+                    continue
+                if name.startswith("(return) "):
+                    returns[name] = normalize_repr(v["value"])
+                    continue
+                local_vars[name] = normalize_repr(v["value"])
+        return Snapshot(body.get("reason", ""), frames, local_vars, returns)
+
+    async def close(self) -> None:
+        if self.client is not None and not self.client.closed:
+            with anyio.move_on_after(3, shield=True):
+                await self.client.request("disconnect", {"terminateDebuggee": True}, timeout=3)
+        await self._stack.aclose()
+        if self._tmp is not None:
+            self._tmp.cleanup()

@@ -1,0 +1,252 @@
+"""The DAP server driven by a real DAP client over stdio and TCP, as VS Code drives it."""
+
+from __future__ import annotations
+
+import textwrap
+from pathlib import Path
+
+import msgspec
+import pytest
+
+from neural_dap.dap.framing import encode_frame
+
+from .dap_helpers import adapter, start, step, where
+
+PROGRAM = textwrap.dedent(
+    '''\
+    def square(x):
+        y = x * x
+        return y
+
+    def risky(n):
+        if n > 2:
+            raise ValueError(f"too big: {n}")
+        return n
+
+    def main(limit):
+        total = 0
+        for i in range(limit):
+            total += square(i)
+        try:
+            risky(limit)
+        except ValueError as err:
+            print("caught", err)
+        items = {"a": [1, 2, {"b": 3}], "n": total, "big": list(range(150))}
+        return total
+
+    result = main(4)
+    print("result", result)
+    '''
+)
+
+
+@pytest.fixture()
+def program(tmp_path: Path) -> str:
+    path = tmp_path / "prog.py"
+    path.write_text(PROGRAM)
+    return str(path)
+
+
+@pytest.mark.parametrize("transport", ["stdio", "tcp"])
+async def test_a_session_scripted_the_way_vscode_runs_one(transport, program):
+    async with adapter(transport) as c:
+        stopped = await start(c, {"program": program}, breakpoints={program: [{"line": 13}]})
+        assert stopped["body"]["reason"] == "breakpoint"
+        assert (await c.call("threads"))["threads"] == [{"id": 1, "name": "MainThread"}]
+        frames = (await c.call("stackTrace", {"threadId": 1}))["stackFrames"]
+        assert [(f["name"], f["line"]) for f in frames] == [("main", 13), ("<module>", 21)]
+        assert frames[0]["source"]["path"] == program
+        assert await where(c) == ("main", 13, {"limit": "4", "total": "0", "i": "0"})
+
+        assert await step(c, "continue") == ("breakpoint", ("main", 13, {"limit": "4", "total": "0", "i": "1"}))
+        assert await step(c, "next") == ("step", ("main", 12, {"limit": "4", "total": "1", "i": "1"}))
+        assert await step(c, "continue") == ("breakpoint", ("main", 13, {"limit": "4", "total": "1", "i": "2"}))
+        assert await step(c, "stepIn") == ("step", ("square", 2, {"x": "2"}))
+        reason, (name, line, local) = await step(c, "stepOut")
+        assert (reason, name, line, local["(return) square"], local["total"]) == ("step", "main", 13, "4", "1")
+        assert await step(c, "stepBack") == ("step", ("square", 3, {"x": "2", "y": "4"}))
+        assert await step(c, "reverseContinue") == ("breakpoint", ("main", 13, {"limit": "4", "total": "1", "i": "2"}))
+
+        frames = (await c.call("stackTrace", {"threadId": 1}))["stackFrames"]
+        await c.call("restartFrame", {"frameId": frames[0]["id"]})
+        assert (await c.wait_event("stopped"))["body"]["reason"] == "restart"
+        assert await where(c) == ("main", 10, {"limit": "4"})
+
+        frames = (await c.call("stackTrace", {"threadId": 1}))["stackFrames"]
+        result = await c.call("evaluate", {"expression": "limit * 2 + 1", "frameId": frames[0]["id"], "context": "watch"})
+        assert result["result"] == "9"
+        hover = await c.request("evaluate", {"expression": "open('/etc/passwd')", "frameId": frames[0]["id"], "context": "hover"})
+        assert not hover["success"] and "not defined" in hover["message"]
+        await c.call("disconnect", {"terminateDebuggee": True})
+
+
+async def test_stepping_back_across_calls_returns_and_exceptions(program):
+    async with adapter() as c:
+        await start(c, {"program": program}, breakpoints={program: [{"line": 15}]})
+        assert (await where(c))[1] == 15
+        assert await step(c, "stepIn") == ("step", ("risky", 6, {"n": "4"}))
+        assert await step(c, "next") == ("step", ("risky", 7, {"n": "4"}))
+        reason, (name, line, local) = await step(c, "stepIn")  # the exception leaves risky: shown in main
+        assert (name, line, local["(exception) risky"]) == ("main", 15, "ValueError('too big: 4')")
+        assert await step(c, "next") == ("step", ("main", 16, {"limit": "4", "total": "14", "i": "3"}))
+        # and back the same way
+        reason, (name, line, local) = await step(c, "stepBackInto")
+        assert (name, line) == ("main", 15) and "(exception) risky" in local
+        assert await step(c, "stepBackInto") == ("step", ("risky", 7, {"n": "4"}))
+        assert await step(c, "stepBackOut") == ("step", ("main", 15, {"limit": "4", "total": "14", "i": "3"}))
+        assert await step(c, "stepBack") == ("step", ("main", 14, {"limit": "4", "total": "14", "i": "3"}))
+        # stepping back over a loop body with calls lands on the loop's previous line, not in square
+        assert await step(c, "stepBack") == ("step", ("main", 12, {"limit": "4", "total": "14", "i": "3"}))
+        assert await step(c, "stepBack") == ("step", ("main", 13, {"limit": "4", "total": "5", "i": "3"}))
+
+
+async def test_conditional_hit_conditional_log_and_function_breakpoints(program):
+    async with adapter() as c:
+        bps = {program: [{"line": 13, "condition": "i == 2"}, {"line": 2, "hitCondition": ">=3"}, {"line": 12, "logMessage": "loop i={i} total={total}"}]}
+        await start(c, {"program": program}, breakpoints=bps)
+        assert await where(c) == ("main", 13, {"limit": "4", "total": "1", "i": "2"})
+        assert await step(c, "continue") == ("breakpoint", ("square", 2, {"x": "2"}))  # its third call
+        assert await step(c, "continue") == ("breakpoint", ("square", 2, {"x": "3"}))
+        logs = [e["body"]["output"] for e in c.events_named("output") if e["body"]["output"].startswith("loop")]
+        assert logs[:3] == ["loop i=<i: name 'i' is not defined here> total=0\n", "loop i=0 total=0\n", "loop i=1 total=1\n"]
+        body = await c.call("setFunctionBreakpoints", {"breakpoints": [{"name": "risky"}]})
+        assert body["breakpoints"][0]["verified"]
+        await c.call("setBreakpoints", {"source": {"path": program}, "breakpoints": []})
+        reason, (name, line, _) = await step(c, "continue")
+        assert (reason, name, line) == ("function breakpoint", "risky", 6)
+
+
+async def test_breakpoints_on_lines_without_code_move_or_fail_with_a_reason(program):
+    async with adapter() as c:
+        await c.call("initialize", {"adapterID": "neural-dap"})
+        body = await c.call("setBreakpoints", {"source": {"path": program}, "breakpoints": [{"line": 4}, {"line": 13}, {"line": 100}]})
+        first, second, third = body["breakpoints"]
+        assert first["verified"] and first["line"] == 5 and "moved" in first["message"]
+        assert second["verified"] and second["line"] == 13 and "message" not in second
+        assert third["verified"] is False and "no code" in third["message"]
+
+
+async def test_exception_filters_and_exception_info(program, tmp_path):
+    async with adapter() as c:
+        stopped = await start(c, {"program": program}, exception_filters=["raised"])
+        assert stopped["body"]["reason"] == "exception"
+        assert await where(c) == ("risky", 7, {"n": "4"})
+        info = await c.call("exceptionInfo", {"threadId": 1})
+        assert info["exceptionId"] == "ValueError" and "too big: 4" in info["description"]
+    crash = tmp_path / "crash.py"
+    crash.write_text("def f(d):\n    return d['missing']\n\nf({})\n")
+    async with adapter() as c:
+        stopped = await start(c, {"program": str(crash)}, exception_filters=["uncaught"])
+        assert stopped["body"]["reason"] == "exception"
+        assert (await where(c))[:2] == ("f", 2)
+        await c.call("continue", {"threadId": 1})
+        stopped = await c.wait_event("stopped")
+        assert stopped["body"]["reason"] == "end" and "exit code 1" in stopped["body"]["description"]
+        await c.call("continue", {"threadId": 1})
+        assert (await c.wait_event("exited"))["body"]["exitCode"] == 1
+        await c.wait_event("terminated")
+
+
+async def test_variables_expand_containers_and_page_long_ones(program):
+    async with adapter() as c:
+        await start(c, {"program": program}, breakpoints={program: [{"line": 19}]})
+        frames = (await c.call("stackTrace", {"threadId": 1}))["stackFrames"]
+        scope = (await c.call("scopes", {"frameId": frames[0]["id"]}))["scopes"][0]
+        variables = {v["name"]: v for v in (await c.call("variables", {"variablesReference": scope["variablesReference"]}))["variables"]}
+        items = variables["items"]
+        assert items["type"] == "dict" and items["variablesReference"] > 0
+        children = {v["name"]: v for v in (await c.call("variables", {"variablesReference": items["variablesReference"]}))["variables"]}
+        assert set(children) == {"'a'", "'n'", "'big'"}
+        assert children["'big'"]["indexedVariables"] == 150
+        page = (await c.call("variables", {"variablesReference": children["'big'"]["variablesReference"], "start": 100, "count": 3}))["variables"]
+        assert [(v["name"], v["value"]) for v in page] == [("100", "100"), ("101", "101"), ("102", "102")]
+        inner = (await c.call("variables", {"variablesReference": children["'a'"]["variablesReference"]}))["variables"]
+        assert [v["value"] for v in inner] == ["1", "2", "{'b': 3}"] and inner[2]["variablesReference"] > 0
+        assert inner[2]["evaluateName"] == "items['a'][2]"
+        assert (await c.call("evaluate", {"expression": inner[2]["evaluateName"] + "['b']", "frameId": frames[0]["id"]}))["result"] == "3"
+
+
+async def test_output_events_arrive_at_the_stop_where_the_output_was_written_and_the_end(program):
+    async with adapter() as c:
+        await start(c, {"program": program}, breakpoints={program: [{"line": 18}]})
+        outputs = [e["body"]["output"] for e in c.events_named("output") if e["body"].get("category") == "stdout"]
+        assert outputs == ["caught too big: 4\n"]
+        stopped_index = max(i for i, e in enumerate(c.events) if e.get("event") == "stopped")
+        output_index = max(i for i, e in enumerate(c.events) if e.get("event") == "output" and e["body"].get("category") == "stdout")
+        assert output_index < stopped_index
+        assert await step(c, "continue") == ("end", ("<module>", 22, {"(return) <module>": "None", "result": "14"}))
+        assert [e["body"]["output"] for e in c.events_named("output") if e["body"].get("category") == "stdout"][-1] == "result 14\n"
+        await c.call("continue", {"threadId": 1})
+        assert (await c.wait_event("exited"))["body"]["exitCode"] == 0
+        await c.wait_event("terminated")
+
+
+async def test_goto_pause_terminate_and_an_entry_function(program):
+    async with adapter() as c:
+        stopped = await start(c, {"program": program, "entry": {"function": "main", "args": "3"}, "stopOnEntry": True})
+        assert stopped["body"]["reason"] == "entry"
+        assert await where(c) == ("main", 11, {"limit": "3"})
+        targets = (await c.call("gotoTargets", {"source": {"path": program}, "line": 19}))["targets"]
+        await c.call("goto", {"threadId": 1, "targetId": targets[0]["id"]})
+        assert (await c.wait_event("stopped"))["body"]["reason"] == "goto"
+        assert (await where(c))[1] == 19
+        await c.call("pause", {"threadId": 1})  # already stopped: nothing happens
+        await c.call("terminate")
+        await c.wait_event("exited")
+        await c.wait_event("terminated")
+
+
+async def test_malformed_messages_get_errors_and_the_session_goes_on(program):
+    async with adapter("tcp") as c:
+        await c.call("initialize", {"adapterID": "neural-dap"})
+        send = c.writer.stream.send
+        await send(encode_frame(b"{not json"))
+        await send(b"Bogus-Header: 1\r\n\r\n")
+        await send(encode_frame(msgspec.json.encode({"type": "request", "command": "threads"})))  # no seq
+        await send(encode_frame(msgspec.json.encode({"seq": 900, "type": "request", "command": 5})))
+        problems = [await c.wait_event("output", where=lambda e: "malformed" in e["body"]["output"]) for _ in range(3)]
+        assert all(p["body"]["category"] == "important" for p in problems)
+        unknown = await c.request("flyToTheMoon", {})
+        assert not unknown["success"] and "unsupported request" in unknown["message"]
+        bad_args = await c.request("stackTrace", {"threadId": "one"})
+        assert not bad_args["success"] and "invalid arguments" in bad_args["message"]
+        missing = await c.request("launch", {"program": "/no/such/program.py"})
+        assert not missing["success"] and "does not exist" in missing["message"]
+        not_stopped = await c.request("scopes", {"frameId": 1})
+        assert not not_stopped["success"] and "not stopped" in not_stopped["message"]
+        assert (await c.call("threads"))["threads"][0]["id"] == 1
+
+
+async def test_an_endless_program_is_debugged_up_to_the_limit(tmp_path):
+    path = tmp_path / "endless.py"
+    path.write_text("n = 0\nwhile True:\n    n += 1\n")
+    async with adapter() as c:
+        stopped = await start(c, {"program": str(path), "limits": {"maxEvents": 500}})
+        assert stopped["body"]["reason"] == "end" and "event limit" in stopped["body"]["description"]
+        _, end_line, local = await where(c)
+        assert int(local["n"]) > 100
+        reason, (_, line, back) = await step(c, "stepBack")  # time travel still works on what was recorded
+        assert {end_line, line} == {2, 3} and abs(int(back["n"]) - int(local["n"])) <= 1
+
+
+async def test_progress_events_while_the_program_is_recorded(program):
+    async with adapter() as c:
+        await start(c, {"program": program, "stopOnEntry": True}, progress=True)
+        starts = c.events_named("progressStart")
+        ends = c.events_named("progressEnd")
+        assert starts and ends and starts[0]["body"]["progressId"] == ends[0]["body"]["progressId"]
+        assert "recorded" in starts[0]["body"]["title"]
+
+
+async def test_a_huge_container_is_cut_in_its_repr_but_still_opens(tmp_path):
+    path = tmp_path / "huge.py"
+    path.write_text("data = list(range(100000))\nn = len(data)\n")
+    async with adapter() as c:
+        await start(c, {"program": str(path)}, breakpoints={str(path): [{"line": 2}]})
+        frames = (await c.call("stackTrace", {"threadId": 1}))["stackFrames"]
+        scope = (await c.call("scopes", {"frameId": frames[0]["id"]}))["scopes"][0]
+        data = next(v for v in (await c.call("variables", {"variablesReference": scope["variablesReference"]}))["variables"] if v["name"] == "data")
+        assert data["value"].startswith("[0, 1, 2") and data["value"].endswith("\u2026")
+        children = (await c.call("variables", {"variablesReference": data["variablesReference"]}))["variables"]
+        assert children[0] == {**children[0], "name": "0", "value": "0"}
+        assert children[-1]["name"] == "..." and "more not recorded" in children[-1]["value"]
