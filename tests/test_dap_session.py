@@ -47,6 +47,17 @@ def program(tmp_path: Path) -> str:
     return str(path)
 
 
+async def test_initialize_announces_every_capability_explicitly():
+    async with adapter() as c:
+        caps = await c.call("initialize", {"adapterID": "neural-dap"})
+        for name in ("supportsConfigurationDoneRequest", "supportsStepBack", "supportsRestartFrame", "supportsConditionalBreakpoints",
+                     "supportsHitConditionalBreakpoints", "supportsLogPoints", "supportsFunctionBreakpoints", "supportsEvaluateForHovers",
+                     "supportsExceptionInfoRequest", "supportsTerminateRequest", "supportsCancelRequest", "supportsGotoTargetsRequest",
+                     "supportsDelayedStackTraceLoading"):
+            assert caps[name] is True, name
+        assert {f["filter"] for f in caps["exceptionBreakpointFilters"]} == {"raised", "uncaught"}
+
+
 @pytest.mark.parametrize("transport", ["stdio", "tcp"])
 async def test_a_session_scripted_the_way_vscode_runs_one(transport, program):
     async with adapter(transport) as c:

@@ -62,7 +62,9 @@ class ExceptionBreakpointsFilter(_Wire):
     supports_condition: bool | None = None
 
 
-class Capabilities(_Wire):
+class Capabilities(msgspec.Struct, rename="camel"):
+    """Sent whole: a capability left out reads as false to a client."""
+
     supports_configuration_done_request: bool = True
     supports_function_breakpoints: bool = True
     supports_conditional_breakpoints: bool = True
@@ -282,23 +284,24 @@ class SourceArguments(_Wire):
 
 
 class StoppedEventBody(_Wire):
+    # omit_defaults drops a field equal to its default: what must be sent has no default here
     reason: str
-    thread_id: int = 1
+    thread_id: int
+    all_threads_stopped: bool
     description: str | None = None
     text: str | None = None
-    all_threads_stopped: bool = True
-    preserve_focus_hint: bool = False
+    preserve_focus_hint: bool | None = None
     hit_breakpoint_ids: list[int] | None = None
 
 
 class ContinuedEventBody(_Wire):
-    thread_id: int = 1
-    all_threads_continued: bool = True
+    thread_id: int
+    all_threads_continued: bool
 
 
 class OutputEventBody(_Wire):
     output: str
-    category: str = "console"
+    category: str
     source: Source | None = None
     line: int | None = None
 
@@ -321,7 +324,7 @@ class InvalidatedEventBody(_Wire):
 class ProgressStartEventBody(_Wire):
     progress_id: str
     title: str
-    cancellable: bool = False
+    cancellable: bool
     message: str | None = None
 
 
@@ -332,8 +335,8 @@ class ProgressEndEventBody(_Wire):
 
 class ProcessEventBody(_Wire):
     name: str
-    start_method: str = "launch"
-    is_local_process: bool = True
+    start_method: str
+    is_local_process: bool
 
 
 # Which schema definition each type corresponds to (checked by the tests against debugProtocol.json).

@@ -13,8 +13,7 @@ from collections.abc import AsyncIterator
 
 import anyio
 import msgspec
-from anyio.abc import ByteReceiveStream, ByteSendStream
-from anyio.streams.file import FileReadStream, FileWriteStream
+from anyio.abc import ByteReceiveStream, ByteSendStream, ByteStream
 
 from neural_dap.dap import protocol as p
 from neural_dap.dap.framing import Frame, FrameReader, FrameWriter
@@ -65,12 +64,57 @@ async def serve_streams(receive: ByteReceiveStream, send: ByteSendStream, world_
             await session._shutdown()
 
 
+class FdStream(ByteStream):
+    """A non-blocking byte stream over a pipe's file descriptors, served by the event loop.
+
+    (Reading stdio through a thread per read, as file streams do, costs a thread hop per message.)
+    """
+
+    def __init__(self, read_fd: int, write_fd: int) -> None:
+        self.read_fd = read_fd
+        self.write_fd = write_fd
+        os.set_blocking(read_fd, False)
+        os.set_blocking(write_fd, False)
+
+    async def receive(self, max_bytes: int = 65536) -> bytes:
+        while True:
+            try:
+                data = os.read(self.read_fd, max_bytes)
+            except BlockingIOError:
+                await anyio.wait_readable(self.read_fd)
+                continue
+            if not data:
+                raise anyio.EndOfStream
+            return data
+
+    async def send(self, item: bytes) -> None:
+        view = memoryview(item)
+        while view:
+            try:
+                written = os.write(self.write_fd, view)
+            except BlockingIOError:
+                await anyio.wait_writable(self.write_fd)
+                continue
+            view = view[written:]
+
+    async def send_eof(self) -> None:
+        os.close(self.write_fd)
+
+    async def aclose(self) -> None:
+        for fd in (self.read_fd, self.write_fd):
+            try:
+                os.close(fd)
+            except OSError:
+                pass
+
+
 async def serve_stdio(world_factory: WorldFactory) -> None:
-    dap_out = os.fdopen(os.dup(sys.stdout.fileno()), "wb", buffering=0)
-    sys.stdout = sys.stderr  # anything printed from now on goes to stderr, never into the DAP stream
-    receive = FileReadStream(os.fdopen(os.dup(sys.stdin.fileno()), "rb", buffering=0))
-    send = FileWriteStream(dap_out)
-    await serve_streams(receive, send, world_factory)
+    read_fd, write_fd = os.dup(sys.stdin.fileno()), os.dup(sys.stdout.fileno())
+    # anything printed from now on goes to stderr, never into the DAP stream
+    os.dup2(sys.stderr.fileno(), sys.stdout.fileno())
+    sys.stdout = sys.stderr
+    stream = FdStream(read_fd, write_fd)
+    await serve_streams(stream, stream, world_factory)
 
 
 async def serve_tcp(world_factory: WorldFactory, host: str = "127.0.0.1", port: int = 0, announce=print, once: bool = False) -> None:

@@ -173,7 +173,7 @@ class DebugSession:
         self.launch_args = args
         self.stop = stop
         await self.respond(request)
-        await self.event("process", p.ProcessEventBody(name=launch.program))
+        await self.event("process", p.ProcessEventBody(name=launch.program, start_method="launch", is_local_process=True))
         await self.event("thread", p.ThreadEventBody(reason="started", thread_id=THREAD_ID))
         await self._after_launch_breakpoints()
         self.launched.set()
@@ -584,7 +584,14 @@ class DebugSession:
             reason = "function breakpoint"
         await self.event(
             "stopped",
-            p.StoppedEventBody(reason=reason, thread_id=THREAD_ID, description=description, text=text, hit_breakpoint_ids=hit_ids or None),
+            p.StoppedEventBody(
+                reason=reason,
+                thread_id=THREAD_ID,
+                all_threads_stopped=True,
+                description=description,
+                text=text,
+                hit_breakpoint_ids=hit_ids or None,
+            ),
         )
 
     def _is_function_bp(self, bp_id: int) -> bool:

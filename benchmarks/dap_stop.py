@@ -1,0 +1,125 @@
+"""One DAP stop round trip (next -> stopped -> stackTrace -> scopes -> variables), measured with the
+same client on the same program for neural-dap (recorded world) and for debugpy's adapter, as shipped
+and with TCP_NODELAY set on its sockets (debugpy leaves Nagle's algorithm on between its adapter and
+the debuggee, which stalls each small message).
+
+Run: python benchmarks/dap_stop.py [--stops N]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import sys
+import tempfile
+import textwrap
+import time
+from pathlib import Path
+
+import anyio
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from neural_dap.dap.client import DapClient, adapter_command, spawn  # noqa: E402
+
+PROGRAM = textwrap.dedent(
+    """
+    def work(n):
+        total = 0
+        items = []
+        for i in range(n):
+            total += i * i
+            items.append(total % 7)
+            label = f"step {i}"
+        return total, items, label
+
+    print(work(400))
+    """
+)
+NODELAY = textwrap.dedent(
+    """
+    import socket
+    _connect, _accept = socket.socket.connect, socket.socket.accept
+    def _nodelay(sock):
+        try:
+            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        except OSError:
+            pass
+    def connect(self, *a, **k):
+        result = _connect(self, *a, **k)
+        if self.family in (socket.AF_INET, socket.AF_INET6) and self.type == socket.SOCK_STREAM:
+            _nodelay(self)
+        return result
+    def accept(self):
+        conn, addr = _accept(self)
+        _nodelay(conn)
+        return conn, addr
+    socket.socket.connect, socket.socket.accept = connect, accept
+    """
+)
+
+
+async def round_trips(client: DapClient, stops: int) -> list[float]:
+    timings = []
+    for _ in range(stops):
+        t = time.perf_counter()
+        await client.call("next", {"threadId": 1})
+        message = await client.wait_event({"stopped", "terminated"})
+        if message["event"] != "stopped":
+            break
+        frames = (await client.call("stackTrace", {"threadId": 1}))["stackFrames"]
+        scopes = (await client.call("scopes", {"frameId": frames[0]["id"]}))["scopes"]
+        await client.call("variables", {"variablesReference": scopes[0]["variablesReference"]})
+        timings.append(time.perf_counter() - t)
+    return timings
+
+
+async def session(command: list[str], launch: dict, line: int, stops: int, env: dict | None = None) -> list[float]:
+    async with spawn(command, env=env, timeout=60) as client:
+        await client.call("initialize", {"adapterID": "bench", "clientID": "bench", "linesStartAt1": True, "columnsStartAt1": True, "pathFormat": "path"})
+        seq = await client.send_request("launch", launch)
+        await client.wait_event("initialized")
+        await client.call("setBreakpoints", {"source": {"path": launch["program"]}, "breakpoints": [{"line": line}]})
+        await client.call("configurationDone")
+        await client.response(seq, "launch")
+        await client.wait_event("stopped")
+        await round_trips(client, 5)  # warm up
+        timings = await round_trips(client, stops)
+        await client.request("disconnect", {"terminateDebuggee": True}, timeout=5)
+        return timings
+
+
+def describe(name: str, timings: list[float]) -> tuple[float, float]:
+    ordered = sorted(timings)
+    median = statistics.median(ordered) * 1e3
+    p95 = ordered[int(0.95 * (len(ordered) - 1))] * 1e3
+    print(f"{name:<28} stops {len(timings):>4}   median {median:8.2f} ms   p95 {p95:8.2f} ms")
+    return median, p95
+
+
+async def main(stops: int) -> None:
+    with tempfile.TemporaryDirectory() as tmp:
+        program = os.path.join(tmp, "work.py")
+        Path(program).write_text(PROGRAM)
+        hooks = os.path.join(tmp, "hooks")
+        os.makedirs(hooks)
+        Path(hooks, "sitecustomize.py").write_text(NODELAY)
+        results = {}
+        results["neural-dap (recorded)"] = await session(adapter_command(), {"program": program}, 6, stops)
+        debugpy = [sys.executable, "-m", "debugpy.adapter"]
+        launch = {"program": program, "console": "internalConsole", "justMyCode": True}
+        results["debugpy (as shipped)"] = await session(debugpy, launch, 6, stops)
+        env = {"PYTHONPATH": hooks + os.pathsep + os.environ.get("PYTHONPATH", "")}
+        results["debugpy (TCP_NODELAY)"] = await session(debugpy, {**launch, "env": env}, 6, stops, env=env)
+    print()
+    summary = {name: describe(name, t) for name, t in results.items()}
+    ours = summary["neural-dap (recorded)"][0]
+    for name in ("debugpy (as shipped)", "debugpy (TCP_NODELAY)"):
+        print(f"ratio {name} / neural-dap: median {summary[name][0] / ours:6.1f}x   p95 {summary[name][1] / summary['neural-dap (recorded)'][1]:6.1f}x")
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--stops", type=int, default=200)
+    anyio.run(main, parser.parse_args().stops)
