@@ -12,6 +12,7 @@ Types are tracked per variable so every generated statement is well-typed; what 
 from __future__ import annotations
 
 import random
+import re
 import string
 from dataclasses import dataclass, field
 
@@ -448,9 +449,84 @@ _RECURSIVE = [
 ]
 
 
+_PARAM_NAMES = {
+    STR: ["text", "s", "string", "st", "sentence", "value", "msg"],
+    LINT: ["nums", "array", "lst", "numbers", "arr", "values"],
+    LSTR: ["words", "names", "strings", "lines", "tokens"],
+    DICT: ["d", "dic", "counts", "mapping", "data", "table"],
+    INT: ["n", "k", "num", "count", "size", "start"],
+}
+_SHORT_TYPES = {"s": STR, "l": LINT, "w": LSTR, "d": DICT, "n": INT}
+
+
 def generate(seed: int) -> Program:
     """The program for `seed` (the same seed always gives the same program)."""
     rng = random.Random(seed)
+    if rng.random() < 0.6:
+        return _templated(seed, rng)
+    return _soup(seed, rng)
+
+
+def _templated(seed: int, rng: random.Random) -> Program:
+    """A function chaining one to three idiomatic blocks (see templates.py)."""
+    from neural_dap.corpus.templates import BLOCKS, out_name, render_block
+
+    gen = _Gen(rng)
+    first = rng.choice(BLOCKS)
+    params: list[tuple[str, str]] = []
+    scope: dict[str, str] = {}
+    for need in dict.fromkeys(first.needs):
+        kind = _SHORT_TYPES[need]
+        count = first.needs.count(need)
+        for _ in range(count):
+            name = rng.choice([n for n in _PARAM_NAMES[kind] if n not in scope])
+            scope[name] = kind
+            params.append((name, kind))
+    if rng.random() < 0.3:  # an extra parameter later blocks may use
+        kind = rng.choice(TYPES)
+        name = rng.choice([n for n in _PARAM_NAMES[kind] if n not in scope])
+        scope[name] = kind
+        params.append((name, kind))
+    body: list[str] = []
+    blocks = [first]
+    for _ in range(rng.choice([0, 1, 1, 2])):
+        usable = [b for b in BLOCKS if all(any(t == _SHORT_TYPES[n] for t in scope.values()) for n in b.needs)]
+        blocks.append(rng.choice(usable))
+    last_out = None
+    helper_lines: list[str] = []
+    for k, block in enumerate(blocks):
+        out = out_name(rng, block.out, scope)
+        lines = render_block(block, rng, scope, out)
+        if lines is None:
+            continue
+        if k == 0 and len(blocks) > 1 and rng.random() < 0.3:
+            # the first block becomes a helper function called from f
+            needed = [n for n in scope if any(re.search(rf"\b{re.escape(n)}\b", ln) for ln in lines) and n != out]
+            helper_lines = [f"def helper({', '.join(needed)}):"] + ["    " + ln for ln in lines] + [f"    return {out}", ""]
+            body.append(f"    {out} = helper({', '.join(needed)})")
+            gen.features.add("helper")
+        else:
+            body += ["    " + ln for ln in lines]
+        scope[out] = block.out
+        last_out = out
+    if last_out is None:
+        return _soup(seed, rng)
+    ret = last_out
+    if rng.random() < 0.15:
+        other = rng.choice([n for n in scope if n != last_out] or [last_out])
+        ret = f"{last_out}, {other}"
+    source = "\n".join(helper_lines + [f"def f({', '.join(p for p, _ in params)}):", *body, f"    return {ret}"]) + "\n"
+    features = {"template"} | gen.features
+    text = source
+    for word, feature in (("for ", "for"), ("while ", "while"), ("try:", "try"), ("if ", "if"), ("lambda", "lambda")):
+        if word in text:
+            features.add(feature)
+    args = ", ".join(gen.input_value(kind) for _, kind in params)
+    return Program(seed=seed, source=source, entry="f", args=args, features=tuple(sorted(features)))
+
+
+def _soup(seed: int, rng: random.Random) -> Program:
+    """A function of random well-typed statements (loops, branches, mutations, try/except, helpers)."""
     gen = _Gen(rng)
     parts: list[str] = []
     style = rng.random()

@@ -582,6 +582,8 @@ class DebugSession:
             description = f"End of the program (exit code {code}{detail}). Step back to travel in time; continue to finish."
         if reason == "function breakpoint" or (reason == "breakpoint" and hit_ids and any(self._is_function_bp(i) for i in hit_ids)):
             reason = "function breakpoint"
+        if stop.predicted and description is None:
+            description = "predicted by the model"
         await self.event(
             "stopped",
             p.StoppedEventBody(
@@ -593,6 +595,12 @@ class DebugSession:
                 hit_breakpoint_ids=hit_ids or None,
             ),
         )
+
+        if stop.divergences:
+            await self.event("invalidated", p.InvalidatedEventBody(areas=["variables"], thread_id=THREAD_ID))
+        if self.world is not None and not self.world.capabilities.exact:
+            summary = self.world.summary()
+            await self.event("neuralDap/status", {k: summary.get(k) for k in ("world", "dialect", "model", "stops", "divergences", "statesCompared", "reconcile")})
 
     def _is_function_bp(self, bp_id: int) -> bool:
         return any(s.id == bp_id for s in self.breakpoints.functions)

@@ -82,6 +82,7 @@ class TraceText:
     shadow: dict[int, dict[str, str]] = field(default_factory=dict)
     frames: list[list[Segment]] = field(default_factory=list)  # rendered frames, action tokens included
     states: list[State] = field(default_factory=list)
+    _undo: list[tuple] = field(default_factory=list)  # per frame: tracker snapshot and the shadow it replaced
 
     def __post_init__(self) -> None:
         if self.dialect not in DIALECTS:
@@ -116,8 +117,10 @@ class TraceText:
         of the text infers them.
         """
         kind = action.kind if action is not None else "step_into"
+        snapshot = self.tracker.snapshot()
         inv, depth, function = self.tracker.advance(kind, state.event, state.line)
         shadow = self.shadow.get(inv)
+        self._undo.append((snapshot, inv, shadow))
         segments = self.action_segments(action) + self.frame_segments(state, shadow)
         if state.event in ("call", "line"):
             self.shadow[inv] = dict(state.locals)
@@ -135,6 +138,19 @@ class TraceText:
         )
         self.states.append(seen)
         return seen
+
+    def pop(self) -> State:
+        """Take the last frame back (to replace a prediction with the real state)."""
+        if not self.frames:
+            raise IndexError("no frame to take back")
+        snapshot, inv, shadow = self._undo.pop()
+        self.tracker.restore(snapshot)
+        if shadow is None:
+            self.shadow.pop(inv, None)
+        else:
+            self.shadow[inv] = shadow
+        self.frames.pop()
+        return self.states.pop()
 
     def segments(self) -> list[Segment]:
         out = self.context()

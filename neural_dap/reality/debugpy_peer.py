@@ -26,6 +26,9 @@ _HIDDEN_TYPES = {"function", "module", "type", "builtin_function_or_method", "me
 _GROUPS = {"special variables", "function variables", "class variables", "protected variables"}
 
 
+RealityError = DapError  # what a failing debugpy session raises (a request failed or timed out)
+
+
 def normalize_repr(text: str) -> str:
     return _ADDRESS.sub("", text) if " at 0x" in text else text
 

@@ -1,0 +1,191 @@
+"""Build a training set: generate programs, record them, sample trajectories, write shards.
+
+Output folder:
+  train-00000.jsonl.gz ...   one trajectory a line: {"p": program id, "t": [[kind, text], ...]}
+  heldout.jsonl               held-out programs (never trained on): source, entry, args, trajectories
+  manifest.json               counts: programs made, recorded, dropped (by reason), trajectories
+A program is held out by its id (every `heldout_every`-th), so no trajectory of it reaches training.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import multiprocessing as mp
+import os
+import random
+import sys
+import time
+from collections import Counter
+from collections.abc import Iterator
+from dataclasses import asdict, dataclass, field
+
+from neural_dap.core.source import SourceInfo
+from neural_dap.corpus.programs import Program, generate
+from neural_dap.corpus.stdlib import generate_stdlib
+from neural_dap.corpus.trajectories import Policy, sample
+from neural_dap.trace.recorder import Limits, Program as RecordedProgram, RecorderError, record
+
+RECORD_LIMITS = Limits(max_events=3000, wall_time=5.0, max_repr=300, max_output=10_000, memory_mb=2048)
+
+
+@dataclass
+class DatasetConfig:
+    programs: int = 1000
+    seed: int = 0
+    trajectories_per_program: int = 4
+    heldout_every: int = 50
+    stdlib_fraction: float = 0.05
+    max_states: int = 1500  # longer executions are dropped (too long to learn from whole)
+    shard_size: int = 20000  # trajectories per shard
+    workers: int = max(1, (os.cpu_count() or 2))
+    policy: Policy = field(default_factory=Policy)
+
+
+def make_program(program_id: int, config: DatasetConfig) -> Program | None:
+    rng = random.Random(f"kind-{config.seed}-{program_id}")
+    seed = config.seed * 1_000_000_007 + program_id
+    if rng.random() < config.stdlib_fraction:
+        return generate_stdlib(seed)
+    return generate(seed)
+
+
+def process(program_id: int, config: DatasetConfig) -> dict:
+    """Record one program and sample its trajectories (runs in a worker process)."""
+    program = make_program(program_id, config)
+    if program is None:
+        return {"id": program_id, "dropped": "no program"}
+    try:
+        rec = record(RecordedProgram(f"/corpus/p{program_id}.py", source=program.source, entry=program.entry, entry_args=program.args), RECORD_LIMITS)
+    except RecorderError as exc:
+        return {"id": program_id, "dropped": f"recorder: {exc}"}
+    if rec.outcome.kind not in ("finished", "raised"):
+        return {"id": program_id, "dropped": rec.outcome.kind}
+    if len(rec.states) < 2:
+        return {"id": program_id, "dropped": "too short"}
+    if len(rec.states) > config.max_states:
+        return {"id": program_id, "dropped": "too long"}
+    states = list(rec.states)
+    source = SourceInfo(program.source)
+    rng = random.Random(f"traj-{config.seed}-{program_id}")
+    trajectories = []
+    for _ in range(config.trajectories_per_program):
+        t = sample(rng, states, source, config.policy)
+        if t is not None:
+            trajectories.append(t.to_json())
+    return {
+        "id": program_id,
+        "outcome": rec.outcome.kind,
+        "features": list(program.features),
+        "source": program.source,
+        "entry": program.entry,
+        "args": program.args,
+        "states": len(states),
+        "trajectories": trajectories,
+    }
+
+
+def _worker(args: tuple[list[int], DatasetConfig]) -> list[dict]:
+    ids, config = args
+    return [process(i, config) for i in ids]
+
+
+def _chunks(config: DatasetConfig, size: int = 20) -> Iterator[tuple[list[int], DatasetConfig]]:
+    for start in range(0, config.programs, size):
+        yield list(range(start, min(config.programs, start + size))), config
+
+
+def build(out_dir: str, config: DatasetConfig, progress: bool = True) -> dict:
+    os.makedirs(out_dir, exist_ok=True)
+    counts: Counter = Counter()
+    features: Counter = Counter()
+    shard = None
+    shard_index = 0
+    in_shard = 0
+    heldout = open(os.path.join(out_dir, "heldout.jsonl"), "w")
+    started = time.monotonic()
+    bar = _progress(config.programs, progress)
+
+    def open_shard():
+        nonlocal shard, shard_index, in_shard
+        if shard is not None:
+            shard.close()
+        shard = gzip.open(os.path.join(out_dir, f"train-{shard_index:05d}.jsonl.gz"), "wt", encoding="utf-8")
+        shard_index += 1
+        in_shard = 0
+
+    open_shard()
+    ctx = mp.get_context("spawn")
+    with ctx.Pool(config.workers) as pool:
+        for results in pool.imap_unordered(_worker, _chunks(config)):
+            for r in results:
+                bar(1)
+                if "dropped" in r:
+                    counts[f"dropped: {r['dropped']}"] += 1
+                    continue
+                counts["recorded"] += 1
+                counts[f"outcome: {r['outcome']}"] += 1
+                features.update(r["features"])
+                if r["id"] % config.heldout_every == 0:
+                    heldout.write(json.dumps(r) + "\n")
+                    counts["heldout programs"] += 1
+                    continue
+                for t in r["trajectories"]:
+                    if in_shard >= config.shard_size:
+                        open_shard()
+                    shard.write(json.dumps({"p": r["id"], "t": t}, separators=(",", ":")) + "\n")
+                    in_shard += 1
+                    counts["trajectories"] += 1
+    shard.close()
+    heldout.close()
+    bar(0, done=True)
+    manifest = {
+        "config": {k: v for k, v in asdict(config).items() if k != "workers"},
+        "counts": dict(sorted(counts.items())),
+        "features": dict(features.most_common()),
+        "seconds": round(time.monotonic() - started, 1),
+        "shards": shard_index,
+    }
+    with open(os.path.join(out_dir, "manifest.json"), "w") as fh:
+        json.dump(manifest, fh, indent=2)
+    return manifest
+
+
+def _progress(total: int, enabled: bool):
+    """A progress bar on stderr (tqdm when installed)."""
+    if not enabled:
+        return lambda n, done=False: None
+    try:
+        from tqdm import tqdm
+
+        bar = tqdm(total=total, unit="program", file=sys.stderr)
+
+        def update(n: int, done: bool = False) -> None:
+            bar.update(n)
+            if done:
+                bar.close()
+
+        return update
+    except ImportError:
+        seen = [0]
+
+        def update(n: int, done: bool = False) -> None:
+            seen[0] += n
+            if done or seen[0] % 200 == 0:
+                print(f"\r{seen[0]}/{total} programs", end="\n" if done else "", file=sys.stderr, flush=True)
+
+        return update
+
+
+def read_trajectories(data_dir: str) -> Iterator[list[list[str]]]:
+    for name in sorted(os.listdir(data_dir)):
+        if name.startswith("train-") and name.endswith(".jsonl.gz"):
+            with gzip.open(os.path.join(data_dir, name), "rt", encoding="utf-8") as fh:
+                for line in fh:
+                    yield json.loads(line)["t"]
+
+
+def read_heldout(data_dir_or_file: str) -> list[dict]:
+    path = data_dir_or_file if data_dir_or_file.endswith(".jsonl") else os.path.join(data_dir_or_file, "heldout.jsonl")
+    with open(path) as fh:
+        return [json.loads(line) for line in fh if line.strip()]

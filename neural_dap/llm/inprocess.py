@@ -1,0 +1,162 @@
+"""An in-process model client on transformers (the embedded model, on the CPU).
+
+It keeps the KV cache between calls: a new prompt that extends the previous one (the history of a
+debugging session only grows) recomputes only the tokens after their common prefix. Generation
+runs in a worker thread and stops at a stop token, at `max_tokens`, or when cancelled.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+
+import anyio
+
+from neural_dap.llm.base import Completion, CompletionResult, ModelError
+
+
+class InProcessClient:
+    def __init__(self, path: str, *, device: str = "cpu", threads: int | None = None, seed: int = 0) -> None:
+        self.path = path
+        self.name = os.path.basename(os.path.normpath(path))
+        self.device = device
+        self.threads = threads
+        self.seed = seed
+        self._model = None
+        self._tokenizer = None
+        self._cache = None
+        self._cached_ids: list[int] = []
+        self._lock = threading.Lock()
+        self._load_lock = anyio.Lock()
+
+    def describe(self) -> dict:
+        return {"client": "inprocess", "path": self.path, "model": self.name, "device": self.device}
+
+    async def _ensure(self) -> None:
+        async with self._load_lock:
+            if self._model is None:
+                await anyio.to_thread.run_sync(self._load)
+
+    def _load(self) -> None:
+        try:
+            import torch
+            from transformers import AutoModelForCausalLM, PreTrainedTokenizerFast
+        except ImportError as exc:
+            raise ModelError(f"the embedded model needs torch and transformers ({exc}); install neural-dap[model]") from None
+        if not os.path.isfile(os.path.join(self.path, "config.json")):
+            raise ModelError(f"no model at {self.path} (config.json missing)")
+        if self.threads:
+            torch.set_num_threads(self.threads)
+        self._tokenizer = PreTrainedTokenizerFast.from_pretrained(self.path)
+        try:
+            model = AutoModelForCausalLM.from_pretrained(self.path, dtype=torch.float32)
+        except TypeError:
+            model = AutoModelForCausalLM.from_pretrained(self.path, torch_dtype=torch.float32)
+        self._model = model.to(self.device).eval()
+        self._generator = torch.Generator(device="cpu").manual_seed(self.seed)
+
+    async def tokenize(self, text: str) -> list[int]:
+        await self._ensure()
+        return self._tokenizer.backend_tokenizer.encode(text, add_special_tokens=False).ids  # type: ignore[union-attr]
+
+    async def special_ids(self, tokens: list[str]) -> dict[str, int]:
+        await self._ensure()
+        out = {}
+        for token in tokens:
+            token_id = self._tokenizer.convert_tokens_to_ids(token)  # type: ignore[union-attr]
+            if token_id is None or token_id == self._tokenizer.unk_token_id:  # type: ignore[union-attr]
+                raise ModelError(f"the model at {self.path} has no special token {token}")
+            out[token] = token_id
+        return out
+
+    async def complete(self, prompt: list[int], *, max_tokens: int, stop_ids: list[int], n: int = 1, temperature: float = 0.0) -> CompletionResult:
+        await self._ensure()
+        cancel = threading.Event()
+        try:
+            return await anyio.to_thread.run_sync(lambda: self._complete(prompt, max_tokens, stop_ids, n, temperature, cancel), abandon_on_cancel=True)
+        except BaseException:
+            cancel.set()
+            raise
+
+    def _complete(self, prompt: list[int], max_tokens: int, stop_ids: list[int], n: int, temperature: float, cancel: threading.Event) -> CompletionResult:
+        import torch
+
+        if not prompt:
+            raise ModelError("empty prompt")
+        limit = getattr(self._model.config, "max_position_embeddings", 2048)  # type: ignore[union-attr]
+        if len(prompt) >= limit:
+            raise ModelError(f"the prompt has {len(prompt)} tokens; the model reads at most {limit}")
+        with self._lock, torch.inference_mode():
+            started = time.monotonic()
+            reused = self._prefill(prompt)
+            prompt_cache_len = len(prompt)
+            completions = []
+            generated_total = 0
+            last_logits = self._last_logits
+            for k in range(n):
+                if k > 0:
+                    _crop(self._cache, prompt_cache_len)
+                    self._cached_ids = list(prompt)
+                ids = self._generate(last_logits, min(max_tokens, limit - len(prompt) - 1), stop_ids, temperature, cancel)
+                generated_total += len(ids)
+                text = self._tokenizer.decode([i for i in ids if i not in stop_ids], skip_special_tokens=False, clean_up_tokenization_spaces=False)  # type: ignore[union-attr]
+                finish = "stop" if ids and ids[-1] in stop_ids else "length"
+                completions.append(Completion(text, finish, len(ids)))
+            return CompletionResult(tuple(completions), len(prompt), generated_total, reused, time.monotonic() - started)
+
+    def _prefill(self, prompt: list[int]) -> int:
+        """Run the prompt through the model, reusing the cached prefix; returns how many were reused."""
+        import torch
+        from transformers import DynamicCache
+
+        common = 0
+        for a, b in zip(self._cached_ids, prompt):
+            if a != b:
+                break
+            common += 1
+        common = min(common, len(prompt) - 1)  # the last prompt token must run to give logits
+        if self._cache is None or common == 0:
+            self._cache = DynamicCache()
+            common = 0
+        else:
+            _crop(self._cache, common)
+        new = torch.tensor([prompt[common:]], device=self.device)
+        out = self._model(input_ids=new, past_key_values=self._cache, use_cache=True)  # type: ignore[misc]
+        self._cache = out.past_key_values
+        self._cached_ids = list(prompt)
+        self._last_logits = out.logits[0, -1]
+        return common
+
+    def _generate(self, logits, max_tokens: int, stop_ids: list[int], temperature: float, cancel: threading.Event) -> list[int]:
+        import torch
+
+        ids: list[int] = []
+        stops = set(stop_ids)
+        for _ in range(max(0, max_tokens)):
+            if cancel.is_set():
+                raise ModelError("cancelled")
+            if temperature <= 0:
+                token = int(torch.argmax(logits))
+            else:
+                probs = torch.softmax(logits.float() / temperature, dim=-1)
+                token = int(torch.multinomial(probs, 1, generator=self._generator))
+            ids.append(token)
+            if token in stops:
+                break
+            out = self._model(input_ids=torch.tensor([[token]], device=self.device), past_key_values=self._cache, use_cache=True)  # type: ignore[misc]
+            self._cache = out.past_key_values
+            self._cached_ids.append(token)
+            logits = out.logits[0, -1]
+        return ids
+
+    async def close(self) -> None:
+        self._model = None
+        self._cache = None
+
+
+def _crop(cache, keep: int) -> None:
+    """Keep the first `keep` positions (a negative count removes tokens, in every transformers 4.4x-5.x)."""
+    current = cache.get_seq_length()
+    if keep < current:
+        cache.crop(keep - current)

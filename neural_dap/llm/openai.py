@@ -1,0 +1,176 @@
+"""A client for any OpenAI-compatible `/v1/completions` server: vLLM, SGLang, llama.cpp's server.
+
+Prompts go as token ids (text pieces through the server's own `/tokenize`, special tokens spliced
+in by id), with `stop_token_ids`, special tokens kept in the output, `n` samples. Every request has
+a timeout; connection failures and 5xx answers are retried a bounded number of times with backoff;
+everything else becomes a `ModelError` that says what happened.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from collections import OrderedDict
+
+import anyio
+import httpx
+
+from neural_dap.llm.base import Completion, CompletionResult, ModelError
+
+_PREFIX_HITS = re.compile(r"^vllm:prefix_cache_hits(?:_total)?(?:\{[^}]*\})?\s+([0-9.eE+]+)", re.M)
+
+
+class OpenAICompatibleClient:
+    def __init__(self, url: str, model: str | None = None, *, timeout: float = 60.0, retries: int = 2, backoff: float = 0.5,
+                 transport: httpx.AsyncBaseTransport | None = None) -> None:
+        url = url.rstrip("/")
+        self.base = url[:-3] if url.endswith("/v1") else url  # the server root (for /tokenize, /metrics)
+        self.url = self.base + "/v1"
+        self.model = model
+        self.name = model or "?"
+        self.timeout = timeout
+        self.retries = retries
+        self.backoff = backoff
+        self.http = httpx.AsyncClient(timeout=httpx.Timeout(timeout, connect=min(timeout, 10.0)), transport=transport)
+        self._token_cache: OrderedDict[str, list[int]] = OrderedDict()
+        self._metrics_supported = True
+
+    def describe(self) -> dict:
+        return {"client": "openai", "url": self.url, "model": self.name}
+
+    async def close(self) -> None:
+        await self.http.aclose()
+
+    # -- HTTP with retries ----------------------------------------------------------------------------
+    async def _request(self, method: str, url: str, **kwargs) -> httpx.Response:
+        attempt = 0
+        while True:
+            try:
+                response = await self.http.request(method, url, **kwargs)
+            except httpx.TimeoutException:
+                raise ModelError(f"the model server at {self.base} did not answer within {self.timeout:g} s") from None
+            except (httpx.ConnectError, httpx.RemoteProtocolError, httpx.ReadError, httpx.WriteError) as exc:
+                if attempt >= self.retries:
+                    raise ModelError(f"the model server at {self.base} is not reachable ({_short(exc)})") from None
+            else:
+                if response.status_code < 500 or attempt >= self.retries:
+                    return response
+            attempt += 1
+            await anyio.sleep(self.backoff * 2 ** (attempt - 1))
+
+    async def _json(self, method: str, url: str, **kwargs) -> dict:
+        response = await self._request(method, url, **kwargs)
+        if response.status_code != 200:
+            raise ModelError(f"the model server answered HTTP {response.status_code} to {url.rsplit('/', 1)[-1]}: {_message(response)}")
+        try:
+            data = response.json()
+        except ValueError:
+            raise ModelError(f"the model server's answer to {url.rsplit('/', 1)[-1]} is not JSON: {response.text[:200]!r}") from None
+        if not isinstance(data, dict):
+            raise ModelError(f"the model server's answer to {url.rsplit('/', 1)[-1]} is not a JSON object")
+        return data
+
+    # -- the API --------------------------------------------------------------------------------------
+    async def resolve_model(self) -> str:
+        if self.model:
+            return self.model
+        data = await self._json("GET", self.url + "/models")
+        models = data.get("data") or []
+        if not models or not isinstance(models[0], dict) or "id" not in models[0]:
+            raise ModelError(f"the server at {self.url} lists no models")
+        self.model = self.name = str(models[0]["id"])
+        return self.model
+
+    async def tokenize(self, text: str) -> list[int]:
+        cached = self._token_cache.get(text)
+        if cached is not None:
+            self._token_cache.move_to_end(text)
+            return cached
+        model = await self.resolve_model()
+        data = await self._json("POST", self.base + "/tokenize", json={"model": model, "prompt": text, "add_special_tokens": False})
+        tokens = data.get("tokens")
+        if not isinstance(tokens, list) or not all(isinstance(t, int) for t in tokens):
+            raise ModelError("the server's /tokenize answer has no list of token ids")
+        self._token_cache[text] = tokens
+        if len(self._token_cache) > 4096:
+            self._token_cache.popitem(last=False)
+        return tokens
+
+    async def special_ids(self, tokens: list[str]) -> dict[str, int]:
+        out = {}
+        for token in tokens:
+            ids = await self.tokenize(token)
+            if len(ids) != 1:
+                raise ModelError(f"the served model has no special token {token} (it tokenizes to {len(ids)} ids)")
+            out[token] = ids[0]
+        return out
+
+    async def _prefix_hits(self) -> float | None:
+        if not self._metrics_supported:
+            return None
+        try:
+            response = await self.http.get(self.base + "/metrics", timeout=5.0)
+        except httpx.HTTPError:
+            return None
+        if response.status_code != 200:
+            self._metrics_supported = False
+            return None
+        m = _PREFIX_HITS.search(response.text)
+        if m is None:
+            self._metrics_supported = False
+            return None
+        return float(m.group(1))
+
+    async def complete(self, prompt: list[int], *, max_tokens: int, stop_ids: list[int], n: int = 1, temperature: float = 0.0) -> CompletionResult:
+        model = await self.resolve_model()
+        hits_before = await self._prefix_hits()
+        started = time.monotonic()
+        body = {
+            "model": model,
+            "prompt": prompt,
+            "max_tokens": max_tokens,
+            "temperature": temperature,
+            "n": n,
+            "stop_token_ids": stop_ids,
+            "skip_special_tokens": False,
+            "spaces_between_special_tokens": False,
+        }
+        data = await self._json("POST", self.url + "/completions", json=body)
+        seconds = time.monotonic() - started
+        choices = data.get("choices")
+        if not isinstance(choices, list) or not choices or not all(isinstance(c, dict) and isinstance(c.get("text"), str) for c in choices):
+            raise ModelError(f"the server's answer is not a completion (no choices with text): {str(data)[:200]}")
+        usage = data.get("usage") if isinstance(data.get("usage"), dict) else {}
+        details = usage.get("prompt_tokens_details") if isinstance(usage.get("prompt_tokens_details"), dict) else {}
+        cached = details.get("cached_tokens") if isinstance(details.get("cached_tokens"), int) else None
+        if cached is None and hits_before is not None:
+            hits_after = await self._prefix_hits()
+            if hits_after is not None:
+                cached = int(hits_after - hits_before)
+        completions = tuple(Completion(c["text"], c.get("finish_reason")) for c in choices)
+        return CompletionResult(
+            completions=completions,
+            prompt_tokens=int(usage.get("prompt_tokens") or len(prompt)),
+            generated_tokens=int(usage.get("completion_tokens") or 0),
+            cached_tokens=cached,
+            seconds=seconds,
+        )
+
+
+def _short(exc: Exception) -> str:
+    text = str(exc) or type(exc).__name__
+    return text if len(text) < 160 else text[:160] + "..."
+
+
+def _message(response: httpx.Response) -> str:
+    try:
+        data = response.json()
+        if isinstance(data, dict):
+            error = data.get("error") or data.get("message") or data.get("detail")
+            if isinstance(error, dict):
+                error = error.get("message")
+            if error:
+                return str(error)[:300]
+    except ValueError:
+        pass
+    return response.text[:300] or response.reason_phrase

@@ -1,0 +1,138 @@
+"""Training data: trajectories tokenized and packed into fixed-length sequences, streamed.
+
+Each trajectory becomes token ids (text pieces through the tokenizer, special tokens by id, exactly
+as prompts are built at inference) and labels (the ids of predicted frames, -100 elsewhere).
+Whole trajectories are packed into sequences; one never spans two sequences. A background thread
+reads shards, tokenizes (in Rust, off the GIL) and packs, so the accelerator never waits.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import os
+import queue
+import random
+import threading
+from collections.abc import Iterator
+
+IGNORE = -100
+
+
+def encode(rows: list[list[str]], backend, special: dict[str, int], pieces_ids: list[list[int]] | None = None) -> tuple[list[int], list[int]]:
+    """(input ids, labels) of one trajectory given as [[kind, text], ...] (see trajectories.py)."""
+    ids: list[int] = []
+    labels: list[int] = []
+    texts = [text for kind, text in rows if kind in "tT"]
+    encoded = pieces_ids if pieces_ids is not None else [e.ids for e in backend.encode_batch(texts, add_special_tokens=False)] if texts else []
+    k = 0
+    for kind, text in rows:
+        if kind in "sS":
+            piece = [special[text]]
+        else:
+            piece = encoded[k]
+            k += 1
+        ids.extend(piece)
+        labels.extend(piece if kind.isupper() else [IGNORE] * len(piece))
+    return ids, labels
+
+
+def shard_paths(data_dir: str) -> list[str]:
+    return sorted(os.path.join(data_dir, n) for n in os.listdir(data_dir) if n.startswith("train-") and n.endswith(".jsonl.gz"))
+
+
+def _read_shard(path: str) -> list[list[list[str]]]:
+    with gzip.open(path, "rt", encoding="utf-8") as fh:
+        return [json.loads(line)["t"] for line in fh]
+
+
+class PackedStream:
+    """Endless batches [(input_ids, labels)] of shape (batch, seq_len), epoch after epoch."""
+
+    def __init__(self, data_dir: str, tokenizer, seq_len: int, batch_size: int, seed: int = 0, prefetch: int = 16) -> None:
+        from neural_dap.train.tokenizer import special_ids
+
+        self.paths = shard_paths(data_dir)
+        if not self.paths:
+            raise FileNotFoundError(f"no train-*.jsonl.gz shards in {data_dir} (make them with `neural-dap dataset`)")
+        self.backend = tokenizer.backend_tokenizer
+        self.special = special_ids(tokenizer)
+        self.pad = tokenizer.pad_token_id
+        self.seq_len = seq_len
+        self.batch_size = batch_size
+        self.rng = random.Random(seed)
+        self.epoch = 0
+        self.examples_seen = 0
+        self.truncated = 0
+        self.queue: queue.Queue = queue.Queue(maxsize=prefetch)
+        self.error: BaseException | None = None
+        self.thread = threading.Thread(target=self._produce, name="neural-dap-data", daemon=True)
+        self.thread.start()
+
+    def _examples(self) -> Iterator[tuple[list[int], list[int]]]:
+        while True:
+            paths = list(self.paths)
+            self.rng.shuffle(paths)
+            for path in paths:
+                trajectories = _read_shard(path)
+                self.rng.shuffle(trajectories)
+                for start in range(0, len(trajectories), 256):
+                    chunk = trajectories[start : start + 256]
+                    texts = [text for rows in chunk for kind, text in rows if kind in "tT"]
+                    flat = [e.ids for e in self.backend.encode_batch(texts, add_special_tokens=False)] if texts else []
+                    k = 0
+                    for rows in chunk:
+                        n = sum(1 for kind, _ in rows if kind in "tT")
+                        yield encode(rows, self.backend, self.special, flat[k : k + n])
+                        k += n
+            self.epoch += 1
+
+    def _produce(self) -> None:
+        try:
+            ids_rows: list[list[int]] = []
+            label_rows: list[list[int]] = []
+            ids: list[int] = []
+            labels: list[int] = []
+            for ex_ids, ex_labels in self._examples():
+                self.examples_seen += 1
+                if len(ex_ids) > self.seq_len:
+                    ex_ids, ex_labels = ex_ids[: self.seq_len], ex_labels[: self.seq_len]
+                    self.truncated += 1
+                if len(ids) + len(ex_ids) > self.seq_len:
+                    fill = self.seq_len - len(ids)
+                    ids_rows.append(ids + [self.pad] * fill)
+                    label_rows.append(labels + [IGNORE] * fill)
+                    ids, labels = [], []
+                    if len(ids_rows) == self.batch_size:
+                        self.queue.put((ids_rows, label_rows))
+                        ids_rows, label_rows = [], []
+                ids += ex_ids
+                labels += ex_labels
+        except BaseException as exc:  # surfaced to the training loop
+            self.error = exc
+            self.queue.put(None)
+
+    def next(self):
+        item = self.queue.get()
+        if item is None:
+            raise RuntimeError(f"the data stream failed: {self.error!r}") from self.error
+        return item
+
+
+def heldout_batches(heldout_file: str, tokenizer, seq_len: int, limit: int = 256) -> list[tuple[list[int], list[int]]]:
+    """Examples of held-out programs, each on its own (for an evaluation loss)."""
+    from neural_dap.train.tokenizer import special_ids
+
+    if not os.path.isfile(heldout_file):
+        return []
+    special = special_ids(tokenizer)
+    out = []
+    with open(heldout_file) as fh:
+        for line in fh:
+            program = json.loads(line)
+            for rows in program.get("trajectories", []):
+                ids, labels = encode(rows, tokenizer.backend_tokenizer, special)
+                out.append((ids[:seq_len], labels[:seq_len]))
+                if len(out) >= limit:
+                    return out
+    return out

@@ -1,0 +1,71 @@
+"""A byte-level BPE tokenizer (the `tokenizers` library) with every trace-format token special."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable, Iterator
+
+from neural_dap.format.tokens import ALL_SPECIALS, BEGIN, END
+
+PAD = "<|pad|>"
+SPECIAL_TOKENS: list[str] = [str(t) for t in ALL_SPECIALS] + [PAD]
+
+
+def train_tokenizer(texts: Iterable[str], vocab_size: int = 4096, min_frequency: int = 2):
+    """Train on text pieces (special tokens are never part of the text) and return a fast tokenizer."""
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+
+    tok = Tokenizer(models.BPE())
+    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=True)
+    tok.decoder = decoders.ByteLevel()
+    trainer = trainers.BpeTrainer(
+        vocab_size=vocab_size,
+        min_frequency=min_frequency,
+        special_tokens=SPECIAL_TOKENS,
+        initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
+        show_progress=False,
+    )
+    tok.train_from_iterator(texts, trainer=trainer)
+    return wrap(tok)
+
+
+def wrap(tok):
+    from transformers import PreTrainedTokenizerFast
+
+    return PreTrainedTokenizerFast(
+        tokenizer_object=tok,
+        bos_token=str(BEGIN),
+        eos_token=str(END),
+        pad_token=PAD,
+        additional_special_tokens=[t for t in SPECIAL_TOKENS if t not in (str(BEGIN), str(END), PAD)],
+        clean_up_tokenization_spaces=False,
+    )
+
+
+def load_tokenizer(path: str):
+    from transformers import PreTrainedTokenizerFast
+
+    return PreTrainedTokenizerFast.from_pretrained(path)
+
+
+def special_ids(tokenizer) -> dict[str, int]:
+    ids = {t: tokenizer.convert_tokens_to_ids(t) for t in SPECIAL_TOKENS}
+    missing = [t for t, i in ids.items() if i is None or i == tokenizer.unk_token_id]
+    if missing:
+        raise ValueError(f"the tokenizer lacks special tokens {missing}")
+    return ids
+
+
+def text_pieces(trajectories: Iterable[list[list[str]]], limit: int) -> Iterator[str]:
+    """Text pieces (not special tokens) of up to `limit` trajectories, for tokenizer training."""
+    for n, rows in enumerate(trajectories):
+        if n >= limit:
+            return
+        for kind, text in rows:
+            if kind in "tT":
+                yield text
+
+
+def save(tokenizer, path: str) -> None:
+    os.makedirs(path, exist_ok=True)
+    tokenizer.save_pretrained(path)

@@ -1,0 +1,547 @@
+"""The neural world model: a language model predicts each next program state.
+
+Each action becomes a prompt: the program (the trace context), every frame of the session so far,
+and the action (`nd` dialect: an action token; `cwm` dialect: Meta's Code World Model, driven the
+way its own `cwmdbg` demo drives it, by forcing the next event token). The completion is parsed,
+validated (the line exists, the event is possible there, the locals are a JSON object of reprs) and
+voted on when several samples are drawn; an invalid frame is retried, then reported as an error on
+that request. Model text is only ever parsed, never evaluated.
+
+States already seen are not predicted again: the session's known states form runs of consecutive
+execution, and an action whose answer lies inside a run is a lookup (stepping back over what was
+just stepped through costs nothing).
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import msgspec
+
+from neural_dap.core.actions import Action, Target
+from neural_dap.core.source import SourceInfo
+from neural_dap.core.state import Frame, State
+from neural_dap.core.world import Capabilities, ExceptionFilter, Exit, LaunchSpec, Stop, WorldError
+from neural_dap.format.tokens import ACTION_TOKENS, CWM_TOKENS, FRAME_SEP, Special, merge_text
+from neural_dap.format.trace import END_OF_TRACE, EndOfTrace, FormatError, TraceText
+from neural_dap.llm.base import CompletionResult, ModelClient, ModelError
+from neural_dap.trace.tree import StateTree
+from neural_dap.world.entry import entry_state
+
+MAX_RUN_STEPS = 400  # cwm dialect: predicted steps one continue / step over may take
+MAX_REJECTED_HITS = 50  # breakpoint landings whose condition was false, before giving up
+
+
+class ModelSettings(msgspec.Struct, frozen=True, omit_defaults=True):
+    url: str = "embedded"  # "embedded", or an OpenAI-compatible server, e.g. http://127.0.0.1:8000/v1
+    name: str | None = None
+    dialect: str = "nd"
+    temperature: float = 0.0
+    samples: int = 1
+    timeout: float = 60.0
+    max_tokens: int = 768
+    retries: int = 2
+
+
+@dataclass
+class CallStats:
+    action: str
+    prompt_tokens: int
+    generated_tokens: int
+    cached_tokens: int | None
+    seconds: float
+    samples: int
+    valid: int
+    agreement: float
+
+
+@dataclass
+class StopStats:
+    """What one stop cost: model calls (several in a cwm run) and their tokens."""
+
+    action: str
+    calls: list[CallStats] = field(default_factory=list)
+    lookup: bool = False
+    seconds: float = 0.0
+
+    def totals(self) -> dict:
+        cached = [c.cached_tokens for c in self.calls if c.cached_tokens is not None]
+        return {
+            "action": self.action,
+            "modelCalls": len(self.calls),
+            "lookup": self.lookup,
+            "promptTokens": sum(c.prompt_tokens for c in self.calls),
+            "generatedTokens": sum(c.generated_tokens for c in self.calls),
+            "cachedTokens": sum(cached) if cached else None,
+            "recomputedTokens": sum(c.prompt_tokens for c in self.calls) - sum(cached) if cached else None,
+            "seconds": round(self.seconds, 4),
+        }
+
+
+class NeuralWorld:
+    name = "neural"
+    capabilities = Capabilities(exact=False, inverse=True, needs_runnable=False)
+
+    def __init__(self, client: ModelClient, settings: ModelSettings) -> None:
+        if settings.dialect not in ("nd", "cwm"):
+            raise WorldError(f"unknown dialect {settings.dialect!r}: use 'nd' or 'cwm'")
+        if settings.samples < 1:
+            raise WorldError("samples must be at least 1")
+        self.client = client
+        self.settings = settings
+        self.dialect = settings.dialect
+        self.info: SourceInfo | None = None
+        self.path = ""
+        self.trace: TraceText | None = None
+        self.frame_ids: list[list[int]] = []
+        self.context_ids: list[int] = []
+        self.ids: dict[str, int] = {}
+        self.timeline: list[State] = []
+        self.gap_before: list[bool] = []
+        self.pos = 0
+        self.ended = False  # the model said the traced scope ended after the last state
+        self.stops: list[StopStats] = []
+        self.invalid_frames = 0
+        self._entry: State | None = None
+
+    # -- launch ---------------------------------------------------------------------------------------
+    async def start(self, launch: LaunchSpec) -> Stop:
+        path = launch.program
+        text = launch.source
+        if text is None:
+            try:
+                with open(path, encoding="utf-8", errors="replace") as fh:
+                    text = fh.read()
+            except OSError as exc:
+                raise WorldError(f"cannot read {path}: {exc}") from None
+        self.path = path
+        self.info = SourceInfo(text, path)
+        first = entry_state(self.info, path, launch.entry)
+        entry_line = first.line if first.event == "call" else (self.info.def_line(first.function) or first.line)
+        self.trace = TraceText(self.dialect, self.info, entry_line, path=path, entry_function=first.function)
+        needed = [str(t) for t in CWM_TOKENS] + ([str(t) for t in ACTION_TOKENS.values()] if self.dialect == "nd" else [])
+        try:
+            self.ids = await self.client.special_ids(needed)
+            self.context_ids = await self._encode(self.trace.context())
+        except ModelError as exc:
+            hint = " (a model that does not know the nd action tokens needs dialect 'cwm')" if self.dialect == "nd" and "special token" in str(exc) else ""
+            raise WorldError(f"{exc}{hint}") from None
+        seen = await self._commit(first, None)
+        self._entry = seen
+        self.timeline = [seen]
+        self.gap_before = [False]
+        self.pos = 0
+        self.stops.append(StopStats("start", lookup=True))
+        return self._stop(seen)
+
+    async def _encode(self, segments: list[str]) -> list[int]:
+        ids: list[int] = []
+        for seg in merge_text(segments):
+            if isinstance(seg, Special):
+                ids.append(self.ids[seg])
+            else:
+                ids.extend(await self.client.tokenize(seg))
+        return ids
+
+    async def _commit(self, state: State, action: Action | None) -> State:
+        """Add a frame to the conversation (predicted, looked up or given) and keep its token ids."""
+        assert self.trace is not None
+        seen = self.trace.append(state, action)
+        self.frame_ids.append(await self._encode(self.trace.frames[-1]))
+        return seen
+
+    # -- acting ---------------------------------------------------------------------------------------------
+    async def act(
+        self,
+        action: Action,
+        *,
+        exceptions: frozenset[ExceptionFilter] = frozenset(),
+        breakpoints: tuple[Target, ...] = (),
+        accept: Callable[[Stop], bool] | None = None,
+    ) -> Stop:
+        if self.trace is None:
+            raise WorldError("the program has not been launched")
+        started = time.monotonic()
+        stats = StopStats(str(action))
+        self.stops.append(stats)
+        try:
+            if action.kind in ("breakpoint", "inv_breakpoint") and accept is not None:
+                stop = await self._act_until_accepted(action, stats, exceptions, accept)
+            else:
+                stop = await self._act_once(action, stats, exceptions, breakpoints, accept)
+        finally:
+            stats.seconds = time.monotonic() - started
+        return stop
+
+    async def _act_until_accepted(self, action, stats, exceptions, accept) -> Stop:
+        for _ in range(MAX_REJECTED_HITS):
+            stop = await self._act_once(action, stats, exceptions, (), None)
+            if not stop.hit_breakpoint or stop.hit_exception or accept(stop):
+                return stop
+        raise WorldError(f"no breakpoint hit was accepted within {MAX_REJECTED_HITS} predicted hits")
+
+    async def _act_once(self, action, stats, exceptions, breakpoints, accept) -> Stop:
+        targets = action.targets if action.kind in ("breakpoint", "inv_breakpoint") else breakpoints
+        found = self._lookup(action)
+        if found is not None:
+            stats.lookup = True
+            await self._move_to(found, action)
+        elif self.dialect == "cwm":
+            await self._cwm(action, stats, exceptions, breakpoints, accept)
+        else:
+            await self._nd(action, stats)
+        state = self.timeline[self.pos]
+        hit_bp = state.event == "line" and any(line == state.line for _, line in targets)
+        hit_exc = state.event == "exception" and ("raised" in exceptions or ("uncaught" in exceptions and state.depth == 0))
+        return self._stop(state, hit_breakpoint=hit_bp, hit_exception=hit_exc)
+
+    # -- known states -----------------------------------------------------------------------------------------
+    def _run(self) -> tuple[int, int]:
+        """The run of consecutive known states around the current position."""
+        start = self.pos
+        while start > 0 and not self.gap_before[start]:
+            start -= 1
+        end = self.pos
+        while end + 1 < len(self.timeline) and not self.gap_before[end + 1]:
+            end += 1
+        return start, end
+
+    def _lookup(self, action: Action) -> int | None:
+        """The timeline index an action leads to, when the known states decide it; else None."""
+        start, end = self._run()
+        states = self.timeline[start : end + 1]
+        i = self.pos - start
+        kind = action.kind
+        if kind == "step_into":
+            return self.pos + 1 if i + 1 < len(states) else None
+        if kind == "inv_step_into":
+            return self.pos - 1 if i > 0 else None
+        tree = StateTree(states)
+        here = states[i]
+        if kind in ("step_over", "step_return"):
+            owner = tree.parent.get(here.invocation) if here.terminal else here.invocation
+            j = tree.apply(i, action)
+            ok = j > i and states[j].invocation == owner and (kind == "step_over" or states[j].terminal)
+            return start + j if ok else None
+        if kind in ("inv_step_over", "inv_step_return"):
+            owner = tree.parent.get(here.invocation) if here.event == "call" else here.invocation
+            j = tree.apply(i, action)
+            ok = j < i and states[j].invocation == owner and (kind == "inv_step_over" or states[j].event == "call")
+            return start + j if ok else None
+        if kind == "breakpoint":
+            j = tree.apply(i, action)
+            if j > i and states[j].event == "line" and states[j].line in action.lines:
+                return start + j
+            return start + len(states) - 1 if self._is_end(states[-1]) and j == len(states) - 1 and j > i else None
+        if kind == "inv_breakpoint":
+            j = tree.apply(i, action)
+            if j < i and states[j].event == "line" and states[j].line in action.lines:
+                return start + j
+            return start if start == 0 and self.timeline[0] is self._entry and i > 0 and self._entry.event == "call" else None
+        if kind == "continue":
+            return start + len(states) - 1 if self._is_end(states[-1]) and i < len(states) - 1 else None
+        return None
+
+    @staticmethod
+    def _is_end(state: State) -> bool:
+        return state.terminal and state.depth == 0
+
+    async def _move_to(self, index: int, action: Action) -> None:
+        """Move to a known state; the nd conversation records the move, the cwm one is cut back to it."""
+        self.pos = index
+        if self.dialect == "nd":
+            await self._commit(self.timeline[index], action)
+        else:
+            await self._rebuild_cwm()
+
+    async def _rebuild_cwm(self) -> None:
+        """The cwm conversation is the known execution up to the current state."""
+        assert self.trace is not None and self.info is not None
+        first = self.timeline[0]
+        self.trace = TraceText("cwm", self.info, self.trace.entry_line, path=self.path, entry_function=first.function)
+        self.frame_ids = []
+        for state in self.timeline[: self.pos + 1]:
+            await self._commit(state, Action("step_into"))
+
+    # -- predicting ---------------------------------------------------------------------------------------------
+    async def _nd(self, action: Action, stats: StopStats) -> None:
+        result = await self._predict(action, None, stats)
+        if isinstance(result, EndOfTrace):
+            self.ended = True
+            if not self._is_end(self.timeline[self.pos]):
+                raise WorldError("the model says the program ended here, before its function returned")
+            return
+        landed = await self._commit(result, action)
+        self._place(landed, action)
+
+    def _place(self, state: State, action: Action) -> None:
+        """Put a predicted state on the timeline: after the current run (forward) or before it."""
+        start, end = self._run()
+        if not action.inverse:
+            adjacent = action.kind == "step_into" and self.pos == end
+            del self.timeline[self.pos + 1 :]
+            del self.gap_before[self.pos + 1 :]
+            self.timeline.append(state)
+            self.gap_before.append(not adjacent)
+            self.pos = len(self.timeline) - 1
+        else:
+            adjacent = action.kind == "inv_step_into" and self.pos == start
+            self.timeline = [state] + self.timeline[start:]
+            self.gap_before = [True, not adjacent] + self.gap_before[start + 1 :]
+            self.pos = 0
+
+    async def _cwm(self, action, stats, exceptions, breakpoints, accept) -> None:
+        """Base CWM knows no actions: each is emulated with single steps, forcing event tokens."""
+        if action.inverse:
+            raise WorldError(f"the cwm dialect steps back only through states it has predicted; {action} goes further back")
+        if self.pos < len(self.timeline) - 1:
+            del self.timeline[self.pos + 1 :]
+            del self.gap_before[self.pos + 1 :]
+            await self._rebuild_cwm()
+        here = self.timeline[self.pos]
+        owner_depth = here.depth - 1 if here.terminal else here.depth  # whose states step_over walks
+        kind = action.kind
+        lines = set(action.lines)
+        interrupt = {line for _, line in breakpoints}
+        for step in range(MAX_RUN_STEPS):
+            current = self.timeline[self.pos]
+            if self._is_end(current):
+                return
+            forced = None
+            if current.event == "call" and kind == "step_into":
+                forced = "line"  # into the body, as cwmdbg's `step` does
+            elif current.event == "call" and step > 0 and kind in ("step_over", "step_return") and current.depth > owner_depth:
+                forced = "return"  # jump over a call, as cwmdbg's `next` does
+            state = await self._cwm_step(forced, stats)
+            if state is None or kind == "step_into":
+                return
+            if state.event == "exception" and ("raised" in exceptions or ("uncaught" in exceptions and state.depth == 0)):
+                return
+            if state.event == "line" and state.line in interrupt and kind != "breakpoint":
+                if accept is None or accept(self._stop(state, hit_breakpoint=True)):
+                    return
+            if kind == "step_over" and state.depth <= owner_depth and state.event != "call":
+                return
+            if kind == "step_return" and state.terminal and state.depth == owner_depth:
+                return
+            if kind == "breakpoint" and state.event == "line" and state.line in lines:
+                return
+        raise WorldError(f"{action} did not end within {MAX_RUN_STEPS} predicted steps")
+
+    async def _cwm_step(self, forced: str | None, stats: StopStats) -> State | None:
+        result = await self._predict(Action("step_into"), forced, stats)
+        if isinstance(result, EndOfTrace):
+            self.ended = True
+            return None
+        landed = await self._commit(result, Action("step_into"))
+        self.timeline.append(landed)
+        self.gap_before.append(False)
+        self.pos = len(self.timeline) - 1
+        return landed
+
+    async def _predict(self, action: Action, forced: str | None, stats: StopStats) -> State | EndOfTrace:
+        assert self.trace is not None
+        tail = self.trace.prompt_tail(action, forced)
+        prompt = list(self.context_ids)
+        for ids in self.frame_ids:
+            prompt.extend(ids)
+        prompt.extend(await self._encode(tail))
+        stop_id = self.ids[FRAME_SEP]
+        settings = self.settings
+        problems: list[str] = []
+        for attempt in range(settings.retries + 1):
+            temperature = settings.temperature if attempt == 0 else max(settings.temperature, 0.7)
+            samples = settings.samples if attempt == 0 else max(settings.samples, 3)
+            try:
+                result = await self.client.complete(prompt, max_tokens=settings.max_tokens, stop_ids=[stop_id], n=samples, temperature=temperature)
+            except ModelError as exc:
+                raise WorldError(f"the model could not predict {action}: {exc}") from None
+            candidates: list[State | EndOfTrace] = []
+            for completion in result.completions:
+                try:
+                    parsed = self.trace.parse(completion.text, action, forced)
+                    if not isinstance(parsed, EndOfTrace):
+                        self._check(parsed, action)
+                    candidates.append(parsed)
+                except FormatError as exc:
+                    problems.append(str(exc))
+                    self.invalid_frames += 1
+            chosen, agreement = _vote(candidates)
+            stats.calls.append(CallStats(str(action), result.prompt_tokens, result.generated_tokens, result.cached_tokens, result.seconds,
+                                         len(result.completions), len(candidates), agreement))
+            if chosen is not None:
+                return chosen
+        raise WorldError(f"the model's answer to {action} was not a valid frame after {settings.retries + 1} attempts: {problems[-1] if problems else 'no answer'}")
+
+    def _check(self, state: State, action: Action) -> None:
+        """Is the predicted frame possible here? A FormatError says why not."""
+        assert self.info is not None
+        source = self.info
+        if source.compiles and state.event in ("line", "return", "exception") and state.line not in source.executable_lines:
+            raise FormatError(f"line {state.line} has no code: a {state.event} event cannot happen there")
+        if source.compiles and state.event in ("line", "return", "exception"):
+            if not any(span.name == state.function and state.line in span.lines for span in source.spans):
+                raise FormatError(f"line {state.line} is not in {state.function}, where this {state.event} event would happen")
+        if state.event == "call" and source.compiles:
+            starts = any(s.first_line == state.line for s in source.spans if s.name != "<module>")
+            inside_generator = any(s.contains(state.line) and "yield" in "\n".join(source.line_text(n) for n in s.lines) for s in source.spans if s.name != "<module>")
+            if not (starts or inside_generator):
+                raise FormatError(f"a call event at line {state.line}, where no function starts")
+        kind = action.kind
+        if kind == "step_return" and not state.terminal:
+            raise FormatError("step_return must land on a return or exception")
+        if kind == "inv_step_return" and state.event != "call":
+            raise FormatError("inv_step_return must land on a call")
+        if kind == "breakpoint" and not ((state.event == "line" and state.line in action.lines) or (state.terminal and state.depth == 0)):
+            raise FormatError(f"a breakpoint action must land on line {'/'.join(map(str, action.lines))} or at the end")
+        if kind == "inv_breakpoint" and not ((state.event == "line" and state.line in action.lines) or (state.event == "call" and state.depth == 0)):
+            raise FormatError(f"an inv_breakpoint action must land on line {'/'.join(map(str, action.lines))} or at the start")
+        current = self.timeline[self.pos]
+        if kind == "step_over" and not current.terminal and state.event == "call":
+            raise FormatError("step_over cannot land in a callee")
+        for name in state.locals:
+            if not (name.isidentifier() or name.startswith(".")):
+                raise FormatError(f"{name!r} is not a variable name")
+
+    # -- presenting -------------------------------------------------------------------------------------------
+    def _stop(self, state: State, hit_breakpoint: bool = False, hit_exception: bool = False) -> Stop:
+        assert self.trace is not None and self.info is not None
+        stack = [Frame(state.function, state.line, state.source, state.invocation, self.path, dict(state.locals))]
+        for open_ in reversed(self.trace.tracker.stack[:-1]):
+            known = self._latest_before(open_.invocation)
+            line = known.line if known else (open_.last_line or 0)
+            stack.append(Frame(open_.function, line, self.info.line_text(line), open_.invocation, self.path, dict(known.locals) if known else {}))
+        at_end = self._is_end(state)
+        exit_ = None
+        if at_end:
+            exit_ = Exit(0) if state.event == "return" else Exit(1, f"uncaught {state.value} (predicted)")
+        return Stop(
+            state=state,
+            stack=tuple(stack),
+            index=self.pos,
+            at_start=self.pos == 0 and state is self._entry,
+            at_end=at_end,
+            exit=exit_,
+            predicted=True,
+            hit_breakpoint=hit_breakpoint,
+            hit_exception=hit_exception,
+        )
+
+    def _latest_before(self, invocation: int) -> State | None:
+        """A caller's frame: its latest known line state before the current position."""
+        for k in range(self.pos - 1, -1, -1):
+            state = self.timeline[k]
+            if state.invocation == invocation and state.event in ("call", "line"):
+                return state
+        return None
+
+    def source(self, path: str) -> str | None:
+        if self.info is not None and os.path.abspath(path) == os.path.abspath(self.path):
+            return self.info.text
+        try:
+            with open(path, encoding="utf-8", errors="replace") as fh:
+                return fh.read()
+        except OSError:
+            return None
+
+    def summary(self) -> dict[str, Any]:
+        per_stop = [s.totals() for s in self.stops[1:]]
+        calls = [c for s in self.stops for c in s.calls]
+        predicted = [s for s in per_stop if not s["lookup"]]
+        cached = [s["cachedTokens"] for s in predicted if s["cachedTokens"] is not None]
+        recomputed = [s["recomputedTokens"] for s in predicted if s["recomputedTokens"] is not None]
+
+        def mean(values: list) -> float | None:
+            return round(sum(values) / len(values), 2) if values else None
+
+        return {
+            "world": self.name,
+            "dialect": self.dialect,
+            "model": self.client.describe(),
+            "stops": len(per_stop),
+            "lookups": sum(1 for s in per_stop if s["lookup"]),
+            "modelCalls": len(calls),
+            "invalidFrames": self.invalid_frames,
+            "meanPromptTokens": mean([s["promptTokens"] for s in predicted]),
+            "meanGeneratedTokens": mean([s["generatedTokens"] for s in predicted]),
+            "meanCachedTokens": mean(cached),
+            "meanRecomputedTokens": mean(recomputed),
+            "meanSecondsPerStop": mean([s["seconds"] for s in predicted]),
+            "meanAgreement": mean([c.agreement for c in calls]),
+            "perStop": per_stop,
+        }
+
+    async def close(self) -> None:
+        await self.client.close()
+
+
+def _vote(candidates: list[State | EndOfTrace]) -> tuple[State | EndOfTrace | None, float]:
+    if not candidates:
+        return None, 0.0
+
+    def key(c: State | EndOfTrace):
+        if isinstance(c, EndOfTrace):
+            return ("end",)
+        return (c.event, c.line, tuple(sorted(c.locals.items())) if c.event in ("call", "line") else (), c.value)
+
+    counts = Counter(key(c) for c in candidates)
+    best, votes = counts.most_common(1)[0]
+    chosen = next(c for c in candidates if key(c) == best)
+    return chosen, votes / len(candidates)
+
+
+def settings_from(model: Any) -> ModelSettings:
+    """The launch's `model` key: "embedded", a URL, or {"url", "name", "dialect", ...}."""
+    if model is None or model == "embedded":
+        return ModelSettings()
+    if isinstance(model, str):
+        return ModelSettings(url=model)
+    if isinstance(model, dict):
+        try:
+            return msgspec.convert(model, ModelSettings)
+        except msgspec.ValidationError as exc:
+            raise WorldError(f"invalid model settings: {exc}") from None
+    raise WorldError(f"model must be 'embedded', a URL or an object, not {type(model).__name__}")
+
+
+def embedded_model_path() -> str:
+    """The shipped model's folder (package data), unless NEURAL_DAP_EMBEDDED_MODEL names another."""
+    override = os.environ.get("NEURAL_DAP_EMBEDDED_MODEL")
+    if override:
+        return override
+    return os.path.join(os.path.dirname(os.path.dirname(__file__)), "train", "embedded")
+
+
+def make_client(settings: ModelSettings) -> ModelClient:
+    if settings.url == "embedded":
+        from neural_dap.llm.inprocess import InProcessClient
+
+        path = embedded_model_path()
+        if not os.path.isfile(os.path.join(path, "config.json")):
+            raise WorldError(f"the embedded model is not installed at {path}; train it with `neural-dap train` or give a model URL")
+        return InProcessClient(path)
+    if settings.url.startswith(("http://", "https://")):
+        from neural_dap.llm.openai import OpenAICompatibleClient
+
+        return OpenAICompatibleClient(settings.url, settings.name, timeout=settings.timeout)
+    if os.path.isdir(settings.url):
+        from neural_dap.llm.inprocess import InProcessClient
+
+        return InProcessClient(settings.url)
+    raise WorldError(f"model url {settings.url!r} is neither 'embedded', an http(s) URL nor a model folder")
+
+
+def create_neural_world(launch: LaunchSpec):
+    settings = settings_from(launch.options.get("model"))
+    world = NeuralWorld(make_client(settings), settings)
+    reconcile = launch.options.get("reconcile") or "none"
+    if reconcile == "none":
+        return world
+    from neural_dap.world.reconciled import ReconciledWorld
+
+    return ReconciledWorld(world, reconcile, launch.options.get("trust") or "model")
