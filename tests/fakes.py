@@ -40,6 +40,9 @@ class ScriptedClient:
     async def tokenize(self, text: str) -> list[int]:
         return [ord(c) for c in text]
 
+    async def context_length(self) -> int | None:
+        return None
+
     def decode(self, ids: list[int]) -> str:
         return "".join(self.back.get(i, chr(i) if i < 200000 else "?") for i in ids)
 

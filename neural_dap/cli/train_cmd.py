@@ -20,7 +20,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--device", help="cpu or cuda (default: cuda when present)")
     parser.add_argument("--compile", action="store_true", help="torch.compile the model (GPU)")
     parser.add_argument("--time-limit", type=float, help="seconds; stop early and save when reached")
+    parser.add_argument("--time-budget", type=float, help="seconds of training; the step count follows from the measured speed")
     parser.add_argument("--checkpoint-every", type=int, default=200)
+    parser.add_argument("--eval-every", type=int, default=100, help="steps between held-out losses")
+    parser.add_argument("--data-workers", type=int, help="processes packing data (default: all but one CPU with a GPU, none on a CPU)")
     parser.add_argument("--save-dtype", choices=["float16", "bfloat16", "float32"], default="float16")
     parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="override a preset value, e.g. --set lr=1e-3")
 
@@ -36,7 +39,7 @@ def run(parser: argparse.ArgumentParser, argv: list[str]) -> int:
     config = TrainConfig(
         data=opts.data, out=opts.out, preset=opts.preset, steps=opts.steps, seed=opts.seed, resume=opts.resume,
         tokenizer=opts.tokenizer, vocab_size=opts.vocab_size, device=opts.device, compile=opts.compile,
-        time_limit=opts.time_limit, checkpoint_every=opts.checkpoint_every, save_dtype=opts.save_dtype, extra=extra,
+        time_limit=opts.time_limit, time_budget=opts.time_budget, checkpoint_every=opts.checkpoint_every, eval_every=opts.eval_every, data_workers=opts.data_workers, save_dtype=opts.save_dtype, extra=extra,
     )
     summary = train(config)
     summary.pop("history", None)

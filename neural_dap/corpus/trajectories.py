@@ -38,6 +38,7 @@ class Trajectory:
     segments: list[str] = field(default_factory=list)
     predicted: list[bool] = field(default_factory=list)
     actions: list[str] = field(default_factory=list)
+    indices: list[int] = field(default_factory=list)  # the entry state, then each action's target (-1: the end)
 
     def add(self, segments: list[str], predicted: bool) -> None:
         for seg in segments:
@@ -112,6 +113,7 @@ def sample(rng: random.Random, states: list[State], source: SourceInfo, policy: 
     entry_line = first.line if first.event == "call" else (source.def_line(function) or first.line)
     trace = TraceText("nd", source, entry_line, entry_function=function)
     out = Trajectory()
+    out.indices.append(start)
     out.add(trace.context(), False)
     trace.append(first)
     out.add(trace.frames[-1], False)
@@ -127,6 +129,7 @@ def sample(rng: random.Random, states: list[State], source: SourceInfo, policy: 
                 out.add(trace.action_segments(ending), False)
                 out.add([END], True)
                 out.actions.append(ending.kind)
+                out.indices.append(-1)
                 break
             action = choose_action(rng, tree, i, policy, source)
             if action is None:
@@ -141,6 +144,7 @@ def sample(rng: random.Random, states: list[State], source: SourceInfo, policy: 
         out.add(frame[:n_action], False)
         out.add(frame[n_action:], True)
         out.actions.append(action.kind)
+        out.indices.append(j)
         chars += sum(len(s) for s in frame)
         i = j
         if chars > policy.budget_chars:

@@ -185,6 +185,7 @@ class LaunchArguments(_Wire):
     python: str | None = None  # interpreter that records (recorded world) or runs debugpy
     limits: dict[str, float] = {}  # maxEvents, wallTime, maxRepr, maxOutput, memoryMb
     no_debug: bool = False
+    port: int | None = None  # an editor connects to `neural-dap adapter --port N` with it; the server ignores it
 
 
 LAUNCH_KEYS: frozenset[str] = frozenset(

@@ -598,6 +598,9 @@ class DebugSession:
 
         if stop.divergences:
             await self.event("invalidated", p.InvalidatedEventBody(areas=["variables"], thread_id=THREAD_ID))
+            top = self.view.frames[0] if self.view.frames else None
+            if top is not None:
+                await self.event("neuralDap/divergence", {"path": top.path, "line": top.line, "text": stop.note or "the prediction differs from reality"})
         if self.world is not None and not self.world.capabilities.exact:
             summary = self.world.summary()
             await self.event("neuralDap/status", {k: summary.get(k) for k in ("world", "dialect", "model", "stops", "divergences", "statesCompared", "reconcile")})

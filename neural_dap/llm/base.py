@@ -35,6 +35,10 @@ class ModelClient(Protocol):
 
     async def tokenize(self, text: str) -> list[int]: ...
 
+    async def context_length(self) -> int | None:
+        """The most tokens (prompt + completion) the model reads, when known."""
+        ...
+
     async def complete(
         self,
         prompt: list[int],

@@ -60,6 +60,10 @@ class InProcessClient:
         await self._ensure()
         return self._tokenizer.backend_tokenizer.encode(text, add_special_tokens=False).ids  # type: ignore[union-attr]
 
+    async def context_length(self) -> int | None:
+        await self._ensure()
+        return getattr(self._model.config, "max_position_embeddings", None)  # type: ignore[union-attr]
+
     async def special_ids(self, tokens: list[str]) -> dict[str, int]:
         await self._ensure()
         out = {}

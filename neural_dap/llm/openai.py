@@ -34,6 +34,7 @@ class OpenAICompatibleClient:
         self.http = httpx.AsyncClient(timeout=httpx.Timeout(timeout, connect=min(timeout, 10.0)), transport=transport)
         self._token_cache: OrderedDict[str, list[int]] = OrderedDict()
         self._metrics_supported = True
+        self._listed: list[dict] | None = None
 
     def describe(self) -> dict:
         return {"client": "openai", "url": self.url, "model": self.name}
@@ -71,15 +72,31 @@ class OpenAICompatibleClient:
         return data
 
     # -- the API --------------------------------------------------------------------------------------
+    async def _models(self) -> list[dict]:
+        if self._listed is None:
+            data = await self._json("GET", self.url + "/models")
+            models = data.get("data") or []
+            self._listed = [m for m in models if isinstance(m, dict) and "id" in m]
+        return self._listed
+
     async def resolve_model(self) -> str:
         if self.model:
             return self.model
-        data = await self._json("GET", self.url + "/models")
-        models = data.get("data") or []
-        if not models or not isinstance(models[0], dict) or "id" not in models[0]:
+        models = await self._models()
+        if not models:
             raise ModelError(f"the server at {self.url} lists no models")
         self.model = self.name = str(models[0]["id"])
         return self.model
+
+    async def context_length(self) -> int | None:
+        try:
+            models = await self._models()
+        except ModelError:
+            return None
+        for m in models:
+            if m["id"] == (self.model or m["id"]) and isinstance(m.get("max_model_len"), int):
+                return m["max_model_len"]
+        return None
 
     async def tokenize(self, text: str) -> list[int]:
         cached = self._token_cache.get(text)

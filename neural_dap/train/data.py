@@ -136,3 +136,104 @@ def heldout_batches(heldout_file: str, tokenizer, seq_len: int, limit: int = 256
                 if len(out) >= limit:
                     return out
     return out
+
+
+def _pack_shard(args: tuple[str, str, int, int]):
+    """Worker: one shard -> (ids, mask) arrays of packed sequences (mask: the token is predicted)."""
+    import numpy as np
+    from tokenizers import Tokenizer
+
+    path, tokenizer_file, seq_len, seed = args
+    tokenizer = Tokenizer.from_file(tokenizer_file)
+    special = {t: tokenizer.token_to_id(t) for t in _special_strings()}
+    pad = tokenizer.token_to_id("<|pad|>")
+    trajectories = _read_shard(path)
+    random.Random(seed).shuffle(trajectories)
+    rows_ids: list[list[int]] = []
+    rows_mask: list[list[int]] = []
+    ids: list[int] = []
+    mask: list[int] = []
+    for start in range(0, len(trajectories), 512):
+        chunk = trajectories[start : start + 512]
+        texts = [text for rows in chunk for kind, text in rows if kind in "tT"]
+        flat = [e.ids for e in tokenizer.encode_batch(texts, add_special_tokens=False)] if texts else []
+        k = 0
+        for rows in chunk:
+            n = sum(1 for kind, _ in rows if kind in "tT")
+            ex_ids, ex_labels = encode(rows, tokenizer, special, flat[k : k + n])
+            k += n
+            ex_ids, ex_mask = ex_ids[:seq_len], [int(label != IGNORE) for label in ex_labels[:seq_len]]
+            if len(ids) + len(ex_ids) > seq_len:
+                rows_ids.append(ids + [pad] * (seq_len - len(ids)))
+                rows_mask.append(mask + [0] * (seq_len - len(mask)))
+                ids, mask = [], []
+            ids += ex_ids
+            mask += ex_mask
+    if ids:
+        rows_ids.append(ids + [pad] * (seq_len - len(ids)))
+        rows_mask.append(mask + [0] * (seq_len - len(mask)))
+    return np.asarray(rows_ids, dtype=np.uint16 if tokenizer.get_vocab_size() < 65536 else np.int32), np.asarray(rows_mask, dtype=np.uint8)
+
+
+def _special_strings() -> list[str]:
+    from neural_dap.train.tokenizer import SPECIAL_TOKENS
+
+    return SPECIAL_TOKENS
+
+
+class ShardPool:
+    """Batches packed by worker processes, one shard each (for fast accelerators); epoch after epoch."""
+
+    def __init__(self, data_dir: str, tokenizer_file: str, seq_len: int, batch_size: int, seed: int = 0, workers: int = 4) -> None:
+        import multiprocessing as mp
+
+        import numpy as np
+
+        self.np = np
+        self.paths = shard_paths(data_dir)
+        if not self.paths:
+            raise FileNotFoundError(f"no train-*.jsonl.gz shards in {data_dir} (make them with `neural-dap dataset`)")
+        self.tokenizer_file = tokenizer_file
+        self.seq_len = seq_len
+        self.batch_size = batch_size
+        self.rng = np.random.default_rng(seed)
+        self.seed = seed
+        self.epoch = 0
+        self.examples_seen = 0
+        self.truncated = 0
+        self.pool = mp.get_context("spawn").Pool(max(1, workers))
+        self.ids = np.zeros((0, seq_len), dtype=np.uint16)
+        self.mask = np.zeros((0, seq_len), dtype=np.uint8)
+        self.cursor = 0
+        self.rows_in_epoch = 0
+        self._submit()
+
+    def _submit(self) -> None:
+        order = list(self.paths)
+        random.Random(self.seed + self.epoch).shuffle(order)
+        jobs = [(p, self.tokenizer_file, self.seq_len, self.seed * 1000 + self.epoch * 100 + i) for i, p in enumerate(order)]
+        self.pending = self.pool.imap_unordered(_pack_shard, jobs)
+        self.left = len(jobs)
+
+    def _refill(self) -> None:
+        np = self.np
+        if self.left == 0:
+            self.epoch += 1
+            self._submit()
+        ids, mask = next(self.pending)
+        self.left -= 1
+        rest_ids, rest_mask = self.ids[self.cursor :], self.mask[self.cursor :]
+        ids = np.concatenate([rest_ids, ids.astype(self.ids.dtype)])
+        mask = np.concatenate([rest_mask, mask])
+        perm = self.rng.permutation(len(ids))
+        self.ids, self.mask, self.cursor = ids[perm], mask[perm], 0
+
+    def next(self):
+        while len(self.ids) - self.cursor < self.batch_size:
+            self._refill()
+        k = self.cursor
+        self.cursor += self.batch_size
+        return self.ids[k : self.cursor], self.mask[k : self.cursor]
+
+    def close(self) -> None:
+        self.pool.terminate()

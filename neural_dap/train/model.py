@@ -26,7 +26,7 @@ PRESETS: dict[str, Preset] = {
     # trains on a 2-core CPU in about an hour
     "cpu": Preset(hidden=256, layers=6, heads=4, ffn=704, seq_len=1024, batch_tokens=16384, lr=1.5e-3, steps=1200),
     # one H200 in a few minutes; about 23M parameters, ~46 MB in fp16
-    "gpu": Preset(hidden=384, layers=12, heads=6, ffn=1024, seq_len=2048, batch_tokens=262144, lr=1.2e-3, steps=1500),
+    "gpu": Preset(hidden=384, layers=12, heads=6, ffn=1024, seq_len=2048, batch_tokens=131072, lr=1.2e-3, steps=3000),
 }
 
 

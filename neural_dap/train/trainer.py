@@ -33,6 +33,8 @@ class TrainConfig:
     device: str | None = None
     compile: bool = False
     time_limit: float | None = None  # seconds: stop (and save) early when the budget runs out
+    time_budget: float | None = None  # seconds of training: the step count is set from the measured speed
+    data_workers: int | None = None  # processes packing data (default: all but one CPU on a GPU machine, none on a CPU)
     save_dtype: str = "float16"
     extra: dict = field(default_factory=dict)
 
@@ -68,7 +70,7 @@ def train(config: TrainConfig) -> dict:
     import torch
     from transformers import LlamaForCausalLM
 
-    from neural_dap.train.data import IGNORE, PackedStream, heldout_batches
+    from neural_dap.train.data import IGNORE, PackedStream, ShardPool, heldout_batches
 
     started = time.monotonic()
     os.makedirs(config.out, exist_ok=True)
@@ -96,8 +98,13 @@ def train(config: TrainConfig) -> dict:
         torch.set_rng_state(state["torch_rng"])
         _log(f"resumed from step {step}")
     batch_size = max(1, preset.batch_tokens // preset.seq_len)
-    stream = PackedStream(config.data, tokenizer, preset.seq_len, batch_size, seed=config.seed + step)
-    heldout = heldout_batches(os.path.join(config.data, "heldout.jsonl"), tokenizer, preset.seq_len)
+    tokenizer_file = os.path.join(config.tokenizer or os.path.join(config.out, "tokenizer"), "tokenizer.json")
+    workers = config.data_workers if config.data_workers is not None else (max(1, (os.cpu_count() or 2) - 1) if device.type == "cuda" else 0)
+    if workers > 0:
+        stream = ShardPool(config.data, tokenizer_file, preset.seq_len, batch_size, seed=config.seed + step, workers=workers)
+    else:
+        stream = PackedStream(config.data, tokenizer, preset.seq_len, batch_size, seed=config.seed + step)
+    heldout = heldout_batches(os.path.join(config.data, "heldout.jsonl"), tokenizer, preset.seq_len, limit=64)
     forward = model
     if config.compile and device.type == "cuda":
         try:
@@ -107,11 +114,14 @@ def train(config: TrainConfig) -> dict:
     autocast = torch.autocast("cuda", dtype=torch.bfloat16) if device.type == "cuda" else _NullContext()
     _log(f"model: {n_params / 1e6:.1f}M parameters, preset {config.preset} {preset.describe()}, device {device}")
 
+    planned = {"steps": preset.steps}
+
     def lr_at(s: int) -> float:
-        warmup = max(1, preset.steps // 20)
+        total = planned["steps"]
+        warmup = max(1, min(total // 20, 200))
         if s < warmup:
             return preset.lr * (s + 1) / warmup
-        progress = (s - warmup) / max(1, preset.steps - warmup)
+        progress = (s - warmup) / max(1, total - warmup)
         return preset.lr * (0.1 + 0.9 * 0.5 * (1 + math.cos(math.pi * min(1.0, progress))))
 
     def save_checkpoint() -> None:
@@ -141,32 +151,59 @@ def train(config: TrainConfig) -> dict:
 
     bar = _bar(preset.steps, step)
     model.train()
+    train_started = None
+    measure_from = step + 5  # the first steps include compilation and warm-up
     tokens_done = 0
     window_start = time.monotonic()
     window_tokens = 0
     stopped_early = False
-    while step < preset.steps:
+    while step < planned["steps"]:
         ids, labels = stream.next()
-        x = torch.tensor(ids, device=device)
-        y = torch.tensor(labels, device=device)
+        if isinstance(stream, ShardPool):  # numpy arrays: ids, and a mask of predicted tokens
+            x = torch.from_numpy(ids.astype("int64")).to(device, non_blocking=True)
+            y = torch.where(torch.from_numpy(labels.astype("bool")).to(device, non_blocking=True), x, IGNORE)
+        else:
+            x = torch.tensor(ids, device=device)
+            y = torch.tensor(labels, device=device)
         for group in optimizer.param_groups:
             group["lr"] = lr_at(step)
-        with autocast:
-            out = forward(input_ids=x, labels=y)
+        try:
+            with autocast:
+                out = forward(input_ids=x, labels=y)
+        except Exception as exc:  # noqa: BLE001 (a failed compilation falls back to eager mode)
+            if forward is model:
+                raise
+            _log(f"compiled model failed ({type(exc).__name__}: {exc}); running eagerly")
+            forward = model
+            with autocast:
+                out = forward(input_ids=x, labels=y)
         loss = out.loss
         optimizer.zero_grad(set_to_none=True)
         loss.backward()
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
         optimizer.step()
         step += 1
+        if step == measure_from:
+            if device.type == "cuda":
+                torch.cuda.synchronize()
+            train_started = time.monotonic()
+        elif config.time_budget is not None and train_started is not None and step == measure_from + 20:
+            if device.type == "cuda":
+                torch.cuda.synchronize()
+            per_step = (time.monotonic() - train_started) / 20
+            left = config.time_budget - (time.monotonic() - started)
+            planned["steps"] = max(step + 1, step + int(left / per_step))
+            bar(step, None, done=True)
+            _log(f"{per_step * 1e3:.0f} ms per step: planning {planned['steps']} steps for the {config.time_budget:g} s budget")
+            bar = _bar(planned["steps"], step)
         n_tokens = x.numel()
         tokens_done += n_tokens
         window_tokens += n_tokens
-        if step % 10 == 0 or step == preset.steps:
+        if step % 10 == 0 or step == planned["steps"]:
             elapsed = time.monotonic() - window_start
             rate = window_tokens / max(elapsed, 1e-9)
-            record = {"step": step, "loss": round(float(loss), 4), "lr": lr_at(step), "tokens_per_s": round(rate), "epoch": stream.epoch}
-            if step % config.eval_every == 0 or step == preset.steps:
+            record = {"step": step, "loss": round(loss.item(), 4), "lr": lr_at(step), "tokens_per_s": round(rate), "epoch": stream.epoch}
+            if step % config.eval_every == 0 or step == planned["steps"]:
                 record["heldout_loss"] = evaluate()
             history.append(record)
             bar(step, record)
@@ -178,6 +215,8 @@ def train(config: TrainConfig) -> dict:
             stopped_early = True
             break
     bar(step, None, done=True)
+    if isinstance(stream, ShardPool):
+        stream.close()
     save_checkpoint()
     final_eval = evaluate()
     export_dir = os.path.join(config.out, "model")
@@ -212,8 +251,7 @@ def export(model, tokenizer, path: str, dtype: str = "float16") -> None:
     target = {"float16": torch.float16, "bfloat16": torch.bfloat16, "float32": torch.float32}[dtype]
     original = next(model.parameters()).dtype
     model.to(target)
-    model.config.torch_dtype = dtype
-    model.save_pretrained(path, safe_serialization=True)
+    model.save_pretrained(path, safe_serialization=True, max_shard_size="15MB")  # small files travel well
     model.to(original)
     tokenizer.save_pretrained(path)
 

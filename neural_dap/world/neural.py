@@ -107,6 +107,8 @@ class NeuralWorld:
         self.ended = False  # the model said the traced scope ended after the last state
         self.stops: list[StopStats] = []
         self.invalid_frames = 0
+        self.windows = 0  # times the history was cut to fit the model's context
+        self._limit: int | None = None
         self._entry: State | None = None
 
     # -- launch ---------------------------------------------------------------------------------------
@@ -346,11 +348,12 @@ class NeuralWorld:
 
     async def _predict(self, action: Action, forced: str | None, stats: StopStats) -> State | EndOfTrace:
         assert self.trace is not None
-        tail = self.trace.prompt_tail(action, forced)
-        prompt = list(self.context_ids)
-        for ids in self.frame_ids:
-            prompt.extend(ids)
-        prompt.extend(await self._encode(tail))
+        tail_ids = await self._encode(self.trace.prompt_tail(action, forced))
+        prompt = self._prompt(tail_ids)
+        limit = await self._context_length()
+        if limit is not None and len(prompt) + self.settings.max_tokens > limit and len(self.frame_ids) > 1:
+            await self._restart_window()
+            prompt = self._prompt(tail_ids)
         stop_id = self.ids[FRAME_SEP]
         settings = self.settings
         problems: list[str] = []
@@ -377,6 +380,32 @@ class NeuralWorld:
             if chosen is not None:
                 return chosen
         raise WorldError(f"the model's answer to {action} was not a valid frame after {settings.retries + 1} attempts: {problems[-1] if problems else 'no answer'}")
+
+    def _prompt(self, tail_ids: list[int]) -> list[int]:
+        prompt = list(self.context_ids)
+        for ids in self.frame_ids:
+            prompt.extend(ids)
+        prompt.extend(tail_ids)
+        return prompt
+
+    async def _context_length(self) -> int | None:
+        if self._limit is None:
+            self._limit = await self.client.context_length() or 0
+        return self._limit or None
+
+    async def _restart_window(self) -> None:
+        """The history no longer fits the model: go on from the current state as a new entry point.
+
+        (The frames before it are forgotten by the model; the session's known states stay.)
+        """
+        assert self.info is not None and self.trace is not None
+        current = self.timeline[self.pos]
+        line = current.line if current.event == "call" else (self.info.def_line(current.function) or current.line)
+        self.trace = TraceText(self.dialect, self.info, line, path=self.path, entry_function=current.function)
+        self.context_ids = await self._encode(self.trace.context())
+        self.frame_ids = []
+        await self._commit(current, None)
+        self.windows += 1
 
     def _check(self, state: State, action: Action) -> None:
         """Is the predicted frame possible here? A FormatError says why not."""
@@ -424,7 +453,7 @@ class NeuralWorld:
             state=state,
             stack=tuple(stack),
             index=self.pos,
-            at_start=self.pos == 0 and state is self._entry,
+            at_start=(self.pos == 0 and state is self._entry) or (state.event == "call" and state.depth == 0),
             at_end=at_end,
             exit=exit_,
             predicted=True,
@@ -467,6 +496,7 @@ class NeuralWorld:
             "lookups": sum(1 for s in per_stop if s["lookup"]),
             "modelCalls": len(calls),
             "invalidFrames": self.invalid_frames,
+            "historyRestarts": self.windows,
             "meanPromptTokens": mean([s["promptTokens"] for s in predicted]),
             "meanGeneratedTokens": mean([s["generatedTokens"] for s in predicted]),
             "meanCachedTokens": mean(cached),

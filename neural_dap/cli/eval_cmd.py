@@ -1,0 +1,137 @@
+"""`neural-dap eval`: next-state accuracy on held-out programs; CRUXEval-O / -I through the debugger.
+
+  neural-dap eval nextstate --data DIR [--model embedded|DIR|URL] [--plot accuracy.png] [--json]
+  neural-dap eval cruxeval PATH --mode output|input [--method step|jump] [--model embedded|DIR|URL|recorded] [--json]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.formatter_class = argparse.RawDescriptionHelpFormatter
+    parser.description = __doc__
+    parser.add_argument("what", choices=["nextstate", "cruxeval"])
+    parser.add_argument("path", nargs="?", help="cruxeval: a JSONL file of {code, input, output, id}")
+    parser.add_argument("--data", help="nextstate: a folder made by `neural-dap dataset` (its heldout.jsonl is used)")
+    parser.add_argument("--model", default="embedded", help="embedded, a model folder, an OpenAI-compatible URL, or recorded (the reference)")
+    parser.add_argument("--model-name")
+    parser.add_argument("--dialect", default="nd", choices=["nd", "cwm"])
+    parser.add_argument("--mode", choices=["output", "input"], default="output")
+    parser.add_argument("--method", choices=["step", "jump"], default="step", help="output mode: step to the return, or one continue")
+    parser.add_argument("--limit", type=int, help="only the first N items / programs")
+    parser.add_argument("--trajectories", type=int, default=2, help="nextstate: trajectories per held-out program")
+    parser.add_argument("--samples", type=int, default=1)
+    parser.add_argument("--json", action="store_true", help="print the whole result as JSON")
+    parser.add_argument("--out", help="also write the JSON result to this file")
+    parser.add_argument("--plot", help="nextstate: write a PNG of accuracy against lines skipped per jump")
+    parser.add_argument("--quiet", action="store_true")
+
+
+def _client(opts):
+    from neural_dap.world.neural import ModelSettings, make_client
+
+    return make_client(ModelSettings(url=opts.model, name=opts.model_name, dialect=opts.dialect, samples=opts.samples))
+
+
+def run(parser: argparse.ArgumentParser, argv: list[str]) -> int:
+    import anyio
+
+    opts = parser.parse_args(argv)
+    if opts.what == "nextstate":
+        if not opts.data:
+            parser.error("nextstate needs --data")
+        result = anyio.run(_nextstate, opts)
+    else:
+        if not opts.path:
+            parser.error("cruxeval needs the JSONL path")
+        result = anyio.run(_cruxeval, opts)
+    text = json.dumps(result, indent=2)
+    if opts.out:
+        with open(opts.out, "w") as fh:
+            fh.write(text + "\n")
+    if opts.json:
+        print(text)
+    return 0
+
+
+async def _nextstate(opts) -> dict:
+    from neural_dap.corpus.dataset import read_heldout
+    from neural_dap.eval.nextstate import evaluate, plot
+
+    programs = read_heldout(opts.data)[: opts.limit]
+    client = _client(opts)
+
+    def progress(report) -> None:
+        if not opts.quiet:
+            o = report.overall.report()
+            print(f"\r{report.programs} programs, {o['frames']} frames: exact {o['exact']}%, line {o['line']}%", end="", file=sys.stderr, flush=True)
+
+    report = await evaluate(programs, client, trajectories=opts.trajectories, progress=progress)
+    await client.close()
+    result = report.to_dict()
+    result["model"] = client.describe()
+    if not opts.quiet:
+        print(file=sys.stderr)
+    if opts.plot:
+        plot(result, opts.plot)
+    if not opts.json:
+        print(f"{'action':<16} {'frames':>7} {'exact':>7} {'event':>7} {'line':>7} {'locals':>7} {'value':>7}")
+        rows = [("forward", result["forward"]), ("all", result["overall"])] + list(result["byAction"].items())
+        for name, r in rows:
+            print(f"{name:<16} {r['frames']:>7} {_f(r['exact'])} {_f(r['event'])} {_f(r['line'])} {_f(r['locals'])} {_f(r['value'])}")
+    return result
+
+
+def _f(value) -> str:
+    return f"{value:>7.1f}" if value is not None else f"{'-':>7}"
+
+
+async def _cruxeval(opts) -> dict:
+    from neural_dap.eval.cruxeval import pass_at_1, run as run_items
+
+    with open(opts.path) as fh:
+        rows = [json.loads(line) for line in fh if line.strip()][: opts.limit]
+    if opts.model == "recorded":
+        from neural_dap.world.recorded import RecordedWorld
+
+        make = RecordedWorld
+        described = {"world": "recorded"}
+    else:
+        from neural_dap.world.neural import ModelSettings, NeuralWorld
+
+        settings = ModelSettings(url=opts.model, name=opts.model_name, dialect=opts.dialect, samples=opts.samples)
+        client = _client(opts)
+        described = client.describe()
+
+        class Shared(NeuralWorld):
+            async def close(self) -> None:  # the client (and its loaded model) outlives each item
+                pass
+
+        def make():
+            return Shared(client, settings)
+
+    done = []
+
+    def progress(item) -> None:
+        done.append(item)
+        if not opts.quiet:
+            print(f"\r{len(done)}/{len(rows)} items, pass@1 {pass_at_1(done)}%", end="", file=sys.stderr, flush=True)
+
+    items = await run_items(rows, make, opts.mode, opts.method, progress=progress)
+    if not opts.quiet:
+        print(file=sys.stderr)
+    result = {
+        "benchmark": f"CRUXEval-{'O' if opts.mode == 'output' else 'I'}",
+        "method": opts.method if opts.mode == "output" else "inv_step_return",
+        "model": described,
+        "items": len(items),
+        "pass@1": pass_at_1(items),
+        "results": [item.__dict__ for item in items],
+    }
+    if not opts.json:
+        print(f"{result['benchmark']} ({result['method']}) on {len(items)} items: pass@1 {result['pass@1']}%")
+    return result

@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# The one prepared training run for a lent GPU machine (see docs/training.md).
+# Runs in the repository root there; DATA and TOKENIZER are carried folders; results go to $OUT.
+#   DATA=.ndscratch/data-v1 TOKENIZER=.ndscratch/tok BUDGET=480 bash scripts/gpu_train.sh
+set -euo pipefail
+: "${DATA:?}" "${TOKENIZER:?}" "${OUT:?}"
+BUDGET=${BUDGET:-480}
+PRESET=${PRESET:-gpu}
+PY=${PY:-python3}
+if ! $PY -c "import msgspec" 2>/dev/null && ls .whl/*.whl >/dev/null 2>&1; then
+    $PY -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl
+    export PYTHONPATH=/tmp/site:$PWD
+else
+    export PYTHONPATH=$PWD
+fi
+export PYTHONUNBUFFERED=1 TOKENIZERS_PARALLELISM=true
+$PY - <<'PY' 2>&1 | tee "$OUT/env.txt"
+import sys, torch, transformers, tokenizers
+print(sys.version.split()[0], "torch", torch.__version__, "transformers", transformers.__version__, "tokenizers", tokenizers.__version__)
+print("cuda", torch.cuda.is_available(), torch.cuda.get_device_name(0) if torch.cuda.is_available() else "-")
+PY
+set +e
+$PY -m neural_dap train --data "$DATA" --out /tmp/ndrun --preset "$PRESET" --tokenizer "$TOKENIZER" \
+    --time-budget "$BUDGET" --checkpoint-every 1000000 --eval-every 500 ${COMPILE:+--compile} ${EXTRA:-} 2>&1 \
+    | tr '\r' '\n' | grep -v "^\s*$" | tail -n 60 | tee "$OUT/train.txt"
+status=${PIPESTATUS[0]}
+set -e
+cp /tmp/ndrun/train_log.json "$OUT/" 2>/dev/null || true
+if [ -d /tmp/ndrun/model ]; then
+    (cd /tmp/ndrun && tar cf - model) | split -b 15000000 - "$OUT/model.tar.part-"
+fi
+ls -la "$OUT"
+exit "$status"

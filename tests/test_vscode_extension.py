@@ -1,0 +1,80 @@
+"""The VS Code extension: type-checks, its unit tests pass, and its schema matches the server."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+
+import jsonschema
+import msgspec
+import pytest
+
+from neural_dap.dap.protocol import LAUNCH_KEYS, EntryArguments
+from neural_dap.world.neural import ModelSettings
+from neural_dap.world.recorded import LIMIT_KEYS
+
+from .conftest import ROOT
+
+EXTENSION = ROOT / "vscode-extension"
+PACKAGE = json.loads((EXTENSION / "package.json").read_text())
+DEBUGGER = PACKAGE["contributes"]["debuggers"][0]
+LAUNCH_SCHEMA = DEBUGGER["configurationAttributes"]["launch"]
+
+
+def _npm(*args: str) -> subprocess.CompletedProcess:
+    npm = shutil.which("npm")
+    if npm is None:
+        pytest.skip("npm is not installed")
+    if not (EXTENSION / "node_modules" / "typescript").is_dir():
+        pytest.skip("run `npm ci` in vscode-extension first (scripts/setup.sh does)")
+    return subprocess.run([npm, *args], cwd=EXTENSION, capture_output=True, text=True, timeout=300,
+                          env={**os.environ, "NEURAL_DAP_PYTHON": sys.executable})
+
+
+def test_typescript_strict_type_check_passes():
+    result = _npm("run", "typecheck")
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_extension_unit_tests_pass_with_a_mocked_vscode():
+    result = _npm("test")
+    assert result.returncode == 0, result.stdout[-4000:] + result.stderr[-2000:]
+    assert re.search(r"# fail 0", result.stdout) and re.search(r"# pass (\d+)", result.stdout)
+
+
+def test_every_launch_key_of_the_server_is_in_the_schema_and_back():
+    assert set(LAUNCH_SCHEMA["properties"]) == set(LAUNCH_KEYS)
+    model = next(o for o in LAUNCH_SCHEMA["properties"]["model"]["anyOf"] if o.get("type") == "object")
+    assert set(model["properties"]) == {f.encode_name for f in msgspec.structs.fields(ModelSettings)}
+    entry = LAUNCH_SCHEMA["properties"]["entry"]["properties"]
+    assert set(entry) == {f.encode_name for f in msgspec.structs.fields(EntryArguments)}
+    assert set(LAUNCH_SCHEMA["properties"]["limits"]["properties"]) == set(LIMIT_KEYS)
+
+
+def _validate(config: dict) -> None:
+    schema = {**LAUNCH_SCHEMA, "properties": {**LAUNCH_SCHEMA["properties"], "type": {"const": "neural-python"}, "request": {"const": "launch"},
+                                              "name": {"type": "string"}}, "additionalProperties": False}
+    jsonschema.validate(config, schema)
+
+
+def test_snippets_and_initial_configurations_are_valid_launch_configurations():
+    for config in DEBUGGER["initialConfigurations"]:
+        _validate(config)
+    for snippet in DEBUGGER["configurationSnippets"]:
+        body = json.loads(json.dumps(snippet["body"]).replace('^\\"\\\\${file}\\"', "${file}"))
+        _validate(body)
+    with pytest.raises(jsonschema.ValidationError):
+        _validate({"type": "neural-python", "request": "launch", "name": "x", "program": "a.py", "world": "dream"})
+
+
+def test_the_readme_launch_json_examples_validate_against_the_schema():
+    readme = (ROOT / "README.md").read_text()
+    blocks = [json.loads(b) for b in re.findall(r"```json\n(.*?)\n```", readme, re.S)]
+    ours = [b for b in blocks if isinstance(b, dict) and b.get("type") == "neural-python"]
+    assert ours, "the README shows no neural-python launch configuration"
+    for config in ours:
+        _validate(config)

@@ -1,0 +1,161 @@
+// The VS Code side of neural-dap: starts the adapter, adds time-travel commands, shows how a neural
+// session is doing (status bar) and where its predictions diverged from reality (line decorations).
+
+import { execFile } from 'child_process';
+import * as vscode from 'vscode';
+import { chooseAdapter, installHint, LaunchConfig, modelLabel, pickInterpreter, withDefaults } from './config';
+import { DivergenceEvent, DivergenceMarks } from './decorations';
+import { StatusBody, statusText, statusTooltip } from './status';
+
+export const DEBUG_TYPE = 'neural-python';
+
+export function activate(context: vscode.ExtensionContext): void {
+  const output = vscode.window.createOutputChannel('neural-dap');
+  const status = vscode.window.createStatusBarItem(vscode.StatusBarAlignment.Left, 50);
+  status.command = 'neuralDap.showSessionSummary';
+  const marks = new DivergenceMarks();
+  const decoration = vscode.window.createTextEditorDecorationType({
+    isWholeLine: true,
+    backgroundColor: new vscode.ThemeColor('diffEditor.removedLineBackground'),
+    overviewRulerColor: new vscode.ThemeColor('editorWarning.foreground'),
+    overviewRulerLane: vscode.OverviewRulerLane.Right,
+  });
+
+  const redraw = (): void => {
+    for (const editor of vscode.window.visibleTextEditors) {
+      const ranges = marks.marks(editor.document.uri.fsPath).map((m) => ({
+        range: new vscode.Range(m.line, 0, m.line, Number.MAX_SAFE_INTEGER),
+        hoverMessage: new vscode.MarkdownString('**neural-dap: prediction ≠ reality**\n\n' + m.hover),
+      }));
+      editor.setDecorations(decoration, ranges);
+    }
+  };
+
+  context.subscriptions.push(
+    output,
+    status,
+    decoration,
+    vscode.debug.registerDebugConfigurationProvider(DEBUG_TYPE, new ConfigurationProvider()),
+    vscode.debug.registerDebugAdapterDescriptorFactory(DEBUG_TYPE, new AdapterFactory()),
+    vscode.commands.registerCommand('neuralDap.stepBackInto', () => customRequest('stepBackInto')),
+    vscode.commands.registerCommand('neuralDap.stepBackOut', () => customRequest('stepBackOut')),
+    vscode.commands.registerCommand('neuralDap.showSessionSummary', async () => {
+      const session = activeNeuralSession();
+      if (!session) {
+        void vscode.window.showInformationMessage('No neural-dap session is running.');
+        return;
+      }
+      const summary = await session.customRequest('sessionSummary');
+      output.clear();
+      output.appendLine(`neural-dap session summary (${session.name})`);
+      output.appendLine(JSON.stringify(summary, null, 2));
+      output.show(true);
+    }),
+    vscode.debug.onDidStartDebugSession((session) => {
+      if (session.type === DEBUG_TYPE && (session.configuration as LaunchConfig).world === 'neural') {
+        marks.clear();
+        redraw();
+        status.text = statusText({ world: 'neural', reconcile: (session.configuration as LaunchConfig).reconcile }, modelLabel((session.configuration as LaunchConfig).model));
+        status.tooltip = 'neural-dap: starting';
+        status.show();
+      }
+    }),
+    vscode.debug.onDidReceiveDebugSessionCustomEvent((event) => {
+      if (event.session.type !== DEBUG_TYPE) {
+        return;
+      }
+      if (event.event === 'neuralDap/status') {
+        const body = event.body as StatusBody;
+        status.text = statusText(body, modelLabel((event.session.configuration as LaunchConfig).model));
+        status.tooltip = statusTooltip(body);
+        status.show();
+      } else if (event.event === 'neuralDap/divergence') {
+        marks.add(event.body as DivergenceEvent);
+        redraw();
+      }
+    }),
+    vscode.debug.onDidTerminateDebugSession((session) => {
+      if (session.type === DEBUG_TYPE) {
+        status.hide();
+      }
+    }),
+    vscode.window.onDidChangeVisibleTextEditors(() => redraw()),
+  );
+}
+
+export function deactivate(): void {
+  // everything registered is disposed through the context's subscriptions
+}
+
+function activeNeuralSession(): vscode.DebugSession | undefined {
+  const session = vscode.debug.activeDebugSession;
+  return session && session.type === DEBUG_TYPE ? session : undefined;
+}
+
+async function customRequest(command: string): Promise<void> {
+  const session = activeNeuralSession();
+  if (!session) {
+    void vscode.window.showInformationMessage('No neural-dap session is running.');
+    return;
+  }
+  try {
+    await session.customRequest(command, { threadId: 1 });
+  } catch (error) {
+    void vscode.window.showErrorMessage(`neural-dap: ${command} failed: ${String((error as Error).message ?? error)}`);
+  }
+}
+
+class ConfigurationProvider implements vscode.DebugConfigurationProvider {
+  resolveDebugConfiguration(_folder: vscode.WorkspaceFolder | undefined, config: vscode.DebugConfiguration): vscode.DebugConfiguration | undefined {
+    const active = vscode.window.activeTextEditor?.document;
+    const resolved = withDefaults(config as LaunchConfig, active?.languageId === 'python' ? active.uri.fsPath : undefined);
+    if (!resolved) {
+      void vscode.window.showErrorMessage('neural-dap: open a Python file, or add a launch configuration with "program".');
+      return undefined;
+    }
+    return resolved as vscode.DebugConfiguration;
+  }
+}
+
+class AdapterFactory implements vscode.DebugAdapterDescriptorFactory {
+  async createDebugAdapterDescriptor(session: vscode.DebugSession): Promise<vscode.DebugAdapterDescriptor> {
+    const config = session.configuration as LaunchConfig;
+    const interpreter = await pickInterpreter(config, () => pythonExtensionInterpreter(session.workspaceFolder?.uri));
+    const choice = chooseAdapter(config, interpreter);
+    if (choice.kind === 'server') {
+      return new vscode.DebugAdapterServer(choice.port, choice.host);
+    }
+    if (!(await isInstalled(interpreter))) {
+      const message = installHint(interpreter);
+      void vscode.window.showErrorMessage(message, 'Copy install command').then((picked) => {
+        if (picked) {
+          void vscode.env.clipboard.writeText(`${interpreter} -m pip install neural-dap`);
+        }
+      });
+      throw new Error(message);
+    }
+    return new vscode.DebugAdapterExecutable(choice.command, choice.args, { cwd: session.workspaceFolder?.uri.fsPath });
+  }
+}
+
+async function pythonExtensionInterpreter(resource: vscode.Uri | undefined): Promise<string | undefined> {
+  const extension = vscode.extensions.getExtension('ms-python.python');
+  if (!extension) {
+    return undefined;
+  }
+  const api = (extension.isActive ? extension.exports : await extension.activate()) as {
+    environments?: { getActiveEnvironmentPath?: (r?: vscode.Uri) => { path?: string } };
+    settings?: { getExecutionDetails?: (r?: vscode.Uri) => { execCommand?: string[] } };
+  };
+  const fromEnvironments = api?.environments?.getActiveEnvironmentPath?.(resource)?.path;
+  if (fromEnvironments) {
+    return fromEnvironments;
+  }
+  return api?.settings?.getExecutionDetails?.(resource)?.execCommand?.[0];
+}
+
+function isInstalled(interpreter: string): Promise<boolean> {
+  return new Promise((resolve) => {
+    execFile(interpreter, ['-c', 'import neural_dap'], { timeout: 20000 }, (error) => resolve(!error));
+  });
+}

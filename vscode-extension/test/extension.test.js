@@ -1,0 +1,76 @@
+// The extension activated against a mocked `vscode` module.
+const { test } = require('node:test');
+const assert = require('node:assert');
+const { createMock, install } = require('./vscode-mock');
+
+const mock = createMock();
+install(mock);
+const extension = require('../out/extension');
+extension.activate({ subscriptions: [] });
+
+const session = (configuration, requests = []) => ({
+  type: 'neural-python', name: 's', configuration, workspaceFolder: undefined,
+  customRequest: async (command, args) => { requests.push([command, args]); return { world: 'neural', divergences: 2 }; },
+});
+
+test('registers the debug type, its factory and the three commands', () => {
+  assert.ok(mock.registered.factories.has('neural-python'));
+  assert.ok(mock.registered.providers.has('neural-python'));
+  for (const id of ['neuralDap.stepBackInto', 'neuralDap.stepBackOut', 'neuralDap.showSessionSummary']) {
+    assert.ok(mock.registered.commands.has(id), id);
+  }
+});
+
+test('a configured port connects to a running server', async () => {
+  const descriptor = await mock.registered.factories.get('neural-python').createDebugAdapterDescriptor(session({ port: 4711 }));
+  assert.strictEqual(descriptor.port, 4711);
+  assert.strictEqual(descriptor.host, '127.0.0.1');
+});
+
+test('an interpreter without neural-dap gets a clear message with the install command', async () => {
+  const factory = mock.registered.factories.get('neural-python');
+  await assert.rejects(factory.createDebugAdapterDescriptor(session({ python: '/nonexistent/python' })), /not installed in \/nonexistent\/python/);
+  assert.match(mock.messages.error.at(-1), /-m pip install neural-dap/);
+});
+
+test('an interpreter with neural-dap starts `python -m neural_dap adapter`', async () => {
+  const python = process.env.NEURAL_DAP_PYTHON;
+  if (!python) return; // set by the Python test that runs these (tests/test_vscode_extension.py)
+  const descriptor = await mock.registered.factories.get('neural-python').createDebugAdapterDescriptor(session({ python }));
+  assert.strictEqual(descriptor.command, python);
+  assert.deepStrictEqual(descriptor.args, ['-m', 'neural_dap', 'adapter']);
+});
+
+test('step-back commands send the custom requests to the active session', async () => {
+  const requests = [];
+  mock.vscode.debug.activeDebugSession = session({}, requests);
+  await mock.registered.commands.get('neuralDap.stepBackInto')();
+  await mock.registered.commands.get('neuralDap.stepBackOut')();
+  assert.deepStrictEqual(requests.map((r) => r[0]), ['stepBackInto', 'stepBackOut']);
+  mock.vscode.debug.activeDebugSession = undefined;
+  await mock.registered.commands.get('neuralDap.stepBackInto')();
+  assert.match(mock.messages.info.at(-1), /No neural-dap session/);
+});
+
+test('a neural session shows a status bar item that counts divergences, and hides at the end', () => {
+  const item = mock.statusItems[0];
+  const s = session({ world: 'neural', reconcile: 'recorded', model: 'embedded' });
+  mock.events.start.fire(s);
+  assert.ok(item.visible);
+  mock.events.custom.fire({ session: s, event: 'neuralDap/status', body: { world: 'neural', model: { model: 'embedded' }, reconcile: 'recorded', divergences: 3 } });
+  assert.strictEqual(item.text, '$(beaker) neural: embedded · 3 divergences');
+  mock.events.terminate.fire(s);
+  assert.ok(!item.visible);
+});
+
+test('lines where predictions diverged are decorated in the visible editors', () => {
+  const s = session({ world: 'neural', reconcile: 'debugpy' });
+  mock.vscode.window.visibleTextEditors = [mock.editor('/w/prog.py'), mock.editor('/w/other.py')];
+  mock.events.start.fire(s);
+  mock.events.custom.fire({ session: s, event: 'neuralDap/divergence', body: { path: '/w/prog.py', line: 7, text: 'local x: predicted 1, actually 2' } });
+  const last = mock.decorationsSet.filter((d) => d.path === '/w/prog.py').at(-1);
+  assert.strictEqual(last.ranges.length, 1);
+  assert.strictEqual(last.ranges[0].range.startLine, 6);
+  assert.match(last.ranges[0].hoverMessage.value, /predicted 1, actually 2/);
+  assert.strictEqual(mock.decorationsSet.filter((d) => d.path === '/w/other.py').at(-1).ranges.length, 0);
+});

@@ -1,0 +1,55 @@
+// Unit tests of the extension's logic (no VS Code needed).
+const { test } = require('node:test');
+const assert = require('node:assert');
+const { chooseAdapter, pickInterpreter, installHint, modelLabel, withDefaults } = require('../out/config');
+const { statusText, statusTooltip } = require('../out/status');
+const { DivergenceMarks } = require('../out/decorations');
+
+test('the interpreter: configured, else the Python extension, else python3', async () => {
+  assert.strictEqual(await pickInterpreter({ python: ' /venv/bin/python ' }, async () => '/other'), '/venv/bin/python');
+  assert.strictEqual(await pickInterpreter({}, async () => '/from/extension'), '/from/extension');
+  assert.strictEqual(await pickInterpreter({}, async () => undefined), 'python3');
+  assert.strictEqual(await pickInterpreter({}, async () => { throw new Error('not ready'); }), 'python3');
+});
+
+test('a port means a running server on 127.0.0.1, else the adapter runs as a child process', () => {
+  assert.deepStrictEqual(chooseAdapter({ port: 4711 }, 'python3'), { kind: 'server', host: '127.0.0.1', port: 4711 });
+  assert.deepStrictEqual(chooseAdapter({}, '/v/bin/python'), { kind: 'executable', command: '/v/bin/python', args: ['-m', 'neural_dap', 'adapter'] });
+  assert.strictEqual(chooseAdapter({ port: -1 }, 'p').kind, 'executable');
+});
+
+test('the install hint names the interpreter and the command', () => {
+  assert.match(installHint('/usr/bin/python3'), /\/usr\/bin\/python3 -m pip install neural-dap/);
+});
+
+test('model labels are short', () => {
+  assert.strictEqual(modelLabel(undefined), 'embedded');
+  assert.strictEqual(modelLabel({ url: 'http://127.0.0.1:8000/v1' }), '127.0.0.1:8000');
+  assert.strictEqual(modelLabel({ url: 'http://x/v1', name: 'cwm' }), 'cwm');
+});
+
+test('F5 without a launch.json debugs the active Python file; other files are refused', () => {
+  const made = withDefaults({}, '/w/a.py');
+  assert.strictEqual(made.type, 'neural-python');
+  assert.strictEqual(made.program, '/w/a.py');
+  assert.strictEqual(withDefaults({}, '/w/notes.txt'), undefined);
+  assert.strictEqual(withDefaults({ type: 'neural-python', request: 'launch', name: 'x', program: 'p.py' }, '/w/a.py').program, 'p.py');
+});
+
+test('status text counts divergences only when checking against reality', () => {
+  assert.strictEqual(statusText({ world: 'neural', model: { model: 'nd' }, reconcile: 'none' }, 'x'), '$(beaker) neural: nd');
+  assert.strictEqual(statusText({ world: 'neural', model: { model: 'nd' }, reconcile: 'debugpy', divergences: 1 }, 'x'), '$(beaker) neural: nd · 1 divergence');
+  assert.match(statusTooltip({ reconcile: 'recorded', statesCompared: 4, divergences: 2 }), /states compared: 4/);
+});
+
+test('divergence marks keep one entry per line, 0-based, deduplicated', () => {
+  const marks = new DivergenceMarks();
+  marks.add({ path: '/a.py', line: 5, text: 'x: predicted 1, actually 2' });
+  marks.add({ path: '/a.py', line: 5, text: 'x: predicted 1, actually 2' });
+  marks.add({ path: '/a.py', line: 3, text: 'y' });
+  marks.add({ path: '/a.py', line: 0, text: 'ignored' });
+  assert.deepStrictEqual(marks.marks('/a.py').map((m) => m.line), [2, 4]);
+  assert.strictEqual(marks.count, 2);
+  marks.clear();
+  assert.deepStrictEqual(marks.marks('/a.py'), []);
+});
