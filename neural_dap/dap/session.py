@@ -211,7 +211,7 @@ class DebugSession:
                     await self._drive_first()
                 except WorldError as exc:
                     await self.output(f"neural-dap: {exc}\n", "stderr")
-                    await self._present(self.stop, "pause")
+                    await self._present(self.stop, "pause", description=str(exc))
                 finally:
                     self.running = None
 
@@ -582,7 +582,7 @@ class DebugSession:
             description = f"End of the program (exit code {code}{detail}). Step back to travel in time; continue to finish."
         if reason == "function breakpoint" or (reason == "breakpoint" and hit_ids and any(self._is_function_bp(i) for i in hit_ids)):
             reason = "function breakpoint"
-        if stop.predicted and description is None:
+        if stop.predicted and description is None and reason != "pause":
             description = "predicted by the model"
         await self.event(
             "stopped",

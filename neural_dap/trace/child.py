@@ -678,9 +678,24 @@ def _parse_call_args(text: str, namespace: dict) -> tuple[list, dict]:
     return args, kwargs
 
 
+def ctrace_engine(rec: Recorder):
+    """The settrace engine in C (3.11; built with the package when a compiler is there)."""
+    from neural_dap.trace._ctracer import Tracer
+
+    tracer = Tracer(rec.events, rec.user_cache, rec._judge, rec.code_ids, rec.code_id, rec.encode_atom, rec.encode_object,
+                    rec.value_repr, rec.reprs.repr)
+    return tracer.start, tracer.stop
+
+
 def _choose_engine(name: str, rec: Recorder):
     if name == "monitoring" or (name == "auto" and hasattr(sys, "monitoring")):
         return "monitoring", monitoring_engine(rec)
+    if name in ("auto", "ctrace") and sys.version_info[:2] == (3, 11):
+        try:
+            return "ctrace", ctrace_engine(rec)
+        except ImportError:
+            if name == "ctrace":
+                raise
     return "settrace", settrace_engine(rec)
 
 

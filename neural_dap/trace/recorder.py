@@ -79,26 +79,40 @@ class Outcome(msgspec.Struct, frozen=True, omit_defaults=True):
 class Recording:
     """One recorded execution. `states` are built on demand from the compact event log."""
 
-    def __init__(self, program: Program, log: EventLog, outcome: Outcome, stdout: str, stderr: str, seconds: float) -> None:
+    def __init__(self, program: Program, log: EventLog, outcome: Outcome, fd_stdout: str, fd_stderr: str, seconds: float) -> None:
         self.program = program
         self.log = log
         self.outcome = outcome
-        self.stdout = stdout  # everything the program wrote, also before tracing began
-        self.stderr = stderr
+        self._fd_stdout = fd_stdout  # written to the file descriptors directly, not through sys.stdout
+        self._fd_stderr = fd_stderr
         self.seconds = seconds
         self.states: StateList = StateList(log)
 
     @property
+    def stdout(self) -> str:
+        """Everything the program wrote, also before tracing began."""
+        self.log.materialize()
+        return "".join(self.log.all_stdout) + self._fd_stdout
+
+    @property
+    def stderr(self) -> str:
+        self.log.materialize()
+        return "".join(self.log.all_stderr) + self._fd_stderr
+
+    @property
     def sources(self) -> dict[str, str]:
         """path -> source text of every traced file."""
+        self.log.materialize()
         return self.log.sources
 
     @property
     def engine(self) -> str:
+        self.log.materialize()
         return self.log.engine
 
     @property
     def python(self) -> str:
+        self.log.materialize()
         return self.log.python
 
     @property
@@ -113,6 +127,7 @@ class Recording:
     def return_value(self) -> str | None:
         """repr of the traced scope's final return value (the entry function's, for a call)."""
         log = self.log
+        log.materialize()
         if log.kinds and log.kinds[-1] == "return" and log.invocations[log.invs[-1]].depth == 0:
             return log.values.get(len(log.kinds) - 1)
         return None
@@ -186,8 +201,8 @@ def record(
         program,
         log,
         outcome,
-        stdout="".join(log.all_stdout) + streams.stdout.decode("utf-8", "replace"),
-        stderr="".join(log.all_stderr) + streams.stderr.decode("utf-8", "replace"),
+        fd_stdout=streams.stdout.decode("utf-8", "replace"),
+        fd_stderr=streams.stderr.decode("utf-8", "replace"),
         seconds=time.monotonic() - started,
     )
 
@@ -271,6 +286,7 @@ def _outcome_without_end(returncode: int | None, streams: _Streams, limits: Limi
     if streams.killed:
         return Outcome("timeout", f"the program did not stop within {limits.wall_time:g} s and was killed")
     stderr = streams.stderr.decode("utf-8", "replace")
+    log.materialize()
     fatal = _fatal_error(stderr, set(log.sources) | {log.main_path})
     if fatal:
         return Outcome("crashed", f"the interpreter crashed: {fatal}", exit_code=returncode)
@@ -353,8 +369,10 @@ class EventLog:
         self.corrupt = False
         self.wire_bytes = 0
         self._buffer = b""
+        self._unread: list[list] = []  # decoded batches not indexed yet
 
     def __len__(self) -> int:
+        self.materialize()
         return len(self.kinds)
 
     # -- reading the wire ------------------------------------------------------------------------
@@ -377,10 +395,24 @@ class EventLog:
                     batch = msgspec.json.decode(payload)
                 else:
                     raise msgspec.DecodeError(f"unknown frame kind {kind!r}")
-                self.feed(batch)
-            except (msgspec.DecodeError, ValueError, TypeError, KeyError, IndexError):
+            except (msgspec.DecodeError, ValueError, TypeError):
                 self.corrupt = True
+                continue
+            if len(batch) == 1 and batch[0] and batch[0][0] == "end":
+                self.feed(batch)  # the outcome is needed at once; everything else waits for a reader
+            else:
+                self._unread.append(batch)
         self._buffer = data[pos:]
+
+    def materialize(self) -> None:
+        """Index the events received so far (done on first use, not while the program runs)."""
+        while self._unread:
+            batch = self._unread.pop(0)
+            try:
+                self.feed(batch)
+            except (ValueError, TypeError, KeyError, IndexError):
+                self.corrupt = True
+                self._unread.clear()
 
     def feed(self, batch: list) -> None:
         for event in batch:
@@ -460,6 +492,7 @@ class EventLog:
 
     # -- rebuilding states -----------------------------------------------------------------------
     def locals_at(self, index: int) -> tuple[dict[str, str], dict[str, list]]:
+        self.materialize()
         inv = self.invocations[self.invs[index]]
         position = bisect_left(inv.states, index)
         base = position - position % _CHECKPOINT
@@ -495,6 +528,7 @@ class EventLog:
     def caller_view(self, inv_id: int, since: int, until: int, local_reprs: dict[str, str], values: dict) -> tuple[dict[str, str], dict]:
         """A caller's locals at state `until`, from its own latest state `since` plus what the
         callees that returned in between changed."""
+        self.materialize()
         updates = self.updates.get(inv_id)
         if not updates:
             return local_reprs, values
