@@ -109,7 +109,7 @@ def main() -> None:
                     traced.append(time.perf_counter() - t - base)
                     len(rec.states)  # index every event, as a debugger session does on first use
                     indexed.append(time.perf_counter() - t - base)
-                    assert rec.outcome.kind == "finished", rec.outcome
+                    assert rec.outcome.kind == "finished", (name, rec.outcome)
                 t_traced = statistics.median(traced)
                 t_indexed = statistics.median(indexed)
                 events = len(rec.states)

@@ -175,8 +175,8 @@ def _encoder():
 class Channel:
     """Batches events in memory; a background thread writes them to the parent.
 
-    Frames on the wire: one format byte (m: msgpack, j: JSON), a 4-byte little-endian length, the
-    encoded batch (an array of events). The flusher also enforces the wall-time and event limits:
+    Frames on the wire: one format byte (m: msgpack, j: JSON; upper case for the final record), a
+    4-byte little-endian length, the encoded batch (an array of events). The flusher also enforces the wall-time and event limits:
     it runs whenever the debuggee releases the GIL, so an endless Python loop still ends with its
     events kept.
     """
@@ -207,9 +207,10 @@ class Channel:
                 self.finish("event_limit", f"the program passed the {self.limits.max_events} event limit")
                 self.exit(0)
 
-    def _write(self, batch: list) -> None:
+    def _write(self, batch: list, last: bool = False) -> None:
         payload = self.encode(batch)
-        data = self.kind + len(payload).to_bytes(4, "little") + payload
+        kind = self.kind.upper() if last else self.kind  # the final record is marked: M / J
+        data = kind + len(payload).to_bytes(4, "little") + payload
         view = memoryview(data)
         while view:
             written = os.write(self.fd, view)
@@ -243,7 +244,7 @@ class Channel:
             if self.closed:
                 return
             try:
-                self._write([("end", outcome, message, exit_code, value)])
+                self._write([("end", outcome, message, exit_code, value)], last=True)
             except (OSError, ValueError, TypeError):
                 pass
             self.closed = True

@@ -8,6 +8,7 @@ up to that point kept.
 
 from __future__ import annotations
 
+import gc
 import json
 import os
 import re
@@ -368,8 +369,8 @@ class EventLog:
         self.python = ""
         self.corrupt = False
         self.wire_bytes = 0
-        self._buffer = b""
-        self._unread: list[list] = []  # decoded batches not indexed yet
+        self._buffer = bytearray()
+        self._unread: list[tuple[bytes, bytes]] = []  # (format, payload) of batches not indexed yet
 
     def __len__(self) -> int:
         self.materialize()
@@ -379,7 +380,10 @@ class EventLog:
     def feed_frames(self, chunk: bytes) -> None:
         """Frames: format byte, 4-byte little-endian length, payload (see child.Channel)."""
         self.wire_bytes += len(chunk)
-        data = self._buffer + chunk
+        self._buffer += chunk
+        if len(self._buffer) - 5 < int.from_bytes(self._buffer[1:5], "little"):
+            return  # the frame is not complete yet (no copying while a large one arrives)
+        data = bytes(self._buffer)
         pos = 0
         while len(data) - pos >= 5 and not self.corrupt:
             kind = data[pos : pos + 1]
@@ -388,31 +392,48 @@ class EventLog:
                 break
             payload = data[pos + 5 : pos + 5 + size]
             pos += 5 + size
-            try:
-                if kind == b"m":
-                    batch = msgspec.msgpack.decode(payload)
-                elif kind == b"j":
-                    batch = msgspec.json.decode(payload)
-                else:
-                    raise msgspec.DecodeError(f"unknown frame kind {kind!r}")
-            except (msgspec.DecodeError, ValueError, TypeError):
-                self.corrupt = True
-                continue
-            if len(batch) == 1 and batch[0] and batch[0][0] == "end":
-                self.feed(batch)  # the outcome is needed at once; everything else waits for a reader
+            if kind in (b"M", b"J"):  # the final record: the outcome is needed at once
+                batch = self._decode(kind.lower(), payload)
+                if batch is not None:
+                    self.feed(batch)  # only sets the outcome: the events before it wait for a reader
+            elif kind in (b"m", b"j"):
+                self._unread.append((kind, payload))  # decoded and indexed on first use
             else:
-                self._unread.append(batch)
-        self._buffer = data[pos:]
+                self.corrupt = True
+        self._buffer = bytearray(data[pos:])
 
     def materialize(self) -> None:
         """Index the events received so far (done on first use, not while the program runs)."""
-        while self._unread:
-            batch = self._unread.pop(0)
+        if not self._unread:
+            return
+        gc_was_enabled = gc.isenabled()
+        gc.disable()
+        try:
+            self._index()
+        finally:
+            if gc_was_enabled:
+                gc.enable()
+
+    def _decode(self, kind: bytes, payload: bytes) -> list | None:
+        try:
+            return msgspec.msgpack.decode(payload) if kind == b"m" else msgspec.json.decode(payload)
+        except (msgspec.DecodeError, ValueError, TypeError):
+            self.corrupt = True
+            return None
+
+    def _index(self) -> None:
+        # batches hold ~10^5 small lists: the cyclic GC scanning them while they are made would
+        # cost more than making them (none can form a cycle), so the caller turns it off
+        unread, self._unread = self._unread, []
+        for kind, payload in unread:
+            batch = self._decode(kind, payload)
+            if batch is None:
+                break
             try:
                 self.feed(batch)
             except (ValueError, TypeError, KeyError, IndexError):
                 self.corrupt = True
-                self._unread.clear()
+                break
 
     def feed(self, batch: list) -> None:
         for event in batch:
