@@ -19,11 +19,24 @@ import sys, torch, transformers, tokenizers
 print(sys.version.split()[0], "torch", torch.__version__, "transformers", transformers.__version__, "tokenizers", tokenizers.__version__)
 print("cuda", torch.cuda.is_available(), torch.cuda.get_device_name(0) if torch.cuda.is_available() else "-")
 PY
+DATA_ARG=$DATA
+GEN_PID=
+if [ -n "${GENERATE:-}" ]; then
+    # fresh programs from the machine's spare cores while it trains (seed 1: not the carried ones);
+    # shards appear when complete and join the next epoch
+    mkdir -p /tmp/more
+    nice -n 19 $PY -m neural_dap dataset --out /tmp/more --programs "$GENERATE" --seed 1 --trajectories 6 \
+        --workers "${GEN_WORKERS:-10}" --shard-size 5000 --quiet > "$OUT/generate.txt" 2>&1 &
+    GEN_PID=$!
+    DATA_ARG="$DATA,/tmp/more"
+fi
 set +e
-$PY -m neural_dap train --data "$DATA" --out /tmp/ndrun --preset "$PRESET" --tokenizer "$TOKENIZER" \
+$PY -m neural_dap train --data "$DATA_ARG" --out /tmp/ndrun --preset "$PRESET" --tokenizer "$TOKENIZER" \
     --time-budget "$BUDGET" --checkpoint-every 1000000 --eval-every 500 ${COMPILE:+--compile} ${EXTRA:-} 2>&1 \
     | tr '\r' '\n' | grep -v "^\s*$" | tail -n 60 | tee "$OUT/train.txt"
 status=${PIPESTATUS[0]}
+[ -n "$GEN_PID" ] && kill "$GEN_PID" 2>/dev/null
+ls /tmp/more 2>/dev/null | grep -c train- | sed 's/^/device shards: /' | tee -a "$OUT/generate.txt"
 set -e
 cp /tmp/ndrun/train_log.json "$OUT/" 2>/dev/null || true
 if [ -d /tmp/ndrun/model ]; then

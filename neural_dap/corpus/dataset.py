@@ -106,11 +106,19 @@ def build(out_dir: str, config: DatasetConfig, progress: bool = True) -> dict:
     started = time.monotonic()
     bar = _progress(config.programs, progress)
 
-    def open_shard():
-        nonlocal shard, shard_index, in_shard
+    shard_path = ""
+
+    def close_shard():
+        # a shard appears under its name only when complete: a trainer may be reading the folder
         if shard is not None:
             shard.close()
-        shard = gzip.open(os.path.join(out_dir, f"train-{shard_index:05d}.jsonl.gz"), "wt", encoding="utf-8")
+            os.replace(shard_path + ".tmp", shard_path)
+
+    def open_shard():
+        nonlocal shard, shard_index, in_shard, shard_path
+        close_shard()
+        shard_path = os.path.join(out_dir, f"train-{shard_index:05d}.jsonl.gz")
+        shard = gzip.open(shard_path + ".tmp", "wt", encoding="utf-8")
         shard_index += 1
         in_shard = 0
 
@@ -136,7 +144,7 @@ def build(out_dir: str, config: DatasetConfig, progress: bool = True) -> dict:
                     shard.write(json.dumps({"p": r["id"], "t": t}, separators=(",", ":")) + "\n")
                     in_shard += 1
                     counts["trajectories"] += 1
-    shard.close()
+    close_shard()
     heldout.close()
     bar(0, done=True)
     manifest = {
@@ -177,12 +185,20 @@ def _progress(total: int, enabled: bool):
         return update
 
 
-def read_trajectories(data_dir: str) -> Iterator[list[list[str]]]:
-    for name in sorted(os.listdir(data_dir)):
-        if name.startswith("train-") and name.endswith(".jsonl.gz"):
-            with gzip.open(os.path.join(data_dir, name), "rt", encoding="utf-8") as fh:
-                for line in fh:
-                    yield json.loads(line)["t"]
+def shard_paths(data_dirs: str) -> list[str]:
+    """The complete shards of one folder, or of several separated by commas."""
+    out = []
+    for data_dir in data_dirs.split(","):
+        if os.path.isdir(data_dir):
+            out += sorted(os.path.join(data_dir, n) for n in os.listdir(data_dir) if n.startswith("train-") and n.endswith(".jsonl.gz"))
+    return out
+
+
+def read_trajectories(data_dirs: str) -> Iterator[list[list[str]]]:
+    for path in shard_paths(data_dirs):
+        with gzip.open(path, "rt", encoding="utf-8") as fh:
+            for line in fh:
+                yield json.loads(line)["t"]
 
 
 def read_heldout(data_dir_or_file: str) -> list[dict]:

@@ -16,6 +16,8 @@ import random
 import threading
 from collections.abc import Iterator
 
+from neural_dap.corpus.dataset import shard_paths
+
 IGNORE = -100
 
 
@@ -35,10 +37,6 @@ def encode(rows: list[list[str]], backend, special: dict[str, int], pieces_ids: 
         ids.extend(piece)
         labels.extend(piece if kind.isupper() else [IGNORE] * len(piece))
     return ids, labels
-
-
-def shard_paths(data_dir: str) -> list[str]:
-    return sorted(os.path.join(data_dir, n) for n in os.listdir(data_dir) if n.startswith("train-") and n.endswith(".jsonl.gz"))
 
 
 def _read_shard(path: str) -> list[list[list[str]]]:
@@ -190,6 +188,7 @@ class ShardPool:
         import numpy as np
 
         self.np = np
+        self.data_dir = data_dir
         self.paths = shard_paths(data_dir)
         if not self.paths:
             raise FileNotFoundError(f"no train-*.jsonl.gz shards in {data_dir} (make them with `neural-dap dataset`)")
@@ -209,6 +208,7 @@ class ShardPool:
         self._submit()
 
     def _submit(self) -> None:
+        self.paths = shard_paths(self.data_dir) or self.paths  # shards written meanwhile join the next epoch
         order = list(self.paths)
         random.Random(self.seed + self.epoch).shuffle(order)
         jobs = [(p, self.tokenizer_file, self.seq_len, self.seed * 1000 + self.epoch * 100 + i) for i, p in enumerate(order)]

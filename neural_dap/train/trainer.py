@@ -104,7 +104,7 @@ def train(config: TrainConfig) -> dict:
         stream = ShardPool(config.data, tokenizer_file, preset.seq_len, batch_size, seed=config.seed + step, workers=workers)
     else:
         stream = PackedStream(config.data, tokenizer, preset.seq_len, batch_size, seed=config.seed + step)
-    heldout = heldout_batches(os.path.join(config.data, "heldout.jsonl"), tokenizer, preset.seq_len, limit=64)
+    heldout = heldout_batches(os.path.join(config.data.split(",")[0], "heldout.jsonl"), tokenizer, preset.seq_len, limit=64)
     forward = model
     if config.compile and device.type == "cuda":
         try:
