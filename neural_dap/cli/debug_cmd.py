@@ -17,6 +17,8 @@ import os
 import sys
 from dataclasses import dataclass, field
 
+from neural_dap.cli.args import parse_with_program
+
 COMMANDS_HELP = __doc__.split("Commands:", 1)[1].strip()
 STEP_COMMANDS = {
     "s": "stepIn", "step": "stepIn", "n": "next", "next": "next", "r": "stepOut", "return": "stepOut",
@@ -46,32 +48,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 OPTIONS_WITH_VALUE = {"--do", "--entry", "--args", "--returns", "--world", "--model", "--model-name", "--dialect", "--samples", "--temperature", "--reconcile", "--trust", "--timeout"}
-
-
-def _split(parser: argparse.ArgumentParser, argv: list[str]) -> argparse.Namespace:
-    ours: list[str] = []
-    program: list[str] = []
-    theirs: list[str] = []
-    i = 0
-    while i < len(argv):
-        arg = argv[i]
-        if arg == "--":
-            theirs += argv[i + 1 :]
-            break
-        if arg in OPTIONS_WITH_VALUE and i + 1 < len(argv):
-            ours += [arg, argv[i + 1]]
-            i += 2
-            continue
-        if arg.startswith("--") or arg in ("-h",):
-            ours.append(arg)
-        elif not program:
-            program.append(arg)
-        else:
-            theirs.append(arg)
-        i += 1
-    opts = parser.parse_args(ours + program)
-    opts.argv = theirs
-    return opts
 
 
 def launch_arguments(opts: argparse.Namespace) -> dict:
@@ -252,7 +228,7 @@ def _source_line(path: str, line: int) -> str:
 
 
 def run(parser: argparse.ArgumentParser, argv: list[str]) -> int:
-    opts = _split(parser, argv)
+    opts = parse_with_program(parser, argv, OPTIONS_WITH_VALUE)
     if not os.path.isfile(opts.program):
         print(f"neural-dap debug: no such program: {opts.program}", file=sys.stderr)
         return 2

@@ -6,6 +6,8 @@ import argparse
 import json
 import sys
 
+from neural_dap.cli.args import parse_with_program
+
 OPTIONS_WITH_VALUE = {"--entry", "--args", "--format", "--python", "--max-events", "--timeout", "--max-repr", "--engine"}
 
 
@@ -22,35 +24,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--max-repr", type=int, default=1000, help="characters kept of one repr")
 
 
-def _split_options(parser: argparse.ArgumentParser, argv: list[str]) -> argparse.Namespace:
-    """Options may follow PROGRAM too; everything after `--` belongs to the program."""
-    ours: list[str] = []
-    theirs: list[str] = []
-    program: list[str] = []
-    i = 0
-    while i < len(argv):
-        arg = argv[i]
-        if arg == "--":
-            theirs.extend(argv[i + 1 :])
-            break
-        if arg in OPTIONS_WITH_VALUE and i + 1 < len(argv):
-            ours += [arg, argv[i + 1]]
-            i += 2
-            continue
-        if any(arg.startswith(o + "=") for o in OPTIONS_WITH_VALUE) or arg in ("-h", "--help"):
-            ours.append(arg)
-        elif not program:
-            program.append(arg)
-        else:
-            theirs.append(arg)
-        i += 1
-    opts = parser.parse_args(ours + program)
-    opts.argv = theirs
-    return opts
-
-
 def run(parser: argparse.ArgumentParser, argv: list[str]) -> int:
-    opts = _split_options(parser, argv)
+    opts = parse_with_program(parser, argv, OPTIONS_WITH_VALUE)
     from neural_dap.core.actions import STEP_INTO
     from neural_dap.core.source import SourceInfo
     from neural_dap.format.trace import render_trace

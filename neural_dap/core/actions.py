@@ -6,7 +6,7 @@ The meaning of each action (which state it lands on) is defined once, on the sta
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Literal, get_args
 
 import msgspec
 
@@ -21,17 +21,7 @@ ActionKind = Literal[
     "inv_step_return",
     "inv_breakpoint",
 ]
-ACTION_KINDS: tuple[ActionKind, ...] = (
-    "step_into",
-    "step_over",
-    "step_return",
-    "breakpoint",
-    "continue",
-    "inv_step_into",
-    "inv_step_over",
-    "inv_step_return",
-    "inv_breakpoint",
-)
+ACTION_KINDS: tuple[ActionKind, ...] = get_args(ActionKind)
 INVERSE_KINDS: frozenset[str] = frozenset(k for k in ACTION_KINDS if k.startswith("inv_"))
 WITH_LINES: frozenset[str] = frozenset({"breakpoint", "inv_breakpoint"})
 

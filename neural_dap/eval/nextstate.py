@@ -17,7 +17,8 @@ from neural_dap.core.source import SourceInfo
 from neural_dap.corpus.trajectories import Policy, Trajectory, sample
 from neural_dap.format.tokens import END, FRAME_SEP, Special, TOKEN_EVENTS, merge_text, split_specials
 from neural_dap.llm.base import ModelClient, ModelError
-from neural_dap.trace.recorder import Limits, Program, record
+from neural_dap.corpus.dataset import RECORD_LIMITS
+from neural_dap.trace.recorder import Program, record
 
 
 @dataclass
@@ -129,7 +130,7 @@ async def evaluate(programs: list[dict], client: ModelClient, *, trajectories: i
     rng = random.Random(seed)
     for program in programs:
         rec = record(Program(f"/heldout/{program.get('id', 'p')}.py", source=program["source"], entry=program["entry"], entry_args=program["args"]),
-                     Limits(max_events=3000, wall_time=5.0, max_repr=300))
+                     RECORD_LIMITS)
         if rec.outcome.kind not in ("finished", "raised") or len(rec.states) < 2:
             continue
         states = list(rec.states)

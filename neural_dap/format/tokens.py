@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
 
+from neural_dap.core.actions import ACTION_KINDS
+
 
 class Special(str):
     """A special token, written as its string form (e.g. `<|frame_sep|>`)."""
@@ -39,20 +41,7 @@ EVENT_TOKENS: dict[str, Special] = {
 TOKEN_EVENTS: dict[str, str] = {tok: event for event, tok in EVENT_TOKENS.items()}
 
 # The neural-debugger (`nd`) dialect writes the action that led to each predicted frame.
-ACTION_TOKENS: dict[str, Special] = {
-    kind: Special(f"<|{kind}|>")
-    for kind in (
-        "step_into",
-        "step_over",
-        "step_return",
-        "continue",
-        "breakpoint",
-        "inv_step_into",
-        "inv_step_over",
-        "inv_step_return",
-        "inv_breakpoint",
-    )
-}
+ACTION_TOKENS: dict[str, Special] = {kind: Special(f"<|{kind}|>") for kind in ACTION_KINDS}
 TOKEN_ACTIONS: dict[str, str] = {tok: kind for kind, tok in ACTION_TOKENS.items()}
 
 CWM_TOKENS: tuple[Special, ...] = (

@@ -106,7 +106,7 @@ def train(config: TrainConfig) -> dict:
         stream = PackedStream(config.data, tokenizer, preset.seq_len, batch_size, seed=config.seed + step)
     heldout = heldout_batches(os.path.join(config.data.split(",")[0], "heldout.jsonl"), tokenizer, preset.seq_len, limit=64)
     forward = model
-    if config.compile and device.type == "cuda":
+    if config.compile:
         try:
             forward = torch.compile(model)
         except Exception as exc:  # noqa: BLE001 (compilation is an optimisation, never a requirement)
