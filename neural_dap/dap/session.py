@@ -548,6 +548,8 @@ class DebugSession:
         await self._flush_pending_output()
         if stop.hit_exception:
             reason = "exception"
+        elif kind == "reverseContinue" and stop.at_start and not stop.hit_breakpoint:
+            reason = "entry"  # back at the beginning: no breakpoint before
         elif stop.hit_breakpoint and reason not in ("goto", "restart"):
             reason = "breakpoint"
         if stop.at_end and kind in FORWARD and not stop.hit_breakpoint and not stop.hit_exception:

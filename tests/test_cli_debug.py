@@ -1,0 +1,47 @@
+"""`neural-dap debug`: the terminal front end, a DAP client of the server, scripted with --do."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+from .conftest import EXAMPLES
+
+
+def debug(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "neural_dap", "debug", *args], capture_output=True, text=True, timeout=120)
+
+
+def test_a_scripted_session_prints_every_stop_with_its_line_and_changed_locals():
+    out = debug(str(EXAMPLES / "bubble_sort.py"), "--do", "b 16; c; c; n; back; rc; rc; p items; where; q")
+    assert out.returncode == 0, out.stderr
+    lines = out.stdout.splitlines()
+    assert lines[0] == "[entry] bubble_sort.py:1 in <module>"
+    assert "breakpoint set at bubble_sort.py:16" in out.stdout
+    stops = [line for line in lines if line.startswith("[")]
+    assert stops[1:] == [
+        "[breakpoint] bubble_sort.py:16 in bubble_sort",  # c: the first swap
+        "[breakpoint] bubble_sort.py:16 in bubble_sort",  # c: the second
+        "[step] bubble_sort.py:17 in bubble_sort",  # n
+        "[breakpoint] bubble_sort.py:16 in bubble_sort",  # back (a step onto a breakpoint's line)
+        "[breakpoint] bubble_sort.py:16 in bubble_sort",  # rc: the first swap again
+        "[entry] bubble_sort.py:1 in <module>",  # rc: nothing before it, back to the start
+    ]
+    assert "       | items = [2, 4, 5, 1]" in lines  # the second swap shows as a changed local
+    assert "error: name 'items' is not defined here" in lines  # p items at the very start
+    assert "> <module> at bubble_sort.py:1" in lines
+
+
+def test_a_function_entry_with_a_conditional_breakpoint_runs_to_the_end():
+    out = debug(str(EXAMPLES / "recursion.py"), "--entry", "factorial", "--args", "4", "--do", "b 7 if n == 2; c; p rest; c; c")
+    assert out.returncode == 0, out.stderr
+    assert "[breakpoint] recursion.py:7 in factorial" in out.stdout and "       | n = 2" in out.stdout
+    assert "[end] recursion.py:8 in factorial" in out.stdout
+    assert out.stdout.rstrip().endswith("[exited] the program finished (exit code 0)")
+
+
+def test_program_arguments_and_errors():
+    out = debug(str(EXAMPLES / "exceptions.py"), "--do", "c")
+    assert "skipped 'x'" in out.stdout and "[end]" in out.stdout
+    out = debug("/no/such.py")
+    assert out.returncode == 2 and "no such program" in out.stderr
