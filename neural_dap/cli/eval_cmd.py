@@ -40,15 +40,23 @@ def _client(opts):
 def run(parser: argparse.ArgumentParser, argv: list[str]) -> int:
     import anyio
 
+    from neural_dap.core.world import WorldError
+    from neural_dap.llm.base import ModelError
+
     opts = parser.parse_args(argv)
     if opts.what == "nextstate":
         if not opts.data:
             parser.error("nextstate needs --data")
-        result = anyio.run(_nextstate, opts)
-    else:
-        if not opts.path:
-            parser.error("cruxeval needs the JSONL path")
-        result = anyio.run(_cruxeval, opts)
+        if opts.model == "recorded":
+            parser.error("nextstate scores predictions against the recorded states themselves, so the recorded world "
+                         "is its 100% reference by construction; give a model (embedded, a folder or a URL)")
+    elif not opts.path:
+        parser.error("cruxeval needs the JSONL path")
+    try:
+        result = anyio.run(_nextstate if opts.what == "nextstate" else _cruxeval, opts)
+    except (WorldError, ModelError) as exc:
+        print(f"neural-dap eval: {exc}", file=sys.stderr)
+        return 2
     text = json.dumps(result, indent=2)
     if opts.out:
         with open(opts.out, "w") as fh:

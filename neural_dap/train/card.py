@@ -37,7 +37,7 @@ def _table(rows: list[tuple[str, str]]) -> str:
     return "\n".join(out)
 
 
-def card(run: Path, data: Path, evals: list[dict], target: Path = EMBEDDED) -> str:
+def card(run: Path, data: Path, evals: list[dict], target: Path = EMBEDDED, note: str = "") -> str:
     log = json.loads((run / "train_log.json").read_text())
     manifest = json.loads((data / "manifest.json").read_text()) if (data / "manifest.json").is_file() else {}
     preset = log["preset_values"]
@@ -60,7 +60,8 @@ def card(run: Path, data: Path, evals: list[dict], target: Path = EMBEDDED) -> s
         "## Training",
         _table([
             ("data", f"generated programs and standard-library functions, recorded and walked by the mixed random policy (docs/training.md); {manifest.get('counts', {}).get('trajectories', '?')} trajectories of {manifest.get('counts', {}).get('recorded', '?')} programs made, never CRUXEval"),
-            ("tokens trained", f"{log['tokens'] / 1e6:.1f} M ({log['examples_seen']} trajectories seen, {log['epochs']} full passes)"),
+            # every batch is packed full, so steps x batch tokens counts a resumed run's tokens too
+            ("tokens trained", f"{log['steps'] * preset['batch_tokens'] / 1e6:.1f} M ({log['epochs']} full passes over the data)"),
             ("steps", f"{log['steps']} of {preset['batch_tokens']} tokens, peak learning rate {preset['lr']}, cosine decay"),
             ("seed", str(log["seed"])),
             ("hardware", f"{log['device']}, {log['seconds'] / 60:.0f} minutes"),
@@ -68,6 +69,7 @@ def card(run: Path, data: Path, evals: list[dict], target: Path = EMBEDDED) -> s
             ("reproduce", "`neural-dap dataset --out data --programs 100000 --trajectories 6` (the shipped model used the first 300,000 trajectories), then `neural-dap train --data data --out run --preset cpu --compile --time-budget 7000`"),
         ]),
         "",
+        *([note, ""] if note else []),
         "## Measured accuracy (`neural-dap eval`)",
     ]
     for result in evals:
@@ -108,11 +110,12 @@ def main() -> None:
     parser.add_argument("--data", type=Path, required=True)
     parser.add_argument("--eval", type=Path, action="append", default=[], help="JSON written by `neural-dap eval ... --out`")
     parser.add_argument("--no-copy", action="store_true", help="only rewrite the card")
+    parser.add_argument("--note", default="", help="a paragraph about this run, placed after the training table")
     opts = parser.parse_args()
     if not opts.no_copy:
         print("copied:", ", ".join(ship(opts.run)))
     evals = [json.loads(p.read_text()) for p in opts.eval if p.is_file()]
-    card(opts.run, opts.data, evals)
+    card(opts.run, opts.data, evals, note=opts.note)
     print(f"wrote {os.path.relpath(EMBEDDED / 'MODEL_CARD.md')}")
 
 

@@ -37,6 +37,11 @@ MAX_RUN_STEPS = 400  # cwm dialect: predicted steps one continue / step over may
 MAX_REJECTED_HITS = 50  # breakpoint landings whose condition was false, before giving up
 
 
+# Tokens kept free for the next frame before the history window restarts (a frame of the examples is
+# 15-60 tokens; locals of long lists take more).
+FRAME_ROOM = 160
+
+
 class ModelSettings(msgspec.Struct, frozen=True, omit_defaults=True):
     url: str = "embedded"  # "embedded", or an OpenAI-compatible server, e.g. http://127.0.0.1:8000/v1
     name: str | None = None
@@ -351,17 +356,22 @@ class NeuralWorld:
         tail_ids = await self._encode(self.trace.prompt_tail(action, forced))
         prompt = self._prompt(tail_ids)
         limit = await self._context_length()
-        if limit is not None and len(prompt) + self.settings.max_tokens > limit and len(self.frame_ids) > 1:
-            await self._restart_window()
-            prompt = self._prompt(tail_ids)
-        stop_id = self.ids[FRAME_SEP]
         settings = self.settings
+        max_tokens = settings.max_tokens
+        if limit is not None:
+            # A frame rarely needs the whole generation budget: keep the history while one typical
+            # frame still fits, and restart the window only when it does not.
+            if limit - len(prompt) < min(max_tokens, FRAME_ROOM) and len(self.frame_ids) > 1:
+                await self._restart_window()
+                prompt = self._prompt(tail_ids)
+            max_tokens = max(1, min(max_tokens, limit - len(prompt)))
+        stop_id = self.ids[FRAME_SEP]
         problems: list[str] = []
         for attempt in range(settings.retries + 1):
             temperature = settings.temperature if attempt == 0 else max(settings.temperature, 0.7)
             samples = settings.samples if attempt == 0 else max(settings.samples, 3)
             try:
-                result = await self.client.complete(prompt, max_tokens=settings.max_tokens, stop_ids=[stop_id], n=samples, temperature=temperature)
+                result = await self.client.complete(prompt, max_tokens=max_tokens, stop_ids=[stop_id], n=samples, temperature=temperature)
             except ModelError as exc:
                 raise WorldError(f"the model could not predict {action}: {exc}") from None
             candidates: list[State | EndOfTrace] = []
