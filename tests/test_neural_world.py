@@ -115,6 +115,17 @@ async def test_an_invalid_frame_is_retried_then_a_clear_error_and_the_world_stay
     assert (await world.act(Action("step_into"))).state.line == 6
 
 
+async def test_a_misspelt_source_line_is_read_as_the_closest_program_line_and_counted(program):
+    tree = truth(program)
+    misspelt = frame_text(tree.states[1]).replace("total = 0", "total = 00")
+    client = ScriptedClient([[misspelt]])
+    world = NeuralWorld(client, ModelSettings())
+    await world.start(launch(program))
+    stop = await world.act(Action("step_into"))
+    assert stop.state.line == 5 and stop.state.source.strip() == "total = 0"
+    assert world.summary()["repairedLines"] == 1 and world.invalid_frames == 0
+
+
 async def test_several_samples_vote_and_impossible_frames_are_rejected(program):
     tree = truth(program)
     right = frame_text(tree.states[1])

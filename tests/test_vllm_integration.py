@@ -76,7 +76,7 @@ async def test_a_full_stepping_session_with_prefix_cache_hits(embedded_server):
     async with adapter() as c:
         first = await start(c, neural_launch(embedded_server, program, {"function": "bubble_sort", "args": "[3, 1, 2]"}))
         assert first["body"]["reason"] == "entry"
-        assert await where(c) == ("bubble_sort", 11, {"values": "[3, 1, 2]"})
+        assert await where(c) == ("bubble_sort", 10, {"values": "[3, 1, 2]"})  # the first line, predicted
         predicted = 0
         for command in ["next", "next", "next", "stepIn", "next", "stepIn", "stepOut", "stepBack", "stepBack", "next", "next", "continue"]:
             event = await drive(c, command)

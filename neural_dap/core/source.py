@@ -8,6 +8,8 @@ to the neural world model) falls back to line-based heuristics.
 
 from __future__ import annotations
 
+import difflib
+
 import re
 import types
 from dataclasses import dataclass, field
@@ -58,6 +60,20 @@ class SourceInfo:
         if wanted.endswith(START_MARKER):
             wanted = wanted[: -len(START_MARKER)]
         return [i + 1 for i, line in enumerate(self._lines) if _strip_marker(line) == wanted]
+
+    def closest_line(self, text: str, cutoff: float = 0.6) -> int | None:
+        """The line whose text is most like `text` (a model's misspelt copy of a source line), if any
+        is at least `cutoff` alike (difflib's ratio); ties go to the first such line."""
+        wanted = text.strip()  # indentation alone would make any two lines look alike
+        best: tuple[float, int] | None = None
+        for i, line in enumerate(self._lines):
+            candidate = _strip_marker(line).strip()
+            if not candidate:
+                continue
+            ratio = difflib.SequenceMatcher(None, wanted, candidate, autojunk=False).ratio()
+            if ratio >= cutoff and (best is None or ratio > best[0]):
+                best = (ratio, i + 1)
+        return best[1] if best else None
 
     # -- code objects ----------------------------------------------------------------------------
     @cached_property

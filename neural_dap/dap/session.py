@@ -78,6 +78,8 @@ class DebugSession:
         self.progress_counter = 0
         self._pending_output: list[tuple[str, str]] = []  # log points and notes met during an action
         self._task_group: anyio.abc.TaskGroup | None = None
+        self._world_released = anyio.Event()  # tells the world's host task to close it
+        self._world_closed = anyio.Event()
 
     # -- sending ------------------------------------------------------------------------------------
     def _next_seq(self) -> int:
@@ -166,7 +168,7 @@ class DebugSession:
         world = self.world_factory(launch)
         progress = await self._progress_start(f"Starting the {world.name} world model")
         try:
-            stop = await world.start(launch)
+            stop = await self._start_world(world, launch)
         finally:
             await self._progress_end(progress)
         self.world = world
@@ -234,12 +236,38 @@ class DebugSession:
         await self.respond(request)
         await self._finish(reason="terminated by the client")
 
+    async def _start_world(self, world: WorldModel, launch: LaunchSpec) -> Stop:
+        """Start `world` in a task of its own, which also closes it.
+
+        A world may hold cancel scopes (a debugpy client's reader, a model server process), and anyio
+        requires a scope to be left in the task that entered it: request handlers are short-lived
+        tasks, so neither the launch handler nor the disconnect handler may own the world.
+        """
+        if self._task_group is None:  # driven without `run` (unit tests): no task to host it
+            return await world.start(launch)
+        return await self._task_group.start(self._host_world, world, launch)
+
+    async def _host_world(self, world: WorldModel, launch: LaunchSpec, *, task_status=anyio.TASK_STATUS_IGNORED) -> None:
+        try:
+            task_status.started(await world.start(launch))
+            await self._world_released.wait()
+        finally:  # released, failed to start, or the connection's tasks cancelled
+            with anyio.move_on_after(5, shield=True):
+                await world.close()
+            self._world_closed.set()
+
     async def _shutdown(self) -> None:
         if self.running is not None:
             self.running.cancel()
-        if self.world is not None:
+        if self.world is None:
+            return
+        if self._task_group is None:
             with anyio.move_on_after(5, shield=True):
                 await self.world.close()
+            return
+        self._world_released.set()
+        with anyio.move_on_after(6, shield=True):
+            await self._world_closed.wait()
 
     # -- breakpoints ---------------------------------------------------------------------------------
     def _source_text(self, path: str) -> str | None:

@@ -14,7 +14,7 @@ return / exception:  <|return_sep|><|action_sep|>SOURCE_LINE<|arg_sep|>VALUE
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Literal
 
 from neural_dap.core.actions import Action
@@ -169,14 +169,23 @@ class TraceText:
         return out
 
     # -- parsing ---------------------------------------------------------------------------------
-    def parse(self, completion: str, action: Action | None = None, forced_event: str | None = None) -> State | EndOfTrace:
+    def parse(self, completion: str, action: Action | None = None, forced_event: str | None = None, *,
+              closest_line: bool = False) -> State | EndOfTrace:
         """Parse one model completion (the text after the prompt, up to the frame separator).
 
-        Does not change the trace: call `append` with the result to commit it.
+        Does not change the trace: call `append` with the result to commit it. With `closest_line`, a
+        source line that is not in the program is read as the program line most like it (see
+        `SourceInfo.closest_line`); `self.last_repair` then says which text was replaced.
         """
+        self.last_repair: tuple[str, int] | None = None
         parsed = self._split(completion, forced_event)
         if parsed is None:
             return END_OF_TRACE
+        if closest_line and parsed.source_text.endswith("\n") and not self.source.lines_matching(parsed.source_text):
+            near = self.source.closest_line(parsed.source_text)
+            if near is not None:
+                self.last_repair = (parsed.source_text.rstrip("\n"), near)
+                parsed = replace(parsed, source_text=self.source.line_text(near) + "\n")
         kind = action.kind if action is not None else "step_into"
         line, inv, depth, function = self._locate(parsed, kind, completion)
         if parsed.raw_locals is not None:

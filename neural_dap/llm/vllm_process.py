@@ -33,7 +33,7 @@ def free_port() -> int:
 class VllmServer:
     """`python -m vllm.entrypoints.openai.api_server` on 127.0.0.1 (see the vLLM-on-CPU notes)."""
 
-    def __init__(self, model_dir: str, log_dir: Path, port: int | None = None, max_model_len: int = 2048, name: str = "nd") -> None:
+    def __init__(self, model_dir: str, log_dir: Path, port: int | None = None, max_model_len: int | None = None, name: str = "nd") -> None:
         self.model_dir = model_dir
         self.port = port or free_port()
         self.max_model_len = max_model_len
@@ -51,7 +51,9 @@ class VllmServer:
             sys.executable, "-m", "vllm.entrypoints.openai.api_server",
             "--model", self.model_dir, "--served-model-name", self.name,
             "--host", "127.0.0.1", "--port", str(self.port),
-            "--dtype", "float32", "--max-model-len", str(self.max_model_len),
+            "--dtype", "float32",
+            # by default the model's own context (max_position_embeddings): vLLM refuses a longer one
+            *(["--max-model-len", str(self.max_model_len)] if self.max_model_len else []),
             "--enforce-eager", "--kv-cache-memory-bytes", "64M", "--enable-prompt-tokens-details",
         ]
         env = {**os.environ, "VLLM_LOGGING_LEVEL": "WARNING", "TOKENIZERS_PARALLELISM": "false"}

@@ -113,6 +113,7 @@ class NeuralWorld:
         self.stops: list[StopStats] = []
         self.invalid_frames = 0
         self.windows = 0  # times the history was cut to fit the model's context
+        self.repaired_lines = 0  # predicted source lines read as the closest program line
         self._limit: int | None = None
         self._entry: State | None = None
 
@@ -377,7 +378,11 @@ class NeuralWorld:
             candidates: list[State | EndOfTrace] = []
             for completion in result.completions:
                 try:
-                    parsed = self.trace.parse(completion.text, action, forced)
+                    # A small model often misspells the line it means: read it as the closest
+                    # program line, and count it (reconciliation still shows any real mistake).
+                    parsed = self.trace.parse(completion.text, action, forced, closest_line=True)
+                    if self.trace.last_repair is not None:
+                        self.repaired_lines += 1
                     if not isinstance(parsed, EndOfTrace):
                         self._check(parsed, action)
                     candidates.append(parsed)
@@ -507,6 +512,7 @@ class NeuralWorld:
             "modelCalls": len(calls),
             "invalidFrames": self.invalid_frames,
             "historyRestarts": self.windows,
+            "repairedLines": self.repaired_lines,
             "meanPromptTokens": mean([s["promptTokens"] for s in predicted]),
             "meanGeneratedTokens": mean([s["generatedTokens"] for s in predicted]),
             "meanCachedTokens": mean(cached),
