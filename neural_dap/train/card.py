@@ -37,7 +37,16 @@ def _table(rows: list[tuple[str, str]]) -> str:
     return "\n".join(out)
 
 
-def card(run: Path, data: Path, evals: list[dict], target: Path = EMBEDDED, note: str = "") -> str:
+def _row(name: str, r: dict) -> str:
+    cells = [f"{r[k]:.1f}%" if r[k] is not None else "-" for k in ("exact", "event", "line", "locals", "value")]
+    return f"| {name} | " + " | ".join(cells) + " |"
+
+
+def _passes(epochs: int) -> str:
+    return "less than one pass over the data" if epochs == 0 else f"{epochs} full passes over the data"
+
+
+def card(run: Path, data: Path, evals: list[dict], target: Path = EMBEDDED, note: str = "", wall_minutes: float | None = None) -> str:
     log = json.loads((run / "train_log.json").read_text())
     manifest = json.loads((data / "manifest.json").read_text()) if (data / "manifest.json").is_file() else {}
     preset = log["preset_values"]
@@ -61,10 +70,10 @@ def card(run: Path, data: Path, evals: list[dict], target: Path = EMBEDDED, note
         _table([
             ("data", f"generated programs and standard-library functions, recorded and walked by the mixed random policy (docs/training.md); {manifest.get('counts', {}).get('trajectories', '?')} trajectories of {manifest.get('counts', {}).get('recorded', '?')} programs made, never CRUXEval"),
             # every batch is packed full, so steps x batch tokens counts a resumed run's tokens too
-            ("tokens trained", f"{log['steps'] * preset['batch_tokens'] / 1e6:.1f} M ({log['epochs']} full passes over the data)"),
+            ("tokens trained", f"{log['steps'] * preset['batch_tokens'] / 1e6:.1f} M ({_passes(log['epochs'])})"),
             ("steps", f"{log['steps']} of {preset['batch_tokens']} tokens, peak learning rate {preset['lr']}, cosine decay"),
             ("seed", str(log["seed"])),
-            ("hardware", f"{log['device']}, {log['seconds'] / 60:.0f} minutes"),
+            ("hardware", f"{log['device']}, {wall_minutes or log['seconds'] / 60:.0f} minutes"),
             ("final loss", f"train {log['final_loss']}, held-out {round(log['heldout_loss'], 4) if log['heldout_loss'] else '?'} (predicted frames only)"),
             ("reproduce", "`neural-dap dataset --out data --programs 100000 --trajectories 6` (the shipped model used the first 300,000 trajectories), then `neural-dap train --data data --out run --preset cpu --compile --time-budget 7000`"),
         ]),
@@ -81,23 +90,30 @@ def card(run: Path, data: Path, evals: list[dict], target: Path = EMBEDDED, note
                 "",
                 "| | whole frame | event | line | locals | value |",
                 "|---|---|---|---|---|---|",
-                f"| forward actions | {f['exact']}% | {f['event']}% | {f['line']}% | {f['locals']}% | {f['value']}% |",
-                f"| all actions | {o['exact']}% | {o['event']}% | {o['line']}% | {o['locals']}% | {o['value']}% |",
+                _row("forward actions", f),
+                _row("all actions", o),
             ]
-            for action, r in result["byAction"].items():
-                lines.append(f"| {action} | {r['exact']}% | {r['event']}% | {r['line']}% | {r['locals']}% | {r['value']}% |")
+            lines += [_row(action, r) for action, r in result["byAction"].items()]
         elif "benchmark" in result:
-            lines += ["", f"{result['benchmark']} ({result['method']}) on {result['items']} CRUXEval-dev items: **pass@1 {result['pass@1']}%**"]
+            who = "the recorded world (reference)" if result.get("model", {}).get("world") == "recorded" else "this model"
+            failures = sorted({r["error"] for r in result["results"] if not r["passed"] and r.get("error")})
+            why = f" (failures: {'; '.join(failures)})" if who != "this model" and failures else ""
+            lines += ["", f"{result['benchmark']} ({result['method']}), {who}, on {result['items']} CRUXEval-dev items: **pass@1 {result['pass@1']}%**{why}"]
     lines += [
         "",
-        "Reference points: the recorded world scores 100% on both CRUXEval tasks by construction; the",
-        "paper's 1.8B model trained from scratch reached 57.7% on CRUXEval-O, its 32B fine-tuned CWM",
-        "83.2% (O) and 66.5% (I).",
+        "Reference points: the paper's 1.8B model trained from scratch reached 57.7% on CRUXEval-O, its",
+        "32B fine-tuned CWM 83.2% (O) and 66.5% (I).",
         "",
         "## Limits",
-        "A model of this size learns the control flow and the bookkeeping of locals well and the values",
-        "of string and list operations less well; long jumps (continue, breakpoints far ahead) are harder",
-        "than single steps. Check its predictions against reality (`reconcile`) when it matters.",
+        "A model of this size learns the format, the events and much of the control flow of short",
+        "functions, and the values of string and list operations much less well; long jumps (continue,",
+        "breakpoints far ahead) are harder than single steps, and errors compound when it runs free.",
+        "Trained only on short generated functions, it copies unfamiliar code poorly: a program with",
+        "imports, module-level code or variable names unlike the corpus's often gets misspelt source lines",
+        "(read as the closest program line and counted as `repairedLines`) or invalid frames (a clear",
+        "error on that step). It is a demonstration of the pipeline, not a useful debugger: check its",
+        "predictions against reality (`reconcile`), and train the `gpu` preset (`scripts/gpu_train.sh`)",
+        "or serve a large model for real use.",
     ]
     text = "\n".join(lines) + "\n"
     (target / "MODEL_CARD.md").write_text(text)
@@ -111,11 +127,12 @@ def main() -> None:
     parser.add_argument("--eval", type=Path, action="append", default=[], help="JSON written by `neural-dap eval ... --out`")
     parser.add_argument("--no-copy", action="store_true", help="only rewrite the card")
     parser.add_argument("--note", default="", help="a paragraph about this run, placed after the training table")
+    parser.add_argument("--wall-minutes", type=float, help="the run's wall time when it was resumed (the log counts the last part only)")
     opts = parser.parse_args()
     if not opts.no_copy:
         print("copied:", ", ".join(ship(opts.run)))
     evals = [json.loads(p.read_text()) for p in opts.eval if p.is_file()]
-    card(opts.run, opts.data, evals, note=opts.note)
+    card(opts.run, opts.data, evals, note=opts.note, wall_minutes=opts.wall_minutes)
     print(f"wrote {os.path.relpath(EMBEDDED / 'MODEL_CARD.md')}")
 
 
