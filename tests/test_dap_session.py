@@ -5,10 +5,17 @@ from __future__ import annotations
 import textwrap
 from pathlib import Path
 
+from contextlib import AsyncExitStack
+
+import anyio
 import msgspec
 import pytest
+from anyio.abc import SocketAttribute
 
+from neural_dap.dap.client import connect_tcp
 from neural_dap.dap.framing import encode_frame
+from neural_dap.dap.server import serve_streams
+from neural_dap.world.recorded import RecordedWorld
 
 from .dap_helpers import adapter, start, step, where
 
@@ -261,3 +268,46 @@ async def test_a_huge_container_is_cut_in_its_repr_but_still_opens(tmp_path):
         children = (await c.call("variables", {"variablesReference": data["variablesReference"]}))["variables"]
         assert children[0] == {**children[0], "name": "0", "value": "0"}
         assert children[-1]["name"] == "..." and "more not recorded" in children[-1]["value"]
+
+
+class TaskHoldingWorld(RecordedWorld):
+    """A recorded world that holds a task group from start to close, as the debugpy reality does
+    (its DAP client's reader task): anyio requires the group to be left in the task that entered it."""
+
+    def __init__(self, closed: list[bool]) -> None:
+        super().__init__()
+        self.closed = closed
+
+    async def start(self, launch):
+        self.stack = AsyncExitStack()
+        group = await self.stack.enter_async_context(anyio.create_task_group())
+        group.start_soon(anyio.sleep_forever)
+        self.group = group
+        return await super().start(launch)
+
+    async def close(self) -> None:
+        self.group.cancel_scope.cancel()
+        await self.stack.aclose()
+        self.closed.append(True)
+        await super().close()
+
+
+async def test_a_world_holding_tasks_is_started_and_closed_cleanly_whoever_asks(program):
+    closed: list[bool] = []
+    listener = await anyio.create_tcp_listener(local_host="127.0.0.1", local_port=0)
+    port = listener.extra(SocketAttribute.local_port)
+    async with listener, anyio.create_task_group() as tg:
+        async def serve_one() -> None:
+            stream = await listener.listeners[0].accept()
+            async with stream:
+                await serve_streams(stream, stream, lambda launch: TaskHoldingWorld(closed))
+
+        tg.start_soon(serve_one)
+        async with connect_tcp("127.0.0.1", port, timeout=30) as c:
+            await start(c, {"program": program, "stopOnEntry": True})
+            assert (await step(c, "next"))[0] == "step"
+            await c.call("disconnect", {})
+        with anyio.fail_after(10):  # the server's task ends, without an error from the world's close
+            while not closed:
+                await anyio.sleep(0.01)
+    assert closed == [True]

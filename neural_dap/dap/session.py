@@ -249,11 +249,21 @@ class DebugSession:
 
     async def _host_world(self, world: WorldModel, launch: LaunchSpec, *, task_status=anyio.TASK_STATUS_IGNORED) -> None:
         try:
-            task_status.started(await world.start(launch))
-            await self._world_released.wait()
-        finally:  # released, failed to start, or the connection's tasks cancelled
-            with anyio.move_on_after(5, shield=True):
-                await world.close()
+            with anyio.CancelScope() as scope:
+                try:
+                    task_status.started(await world.start(launch))
+                    await self._world_released.wait()
+                finally:  # released, failed to start, or the connection's tasks cancelled
+                    # Close at the depth `start` ran at (a world's own scopes must be left in the
+                    # order they were entered, so no new scope around this call), shielded from
+                    # the connection's cancellation, for at most 5 s.
+                    scope.shield = True
+                    scope.deadline = anyio.current_time() + 5
+                    try:
+                        await world.close()
+                    except Exception:  # noqa: BLE001 (a world that fails to close must not take the session down)
+                        log.exception("closing the %s world failed", world.name)
+        finally:
             self._world_closed.set()
 
     async def _shutdown(self) -> None:
