@@ -31,10 +31,16 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--quiet", action="store_true")
 
 
-def _client(opts):
-    from neural_dap.world.neural import ModelSettings, make_client
+def _settings(opts):
+    from neural_dap.world.neural import ModelSettings
 
-    return make_client(ModelSettings(url=opts.model, name=opts.model_name, dialect=opts.dialect, samples=opts.samples))
+    return ModelSettings(url=opts.model, name=opts.model_name, dialect=opts.dialect, samples=opts.samples)
+
+
+def _client(opts):
+    from neural_dap.world.neural import make_client
+
+    return make_client(_settings(opts))
 
 
 def run(parser: argparse.ArgumentParser, argv: list[str]) -> int:
@@ -109,10 +115,10 @@ async def _cruxeval(opts) -> dict:
         make = RecordedWorld
         described = {"world": "recorded"}
     else:
-        from neural_dap.world.neural import ModelSettings, NeuralWorld
+        from neural_dap.world.neural import NeuralWorld, make_client
 
-        settings = ModelSettings(url=opts.model, name=opts.model_name, dialect=opts.dialect, samples=opts.samples)
-        client = _client(opts)
+        settings = _settings(opts)
+        client = make_client(settings)
         described = client.describe()
 
         class Shared(NeuralWorld):

@@ -9,7 +9,6 @@ to the neural world model) falls back to line-based heuristics.
 from __future__ import annotations
 
 import difflib
-
 import re
 import types
 from dataclasses import dataclass, field

@@ -83,6 +83,7 @@ class TraceText:
     frames: list[list[Segment]] = field(default_factory=list)  # rendered frames, action tokens included
     states: list[State] = field(default_factory=list)
     _undo: list[tuple] = field(default_factory=list)  # per frame: tracker snapshot and the shadow it replaced
+    last_repair: tuple[str, int] | None = field(default=None, init=False)  # set by parse(closest_line=True)
 
     def __post_init__(self) -> None:
         if self.dialect not in DIALECTS:
@@ -177,7 +178,7 @@ class TraceText:
         source line that is not in the program is read as the program line most like it (see
         `SourceInfo.closest_line`); `self.last_repair` then says which text was replaced.
         """
-        self.last_repair: tuple[str, int] | None = None
+        self.last_repair = None
         parsed = self._split(completion, forced_event)
         if parsed is None:
             return END_OF_TRACE

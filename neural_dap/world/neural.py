@@ -130,8 +130,7 @@ class NeuralWorld:
         self.path = path
         self.info = SourceInfo(text, path)
         first = entry_state(self.info, path, launch.entry)
-        entry_line = first.line if first.event == "call" else (self.info.def_line(first.function) or first.line)
-        self.trace = TraceText(self.dialect, self.info, entry_line, path=path, entry_function=first.function)
+        self.trace = self._trace_from(first)
         needed = [str(t) for t in CWM_TOKENS] + ([str(t) for t in ACTION_TOKENS.values()] if self.dialect == "nd" else [])
         try:
             self.ids = await self.client.special_ids(needed)
@@ -146,6 +145,12 @@ class NeuralWorld:
         self.pos = 0
         self.stops.append(StopStats("start", lookup=True))
         return self._stop(seen)
+
+    def _trace_from(self, state: State) -> TraceText:
+        """A new conversation whose first frame is `state` (the start marker on its function's def)."""
+        assert self.info is not None
+        line = state.line if state.event == "call" else (self.info.def_line(state.function) or state.line)
+        return TraceText(self.dialect, self.info, line, path=self.path, entry_function=state.function)
 
     async def _encode(self, segments: list[str]) -> list[int]:
         ids: list[int] = []
@@ -381,10 +386,10 @@ class NeuralWorld:
                     # A small model often misspells the line it means: read it as the closest
                     # program line, and count it (reconciliation still shows any real mistake).
                     parsed = self.trace.parse(completion.text, action, forced, closest_line=True)
-                    if self.trace.last_repair is not None:
-                        self.repaired_lines += 1
                     if not isinstance(parsed, EndOfTrace):
                         self._check(parsed, action)
+                    if self.trace.last_repair is not None:
+                        self.repaired_lines += 1
                     candidates.append(parsed)
                 except FormatError as exc:
                     problems.append(str(exc))
@@ -415,8 +420,7 @@ class NeuralWorld:
         """
         assert self.info is not None and self.trace is not None
         current = self.timeline[self.pos]
-        line = current.line if current.event == "call" else (self.info.def_line(current.function) or current.line)
-        self.trace = TraceText(self.dialect, self.info, line, path=self.path, entry_function=current.function)
+        self.trace = self._trace_from(current)
         self.context_ids = await self._encode(self.trace.context())
         self.frame_ids = []
         await self._commit(current, None)
