@@ -34,6 +34,7 @@ class OpenAICompatibleClient:
         self.http = httpx.AsyncClient(timeout=httpx.Timeout(timeout, connect=min(timeout, 10.0)), transport=transport)
         self._token_cache: OrderedDict[str, list[int]] = OrderedDict()
         self._metrics_supported = True
+        self._usage_has_cache = False  # the server reports cached tokens itself: no /metrics round trips
         self._listed: list[dict] | None = None
 
     def describe(self) -> dict:
@@ -140,7 +141,7 @@ class OpenAICompatibleClient:
 
     async def complete(self, prompt: list[int], *, max_tokens: int, stop_ids: list[int], n: int = 1, temperature: float = 0.0) -> CompletionResult:
         model = await self.resolve_model()
-        hits_before = await self._prefix_hits()
+        hits_before = None if self._usage_has_cache else await self._prefix_hits()
         started = time.monotonic()
         body = {
             "model": model,
@@ -160,7 +161,9 @@ class OpenAICompatibleClient:
         usage = data.get("usage") if isinstance(data.get("usage"), dict) else {}
         details = usage.get("prompt_tokens_details") if isinstance(usage.get("prompt_tokens_details"), dict) else {}
         cached = details.get("cached_tokens") if isinstance(details.get("cached_tokens"), int) else None
-        if cached is None and hits_before is not None:
+        if cached is not None:
+            self._usage_has_cache = True
+        elif hits_before is not None:
             hits_after = await self._prefix_hits()
             if hits_after is not None:
                 cached = int(hits_after - hits_before)

@@ -7,6 +7,7 @@ from the last one; a progress bar shows the loss and tokens per second.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import os
@@ -111,7 +112,7 @@ def train(config: TrainConfig) -> dict:
             forward = torch.compile(model)
         except Exception as exc:  # noqa: BLE001 (compilation is an optimisation, never a requirement)
             _log(f"torch.compile unavailable ({exc}); running eagerly")
-    autocast = torch.autocast("cuda", dtype=torch.bfloat16) if device.type == "cuda" else _NullContext()
+    autocast = torch.autocast("cuda", dtype=torch.bfloat16) if device.type == "cuda" else contextlib.nullcontext()
     _log(f"model: {n_params / 1e6:.1f}M parameters, preset {config.preset} {preset.describe()}, device {device}")
 
     planned = {"steps": preset.steps}
@@ -254,14 +255,6 @@ def export(model, tokenizer, path: str, dtype: str = "float16") -> None:
     model.save_pretrained(path, safe_serialization=True, max_shard_size="15MB")  # small files travel well
     model.to(original)
     tokenizer.save_pretrained(path)
-
-
-class _NullContext:
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        return False
 
 
 def _bar(total: int, start: int):
