@@ -10,7 +10,8 @@ them (in the recorder's child process, with limits) returns the output. Only arg
 Python literals are passed to `f`: anything else fails the item.
 
 The recorded world is the reference: it runs f on the real input (O), and steps back from the real
-end to the call (I), so it scores 100% by construction.
+end to the call (I). It fails only where the rules above do: an execution longer than the step
+budget (O), or an input that is not a literal, such as a lambda (I).
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ from dataclasses import dataclass
 
 from neural_dap.core.actions import Action
 from neural_dap.core.world import Entry, LaunchSpec, WorldError
-from neural_dap.trace.recorder import Limits, Program, record
+from neural_dap.trace.recorder import Limits, Program, record_async
 
 
 @dataclass
@@ -124,7 +125,7 @@ async def _input(row: dict, path: str, world) -> Item:
     args = call_text(row["code"], stop.state.locals)
     if args is None:
         return Item(row["id"], False, str(stop.state.locals), row["input"], "the predicted arguments are not all literals", 1)
-    rec = record(Program(path, source=row["code"], entry="f", entry_args=args), Limits(wall_time=3.0, max_events=100_000))
+    rec = await record_async(Program(path, source=row["code"], entry="f", entry_args=args), Limits(wall_time=3.0, max_events=100_000))
     passed = rec.outcome.kind == "finished" and same_literal(rec.return_value, row["output"])
     return Item(row["id"], passed, args, row["input"], None if passed else f"f({args}) gave {rec.return_value or rec.outcome.describe()}", 1)
 
