@@ -61,19 +61,38 @@ async def _read_all(data: bytes, max_body: int = 1 << 20) -> list:
     return [f async for f in FrameReader(Receive(), max_body=max_body).frames()]  # type: ignore[arg-type]
 
 
-async def test_content_length_counts_bytes_and_bad_frames_are_skipped():
+async def test_content_length_counts_bytes_and_a_broken_frame_ends_the_stream():
     body = '{"text": "héllo ✓"}'.encode()
-    data = encode_frame(body) + b"X-Nothing: 1\r\n\r\n" + encode_frame(b"{}") + b"Content-Length: 99999999\r\n\r\n" + b"x" * 10 + encode_frame(b"[]")
+    data = encode_frame(body) + b"X-Nothing: 1\r\n\r\n" + encode_frame(b"{}")
     frames = await _read_all(data, max_body=1000)
     assert frames[0] == Frame(body)
     assert isinstance(frames[1], FramingProblem) and "no Content-Length" in frames[1].what
-    assert frames[2] == Frame(b"{}")
-    assert isinstance(frames[3], FramingProblem) and "over the 1000-byte limit" in frames[3].what
-    assert len(frames) == 4  # the stream ended inside the skipped message
+    assert not frames[1].before_first_frame  # the peer spoke DAP first: it is told why
+    assert len(frames) == 2  # nothing after a broken frame is read
 
 
-async def test_an_endless_header_is_cut_and_reading_resumes():
-    data = b"A" * 20000 + encode_frame(b'{"ok": 1}')
-    frames = await _read_all(data)
-    assert isinstance(frames[0], FramingProblem) and "header" in frames[0].what
-    assert frames[-1] == Frame(b'{"ok": 1}')
+async def test_a_length_over_the_limit_is_refused_before_reading_it():
+    data = encode_frame(b"{}") + b"Content-Length: 99999999999\r\n\r\n" + b"x" * 5000
+    frames = await _read_all(data, max_body=1000)
+    assert frames[0] == Frame(b"{}")
+    assert isinstance(frames[1], FramingProblem) and "over the 1000-byte limit" in frames[1].what
+    assert len(frames) == 2
+
+
+async def test_an_endless_header_is_refused():
+    frames = await _read_all(b"A" * 20000 + encode_frame(b'{"ok": 1}'))
+    assert len(frames) == 1 and isinstance(frames[0], FramingProblem) and "header" in frames[0].what
+
+
+@pytest.mark.parametrize(
+    "first_bytes",
+    [
+        b"POST / HTTP/1.1\r\nHost: 127.0.0.1:4711\r\nContent-Type: text/plain\r\nContent-Length: 120\r\n\r\n",
+        b"GET / HTTP/1.1\r\n\r\n",
+        b"\x16\x03\x01\x02\x00\x01\x00\x01\xfc\x03\x03",  # a TLS client hello
+        b"garbage Content-Length: 2\r\n\r\n{}",
+    ],
+)
+async def test_a_stream_that_does_not_start_with_a_dap_header_is_refused_at_once(first_bytes):
+    frames = await _read_all(first_bytes + encode_frame(b'{"seq": 1, "type": "request", "command": "initialize"}'))
+    assert len(frames) == 1 and isinstance(frames[0], FramingProblem) and frames[0].before_first_frame

@@ -219,10 +219,9 @@ async def test_malformed_messages_get_errors_and_the_session_goes_on(program):
         await c.call("initialize", {"adapterID": "neural-dap"})
         send = c.writer.stream.send
         await send(encode_frame(b"{not json"))
-        await send(b"Bogus-Header: 1\r\n\r\n")
         await send(encode_frame(msgspec.json.encode({"type": "request", "command": "threads"})))  # no seq
         await send(encode_frame(msgspec.json.encode({"seq": 900, "type": "request", "command": 5})))
-        problems = [await c.wait_event("output", where=lambda e: "malformed" in e["body"]["output"]) for _ in range(3)]
+        problems = [await c.wait_event("output", where=lambda e: "malformed" in e["body"]["output"]) for _ in range(2)]
         assert all(p["body"]["category"] == "important" for p in problems)
         unknown = await c.request("flyToTheMoon", {})
         assert not unknown["success"] and "unsupported request" in unknown["message"]
@@ -233,6 +232,17 @@ async def test_malformed_messages_get_errors_and_the_session_goes_on(program):
         not_stopped = await c.request("scopes", {"frameId": 1})
         assert not not_stopped["success"] and "not stopped" in not_stopped["message"]
         assert (await c.call("threads"))["threads"][0]["id"] == 1
+
+
+async def test_a_broken_header_is_explained_and_closes_the_connection(program):
+    async with adapter("tcp") as c:
+        await c.call("initialize", {"adapterID": "neural-dap"})
+        await c.writer.stream.send(b"Bogus-Header: 1\r\n\r\n")
+        told = await c.wait_event("output", where=lambda e: "closing the connection" in e["body"]["output"])
+        assert told["body"]["category"] == "important" and "no Content-Length" in told["body"]["output"]
+        with anyio.fail_after(10):
+            while not c.closed:
+                await anyio.sleep(0.05)
 
 
 async def test_an_endless_program_is_debugged_up_to_the_limit(tmp_path):

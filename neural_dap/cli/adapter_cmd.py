@@ -1,4 +1,5 @@
-"""`neural-dap adapter`: the DAP server, on stdio (default) or TCP (`--port N`, 127.0.0.1 unless `--host`)."""
+"""`neural-dap adapter`: the DAP server, on stdio (default), TCP (`--port N`, 127.0.0.1 unless `--host`) or a
+Unix socket only this user can open (`--socket PATH`)."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ import sys
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--port", type=int, help="serve DAP over TCP on this port (0: pick one and print it)")
     parser.add_argument("--host", default="127.0.0.1", help="TCP address to bind (default 127.0.0.1, this machine only)")
+    parser.add_argument("--socket", metavar="PATH", help="serve DAP on a Unix socket created 0600 (the safe choice on a shared machine)")
     parser.add_argument("--log", help="write a debug log to this file (stdout is reserved for DAP in stdio mode)")
 
 
@@ -19,15 +21,28 @@ def run(parser: argparse.ArgumentParser, argv: list[str]) -> int:
     logging.basicConfig(level=logging.DEBUG if opts.log else logging.WARNING, handlers=handlers, format="%(asctime)s %(name)s %(levelname)s %(message)s")
     import anyio
 
-    from neural_dap.dap.server import serve_stdio, serve_tcp
+    from neural_dap.dap.server import serve_stdio, serve_tcp, serve_unix
     from neural_dap.world.factory import create_world
 
-    if opts.port is None:
-        anyio.run(serve_stdio, create_world)
-    else:
+    def announce(text: str) -> None:
+        print(text, flush=True)
 
-        def announce(text: str) -> None:
-            print(text, flush=True)
+    if opts.port is not None and opts.socket:
+        parser.error("--port and --socket exclude each other")
+    import signal
 
-        anyio.run(lambda: serve_tcp(create_world, opts.host, opts.port, announce))
+    # SIGTERM ends the server as Ctrl-C does: sessions close their worlds, the socket file goes
+    signal.signal(signal.SIGTERM, signal.default_int_handler)
+    try:
+        if opts.socket:
+            anyio.run(lambda: serve_unix(create_world, opts.socket, announce))
+        elif opts.port is not None:
+            anyio.run(lambda: serve_tcp(create_world, opts.host, opts.port, announce))
+        else:
+            anyio.run(serve_stdio, create_world)
+    except OSError as exc:
+        print(f"neural-dap adapter: {exc}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        return 130
     return 0

@@ -16,6 +16,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--resume", action="store_true", help="continue from the run folder's checkpoint")
     parser.add_argument("--tokenizer", help="use this tokenizer folder instead of training one")
+    parser.add_argument("--base", help="start from this model folder (weights and tokenizer), e.g. neural_dap/train/embedded")
     parser.add_argument("--vocab-size", type=int, default=4096)
     parser.add_argument("--device", help="cpu or cuda (default: cuda when present)")
     parser.add_argument("--compile", action="store_true", help="torch.compile the model (about 25%% faster on a CPU after a minute of compiling)")
@@ -38,7 +39,7 @@ def run(parser: argparse.ArgumentParser, argv: list[str]) -> int:
         extra[key] = float(value) if "." in value or "e" in value else int(value)
     config = TrainConfig(
         data=opts.data, out=opts.out, preset=opts.preset, steps=opts.steps, seed=opts.seed, resume=opts.resume,
-        tokenizer=opts.tokenizer, vocab_size=opts.vocab_size, device=opts.device, compile=opts.compile,
+        tokenizer=opts.tokenizer, base=opts.base, vocab_size=opts.vocab_size, device=opts.device, compile=opts.compile,
         time_limit=opts.time_limit, time_budget=opts.time_budget, checkpoint_every=opts.checkpoint_every, eval_every=opts.eval_every, data_workers=opts.data_workers, save_dtype=opts.save_dtype, extra=extra,
     )
     summary = train(config)

@@ -22,6 +22,7 @@ from dataclasses import asdict, dataclass, field
 
 from neural_dap.core.source import SourceInfo
 from neural_dap.corpus.programs import Program, generate
+from neural_dap.corpus.scripts import generate_script
 from neural_dap.corpus.stdlib import generate_stdlib
 from neural_dap.corpus.trajectories import Policy, sample
 from neural_dap.trace.recorder import Limits, Program as RecordedProgram, RecorderError, record
@@ -36,6 +37,7 @@ class DatasetConfig:
     trajectories_per_program: int = 4
     heldout_every: int = 50
     stdlib_fraction: float = 0.05
+    script_fraction: float = 0.35  # whole modules traced from their first line (corpus/scripts.py)
     max_states: int = 1500  # longer executions are dropped (too long to learn from whole)
     shard_size: int = 20000  # trajectories per shard
     workers: int = max(1, (os.cpu_count() or 2))
@@ -45,8 +47,11 @@ class DatasetConfig:
 def make_program(program_id: int, config: DatasetConfig) -> Program | None:
     rng = random.Random(f"kind-{config.seed}-{program_id}")
     seed = config.seed * 1_000_000_007 + program_id
-    if rng.random() < config.stdlib_fraction:
+    roll = rng.random()
+    if roll < config.stdlib_fraction:
         return generate_stdlib(seed)
+    if roll < config.stdlib_fraction + config.script_fraction:
+        return generate_script(seed)
     return generate(seed)
 
 

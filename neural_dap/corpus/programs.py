@@ -36,7 +36,7 @@ class Program:
 
     seed: int
     source: str
-    entry: str
+    entry: str | None  # the function to call; None: the whole script runs
     args: str
     features: tuple[str, ...] = ()
 
@@ -494,6 +494,7 @@ def _templated(seed: int, rng: random.Random) -> Program:
         blocks.append(rng.choice(usable))
     last_out = None
     helper_lines: list[str] = []
+    imports: list[str] = []
     for k, block in enumerate(blocks):
         out = out_name(rng, block.out, scope)
         lines = render_block(block, rng, scope, out)
@@ -509,14 +510,16 @@ def _templated(seed: int, rng: random.Random) -> Program:
             body += ["    " + ln for ln in lines]
         scope[out] = block.out
         last_out = out
+        imports += [i for i in block.imports if i not in imports]
     if last_out is None:
         return _soup(seed, rng)
     ret = last_out
     if rng.random() < 0.15:
         other = rng.choice([n for n in scope if n != last_out] or [last_out])
         ret = f"{last_out}, {other}"
-    source = "\n".join(helper_lines + [f"def f({', '.join(p for p, _ in params)}):", *body, f"    return {ret}"]) + "\n"
-    features = {"template"} | gen.features
+    header = imports + ["", ""] if imports else []
+    source = "\n".join(header + helper_lines + [f"def f({', '.join(p for p, _ in params)}):", *body, f"    return {ret}"]) + "\n"
+    features = {"template"} | gen.features | ({"stdlib-import"} if imports else set())
     text = source
     for word, feature in (("for ", "for"), ("while ", "while"), ("try:", "try"), ("if ", "if"), ("lambda", "lambda")):
         if word in text:

@@ -17,18 +17,21 @@ from dataclasses import dataclass
 PREDICATES = ["isdigit", "isalpha", "isupper", "islower", "isspace", "isalnum", "isnumeric"]
 TRANSFORMS = ["upper", "lower", "swapcase", "capitalize", "title", "strip"]
 CHARS = ["a", "b", "e", "x", " ", "-", "1", "A", ".", "o", "z", ",", "_"]
+# f-string braces in block texts, so they never mix with the `{placeholder}` syntax
+FSTRING_OPEN, FSTRING_CLOSE = "\u27e8", "\u27e9"
 WORDS = ["ab", "x", "foo", "bar", "a", "ba", "zz", "12", "hi", "Ab", "cd", "-"]
 
 
 @dataclass(frozen=True)
 class Block:
     needs: tuple[str, ...]  # placeholder kinds read: s l w d n
-    out: str  # output type: str list_int list_str dict int bool
+    out: str  # output type: str list_int list_str dict int bool, or "other" (never read by a later block)
     lines: tuple[str, ...]
+    imports: tuple[str, ...] = ()  # module-level import statements the block needs
 
 
-def B(needs: str, out: str, text: str) -> Block:
-    return Block(tuple(needs), out, tuple(text.strip("\n").split("\n")))
+def B(needs: str, out: str, text: str, *imports: str) -> Block:
+    return Block(tuple(needs), out, tuple(text.strip("\n").split("\n")), tuple(imports))
 
 
 BLOCKS: list[Block] = [
@@ -116,6 +119,41 @@ BLOCKS: list[Block] = [
     B("l", "int", "try:\n    {out} = {l}.index({K})\nexcept ValueError:\n    {out} = -1"),
     B("d", "int", "try:\n    {out} = {d}[{W}]\nexcept KeyError:\n    {out} = 0"),
     B("l", "int", "try:\n    {out} = {l}[{K}] // ({l}[0] - {l}[0])\nexcept (IndexError, ZeroDivisionError):\n    {out} = {K2}"),
+    # --- the standard library: collections, itertools, math, re, string, functools ---------------------------
+    B("s", "dict", "{out} = dict(Counter({s}))", "from collections import Counter"),
+    B("s", "str", "{out} = Counter({s}).most_common(1)[0][0] if {s} else {W}", "from collections import Counter"),
+    B("w", "list_str", "{out} = [word for word, _ in Counter({w}).most_common({K2})]", "from collections import Counter"),
+    B("w", "other", "groups = defaultdict(list)\nfor word in {w}:\n    groups[len(word)].append(word)\n{out} = dict(groups)",
+      "from collections import defaultdict"),
+    B("s", "dict", "{out} = defaultdict(int)\nfor ch in {s}:\n    {out}[ch] += 1\n{out} = dict({out})", "from collections import defaultdict"),
+    B("w", "list_str", "seen = OrderedDict()\nfor word in {w}:\n    seen[word] = True\n{out} = list(seen)", "from collections import OrderedDict"),
+    B("l", "list_int", "window = deque(maxlen={K2})\n{out} = []\nfor x in {l}:\n    window.append(x)\n    {out}.append(sum(window))",
+      "from collections import deque"),
+    B("l", "list_int", "{out} = list(itertools.accumulate({l}))", "import itertools"),
+    B("s", "list_int", "{out} = [len(list(group)) for _, group in itertools.groupby({s})]", "import itertools"),
+    B("s", "str", "{out} = ''.join(key for key, _ in itertools.groupby({s}))", "import itertools"),
+    B("w", "int", "{out} = len(set(itertools.chain.from_iterable({w})))", "import itertools"),
+    B("l", "list_int", "{out} = [a - b for a, b in itertools.zip_longest({l}, {l}[1:], fillvalue=0)]", "import itertools"),
+    B("n", "int", "{out} = math.factorial(abs({n}) % 7)", "import math"),
+    B("ln", "int", "{out} = math.gcd({n}, sum({l}))", "import math"),
+    B("l", "int", "{out} = math.isqrt(sum(x * x for x in {l}))", "import math"),
+    B("n", "int", "{out} = math.ceil(abs({n}) / {K2}) + math.floor({n} / 3)", "import math"),
+    B("s", "list_str", "{out} = re.findall(r'[a-z]+', {s})", "import re"),
+    B("s", "str", "{out} = re.sub(r'\\s+', {C}, {s}.strip())", "import re"),
+    B("s", "int", "{out} = len(re.findall(r'\\d', {s}))", "import re"),
+    B("s", "list_str", "{out} = [part for part in re.split(r'[ ,.-]+', {s}) if part]", "import re"),
+    B("s", "str", "{out} = ''.join(ch for ch in {s} if ch in ascii_letters)", "from string import ascii_letters"),
+    B("s", "str", "shift = {K}\ntable = str.maketrans(ascii_lowercase, ascii_lowercase[shift:] + ascii_lowercase[:shift])\n"
+      "{out} = {s}.translate(table)", "from string import ascii_lowercase"),
+    B("s", "int", "{out} = sum(1 for ch in {s} if ch in punctuation + whitespace)", "from string import punctuation, whitespace"),
+    B("l", "int", "{out} = functools.reduce(lambda acc, x: acc * 2 + x, {l}, 0)", "import functools"),
+    B("w", "str", "{out} = functools.reduce(lambda a, b: a if len(a) >= len(b) else b, {w}, '')", "import functools"),
+    B("l", "list_int", "{out} = sorted({l}, key=functools.cmp_to_key(lambda a, b: b - a))", "import functools"),
+    # --- f-strings and formatting ----------------------------------------------------------------------------
+    B("sn", "str", "{out} = f'⟨{s}⟩-⟨{n}⟩'"),
+    B("l", "str", "{out} = f'⟨len({l})⟩ items, max ⟨max({l}, default=0)⟩'"),
+    B("w", "list_str", "{out} = [f'⟨i⟩:⟨word⟩' for i, word in enumerate({w})]"),
+    B("d", "list_str", "{out} = []\nfor key, value in sorted({d}.items()):\n    {out}.append(f'⟨key⟩=⟨value⟩')"),
 ]
 
 _TYPE_OF = {"s": "str", "l": "list_int", "w": "list_str", "d": "dict", "n": "int"}
@@ -126,6 +164,7 @@ _OUT_NAMES = {
     "list_str": ["words", "parts", "names", "tokens", "out"],
     "dict": ["counts", "table", "mapping", "result", "d2", "freq"],
     "bool": ["flag", "ok", "is_valid", "found"],
+    "other": ["groups", "buckets", "by_length", "grouped"],
 }
 
 
@@ -167,6 +206,7 @@ def render_block(block: Block, rng: random.Random, scope: dict[str, str], out: s
     for key, name in binding.items():
         text = text.replace("{" + key + "}", name)
     text = text.replace("\x00", "{").replace("\x01", "}")
+    text = text.replace(FSTRING_OPEN, "{").replace(FSTRING_CLOSE, "}")  # f-string braces, kept apart from placeholders
     if "{" in text and re.search(r"\{[a-zA-Z0-9]+\}", text):
         return None
     return text.split("\n")

@@ -25,7 +25,7 @@ from neural_dap.trace.tree import StateTree
 class Policy:
     uniform: float = 0.4  # probability of a uniformly random available action
     max_actions: int = 24
-    budget_chars: int = 5000  # stop adding frames beyond this much text (~1500 tokens)
+    budget_chars: int = 2900  # stop adding frames beyond this much text (~1000 tokens: one training sequence)
     output_task: float = 0.15  # start at the call, continue to the return
     input_task: float = 0.15  # start at the return, step back to the call
     end_token: float = 0.05  # at the end, ask a forward action anyway: the answer is <|end_of_text|>

@@ -11,7 +11,8 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from neural_dap.core import values as safe
+from neural_dap.core.evaluator import EvaluationError
+from neural_dap.core.reprs import show
 from neural_dap.core.actions import Target
 from neural_dap.core.source import SourceInfo
 from neural_dap.dap import protocol as p
@@ -84,8 +85,8 @@ def interpolate(message: str, evaluate: Callable[[str], object]) -> str:
             expression = message[i + 1 : end]
             try:
                 value = evaluate(expression)
-                out.append(value if isinstance(value, str) else safe.show(value))
-            except safe.EvaluationError as exc:
+                out.append(value if isinstance(value, str) else show(value))
+            except EvaluationError as exc:
                 out.append(f"<{expression}: {exc}>")
             i = end + 1
         else:

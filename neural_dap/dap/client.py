@@ -40,6 +40,7 @@ class DapClient:
         self.seq = 0
         self.pending: dict[int, tuple[anyio.Event, list[dict]]] = {}
         self.events: list[dict] = []  # every event received, in order
+        self.responses: list[dict] = []  # every response received, in order
         self._event_cursor = 0
         self._event_arrived = anyio.Event()
         self.closed = False
@@ -58,6 +59,7 @@ class DapClient:
                     continue
                 kind = message.get("type")
                 if kind == "response":
+                    self.responses.append(message)
                     waiter = self.pending.get(message.get("request_seq"))
                     if waiter is not None:
                         waiter[1].append(message)
@@ -135,6 +137,10 @@ class DapClient:
                     break
                 await self._event_arrived.wait()
         raise DapError(label, f"no {label} event within {limit:g} s" if not self.closed else f"the adapter closed before a {label} event")
+
+    def responses_to(self, seq: int) -> list[dict]:
+        """Every response the adapter sent to request `seq` (one, for an adapter that behaves)."""
+        return [r for r in self.responses if r.get("request_seq") == seq]
 
     def events_named(self, name: str) -> list[dict]:
         return [e for e in self.events if e.get("event") == name]

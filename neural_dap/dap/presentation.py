@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field
 
-from neural_dap.core import values as safe
+from neural_dap.core import reprs
 from neural_dap.core.state import Value
 from neural_dap.core.world import Divergence, Stop
 from neural_dap.dap import protocol as p
@@ -145,16 +145,16 @@ class StopView:
             return out
         parsed = node.target
         out = []
-        for name, child in safe.children(parsed):
+        for name, child in reprs.children(parsed):
             if isinstance(parsed, dict):
                 evaluate = f"{base}[{name}]" if base else None
-            elif isinstance(parsed, safe.ObjectRepr) and not name.isdigit():
+            elif isinstance(parsed, reprs.ObjectRepr) and not name.isdigit():
                 evaluate = f"{base}.{name}" if base else None
             elif isinstance(parsed, (list, tuple)):
                 evaluate = f"{base}[{name}]" if base else None
             else:
                 evaluate = None
-            out.append((name, safe.show(child), None, evaluate))
+            out.append((name, reprs.show(child), None, evaluate))
         return out
 
     def _variable(self, name: str, text: str, structured: Value | None, evaluate_name: str | None) -> p.Variable:
@@ -165,11 +165,11 @@ class StopView:
             named = len(structured.children)
             kind = structured.type
         else:
-            parsed = safe.parse_repr(text)
-            kind = safe.type_name(parsed)
-            if safe.has_children(parsed):
+            parsed = reprs.parse_repr(text)
+            kind = reprs.type_name(parsed)
+            if reprs.has_children(parsed):
                 ref = self._handle(_Node("parsed", parsed, evaluate_name))
-                size = len(safe.children(parsed))
+                size = len(reprs.children(parsed))
                 if isinstance(parsed, (list, tuple)) and size > PAGE_HINT:
                     indexed = size
         value = text
@@ -190,6 +190,6 @@ class StopView:
         )
 
     def expandable(self, value: object, evaluate_name: str | None) -> int:
-        if safe.has_children(value):
+        if reprs.has_children(value):
             return self._handle(_Node("parsed", value, evaluate_name))
         return 0

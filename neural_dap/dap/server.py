@@ -1,4 +1,10 @@
-"""The DAP server loop: one session per connection, over stdio or TCP.
+"""The DAP server loop: one session per connection, over stdio, TCP or a Unix socket.
+
+A connection is an attack surface (any local program, and through the browser any web page, can
+reach a TCP port on 127.0.0.1): a stream that does not speak DAP framing is closed without a word,
+and nothing but `initialize` is served until `initialize` has been answered (see `DebugSession`).
+On a machine shared with other users, the Unix socket (created 0600) is the one only its owner
+can reach.
 
 In stdio mode nothing but DAP may reach stdout: the original stdout is kept for DAP frames and
 `sys.stdout` is pointed at stderr, so a stray print (ours or a library's) cannot corrupt the stream.
@@ -16,7 +22,7 @@ import msgspec
 from anyio.abc import ByteReceiveStream, ByteSendStream, ByteStream
 
 from neural_dap.dap import protocol as p
-from neural_dap.dap.framing import Frame, FrameReader, FrameWriter
+from neural_dap.dap.framing import Frame, FrameReader, FramingProblem, FrameWriter
 from neural_dap.dap.session import DebugSession, WorldFactory
 
 log = logging.getLogger("neural_dap.dap")
@@ -24,12 +30,13 @@ _decoder = msgspec.json.Decoder()
 _encoder = msgspec.json.Encoder()
 
 
-async def _messages(reader: FrameReader) -> AsyncIterator[p.Request | tuple[int | None, str]]:
-    """Requests, or (seq if known, what was wrong) for a message that is not a valid request."""
+async def _messages(reader: FrameReader) -> AsyncIterator[p.Request | tuple[int | None, str] | FramingProblem]:
+    """Requests; (seq if known, what was wrong) for a frame that is not a valid request; and a
+    `FramingProblem`, last, when the stream stops speaking DAP."""
     async for frame in reader.frames():
         if not isinstance(frame, Frame):
-            yield (None, frame.what)
-            continue
+            yield frame
+            return
         try:
             raw = _decoder.decode(frame.body)
         except msgspec.DecodeError as exc:
@@ -117,18 +124,54 @@ async def serve_stdio(world_factory: WorldFactory) -> None:
     await serve_streams(stream, stream, world_factory)
 
 
-async def serve_tcp(world_factory: WorldFactory, host: str = "127.0.0.1", port: int = 0, announce=print, once: bool = False) -> None:
+async def serve_tcp(world_factory: WorldFactory, host: str = "127.0.0.1", port: int = 0, announce=print) -> None:
     listener = await anyio.create_tcp_listener(local_host=host, local_port=port)
     bound = listener.extra(anyio.abc.SocketAttribute.local_port)
     announce(f"neural-dap adapter listening on {host}:{bound}")
+    await _serve(listener, world_factory)
 
+
+async def serve_unix(world_factory: WorldFactory, path: str, announce=print) -> None:
+    """DAP on a Unix socket only this user can open (mode 0600); VS Code connects to it as a
+    named-pipe server."""
+    _remove_stale_socket(path)
+    listener = await anyio.create_unix_listener(path, mode=0o600)
+    announce(f"neural-dap adapter listening on {path}")
+    try:
+        await _serve(listener, world_factory)
+    finally:
+        try:
+            os.unlink(path)
+        except OSError:
+            pass
+
+
+def _remove_stale_socket(path: str) -> None:
+    """A socket file left by an adapter that died is removed; anything else there is an error."""
+    import socket
+    import stat
+
+    try:
+        mode = os.stat(path).st_mode
+    except FileNotFoundError:
+        return
+    if not stat.S_ISSOCK(mode):
+        raise OSError(f"{path} exists and is not a socket")
+    probe = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        probe.connect(path)
+    except OSError:
+        os.unlink(path)  # nobody listens: stale
+        return
+    finally:
+        probe.close()
+    raise OSError(f"another adapter is listening on {path}")
+
+
+async def _serve(listener, world_factory: WorldFactory) -> None:
     async def handle(stream) -> None:
         async with stream:
             await serve_streams(stream, stream, world_factory)
 
     async with listener:
-        if once:
-            stream = await listener.accept()
-            await handle(stream)
-        else:
-            await listener.serve(handle)
+        await listener.serve(handle)

@@ -28,13 +28,17 @@ from typing import Any
 import anyio
 import msgspec
 
-from neural_dap.core import values as safe
+from neural_dap.core import reprs
+from neural_dap.core.evaluator import Budget, EvaluationError, evaluate
 from neural_dap.core.actions import Action
 from neural_dap.core.source import SourceInfo
 from neural_dap.core.world import Entry, LaunchSpec, Stop, WorldError, WorldModel
+from neural_dap.dap import plain_run
 from neural_dap.dap import protocol as p
 from neural_dap.dap.breakpoints import BreakpointTable, hit_condition_met, interpolate
+from neural_dap.dap.framing import FramingProblem
 from neural_dap.dap.presentation import StopView
+from neural_dap.dap.stepping import EXECUTION, FORWARD, Outcome, UnknownExecution, drive
 
 log = logging.getLogger("neural_dap.dap")
 
@@ -42,12 +46,14 @@ WorldFactory = Callable[[LaunchSpec], WorldModel]
 Send = Callable[[msgspec.Struct], Awaitable[None]]
 
 THREAD_ID = 1
-EXECUTION = {"next", "stepIn", "stepOut", "continue", "stepBack", "reverseContinue", "stepBackInto", "stepBackOut", "restartFrame", "goto"}
-FORWARD = {"next", "stepIn", "stepOut", "continue", "goto"}
 EXCEPTION_FILTERS = [
     p.ExceptionBreakpointsFilter(filter="raised", label="Raised Exceptions", description="Stop where an exception is raised, caught or not", default=False),
     p.ExceptionBreakpointsFilter(filter="uncaught", label="Uncaught Exceptions", description="Stop where the exception that ends the program is raised", default=True),
 ]
+
+
+# Conditions and log points run at every hit, inside a step: each gets a small budget of its own.
+CONDITION_BUDGET = Budget(steps=20_000, seconds=0.1)
 
 
 class RequestError(Exception):
@@ -60,6 +66,8 @@ class DebugSession:
         self._send_struct = send
         self.seq = 0
         self.client = p.InitializeArguments()
+        self.initialized = False
+        self.plain: plain_run.PlainRun | None = None  # a launch with noDebug
         self.world: WorldModel | None = None
         self.launch_args: p.LaunchArguments | None = None
         self.view: StopView | None = None
@@ -74,6 +82,7 @@ class DebugSession:
         self.exec_lock = anyio.Lock()
         self.running: anyio.CancelScope | None = None
         self.in_flight: dict[int, anyio.CancelScope] = {}
+        self._open: set[int] = set()  # requests not answered yet
         self.goto_lines: dict[int, tuple[str, int]] = {}
         self.progress_counter = 0
         self._pending_output: list[tuple[str, str]] = []  # log points and notes met during an action
@@ -90,9 +99,11 @@ class DebugSession:
         await self._send_struct(p.Event(seq=self._next_seq(), event=name, body=body))
 
     async def respond(self, request: p.Request, body: Any = None) -> None:
+        self._open.discard(request.seq)
         await self._send_struct(p.Response(seq=self._next_seq(), request_seq=request.seq, success=True, command=request.command, body=body))
 
     async def fail(self, request_seq: int, command: str, message: str) -> None:
+        self._open.discard(request_seq)
         await self._send_struct(
             p.Response(
                 seq=self._next_seq(),
@@ -112,7 +123,15 @@ class DebugSession:
         """Serve until the client disconnects. `messages` yields decoded requests or problems."""
         self._task_group = task_group
         async for item in messages:
+            if isinstance(item, FramingProblem):
+                if not item.before_first_frame:  # a client that spoke DAP is told why; anything else is not
+                    await self.output(f"neural-dap: closing the connection: {item.what}\n", "important")
+                log.warning("closing the connection: %s", item.what)
+                break
             if isinstance(item, p.Request):
+                if not self.initialized and item.command != "initialize":
+                    await self.fail(item.seq, item.command, "the first request must be 'initialize'")
+                    continue
                 task_group.start_soon(self.handle, item)
             else:
                 await self._bad_message(item)
@@ -132,6 +151,7 @@ class DebugSession:
         if method is None:
             await self.fail(request.seq, request.command, f"unsupported request {request.command!r}")
             return
+        self._open.add(request.seq)
         with anyio.CancelScope() as scope:
             self.in_flight[request.seq] = scope
             try:
@@ -147,7 +167,7 @@ class DebugSession:
                 await self.fail(request.seq, request.command, f"internal error in {request.command}: {type(exc).__name__}: {exc}")
             finally:
                 self.in_flight.pop(request.seq, None)
-        if scope.cancelled_caught and request.command not in EXECUTION:
+        if request.seq in self._open:  # cancelled before it was answered
             await self.fail(request.seq, request.command, "cancelled")
 
     @staticmethod
@@ -156,15 +176,21 @@ class DebugSession:
 
     # -- set-up requests ----------------------------------------------------------------------------
     async def on_initialize(self, request: p.Request) -> None:
+        if self.initialized:
+            raise RequestError("the session is already initialized")
+        self.initialized = True  # later requests are served from now on (none before this answer)
         self.client = self._args(request, p.InitializeArguments)
         await self.respond(request, p.Capabilities(exception_breakpoint_filters=EXCEPTION_FILTERS))
         await self.event("initialized")
 
     async def on_launch(self, request: p.Request) -> None:
         args = self._args(request, p.LaunchArguments)
-        if self.world is not None:
+        if self.world is not None or self.plain is not None:
             raise RequestError("this session has already launched a program")
         launch = self._launch_spec(args)
+        if args.no_debug:
+            await self._launch_plainly(request, launch)
+            return
         world = self.world_factory(launch)
         progress = await self._progress_start(f"Starting the {world.name} world model")
         try:
@@ -200,32 +226,65 @@ class DebugSession:
         }
         return LaunchSpec(program=program, args=tuple(args.args), cwd=cwd, env=dict(args.env) or None, entry=entry, options=options)
 
+    async def _launch_plainly(self, request: p.Request, launch: LaunchSpec) -> None:
+        """Run Without Debugging: the program runs untraced; its output streams; then it ends."""
+        entry = launch.entry
+        if entry is not None and entry.returns is not None:
+            raise RequestError("a launch that starts from a return value cannot run without debugging")
+        argv = plain_run.command(launch.program, list(launch.args), launch.options.get("python"),
+                                 (entry.function, entry.args or "") if entry else None)
+        self.plain = plain_run.PlainRun(argv, launch.cwd, launch.env)
+        await self.respond(request)
+        await self.event("process", p.ProcessEventBody(name=launch.program, start_method="launch", is_local_process=True))
+        assert self._task_group is not None
+        self._task_group.start_soon(self._run_plainly, self.plain)
+
+    async def _run_plainly(self, run: plain_run.PlainRun) -> None:
+        await self.configured.wait()
+        try:
+            code = await run.run(self.output)
+        except OSError as exc:
+            await self.output(f"neural-dap: cannot run the program: {exc}\n", "important")
+            code = 1
+        if not self.terminated:
+            self.terminated = True
+            await self.event("exited", p.ExitedEventBody(exit_code=code))
+            await self.event("terminated")
+
     async def on_configuration_done(self, request: p.Request) -> None:
         self.configured.set()
         await self.respond(request)
 
     async def _first_stop(self) -> None:
+        """After configurationDone: stop on entry, or run to the first breakpoint. No request is open
+        here, so a failure is told as an `important` output and the session stops at the entry."""
         await self.configured.wait()
         async with self.exec_lock:
             with anyio.CancelScope() as scope:
                 self.running = scope
                 try:
-                    await self._drive_first()
-                except WorldError as exc:
-                    await self.output(f"neural-dap: {exc}\n", "stderr")
-                    await self._present(self.stop, "pause", description=str(exc))
+                    outcome = await self._first_outcome()
+                except (WorldError, Exception) as exc:  # noqa: BLE001 (a failure of ours must not leave the session without a stop)
+                    if not isinstance(exc, WorldError):
+                        log.exception("the first stop failed")
+                    await self.output(f"neural-dap: {_failure_text(exc)}\n", "important")
+                    await self._present(self.stop, "entry", description=_failure_text(exc))
+                    return
                 finally:
                     self.running = None
+            if scope.cancelled_caught:
+                await self._present(self.stop, "entry")
+            else:
+                await self._conclude(outcome)
 
-    async def _drive_first(self) -> None:
+    async def _first_outcome(self) -> Outcome:
         assert self.launch_args is not None and self.stop is not None
         stop = self.stop
         if self.launch_args.stop_on_entry or stop.state.terminal:
             if stop.state.event == "call" and not stop.at_end:
                 stop = await self._act(Action("step_into"))
-            await self._present(stop, "entry")
-            return
-        await self._execute("continue", initial=True)
+            return Outcome(stop, "entry")
+        return await self._move("continue", initial=True)
 
     async def on_disconnect(self, request: p.Request) -> None:
         await self._shutdown()
@@ -234,6 +293,8 @@ class DebugSession:
 
     async def on_terminate(self, request: p.Request) -> None:
         await self.respond(request)
+        if self.plain is not None:
+            self.plain.kill()
         await self._finish(reason="terminated by the client")
 
     async def _start_world(self, world: WorldModel, launch: LaunchSpec) -> Stop:
@@ -267,6 +328,8 @@ class DebugSession:
             self._world_closed.set()
 
     async def _shutdown(self) -> None:
+        if self.plain is not None:
+            self.plain.kill()
         if self.running is not None:
             self.running.cancel()
         if self.world is None:
@@ -368,14 +431,16 @@ class DebugSession:
         frame = view.frame(args.frame_id)
         if frame is None:
             raise RequestError("no such frame")
+        names = frame.variable_reprs()
         try:
-            value = safe.evaluate(args.expression, frame.variable_reprs())
-        except safe.EvaluationError as exc:
+            # in a worker thread, within its budget: a heavy watch never holds up pause, cancel or stepping
+            value = await anyio.to_thread.run_sync(evaluate, args.expression, names, abandon_on_cancel=True)
+        except EvaluationError as exc:
             raise RequestError(str(exc)) from None
-        text = safe.show(value)
+        text = reprs.show(value)
         await self.respond(
             request,
-            {"result": text, "type": safe.type_name(value) or None, "variablesReference": view.expandable(value, args.expression)},
+            {"result": text, "type": reprs.type_name(value) or None, "variablesReference": view.expandable(value, args.expression)},
         )
 
     async def on_source(self, request: p.Request) -> None:
@@ -466,6 +531,9 @@ class DebugSession:
             self.in_flight[args.request_id].cancel()
 
     async def _start_execution(self, request: p.Request, kind: str, body: Any = None, **extra: Any) -> None:
+        """Run one execution request. An exact world answers at once and then stops; a predicted one
+        answers when its prediction is in, so a failed prediction is an error response to the
+        request itself (which every client shows) and the session stays at its last stop."""
         if self.world is None or not self.launched.is_set():
             raise RequestError("no program has been launched")
         if self.terminated:
@@ -473,19 +541,75 @@ class DebugSession:
         if self.exec_lock.locked():
             raise RequestError("the program is already running; pause it first")
         async with self.exec_lock:
-            await self.respond(request, body)
-            self.view = None
+            answer_first = self.world.capabilities.exact
+            if answer_first:
+                await self.respond(request, body)
+            outcome: Outcome | None = None
+            failure: BaseException | None = None
+            before = self.stop
             with anyio.CancelScope() as scope:
                 self.running = scope
                 try:
-                    await self._execute(kind, **extra)
-                except WorldError as exc:
-                    await self.output(f"neural-dap: {kind} failed: {exc}\n", "stderr")
-                    await self._present(self.stop, "pause", description=str(exc))
+                    outcome = await self._move(kind, **extra)
+                except (WorldError, Exception) as exc:  # noqa: BLE001 (reported to the client, the session lives on)
+                    if not isinstance(exc, WorldError):
+                        log.exception("%s failed", kind)
+                    failure = exc
                 finally:
                     self.running = None
-            if scope.cancelled_caught and not self.terminated:
-                await self._present(self.stop, "pause")
+            if failure is not None:
+                await self._flush_pending_output()
+                text = f"{kind} failed: {_failure_text(failure)}"
+                if answer_first or self.stop is not before:
+                    # answered already, or part of the step was taken (a stepIn that reached the
+                    # call): say it where clients show it, and stop where the world stands
+                    if not answer_first:
+                        await self.respond(request, body)
+                    await self.output(f"neural-dap: {text}\n", "important")
+                    await self._present(self.stop, "pause", description=text)
+                else:  # nothing moved: the request fails, and the client stays at its stop
+                    await self.fail(request.seq, request.command, text)
+                return
+            if scope.cancelled_caught:  # paused: back at the last stop
+                if not answer_first:
+                    await self.respond(request, body)
+                if not self.terminated:
+                    await self._present(self.stop, "pause")
+                return
+            if not answer_first:
+                await self.respond(request, body)
+            assert outcome is not None
+            await self._conclude(outcome)
+
+    async def _move(self, kind: str, *, initial: bool = False, invocation: int | None = None, line: int | None = None,
+                    path: str = "") -> Outcome:
+        """Apply the stepping policy from the current stop."""
+        self._pending_output = []
+        assert self.stop is not None and self.world is not None
+        if kind in FORWARD and self.stop.at_end and not initial:
+            return Outcome(self.stop, "end", finished=True)
+        if not self.world.capabilities.inverse and kind not in FORWARD:
+            raise WorldError(f"the {self.world.name} world model cannot step backwards")
+
+        async def act(action: Action, interrupt: bool) -> Stop:
+            return await self._act(action, interrupt=interrupt)
+
+        stop_at_end = self.launch_args.stop_at_end if self.launch_args is not None else True
+        try:
+            return await drive(kind, self.stop, act, self.breakpoints.targets(), stop_at_end=stop_at_end,
+                               invocation=invocation, line=line, path=path)
+        except UnknownExecution as exc:
+            raise RequestError(str(exc)) from None
+
+    async def _conclude(self, outcome: Outcome) -> None:
+        await self._flush_pending_output()
+        if outcome.finished:
+            if outcome.stop is not self.stop or not self.stop.at_end or outcome.reason != "end":
+                await self._emit_output(outcome.stop)
+            self.stop = outcome.stop
+            await self._finish()
+            return
+        await self._present(outcome.stop, outcome.reason)
 
     async def _act(self, action: Action, *, interrupt: bool = True) -> Stop:
         assert self.world is not None
@@ -515,15 +639,15 @@ class DebugSession:
         for spec in specs:
             if spec.condition:
                 try:
-                    if not safe.SafeEvaluator({k: safe.parse_repr(v) for k, v in names.items()}).evaluate(spec.condition):
+                    if not evaluate(spec.condition, names, CONDITION_BUDGET):
                         continue
-                except safe.EvaluationError as exc:
+                except EvaluationError as exc:
                     self._pending_output.append((f"neural-dap: breakpoint condition {spec.condition!r} failed: {exc}; stopping\n", "important"))
             spec.hits += 1
             if not hit_condition_met(spec.hit_condition, spec.hits):
                 continue
             if spec.log_message is not None:
-                text = interpolate(spec.log_message, lambda e: safe.evaluate(e, names))
+                text = interpolate(spec.log_message, lambda e: evaluate(e, names, CONDITION_BUDGET))
                 self._pending_output.append((text + "\n", "console"))
                 continue
             stops = True
@@ -533,70 +657,6 @@ class DebugSession:
         pending, self._pending_output = self._pending_output, []
         for text, category in pending:
             await self.output(text, category)
-
-    async def _execute(self, kind: str, *, initial: bool = False, invocation: int | None = None, line: int | None = None, path: str = "") -> None:
-        self._pending_output = []
-        assert self.stop is not None
-        if kind in FORWARD and self.stop.at_end and not initial:
-            await self._finish()
-            return
-        if self.world is not None and not self.world.capabilities.inverse and kind not in FORWARD:
-            raise WorldError(f"the {self.world.name} world model cannot step backwards")
-        targets = self.breakpoints.targets()
-        reason = "step"
-        if kind == "next":
-            stop = await self._act(Action("step_over"))
-            while stop.state.terminal and len(stop.stack) > 1 and not (stop.hit_breakpoint or stop.hit_exception or stop.at_end):
-                stop = await self._act(Action("step_over"))  # debugpy steps past a return into the caller
-        elif kind == "stepIn":
-            stop = await self._act(Action("step_into"))
-            if stop.state.event == "call" and not (stop.hit_breakpoint or stop.hit_exception):
-                stop = await self._act(Action("step_into"))
-        elif kind == "stepOut":
-            stop = await self._act(Action("step_return"))
-        elif kind in ("continue",):
-            stop = await self._act(Action("breakpoint", targets) if targets else Action("continue"), interrupt=False)
-        elif kind == "stepBack":
-            stop = await self._act(Action("inv_step_over"))
-            if stop.state.event == "call" and not stop.at_start and not stop.hit_breakpoint:
-                stop = await self._act(Action("inv_step_over"))
-        elif kind == "reverseContinue":
-            stop = await self._act(Action("inv_breakpoint", targets), interrupt=False)
-        elif kind == "stepBackInto":
-            stop = await self._act(Action("inv_step_into"), interrupt=False)
-        elif kind == "stepBackOut":
-            stop = await self._act(Action("inv_step_return"), interrupt=False)
-            if not stop.at_start:
-                stop = await self._act(Action("inv_step_into"), interrupt=False)
-        elif kind == "restartFrame":
-            stop = self.stop
-            for _ in range(len(stop.stack) + 1):
-                if stop.state.event == "call" and stop.state.invocation == invocation:
-                    break
-                stop = await self._act(Action("inv_step_return"), interrupt=False)
-            reason = "restart"
-        elif kind == "goto":
-            assert line is not None
-            stop = await self._act(Action("breakpoint", ((path, line),)), interrupt=False)
-            if stop.state.line != line:
-                stop = await self._act(Action("inv_breakpoint", ((path, line),)), interrupt=False)
-            reason = "goto"
-        else:
-            raise RequestError(f"unknown execution {kind}")
-        await self._flush_pending_output()
-        if stop.hit_exception:
-            reason = "exception"
-        elif kind == "reverseContinue" and stop.at_start and not stop.hit_breakpoint:
-            reason = "entry"  # back at the beginning: no breakpoint before
-        elif stop.hit_breakpoint and reason not in ("goto", "restart"):
-            reason = "breakpoint"
-        if stop.at_end and kind in FORWARD and not stop.hit_breakpoint and not stop.hit_exception:
-            if self.launch_args is not None and not self.launch_args.stop_at_end:
-                await self._emit_output(stop)
-                await self._finish()
-                return
-            reason = "end"
-        await self._present(stop, reason)
 
     async def _emit_output(self, stop: Stop) -> None:
         for stream, text in stop.output:
@@ -677,6 +737,12 @@ class DebugSession:
     async def on_session_summary(self, request: p.Request) -> None:
         summary = self.world.summary() if self.world is not None else {}
         await self.respond(request, summary)
+
+
+def _failure_text(exc: BaseException) -> str:
+    if isinstance(exc, WorldError):
+        return str(exc)
+    return f"internal error: {type(exc).__name__}: {exc}"
 
 
 def _is_command(command: str) -> bool:

@@ -49,7 +49,13 @@ def same_literal(predicted: str | None, expected: str) -> bool:
 
 
 def call_text(code: str, local_reprs: dict[str, str]) -> str | None:
-    """f's argument text from the predicted call locals, if every one is a literal; else None."""
+    """f's argument text from the predicted call locals, if every one is a literal; else None.
+
+    The text sent to the child is rebuilt from the *values*: each predicted repr is parsed as a
+    literal and written again with `repr`, so no model text reaches the child as source (predicted
+    reprs such as `1 #` or a string that closes the call could otherwise join into code). The
+    child parses it with `literal_eval` only (`Program.literal_args`).
+    """
     try:
         fn = next(n for n in ast.parse(code).body if isinstance(n, ast.FunctionDef) and n.name == "f")
     except (StopIteration, SyntaxError):
@@ -59,19 +65,26 @@ def call_text(code: str, local_reprs: dict[str, str]) -> str | None:
         text = local_reprs.get(param.arg)
         if text is None:
             return None
-        try:
-            ast.literal_eval(text)
-        except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+        value = _literal(text)
+        if value is _NOT_LITERAL:
             return None
-        parts.append(text)
+        parts.append(repr(value))
     if fn.args.vararg is not None:
-        extra = local_reprs.get(fn.args.vararg.arg, "()")
-        try:
-            values = ast.literal_eval(extra)
-        except (ValueError, SyntaxError):
+        values = _literal(local_reprs.get(fn.args.vararg.arg, "()"))
+        if not isinstance(values, tuple):
             return None
         parts.extend(repr(v) for v in values)
     return ", ".join(parts)
+
+
+_NOT_LITERAL = object()
+
+
+def _literal(text: str) -> object:
+    try:
+        return ast.literal_eval(text)
+    except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+        return _NOT_LITERAL
 
 
 async def run(rows: list[dict], make_world: Callable[[], object], mode: str, method: str = "step", max_steps: int = 200,
@@ -125,7 +138,8 @@ async def _input(row: dict, path: str, world) -> Item:
     args = call_text(row["code"], stop.state.locals)
     if args is None:
         return Item(row["id"], False, str(stop.state.locals), row["input"], "the predicted arguments are not all literals", 1)
-    rec = await record_async(Program(path, source=row["code"], entry="f", entry_args=args), Limits(wall_time=3.0, max_events=100_000))
+    rec = await record_async(Program(path, source=row["code"], entry="f", entry_args=args, literal_args=True),
+                             Limits(wall_time=3.0, max_events=100_000))
     passed = rec.outcome.kind == "finished" and same_literal(rec.return_value, row["output"])
     return Item(row["id"], passed, args, row["input"], None if passed else f"f({args}) gave {rec.return_value or rec.outcome.describe()}", 1)
 

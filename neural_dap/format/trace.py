@@ -268,8 +268,8 @@ class TraceText:
             raise FormatError(f"unexpected {rest[4]!r} after the value", completion, rest_pos[4])
         try:
             value = json.loads(value_text)
-        except ValueError as exc:
-            raise FormatError(f"the value is not a JSON string ({exc})", completion, rest_pos[3]) from None
+        except (ValueError, RecursionError) as exc:
+            raise FormatError(f"the value is not a JSON string ({type(exc).__name__})", completion, rest_pos[3]) from None
         if not isinstance(value, str):
             raise FormatError("the value must be a JSON string (a repr)", completion, rest_pos[3])
         return _Parsed(event, line_text, None, value)
@@ -311,6 +311,8 @@ def _parse_locals(raw: str, completion: str, position: int) -> dict[str, str]:
         value = json.loads(raw)
     except ValueError as exc:
         raise FormatError(f"the locals are not valid JSON ({exc})", completion, position) from None
+    except RecursionError:
+        raise FormatError("the locals are nested too deeply", completion, position) from None
     if not isinstance(value, dict):
         raise FormatError("the locals must be a JSON object", completion, position)
     for name, text in value.items():

@@ -55,6 +55,7 @@ class Limits:
         self.max_output = int(cfg.get("max_output", 1_000_000))
         self.memory_mb = int(cfg.get("memory_mb", 0))
         self.max_children = int(cfg.get("max_children", 50))
+        self.max_processes = int(cfg.get("max_processes", 16))
 
 
 def _normalize(text: str) -> str:
@@ -645,12 +646,12 @@ def _offset_lines(code) -> dict:
 # -- running the program ---------------------------------------------------------------------------
 
 
-def _parse_call_args(text: str, namespace: dict) -> tuple[list, dict]:
+def _parse_call_args(text: str, namespace: dict, literal_only: bool = False) -> tuple[list, dict]:
     """Turn `"[3, 1], key=None"` into (args, kwargs).
 
     Literals are parsed with ast.literal_eval. Anything else (e.g. `set()`) is evaluated in the
-    program's own namespace: this text comes from the user who asked to run the program, never
-    from a model.
+    program's own namespace, because this text comes from the user who asked to run the program;
+    with `literal_only` (text built from a model's prediction) anything else is refused.
     """
     tree = ast.parse(f"_entry_({text})", mode="eval")
     call = tree.body
@@ -660,6 +661,8 @@ def _parse_call_args(text: str, namespace: dict) -> tuple[list, dict]:
         try:
             return ast.literal_eval(node)
         except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+            if literal_only:
+                raise ValueError(f"the argument {ast.unparse(node)[:80]!r} is not a Python literal") from None
             expr = ast.Expression(node)
             ast.fix_missing_locations(expr)
             return eval(compile(expr, "<entry args>", "eval"), namespace)  # noqa: S307 (user input)
@@ -700,6 +703,44 @@ def _choose_engine(name: str, rec: Recorder):
     return "settrace", settrace_engine(rec)
 
 
+def _limit_processes(allowed: int) -> None:
+    """At most `allowed` new processes: RLIMIT_NPROC where the kernel applies it (not for root), and a
+    count kept by every way the standard library starts one. (Whatever the debuggee starts is killed
+    with its process group when the recording ends.)"""
+    try:
+        import resource
+
+        if os.geteuid() != 0:
+            running = len(os.listdir("/proc")) if os.path.isdir("/proc") else 0  # a generous count of the user's processes
+            soft, hard = resource.getrlimit(resource.RLIMIT_NPROC)
+            cap = running + allowed
+            if hard != resource.RLIM_INFINITY:
+                cap = min(cap, hard)
+            resource.setrlimit(resource.RLIMIT_NPROC, (cap, hard))
+    except (ImportError, ValueError, OSError):
+        pass
+    left = [allowed]
+
+    def counted(original):
+        def start(*args, **kwargs):
+            if left[0] <= 0:
+                raise BlockingIOError(11, f"neural-dap: the debuggee may start at most {allowed} processes")
+            left[0] -= 1
+            return original(*args, **kwargs)
+
+        return start
+
+    for name in ("fork", "forkpty", "posix_spawn", "posix_spawnp", "system"):
+        if hasattr(os, name):
+            setattr(os, name, counted(getattr(os, name)))
+    try:
+        import _posixsubprocess  # what subprocess.Popen starts processes with
+
+        _posixsubprocess.fork_exec = counted(_posixsubprocess.fork_exec)
+    except (ImportError, AttributeError):
+        pass
+
+
 def main() -> None:
     cfg = json.loads(sys.stdin.read())
     devnull = os.open(os.devnull, os.O_RDONLY)
@@ -714,6 +755,7 @@ def main() -> None:
             resource.setrlimit(resource.RLIMIT_AS, (cap, cap))
         except (ImportError, ValueError, OSError):
             pass
+    _limit_processes(limits.max_processes)
     import faulthandler
 
     # if the interpreter dies (a segfault in C code), its stack goes to stderr for the parent
@@ -769,7 +811,10 @@ def _run(cfg: dict, rec: Recorder, start, stop, channel: Channel) -> tuple:
             func = main_module.__dict__.get(entry)
             if not callable(func):
                 return ("error", f"{path} defines no function {entry!r}", None, None)
-            args, kwargs = _parse_call_args(cfg.get("entry_args") or "", main_module.__dict__)
+            try:
+                args, kwargs = _parse_call_args(cfg.get("entry_args") or "", main_module.__dict__, bool(cfg.get("literal_args")))
+            except (ValueError, SyntaxError) as exc:
+                return ("error", f"cannot call {entry}: {exc}", None, None)
             start()
             try:
                 result = func(*args, **kwargs)

@@ -39,6 +39,7 @@ class Limits(msgspec.Struct, frozen=True):
     max_output: int = 1_000_000  # characters of stdout + stderr kept
     memory_mb: int = 4096  # address-space cap of the child; 0 for none
     max_children: int = 50  # children of one value in the variables tree
+    max_processes: int = 16  # processes the debuggee may start (fork, subprocess, os.system)
 
 
 class Program(msgspec.Struct, frozen=True, omit_defaults=True):
@@ -49,6 +50,7 @@ class Program(msgspec.Struct, frozen=True, omit_defaults=True):
     argv: tuple[str, ...] = ()
     entry: str | None = None  # function name
     entry_args: str = ""  # e.g. "[3, 1], key=None"
+    literal_args: bool = False  # entry_args must be Python literals (text that came from a model)
     cwd: str | None = None
     env: dict[str, str] | None = None
 
@@ -158,6 +160,7 @@ def record(
         "argv": list(program.argv),
         "entry": program.entry,
         "entry_args": program.entry_args,
+        "literal_args": program.literal_args,
         "cwd": program.cwd,
         "events_fd": write_fd,
         "engine": engine,
@@ -236,6 +239,10 @@ def _collect(proc: subprocess.Popen, events_fd: int, deadline: float, on_events)
     killed = False
     open_fds = set(names)
     while open_fds:
+        if events_fd not in open_fds and proc.poll() is not None and not killed:
+            # the recorder has finished: what still holds stdout/stderr open is something the
+            # debuggee started; read what is there for a moment, then end it with the group
+            deadline = min(deadline, time.monotonic() + 0.5)
         left = deadline - time.monotonic()
         if left <= 0:
             if killed:
@@ -266,6 +273,7 @@ def _collect(proc: subprocess.Popen, events_fd: int, deadline: float, on_events)
         _kill(proc)
         killed = True
         proc.wait()
+    _kill(proc)  # whatever the debuggee started dies with its process group
     proc.stdout.close()
     proc.stderr.close()
     return _Streams(b"".join(chunks["stdout"]), b"".join(chunks["stderr"]), killed)

@@ -56,6 +56,21 @@ def special_ids(tokenizer) -> dict[str, int]:
     return ids
 
 
+def add_missing_specials(tokenizer) -> int:
+    """Register the trace format's tokens that a tokenizer (a pretrained base's) does not have yet."""
+    vocab = tokenizer.get_vocab()
+    missing = [t for t in SPECIAL_TOKENS if t not in vocab]
+    if not missing:
+        return 0
+    try:
+        added = tokenizer.add_special_tokens({"additional_special_tokens": missing}, replace_extra_special_tokens=False)
+    except TypeError:  # transformers 4.x names the flag differently
+        added = tokenizer.add_special_tokens({"additional_special_tokens": missing}, replace_additional_special_tokens=False)
+    if tokenizer.pad_token is None:
+        tokenizer.pad_token = PAD
+    return added
+
+
 def text_pieces(trajectories: Iterable[list[list[str]]], limit: int) -> Iterator[str]:
     """Text pieces (not special tokens) of up to `limit` trajectories, for tokenizer training."""
     for n, rows in enumerate(trajectories):

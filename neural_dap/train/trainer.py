@@ -28,6 +28,7 @@ class TrainConfig:
     seed: int = 0
     resume: bool = False
     tokenizer: str | None = None  # an existing tokenizer folder; default: train one on the data
+    base: str | None = None  # a model folder to start from (its weights and tokenizer) instead of random weights
     vocab_size: int = 4096
     checkpoint_every: int = 200
     eval_every: int = 100
@@ -54,13 +55,18 @@ def _log(*parts) -> None:
 
 def prepare_tokenizer(config: TrainConfig):
     from neural_dap.corpus.dataset import read_trajectories
-    from neural_dap.train.tokenizer import load_tokenizer, save, text_pieces, train_tokenizer
+    from neural_dap.train.tokenizer import add_missing_specials, load_tokenizer, save, text_pieces, train_tokenizer
 
     target = os.path.join(config.out, "tokenizer")
-    if config.tokenizer:
-        return load_tokenizer(config.tokenizer)
     if os.path.isfile(os.path.join(target, "tokenizer.json")):
         return load_tokenizer(target)
+    if config.tokenizer or config.base:
+        tokenizer = load_tokenizer(config.tokenizer or config.base)
+        added = add_missing_specials(tokenizer)
+        if added:
+            _log(f"added {added} trace-format special tokens to the tokenizer")
+        save(tokenizer, target)  # the run folder always holds the tokenizer it trains with
+        return tokenizer
     _log(f"training a {config.vocab_size}-token byte-level BPE tokenizer on the data")
     tokenizer = train_tokenizer(text_pieces(read_trajectories(config.data), limit=30000), vocab_size=config.vocab_size)
     save(tokenizer, target)
@@ -82,9 +88,12 @@ def train(config: TrainConfig) -> dict:
     if device.type == "cpu":
         torch.set_num_threads(max(1, os.cpu_count() or 1))
     tokenizer = prepare_tokenizer(config)
-    model_config = make_config(preset, len(tokenizer), tokenizer.bos_token_id, tokenizer.eos_token_id, tokenizer.pad_token_id)
     checkpoint_path = os.path.join(config.out, "checkpoint.pt")
-    model = LlamaForCausalLM(model_config).to(device)
+    if config.base:
+        model = load_base(config.base, len(tokenizer), preset.seq_len).to(device)
+    else:
+        model_config = make_config(preset, len(tokenizer), tokenizer.bos_token_id, tokenizer.eos_token_id, tokenizer.pad_token_id)
+        model = LlamaForCausalLM(model_config).to(device)
     n_params = count_parameters(model)
     optimizer = torch.optim.AdamW(model.parameters(), lr=preset.lr, betas=(0.9, 0.95), weight_decay=0.1, fused=device.type == "cuda")
     step = 0
@@ -99,7 +108,7 @@ def train(config: TrainConfig) -> dict:
         torch.set_rng_state(state["torch_rng"])
         _log(f"resumed from step {step}")
     batch_size = max(1, preset.batch_tokens // preset.seq_len)
-    tokenizer_file = os.path.join(config.tokenizer or os.path.join(config.out, "tokenizer"), "tokenizer.json")
+    tokenizer_file = os.path.join(config.out, "tokenizer", "tokenizer.json")
     workers = config.data_workers if config.data_workers is not None else (max(1, (os.cpu_count() or 2) - 1) if device.type == "cuda" else 0)
     if workers > 0:
         stream = ShardPool(config.data, tokenizer_file, preset.seq_len, batch_size, seed=config.seed + step, workers=workers)
@@ -242,6 +251,20 @@ def train(config: TrainConfig) -> dict:
     with open(os.path.join(config.out, "train_log.json"), "w") as fh:
         json.dump(summary, fh, indent=2)
     return summary
+
+
+def load_base(path: str, vocab_size: int, seq_len: int):
+    """A pretrained causal LM to continue training: its own architecture, the run's tokenizer size,
+    and a position limit of at least the training sequence length (RoPE models extend to it)."""
+    import torch
+    from transformers import AutoModelForCausalLM
+
+    model = AutoModelForCausalLM.from_pretrained(path, dtype=torch.float32)
+    if model.get_input_embeddings().num_embeddings < vocab_size:
+        model.resize_token_embeddings(vocab_size)
+    if getattr(model.config, "max_position_embeddings", seq_len) < seq_len:
+        model.config.max_position_embeddings = seq_len
+    return model
 
 
 def export(model, tokenizer, path: str, dtype: str = "float16") -> None:

@@ -13,15 +13,33 @@ from neural_dap.core.world import Capabilities, ExceptionFilter, Exit, LaunchSpe
 from neural_dap.trace.recorder import Limits, Program, RecorderError, Recording, record_async
 from neural_dap.trace.tree import StateTree
 
-LIMIT_KEYS = {"maxEvents": "max_events", "wallTime": "wall_time", "maxRepr": "max_repr", "maxOutput": "max_output", "memoryMb": "memory_mb"}
+LIMIT_KEYS = {"maxEvents": "max_events", "wallTime": "wall_time", "maxRepr": "max_repr", "maxOutput": "max_output", "memoryMb": "memory_mb",
+              "maxProcesses": "max_processes"}
+# What a launch may ask for: a launch comes from a client, and a recording must stay bounded.
+LIMIT_RANGES: dict[str, tuple[float, float]] = {
+    "maxEvents": (1, 200_000_000),
+    "wallTime": (0.1, 3600),
+    "maxRepr": (16, 100_000),
+    "maxOutput": (0, 100_000_000),
+    "memoryMb": (64, 65_536),
+    "maxProcesses": (0, 64),
+}
 
 
 def limits_from(options: dict[str, Any]) -> Limits:
     given = options.get("limits") or {}
+    if not isinstance(given, dict):
+        raise WorldError("limits must be an object, e.g. {\"maxEvents\": 1000000}")
     unknown = set(given) - set(LIMIT_KEYS)
     if unknown:
         raise WorldError(f"unknown limits {sorted(unknown)}; known: {sorted(LIMIT_KEYS)}")
-    return Limits(**{LIMIT_KEYS[k]: type(getattr(Limits(), LIMIT_KEYS[k]))(v) for k, v in given.items()})
+    values = {}
+    for key, value in given.items():
+        low, high = LIMIT_RANGES[key]
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not low <= value <= high:
+            raise WorldError(f"limit {key} must be a number from {low:g} to {high:g}, not {value!r}")
+        values[LIMIT_KEYS[key]] = type(getattr(Limits(), LIMIT_KEYS[key]))(value)
+    return Limits(**values)
 
 
 class RecordedWorld:

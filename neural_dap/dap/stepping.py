@@ -1,0 +1,109 @@
+"""The stepping policy: which world actions a DAP execution request becomes, and why the stop is made.
+
+Stops land where debugpy's do, so a session can be compared with debugpy stop by stop:
+
+  next            step_over; a return is stepped past into the caller, as debugpy does
+  stepIn          step_into; a call is stepped through to the callee's first line
+  stepOut         step_return (shown in the caller with the `(return)` value)
+  continue        breakpoint(enabled lines), or continue to the end
+  stepBack        inv_step_over; a call state is stepped past into the caller
+  reverseContinue inv_breakpoint(enabled lines), or back to the start
+  restartFrame    inv_step_return until the frame's call
+  stepBackInto    inv_step_into          (custom request)
+  stepBackOut     back out to the caller's line that made the call (custom request): inv_step_return
+                  to this invocation's call, then inv_step_over into the caller; from a call state
+                  (where Step Back Into lands) only the second half
+  goto            run to the target line (forward, else its last run)
+
+The policy knows actions and stops, nothing of DAP messages or of any world: it gets a function
+that applies one action (`act`) and returns what the session should present.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+
+from neural_dap.core.actions import Action, Target
+from neural_dap.core.world import Stop
+
+FORWARD = frozenset({"next", "stepIn", "stepOut", "continue", "goto"})
+EXECUTION = FORWARD | {"stepBack", "reverseContinue", "stepBackInto", "stepBackOut", "restartFrame"}
+
+# act(action, interrupt): apply one action; `interrupt` lets enabled breakpoints stop it on the way
+Act = Callable[[Action, bool], Awaitable[Stop]]
+
+
+class UnknownExecution(ValueError):
+    pass
+
+
+@dataclass(frozen=True)
+class Outcome:
+    stop: Stop
+    reason: str  # the `stopped` event's reason
+    finished: bool = False  # the program ended and the session ends (stopAtEnd is false)
+
+
+async def drive(kind: str, current: Stop, act: Act, targets: tuple[Target, ...], *, stop_at_end: bool = True,
+                invocation: int | None = None, line: int | None = None, path: str = "") -> Outcome:
+    """Carry out one execution request from `current`; `targets` are the enabled breakpoints."""
+    reason = "step"
+    if kind == "next":
+        stop = await act(Action("step_over"), True)
+        while stop.state.terminal and len(stop.stack) > 1 and not (stop.hit_breakpoint or stop.hit_exception or stop.at_end):
+            stop = await act(Action("step_over"), True)
+    elif kind == "stepIn":
+        stop = await act(Action("step_into"), True)
+        if stop.state.event == "call" and not (stop.hit_breakpoint or stop.hit_exception):
+            stop = await act(Action("step_into"), True)
+    elif kind == "stepOut":
+        stop = await act(Action("step_return"), True)
+    elif kind == "continue":
+        stop = await act(Action("breakpoint", targets) if targets else Action("continue"), False)
+    elif kind == "stepBack":
+        stop = await act(Action("inv_step_over"), True)
+        if stop.state.event == "call" and not stop.at_start and not stop.hit_breakpoint:
+            stop = await act(Action("inv_step_over"), True)
+    elif kind == "reverseContinue":
+        stop = await act(Action("inv_breakpoint", targets), False)
+    elif kind == "stepBackInto":
+        stop = await act(Action("inv_step_into"), False)
+    elif kind == "stepBackOut":
+        stop = current
+        if stop.state.event != "call":
+            stop = await act(Action("inv_step_return"), False)
+        if not stop.at_start:
+            stop = await act(Action("inv_step_over"), False)
+    elif kind == "restartFrame":
+        stop = current
+        for _ in range(len(stop.stack) + 1):
+            if stop.state.event == "call" and stop.state.invocation == invocation:
+                break
+            stop = await act(Action("inv_step_return"), False)
+        reason = "restart"
+    elif kind == "goto":
+        assert line is not None
+        stop = await act(Action("breakpoint", ((path, line),)), False)
+        if stop.state.line != line:
+            stop = await act(Action("inv_breakpoint", ((path, line),)), False)
+        reason = "goto"
+    else:
+        raise UnknownExecution(f"unknown execution {kind}")
+    return Outcome(stop, _reason(kind, stop, reason), finished=_finishes(kind, stop, stop_at_end))
+
+
+def _reason(kind: str, stop: Stop, reason: str) -> str:
+    if stop.hit_exception:
+        return "exception"
+    if kind == "reverseContinue" and stop.at_start and not stop.hit_breakpoint:
+        return "entry"  # back at the beginning: no breakpoint before
+    if stop.hit_breakpoint and reason not in ("goto", "restart"):
+        return "breakpoint"
+    if stop.at_end and kind in FORWARD:
+        return "end"
+    return reason
+
+
+def _finishes(kind: str, stop: Stop, stop_at_end: bool) -> bool:
+    return stop.at_end and kind in FORWARD and not stop.hit_breakpoint and not stop.hit_exception and not stop_at_end

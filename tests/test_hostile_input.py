@@ -1,0 +1,289 @@
+"""Hostile input: what arrives from a socket, a model or a recorded repr never runs, never allocates
+what it names, and never stalls the session. Each test here failed on 5a177f8."""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import stat
+import sys
+import time
+import tracemalloc
+
+import anyio
+import pytest
+
+from neural_dap.core.evaluator import EvaluationError, evaluate
+from neural_dap.core.reprs import ObjectRepr, parse_repr, show
+from neural_dap.core.source import SourceInfo
+from neural_dap.dap.client import DapClient, connected
+from neural_dap.dap.framing import encode_frame
+from neural_dap.eval.cruxeval import call_text
+from neural_dap.format.trace import FormatError, TraceText
+from neural_dap.trace.recorder import Limits, Program, record
+
+from .dap_helpers import adapter, start, where
+
+
+def _payload_program(tmp_path) -> tuple[str, str]:
+    program = tmp_path / "victim.py"
+    program.write_text("def f(x):\n    return x\n")
+    marker = tmp_path / "pwned"
+    return str(program), str(marker)
+
+
+def _attack_frames(program: str, marker: str) -> bytes:
+    initialize = {"seq": 1, "type": "request", "command": "initialize", "arguments": {"adapterID": "x"}}
+    launch = {"seq": 2, "type": "request", "command": "launch", "arguments": {
+        "program": program, "entry": {"function": "f", "args": f"__import__('pathlib').Path({marker!r}).write_text('x')"},
+        "stopOnEntry": True}}
+    configured = {"seq": 3, "type": "request", "command": "configurationDone"}
+    return b"".join(encode_frame(json.dumps(m).encode()) for m in (initialize, launch, configured))
+
+
+async def _tcp_adapter():
+    process = await anyio.open_process([sys.executable, "-m", "neural_dap", "adapter", "--port", "0"])
+    assert process.stdout is not None
+    line = b""
+    with anyio.fail_after(30):
+        while not line.endswith(b"\n"):
+            line += await process.stdout.receive(1)
+    port = int(line.decode().rsplit(":", 1)[-1])
+    return process, port
+
+
+def _read_until_closed(port: int, data: bytes, seconds: float = 10.0) -> bytes:
+    with socket.create_connection(("127.0.0.1", port), timeout=seconds) as sock:
+        sock.sendall(data)
+        received = b""
+        deadline = time.monotonic() + seconds
+        while time.monotonic() < deadline:
+            try:
+                chunk = sock.recv(65536)
+            except TimeoutError:
+                break
+            if not chunk:
+                return received
+            received += chunk
+        raise AssertionError(f"the connection stayed open; received {received[:200]!r}")
+
+
+async def test_a_web_page_posting_to_the_tcp_adapter_runs_nothing_and_gets_no_dap(tmp_path):
+    program, marker = _payload_program(tmp_path)
+    body = _attack_frames(program, marker)
+    http = (b"POST / HTTP/1.1\r\nHost: 127.0.0.1\r\nOrigin: http://evil.example\r\nContent-Type: text/plain\r\n"
+            b"Content-Length: %d\r\n\r\n" % len(body)) + body
+    process, port = await _tcp_adapter()
+    try:
+        received = await anyio.to_thread.run_sync(_read_until_closed, port, http)
+        assert received == b""  # closed at once, without a word of DAP
+        await anyio.sleep(2)
+        assert not os.path.exists(marker)
+        # the adapter still serves real clients afterwards
+        received = await anyio.to_thread.run_sync(_read_until_closed, port, b"GET / HTTP/1.1\r\n\r\n")
+        assert received == b""
+    finally:
+        process.terminate()
+        await process.wait()
+
+
+async def test_nothing_is_served_before_initialize(tmp_path):
+    program, marker = _payload_program(tmp_path)
+    async with adapter() as c:
+        refused = await c.request("launch", {"program": program, "entry": {"function": "f", "args": "1"}})
+        assert not refused["success"] and "initialize" in refused["message"]
+        threads = await c.request("threads")
+        assert not threads["success"]
+        await c.call("initialize", {"adapterID": "neural-dap"})
+        assert (await c.call("threads"))["threads"]
+
+
+async def test_the_unix_socket_is_private_to_its_owner_and_speaks_dap(tmp_path):
+    path = str(tmp_path / "dap.sock")
+    process = await anyio.open_process([sys.executable, "-m", "neural_dap", "adapter", "--socket", path])
+    try:
+        assert process.stdout is not None
+        with anyio.fail_after(30):
+            line = b""
+            while not line.endswith(b"\n"):
+                line += await process.stdout.receive(1)
+        mode = os.stat(path).st_mode
+        assert stat.S_ISSOCK(mode) and stat.S_IMODE(mode) == 0o600
+        program = tmp_path / "p.py"
+        program.write_text("x = 1\ny = x + 1\n")
+        stream = await anyio.connect_unix(path)
+        async with connected(stream, stream, timeout=60) as client:
+            stopped = await start(client, {"program": str(program), "stopOnEntry": True})
+            assert stopped["body"]["reason"] == "entry" and (await where(client))[1] == 1
+    finally:
+        process.terminate()
+        await process.wait()
+    assert not os.path.exists(path)
+
+
+def test_predicted_input_text_is_rebuilt_from_values_and_never_runs_as_code(tmp_path):
+    code = "def f(a, b):\n    return a\n"
+    predicted = {"a": "1 #", "b": "'''\n, print('executed')) #'''"}
+    text = call_text(code, predicted)
+    assert text == "1, \"\\n, print('executed')) #\""
+    rec = record(Program(str(tmp_path / "f.py"), source=code, entry="f", entry_args=text, literal_args=True), Limits(wall_time=5))
+    assert rec.outcome.kind == "finished" and "executed" not in rec.stdout and rec.return_value == "1"
+    # and text that is not a literal is refused by the child, never evaluated
+    rec = record(Program(str(tmp_path / "f.py"), source=code, entry="f", entry_args="print('executed'), 2", literal_args=True),
+                 Limits(wall_time=5))
+    assert rec.outcome.kind == "error" and "not a Python literal" in rec.outcome.message and "executed" not in rec.stdout
+
+
+HEAVY = [
+    "[[0]*100000]*100000",
+    "sum([[0]*2000]*2000, [])",
+    "round(1, -10**9)",
+    "'%0999999999d' % 1",
+    "'%*d' % (10**9, 1)",
+    "'x'.center(10**9)",
+    "'ab'.replace('', 'x' * 1000) * 2",
+    "'-'.join(['a' * 1000] * 1000)",
+    "('\\t' * 1000).expandtabs(10**6)",
+    "[[0] * 1000 for i in range(100000)]",
+    "'-' * 50000 + '1'",
+    "+".join(["1"] * 20000),
+    "b'a'.decode('x')",
+    "'9' * 10000",
+    "int('9' * 100000)",
+    "-" * 50000 + "1",
+]
+
+
+@pytest.mark.parametrize("expression", HEAVY)
+def test_heavy_expressions_fail_or_stay_small_quickly(expression):
+    tracemalloc.start()
+    started = time.monotonic()
+    try:
+        value = evaluate(expression, {"xs": "[1, 2, 3]"})
+        text = show(value)
+        assert len(text) <= 100_001
+    except EvaluationError:
+        pass
+    finally:
+        peak = tracemalloc.get_traced_memory()[1]
+        tracemalloc.stop()
+    assert time.monotonic() - started < 2.0
+    assert peak < 64 * 1024 * 1024
+
+
+def test_a_repr_never_allocates_what_it_names():
+    tracemalloc.start()
+    value = parse_repr("bytearray(200000000)")
+    peak = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    assert isinstance(value, ObjectRepr) and peak < 1024 * 1024
+    assert parse_repr("bytearray(b'ab')") == bytearray(b"ab")
+    assert parse_repr("set([1, 2])") == {1, 2}
+
+
+def test_deeply_nested_json_from_a_model_is_a_format_error():
+    trace = TraceText("nd", SourceInfo("def f(x):\n    return x\n"), 1)
+    from neural_dap.core.state import State
+
+    trace.append(State("call", 1, "def f(x):", "f", 0, 0, {"x": "1"}))
+    deep = "<|line_sep|>{\"x\": " + "[" * 100_000 + "<|action_sep|>    return x\n"
+    with pytest.raises(FormatError):
+        trace.parse(deep)
+    value = "<|return_sep|><|action_sep|>    return x\n<|arg_sep|>" + "[" * 100_000
+    with pytest.raises(FormatError):
+        trace.parse(value)
+
+
+async def test_a_condition_that_raises_gives_one_answer_and_a_stop(tmp_path):
+    program = tmp_path / "p.py"
+    program.write_text("total = 0\nfor i in range(3):\n    total += i\nprint(total)\n")
+    async with adapter() as c:
+        await start(c, {"program": str(program), "stopOnEntry": True}, breakpoints={str(program): [{"line": 3, "condition": "b'a'.decode('x')"}]})
+        seq = await c.send_request("continue", {"threadId": 1})
+        response = await c.response(seq, "continue")
+        assert response["success"]
+        stopped = await c.wait_event("stopped")
+        assert stopped["body"]["reason"] == "breakpoint"
+        told = [e for e in c.events_named("output") if "condition" in e["body"]["output"]]
+        assert told and "LookupError" in told[0]["body"]["output"]
+        await anyio.sleep(0.5)
+        assert [m for m in c.responses_to(seq)] == [response]  # answered once
+        assert (await where(c))[1] == 3
+
+
+async def test_a_heavy_watch_neither_freezes_the_session_nor_blows_it_up(tmp_path):
+    program = tmp_path / "p.py"
+    program.write_text("xs = [1, 2, 3]\nprint(xs)\n")
+    async with adapter() as c:
+        await start(c, {"program": str(program), "stopOnEntry": True})
+        frame = (await c.call("stackTrace", {"threadId": 1}))["stackFrames"][0]["id"]
+        await c.call("next", {"threadId": 1})
+        await c.wait_event("stopped")
+        heavy = await c.send_request("evaluate", {"expression": "[[0]*100000]*100000", "frameId": frame, "context": "watch"})
+        started = time.monotonic()
+        assert (await c.call("threads"))["threads"]  # served while the watch is evaluated
+        answer = await c.response(heavy, "evaluate")
+        assert time.monotonic() - started < 10
+        assert not answer["success"] or len(answer["body"]["result"]) <= 100_001
+        bad = await c.request("evaluate", {"expression": "b'a'.decode('x')", "frameId": frame, "context": "repl"})
+        assert not bad["success"] and "LookupError" in bad["message"]
+
+
+async def test_an_oversized_content_length_is_refused_at_once():
+    async with adapter("tcp") as c:
+        await c.call("initialize", {"adapterID": "neural-dap"})
+        await c.writer.stream.send(b"Content-Length: 99999999999\r\n\r\n")
+        told = await c.wait_event("output", where=lambda e: "closing the connection" in e["body"]["output"])
+        assert "over the" in told["body"]["output"]
+
+
+async def test_launch_limits_are_capped(tmp_path):
+    program = tmp_path / "p.py"
+    program.write_text("x = 1\n")
+    async with adapter() as c:
+        await c.call("initialize", {"adapterID": "neural-dap"})
+        refused = await c.request("launch", {"program": str(program), "limits": {"maxEvents": 10**12}})
+        assert not refused["success"] and "maxEvents" in refused["message"]
+
+
+def test_a_debuggee_may_start_only_a_few_processes(tmp_path):
+    program = tmp_path / "forks.py"
+    program.write_text(
+        "import subprocess, sys\n"
+        "started = 0\n"
+        "for _ in range(30):\n"
+        "    try:\n"
+        "        subprocess.run([sys.executable, '-c', 'pass'])\n"
+        "        started += 1\n"
+        "    except OSError:\n"
+        "        pass\n"
+        "print('started', started)\n"
+    )
+    rec = record(Program(str(program)), Limits(wall_time=60, max_events=100_000, max_processes=5))
+    assert rec.outcome.kind == "finished" and "started 5" in rec.stdout
+
+
+async def test_run_without_debugging_runs_the_program_plainly(tmp_path):
+    program = tmp_path / "p.py"
+    program.write_text("import sys\nprint('hello', sys.argv[1:])\nsys.exit(3)\n")
+    async with adapter() as c:
+        await c.call("initialize", {"adapterID": "neural-dap"})
+        launch = await c.send_request("launch", {"program": str(program), "noDebug": True, "args": ["a"]})
+        await c.call("configurationDone")
+        assert (await c.response(launch, "launch"))["success"]
+        exited = await c.wait_event("exited")
+        await c.wait_event("terminated")
+        assert exited["body"]["exitCode"] == 3
+        out = "".join(e["body"]["output"] for e in c.events_named("output") if e["body"].get("category") == "stdout")
+        assert "hello ['a']" in out
+        assert not c.events_named("stopped")
+
+
+async def test_the_client_helper_sees_responses(tmp_path):
+    # a sanity check of the helper the tests above rely on
+    async with adapter() as c:
+        seq = await c.send_request("initialize", {"adapterID": "neural-dap"})
+        await c.response(seq, "initialize")
+        assert len(c.responses_to(seq)) == 1
+        assert isinstance(c, DapClient)
