@@ -21,7 +21,8 @@ from neural_dap.core.actions import Action  # noqa: E402
 from neural_dap.core.world import Entry, LaunchSpec, WorldError  # noqa: E402
 from neural_dap.llm.inprocess import InProcessClient  # noqa: E402
 from neural_dap.llm.openai import OpenAICompatibleClient  # noqa: E402
-from neural_dap.world.neural import ModelSettings, NeuralWorld, embedded_model_path  # noqa: E402
+from neural_dap.world.factory import embedded_model_path  # noqa: E402
+from neural_dap.world.neural import ModelSettings, NeuralWorld  # noqa: E402
 
 PROGRAM = str(Path(__file__).resolve().parent.parent / "examples" / "bubble_sort.py")
 

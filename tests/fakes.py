@@ -25,6 +25,7 @@ class ScriptedClient:
     def __init__(self, script: list | Callable[[str, int], list[str]]) -> None:
         self.script = script
         self.prompts: list[str] = []
+        self.constraints: list = []  # the decoding constraint of each request (this fake ignores them)
         self.ids = {str(t): 200000 + i for i, t in enumerate(ALL_SPECIALS)}
         self.back = {v: k for k, v in self.ids.items()}
 
@@ -46,7 +47,8 @@ class ScriptedClient:
     def decode(self, ids: list[int]) -> str:
         return "".join(self.back.get(i, chr(i) if i < 200000 else "?") for i in ids)
 
-    async def complete(self, prompt, *, max_tokens, stop_ids, n=1, temperature=0.0) -> CompletionResult:
+    async def complete(self, prompt, *, max_tokens, stop_ids, n=1, temperature=0.0, constraint=None) -> CompletionResult:
+        self.constraints.append(constraint)
         text = self.decode(prompt)
         self.prompts.append(text)
         if callable(self.script):

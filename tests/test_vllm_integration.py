@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from neural_dap.world.neural import embedded_model_path
+from neural_dap.world.factory import embedded_model_path
 
 from .conftest import EXAMPLES
 from .dap_helpers import adapter, start, where

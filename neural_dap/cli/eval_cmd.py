@@ -38,7 +38,7 @@ def _settings(opts):
 
 
 def _client(opts):
-    from neural_dap.world.neural import make_client
+    from neural_dap.world.factory import make_client
 
     return make_client(_settings(opts))
 
@@ -115,7 +115,8 @@ async def _cruxeval(opts) -> dict:
         make = RecordedWorld
         described = {"world": "recorded"}
     else:
-        from neural_dap.world.neural import NeuralWorld, make_client
+        from neural_dap.world.factory import make_client
+        from neural_dap.world.neural import NeuralWorld
 
         settings = _settings(opts)
         client = make_client(settings)

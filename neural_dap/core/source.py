@@ -180,6 +180,11 @@ class SourceInfo:
         m = _DEF_RE.match(self.line_text(line))
         return m.group(1) if m else "<module>"
 
+    def shared_line(self, line: int) -> bool:
+        """Do several code objects have bytecode at `line` (a lambda or generator expression in a
+        function, a def line the module runs)? Then a state there could be in either."""
+        return sum(1 for s in self.spans if line in s.lines) > 1
+
     def function_spans(self, name: str) -> list[CodeSpan]:
         return [s for s in self.spans if s.name == name]
 

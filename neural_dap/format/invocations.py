@@ -21,6 +21,9 @@ class Open:
     invocation: int
     function: str
     last_line: int | None = None  # the line of this invocation's latest frame
+    # False where the inference is a guess: entered by a jump (not a step into its call), or
+    # returned to by a callee that was itself a guess (the real caller may not be on the stack)
+    certain: bool = True
 
 
 @dataclass
@@ -32,8 +35,8 @@ class InvocationTracker:
     last_event: str | None = None
     previous_line: int | None = None  # set by advance: the landing invocation's line before it
 
-    def _push(self, function: str, line: int) -> Open:
-        entry = Open(self.next_id, function)
+    def _push(self, function: str, line: int, certain: bool = True) -> Open:
+        entry = Open(self.next_id, function, certain=certain)
         self.next_id += 1
         self.stack.append(entry)
         return entry
@@ -61,32 +64,47 @@ class InvocationTracker:
         function = self.function_of(event, line)
         if action in ("step_into", "step_over", "step_return"):
             if prev in TERMINAL_EVENTS and len(stack) > 1:
-                stack.pop()  # the frame before this one had left its invocation
+                self._leave()  # the frame before this one had left its invocation
+            elif prev in TERMINAL_EVENTS and event != "call":
+                stack[-1].certain = False  # going on after the traced scope "ended": a caller we never saw
             if event == "call" and action == "step_into":
                 self._push(function, line)
         elif action in ("inv_step_into", "inv_step_over", "inv_step_return", "inv_breakpoint"):
             if prev == "call" and len(stack) > 1:
                 stack.pop()  # back before a call: in the caller again
             if action == "inv_step_into" and event in TERMINAL_EVENTS:
-                self._push(function, line)  # the state before is a callee's return
-            elif action == "inv_breakpoint" and stack[-1].function != function and not self._pop_to(function):
-                self._push(function, line)
+                self._push(function, line, certain=False)  # the state before is a callee's return
+            elif action == "inv_breakpoint" and stack[-1].function != function:
+                if self._pop_to(function):
+                    stack[-1].certain = False
+                else:
+                    self._push(function, line, certain=False)
         else:  # a forward jump: breakpoint, continue
             if prev in TERMINAL_EVENTS and len(stack) > 1:
-                stack.pop()
-            if stack[-1].function != function and not self._pop_to(function):
-                self._push(function, line)
+                self._leave()
+            if stack[-1].function != function:
+                if self._pop_to(function):
+                    stack[-1].certain = False
+                else:
+                    self._push(function, line, certain=False)
         top = stack[-1]
+        if action not in ("step_into", "step_over", "step_return") and self.source.shared_line(line):
+            top.certain = False  # a jump to a line two code objects share (a lambda in a function)
         self.previous_line = top.last_line
         top.last_line = line
         return top.invocation, len(stack) - 1, top.function
 
+    def _leave(self) -> None:
+        left = self.stack.pop()
+        if not left.certain:
+            self.stack[-1].certain = False  # its real caller may be another function
+
     def snapshot(self) -> tuple:
-        return ([Open(o.invocation, o.function, o.last_line) for o in self.stack], self.next_id, self.last_event)
+        return ([Open(o.invocation, o.function, o.last_line, o.certain) for o in self.stack], self.next_id, self.last_event)
 
     def restore(self, snap: tuple) -> None:
         stack, self.next_id, self.last_event = snap
-        self.stack = [Open(o.invocation, o.function, o.last_line) for o in stack]
+        self.stack = [Open(o.invocation, o.function, o.last_line, o.certain) for o in stack]
 
     def reset(self) -> None:
         self.stack.clear()

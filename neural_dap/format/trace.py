@@ -84,6 +84,7 @@ class TraceText:
     states: list[State] = field(default_factory=list)
     _undo: list[tuple] = field(default_factory=list)  # per frame: tracker snapshot and the shadow it replaced
     last_repair: tuple[str, int] | None = field(default=None, init=False)  # set by parse(closest_line=True)
+    went_back: bool = field(default=False, init=False)  # a frame was reached by an inverse action: shadows may be from later
 
     def __post_init__(self) -> None:
         if self.dialect not in DIALECTS:
@@ -121,7 +122,9 @@ class TraceText:
         snapshot = self.tracker.snapshot()
         inv, depth, function = self.tracker.advance(kind, state.event, state.line)
         shadow = self.shadow.get(inv)
-        self._undo.append((snapshot, inv, shadow))
+        self._undo.append((snapshot, inv, shadow, self.went_back))
+        if action is not None and action.inverse:
+            self.went_back = True
         segments = self.action_segments(action) + self.frame_segments(state, shadow)
         if state.event in ("call", "line"):
             self.shadow[inv] = dict(state.locals)
@@ -144,7 +147,7 @@ class TraceText:
         """Take the last frame back (to replace a prediction with the real state)."""
         if not self.frames:
             raise IndexError("no frame to take back")
-        snapshot, inv, shadow = self._undo.pop()
+        snapshot, inv, shadow, self.went_back = self._undo.pop()
         self.tracker.restore(snapshot)
         if shadow is None:
             self.shadow.pop(inv, None)
@@ -171,12 +174,14 @@ class TraceText:
 
     # -- parsing ---------------------------------------------------------------------------------
     def parse(self, completion: str, action: Action | None = None, forced_event: str | None = None, *,
-              closest_line: bool = False) -> State | EndOfTrace:
+              closest_line: bool = False, allowed: frozenset[tuple[str, int]] | None = None) -> State | EndOfTrace:
         """Parse one model completion (the text after the prompt, up to the frame separator).
 
         Does not change the trace: call `append` with the result to commit it. With `closest_line`, a
         source line that is not in the program is read as the program line most like it (see
-        `SourceInfo.closest_line`); `self.last_repair` then says which text was replaced.
+        `SourceInfo.closest_line`); `self.last_repair` then says which text was replaced. `allowed`
+        (event, line) pairs settle which of several lines with the same text is meant (what a
+        decoding constraint let the model choose).
         """
         self.last_repair = None
         parsed = self._split(completion, forced_event)
@@ -188,7 +193,7 @@ class TraceText:
                 self.last_repair = (parsed.source_text.rstrip("\n"), near)
                 parsed = replace(parsed, source_text=self.source.line_text(near) + "\n")
         kind = action.kind if action is not None else "step_into"
-        line, inv, depth, function = self._locate(parsed, kind, completion)
+        line, inv, depth, function = self._locate(parsed, kind, completion, allowed)
         if parsed.raw_locals is not None:
             shadow = self.shadow.get(inv, {})
             resolved: dict[str, str] = {}
@@ -274,11 +279,14 @@ class TraceText:
             raise FormatError("the value must be a JSON string (a repr)", completion, rest_pos[3])
         return _Parsed(event, line_text, None, value)
 
-    def _locate(self, parsed: _Parsed, action_kind: str, completion: str) -> tuple[int, int, int, str]:
+    def _locate(self, parsed: _Parsed, action_kind: str, completion: str,
+                allowed: frozenset[tuple[str, int]] | None = None) -> tuple[int, int, int, str]:
         """Which line is it, and which invocation? Ambiguous source text is settled by structure."""
         if not parsed.source_text.endswith("\n"):
             raise FormatError("the source line must end with a newline", completion)
         candidates = self.source.lines_matching(parsed.source_text)
+        if allowed:
+            candidates = [line for line in candidates if (parsed.event, line) in allowed] or candidates
         if not candidates:
             raise FormatError(f"the source line {parsed.source_text.rstrip()!r} is not in the program", completion)
         best = None

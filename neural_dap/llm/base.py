@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Hashable
 from typing import Protocol, runtime_checkable
 
 import msgspec
@@ -23,6 +24,37 @@ class CompletionResult(msgspec.Struct, frozen=True):
     generated_tokens: int
     cached_tokens: int | None  # prompt tokens served from a cache (None: the server does not say)
     seconds: float
+    constrained: int = 0  # choices the constraint changed (the model's own pick was not allowed)
+    requests: int = 1  # model calls made (a server constrained segment by segment takes several)
+
+
+class Constraint(Protocol):
+    """What a completion may be, as an automaton over special tokens (by their strings) and the
+    UTF-8 bytes of text. States are hashable. `neural_dap.format.grammar.FrameConstraint` is one."""
+
+    def start(self) -> Hashable: ...
+
+    def step_special(self, state: Hashable, token: str) -> Hashable | None: ...
+
+    def step_byte(self, state: Hashable, byte: int) -> Hashable | None: ...
+
+    def step_bytes(self, state: Hashable | None, data: bytes) -> Hashable | None: ...
+
+    def free_text(self, state: Hashable) -> bool:
+        """Every plain byte (not a quote, backslash or control byte) is accepted in this state."""
+        ...
+
+    def done(self, state: Hashable) -> bool: ...
+
+    def accepts(self, text: str) -> bool:
+        """A whole completion (special tokens as their strings, the stop token left out)."""
+        ...
+
+    def run(self, text: str, *, complete: bool = True) -> Hashable | None: ...
+
+    def segment(self, state: Hashable) -> tuple[str, object]:
+        """For servers: ("special", specials) | ("regex", pattern) | ("choice", strings) next."""
+        ...
 
 
 @runtime_checkable
@@ -47,7 +79,11 @@ class ModelClient(Protocol):
         stop_ids: list[int],
         n: int = 1,
         temperature: float = 0.0,
-    ) -> CompletionResult: ...
+        constraint: Constraint | None = None,
+    ) -> CompletionResult:
+        """Complete `prompt` up to a stop token; with a constraint, every completion is one it accepts
+        (or a ModelError says why none could be made)."""
+        ...
 
     def describe(self) -> dict: ...
 

@@ -2,7 +2,9 @@
 
 It keeps the KV cache between calls: a new prompt that extends the previous one (the history of a
 debugging session only grows) recomputes only the tokens after their common prefix. Generation
-runs in a worker thread and stops at a stop token, at `max_tokens`, or when cancelled.
+runs in a worker thread and stops at a stop token, at `max_tokens`, or when cancelled. A
+constraint masks the logits token by token (`llm.constrained`), so what it generates is a valid
+frame by construction.
 """
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ import time
 
 import anyio
 
-from neural_dap.llm.base import Completion, CompletionResult, ModelError
+from neural_dap.llm.base import Completion, CompletionResult, Constraint, ModelError
 
 
 class InProcessClient:
@@ -29,6 +31,7 @@ class InProcessClient:
         self._cached_ids: list[int] = []
         self._lock = threading.Lock()
         self._load_lock = anyio.Lock()
+        self._index = None  # TokenIndex of the vocabulary, made on the first constrained call
 
     def describe(self) -> dict:
         return {"client": "inprocess", "path": self.path, "model": self.name, "device": self.device}
@@ -74,16 +77,28 @@ class InProcessClient:
             out[token] = token_id
         return out
 
-    async def complete(self, prompt: list[int], *, max_tokens: int, stop_ids: list[int], n: int = 1, temperature: float = 0.0) -> CompletionResult:
+    async def complete(self, prompt: list[int], *, max_tokens: int, stop_ids: list[int], n: int = 1, temperature: float = 0.0,
+                       constraint: Constraint | None = None) -> CompletionResult:
         await self._ensure()
         cancel = threading.Event()
         try:
-            return await anyio.to_thread.run_sync(lambda: self._complete(prompt, max_tokens, stop_ids, n, temperature, cancel), abandon_on_cancel=True)
+            return await anyio.to_thread.run_sync(lambda: self._complete(prompt, max_tokens, stop_ids, n, temperature, cancel, constraint),
+                                                  abandon_on_cancel=True)
         except BaseException:
             cancel.set()
             raise
 
-    def _complete(self, prompt: list[int], max_tokens: int, stop_ids: list[int], n: int, temperature: float, cancel: threading.Event) -> CompletionResult:
+    def _token_index(self):
+        if self._index is None:
+            from neural_dap.llm.constrained import TokenIndex, token_pieces
+
+            pieces = token_pieces(self._tokenizer)
+            size = self._model.get_output_embeddings().weight.shape[0]  # type: ignore[union-attr]
+            self._index = TokenIndex(pieces[:size] + [None] * max(0, size - len(pieces)))
+        return self._index
+
+    def _complete(self, prompt: list[int], max_tokens: int, stop_ids: list[int], n: int, temperature: float, cancel: threading.Event,
+                  constraint: Constraint | None = None) -> CompletionResult:
         import torch
 
         if not prompt:
@@ -97,17 +112,23 @@ class InProcessClient:
             prompt_cache_len = len(prompt)
             completions = []
             generated_total = 0
+            changed_total = 0
             last_logits = self._last_logits
-            for k in range(n):
-                if k > 0:
-                    _crop(self._cache, prompt_cache_len)
-                    self._cached_ids = list(prompt)
-                ids = self._generate(last_logits, min(max_tokens, limit - len(prompt) - 1), stop_ids, temperature, cancel)
-                generated_total += len(ids)
-                text = self._tokenizer.decode([i for i in ids if i not in stop_ids], skip_special_tokens=False, clean_up_tokenization_spaces=False)  # type: ignore[union-attr]
-                finish = "stop" if ids and ids[-1] in stop_ids else "length"
-                completions.append(Completion(text, finish, len(ids)))
-            return CompletionResult(tuple(completions), len(prompt), generated_total, reused, time.monotonic() - started)
+            try:
+                for k in range(n):
+                    if k > 0:
+                        _crop(self._cache, prompt_cache_len)
+                        self._cached_ids = list(prompt)
+                    ids, changed = self._generate(last_logits, min(max_tokens, limit - len(prompt) - 1), stop_ids, temperature, cancel, constraint)
+                    generated_total += len(ids)
+                    changed_total += changed
+                    text = self._tokenizer.decode([i for i in ids if i not in stop_ids], skip_special_tokens=False, clean_up_tokenization_spaces=False)  # type: ignore[union-attr]
+                    finish = "stop" if ids and ids[-1] in stop_ids else "length"
+                    completions.append(Completion(text, finish, len(ids)))
+            finally:
+                if constraint is not None and self._index is not None:
+                    self._index.forget(constraint)
+            return CompletionResult(tuple(completions), len(prompt), generated_total, reused, time.monotonic() - started, constrained=changed_total)
 
     def _prefill(self, prompt: list[int]) -> int:
         """Run the prompt through the model, reusing the cached prefix; returns how many were reused."""
@@ -132,19 +153,30 @@ class InProcessClient:
         self._last_logits = out.logits[0, -1]
         return common
 
-    def _generate(self, logits, max_tokens: int, stop_ids: list[int], temperature: float, cancel: threading.Event) -> list[int]:
+    def _generate(self, logits, max_tokens: int, stop_ids: list[int], temperature: float, cancel: threading.Event,
+                  constraint: Constraint | None = None) -> tuple[list[int], int]:
+        """Token ids up to a stop token; and how many choices the constraint changed."""
         import torch
 
         ids: list[int] = []
         stops = set(stop_ids)
+        index = self._token_index() if constraint is not None else None
+        state = constraint.start() if constraint is not None else None
+        changed = 0
         for _ in range(max(0, max_tokens)):
             if cancel.is_set():
                 raise ModelError("cancelled")
-            if temperature <= 0:
-                token = int(torch.argmax(logits))
-            else:
-                probs = torch.softmax(logits.float() / temperature, dim=-1)
-                token = int(torch.multinomial(probs, 1, generator=self._generator))
+            token = self._pick(logits, temperature)
+            if index is not None:
+                nxt = index.advance(constraint, state, token)
+                if nxt is None:  # the model's choice is not possible here: choose among what is
+                    mask = index.mask(constraint, state)
+                    if not mask.any():
+                        raise ModelError("the decoding constraint allows no token here")
+                    token = self._pick(logits, temperature, torch.from_numpy(mask))
+                    nxt = index.advance(constraint, state, token)
+                    changed += 1
+                state = nxt
             ids.append(token)
             if token in stops:
                 break
@@ -152,7 +184,17 @@ class InProcessClient:
             self._cache = out.past_key_values
             self._cached_ids.append(token)
             logits = out.logits[0, -1]
-        return ids
+        return ids, changed
+
+    def _pick(self, logits, temperature: float, mask=None) -> int:
+        import torch
+
+        if mask is not None:
+            logits = logits.masked_fill(~mask.to(logits.device), float("-inf"))
+        if temperature <= 0:
+            return int(torch.argmax(logits))
+        probs = torch.softmax(logits.float() / temperature, dim=-1)
+        return int(torch.multinomial(probs, 1, generator=self._generator))
 
     async def close(self) -> None:
         self._model = None

@@ -1,8 +1,19 @@
-"""Make the world model a launch asks for. The DAP layer gets this function, never the classes."""
+"""Make the world model a launch asks for, and the model clients a neural world talks to.
+
+The DAP layer gets `create_world`, never the classes. This module is the wiring: the worlds do not
+import each other's factories (the reconciled world wraps a neural one; nothing points back).
+"""
 
 from __future__ import annotations
 
+import os
+from typing import Any
+
+import msgspec
+
 from neural_dap.core.world import LaunchSpec, WorldError, WorldModel
+from neural_dap.llm.base import ModelClient
+from neural_dap.world.neural import ModelSettings
 
 
 def create_world(launch: LaunchSpec) -> WorldModel:
@@ -15,7 +26,59 @@ def create_world(launch: LaunchSpec) -> WorldModel:
             raise WorldError("reconcile applies to world 'neural' (a recorded world is reality already)")
         return RecordedWorld()
     if world == "neural":
-        from neural_dap.world.neural import create_neural_world
-
         return create_neural_world(launch)
     raise WorldError(f"unknown world {world!r}: use 'recorded' or 'neural'")
+
+
+def settings_from(model: Any) -> ModelSettings:
+    """The launch's `model` key: "embedded", a URL, or {"url", "name", "dialect", ...}."""
+    if model is None or model == "embedded":
+        return ModelSettings()
+    if isinstance(model, str):
+        return ModelSettings(url=model)
+    if isinstance(model, dict):
+        try:
+            return msgspec.convert(model, ModelSettings)
+        except msgspec.ValidationError as exc:
+            raise WorldError(f"invalid model settings: {exc}") from None
+    raise WorldError(f"model must be 'embedded', a URL or an object, not {type(model).__name__}")
+
+
+def embedded_model_path() -> str:
+    """The shipped model's folder (package data), unless NEURAL_DAP_EMBEDDED_MODEL names another."""
+    override = os.environ.get("NEURAL_DAP_EMBEDDED_MODEL")
+    if override:
+        return override
+    return os.path.join(os.path.dirname(os.path.dirname(__file__)), "train", "embedded")
+
+
+def make_client(settings: ModelSettings) -> ModelClient:
+    if settings.url == "embedded":
+        from neural_dap.llm.inprocess import InProcessClient
+
+        path = embedded_model_path()
+        if not os.path.isfile(os.path.join(path, "config.json")):
+            raise WorldError(f"the embedded model is not installed at {path}; train it with `neural-dap train` or give a model URL")
+        return InProcessClient(path)
+    if settings.url.startswith(("http://", "https://")):
+        from neural_dap.llm.openai import OpenAICompatibleClient
+
+        return OpenAICompatibleClient(settings.url, settings.name, timeout=settings.timeout)
+    if os.path.isdir(settings.url):
+        from neural_dap.llm.inprocess import InProcessClient
+
+        return InProcessClient(settings.url)
+    raise WorldError(f"model url {settings.url!r} is neither 'embedded', an http(s) URL nor a model folder")
+
+
+def create_neural_world(launch: LaunchSpec) -> WorldModel:
+    from neural_dap.world.neural import NeuralWorld
+
+    settings = settings_from(launch.options.get("model"))
+    world = NeuralWorld(make_client(settings), settings)
+    reconcile = launch.options.get("reconcile") or "none"
+    if reconcile == "none":
+        return world
+    from neural_dap.world.reconciled import ReconciledWorld
+
+    return ReconciledWorld(world, reconcile, launch.options.get("trust") or "model")

@@ -2,10 +2,13 @@
 
 Each action becomes a prompt: the program (the trace context), every frame of the session so far,
 and the action (`nd` dialect: an action token; `cwm` dialect: Meta's Code World Model, driven the
-way its own `cwmdbg` demo drives it, by forcing the next event token). The completion is parsed,
-validated (the line exists, the event is possible there, the locals are a JSON object of reprs) and
-voted on when several samples are drawn; an invalid frame is retried, then reported as an error on
-that request. Model text is only ever parsed, never evaluated.
+way its own `cwmdbg` demo drives it, by forcing the next event token). Decoding is program-aware:
+the model chooses only among frames the program allows after that action (`world.landing`: the
+events, lines and local names read statically from the program), so a frame is valid by
+construction. The completion is parsed and voted on when several samples are drawn; a frame that
+still fails (a model that runs out of tokens, a program that does not compile and so cannot be
+constrained) is retried, then reported as an error on that request. Model text is only ever
+parsed, never evaluated.
 
 States already seen are not predicted again: the session's known states form runs of consecutive
 execution, and an action whose answer lies inside a run is a lookup (stepping back over what was
@@ -24,14 +27,17 @@ from typing import Any
 import msgspec
 
 from neural_dap.core.actions import Action, Target
+from neural_dap.core.flow import ProgramFlow
 from neural_dap.core.source import SourceInfo
 from neural_dap.core.state import Frame, State
 from neural_dap.core.world import Capabilities, ExceptionFilter, Exit, LaunchSpec, Stop, WorldError
 from neural_dap.format.tokens import ACTION_TOKENS, CWM_TOKENS, FRAME_SEP, Special, merge_text
 from neural_dap.format.trace import END_OF_TRACE, EndOfTrace, FormatError, TraceText
 from neural_dap.llm.base import CompletionResult, ModelClient, ModelError
+from neural_dap.format.grammar import FrameConstraint
 from neural_dap.trace.tree import StateTree
 from neural_dap.world.entry import entry_state
+from neural_dap.world.landing import frame_constraint
 
 MAX_RUN_STEPS = 400  # cwm dialect: predicted steps one continue / step over may take
 MAX_REJECTED_HITS = 50  # breakpoint landings whose condition was false, before giving up
@@ -51,6 +57,7 @@ class ModelSettings(msgspec.Struct, frozen=True, omit_defaults=True):
     timeout: float = 60.0
     max_tokens: int = 768
     retries: int = 2
+    constrained: bool = True  # program-aware decoding (valid frames by construction)
 
 
 @dataclass
@@ -63,6 +70,7 @@ class CallStats:
     samples: int
     valid: int
     agreement: float
+    constrained: int = 0  # tokens the decoding constraint changed
 
 
 @dataclass
@@ -114,6 +122,11 @@ class NeuralWorld:
         self.invalid_frames = 0
         self.windows = 0  # times the history was cut to fit the model's context
         self.repaired_lines = 0  # predicted source lines read as the closest program line
+        self.flow: ProgramFlow | None = None
+        self._alias: dict[int, int] = {}  # an invocation's id in a later window -> its id before
+        self.constrained_frames = 0  # predictions made under a constraint
+        self.constrained_choices = 0  # tokens the constraint changed (the model's pick was not possible)
+        self.retries = 0  # predictions asked again after an invalid frame
         self._limit: int | None = None
         self._entry: State | None = None
 
@@ -129,6 +142,7 @@ class NeuralWorld:
                 raise WorldError(f"cannot read {path}: {exc}") from None
         self.path = path
         self.info = SourceInfo(text, path)
+        self.flow = ProgramFlow(self.info) if self.settings.constrained else None
         first = entry_state(self.info, path, launch.entry)
         self.trace = self._trace_from(first)
         needed = [str(t) for t in CWM_TOKENS] + ([str(t) for t in ACTION_TOKENS.values()] if self.dialect == "nd" else [])
@@ -369,37 +383,63 @@ class NeuralWorld:
             # frame still fits, and restart the window only when it does not.
             if limit - len(prompt) < min(max_tokens, FRAME_ROOM) and len(self.frame_ids) > 1:
                 await self._restart_window()
+                tail_ids = await self._encode(self.trace.prompt_tail(action, forced))
                 prompt = self._prompt(tail_ids)
             max_tokens = max(1, min(max_tokens, limit - len(prompt)))
+        constraint = self._constraint(action, forced)
         stop_id = self.ids[FRAME_SEP]
         problems: list[str] = []
         for attempt in range(settings.retries + 1):
             temperature = settings.temperature if attempt == 0 else max(settings.temperature, 0.7)
             samples = settings.samples if attempt == 0 else max(settings.samples, 3)
+            if attempt:
+                self.retries += 1
             try:
-                result = await self.client.complete(prompt, max_tokens=max_tokens, stop_ids=[stop_id], n=samples, temperature=temperature)
+                result = await self.client.complete(prompt, max_tokens=max_tokens, stop_ids=[stop_id], n=samples, temperature=temperature,
+                                                    constraint=constraint)
             except ModelError as exc:
                 raise WorldError(f"the model could not predict {action}: {exc}") from None
+            if constraint is not None:
+                self.constrained_frames += 1
+                self.constrained_choices += result.constrained
             candidates: list[State | EndOfTrace] = []
             for completion in result.completions:
                 try:
-                    # A small model often misspells the line it means: read it as the closest
-                    # program line, and count it (reconciliation still shows any real mistake).
-                    parsed = self.trace.parse(completion.text, action, forced, closest_line=True)
-                    if not isinstance(parsed, EndOfTrace):
-                        self._check(parsed, action)
-                    if self.trace.last_repair is not None:
-                        self.repaired_lines += 1
-                    candidates.append(parsed)
+                    candidates.append(self._read(completion.text, action, forced, constraint))
                 except FormatError as exc:
                     problems.append(str(exc))
                     self.invalid_frames += 1
             chosen, agreement = _vote(candidates)
             stats.calls.append(CallStats(str(action), result.prompt_tokens, result.generated_tokens, result.cached_tokens, result.seconds,
-                                         len(result.completions), len(candidates), agreement))
+                                         len(result.completions), len(candidates), agreement, result.constrained))
             if chosen is not None:
                 return chosen
         raise WorldError(f"the model's answer to {action} was not a valid frame after {settings.retries + 1} attempts: {problems[-1] if problems else 'no answer'}")
+
+    def _constraint(self, action: Action, forced: str | None) -> FrameConstraint | None:
+        """The frames the program allows after `action` (None: the program does not compile)."""
+        if self.flow is None or self.trace is None or not self.trace.states:
+            return None
+        return frame_constraint(self.flow, self.trace, self.trace.states[-1], action, forced)
+
+    def _read(self, text: str, action: Action, forced: str | None, constraint: FrameConstraint | None) -> State | EndOfTrace:
+        """A completion as a state; a FormatError says why it is not a valid frame here."""
+        assert self.trace is not None
+        if constraint is not None:
+            if not constraint.accepts(text):  # a client that cannot constrain, or one that ran out of tokens
+                if constraint.run(text, complete=False) is not None:
+                    raise FormatError("the frame is incomplete (the model stopped before its end)", text)
+                raise FormatError(f"not a frame the program allows after {action}", text)
+            return self.trace.parse(text, action, forced, allowed=constraint.landed(text))
+        # Unconstrained (a program that does not compile): a small model often misspells the line it
+        # means; read it as the closest program line, and count it (reconciliation still shows any
+        # real mistake).
+        parsed = self.trace.parse(text, action, forced, closest_line=True)
+        if not isinstance(parsed, EndOfTrace):
+            self._check(parsed, action)
+        if self.trace.last_repair is not None:
+            self.repaired_lines += 1
+        return parsed
 
     def _prompt(self, tail_ids: list[int]) -> list[int]:
         prompt = list(self.context_ids)
@@ -414,17 +454,44 @@ class NeuralWorld:
         return self._limit or None
 
     async def _restart_window(self) -> None:
-        """The history no longer fits the model: go on from the current state as a new entry point.
+        """The history no longer fits the model: start a new conversation that knows the call stack.
 
-        (The frames before it are forgotten by the model; the session's known states stay.)
+        The new window starts at the latest known state of the outermost open invocation and jumps
+        (breakpoint actions) to the latest state of each one inside it, down to the current state,
+        so the model (and the trace text's inference of invocations) still knows how deep it is: a
+        return from there goes back to the caller instead of ending the program. Earlier frames
+        are forgotten by the model; the session's known states stay.
         """
         assert self.info is not None and self.trace is not None
+        old = self.trace
         current = self.timeline[self.pos]
-        self.trace = self._trace_from(current)
+        chain = self._open_chain(current) if current.event in ("line", "call") else [current]
+        self.trace = self._trace_from(chain[0])
+        self.trace.tracker.next_id = old.tracker.next_id  # invocation ids stay unique across windows
         self.context_ids = await self._encode(self.trace.context())
         self.frame_ids = []
-        await self._commit(current, None)
+        seen = await self._commit(chain[0], None)
+        self._alias[seen.invocation] = chain[0].invocation
+        for state in chain[1:]:
+            action = Action("step_into") if state.event == "call" else Action.at_lines("breakpoint", [state.line])
+            seen = await self._commit(state, action)
+            self._alias[seen.invocation] = state.invocation
+        self.timeline[self.pos] = seen
         self.windows += 1
+
+    def _open_chain(self, current: State) -> list[State]:
+        """The latest known state of each open invocation, outermost first, ending with `current`;
+        only invocations of distinct functions (a breakpoint jump cannot tell recursive calls apart)."""
+        assert self.trace is not None
+        chain: list[State] = []
+        functions = set()
+        for open_ in self.trace.tracker.stack[:-1]:
+            known = self._latest_before(open_.invocation)
+            if known is None or known.function in functions or known.function == current.function:
+                return [current]
+            functions.add(known.function)
+            chain.append(known)
+        return chain + [current]
 
     def _check(self, state: State, action: Action) -> None:
         """Is the predicted frame possible here? A FormatError says why not."""
@@ -456,6 +523,25 @@ class NeuralWorld:
             if not (name.isidentifier() or name.startswith(".")):
                 raise FormatError(f"{name!r} is not a variable name")
 
+    # -- for a reality to correct the prediction (world/reconciled.py) -----------------------------------------
+    @property
+    def current(self) -> State | None:
+        """The state the session stands on."""
+        return self.timeline[self.pos] if self.timeline else None
+
+    def line_text(self, line: int) -> str:
+        return self.info.line_text(line) if self.info is not None else ""
+
+    async def replace_current(self, actual: State, action: Action) -> Stop:
+        """Reality says the state `action` led to is `actual`: the last prediction is taken back, the
+        real state takes its place in the conversation, and prediction goes on from there."""
+        assert self.trace is not None
+        self.trace.pop()
+        self.frame_ids.pop()
+        seen = await self._commit(actual, action)
+        self.timeline[self.pos] = seen
+        return self._stop(seen)
+
     # -- presenting -------------------------------------------------------------------------------------------
     def _stop(self, state: State, hit_breakpoint: bool = False, hit_exception: bool = False) -> Stop:
         assert self.trace is not None and self.info is not None
@@ -482,9 +568,13 @@ class NeuralWorld:
 
     def _latest_before(self, invocation: int) -> State | None:
         """A caller's frame: its latest known line state before the current position."""
+        same = {invocation}
+        while invocation in self._alias:  # the same invocation in an earlier window
+            invocation = self._alias[invocation]
+            same.add(invocation)
         for k in range(self.pos - 1, -1, -1):
             state = self.timeline[k]
-            if state.invocation == invocation and state.event in ("call", "line"):
+            if state.invocation in same and state.event in ("call", "line"):
                 return state
         return None
 
@@ -515,6 +605,9 @@ class NeuralWorld:
             "lookups": sum(1 for s in per_stop if s["lookup"]),
             "modelCalls": len(calls),
             "invalidFrames": self.invalid_frames,
+            "retries": self.retries,
+            "constrainedFrames": self.constrained_frames,
+            "constrainedChoices": self.constrained_choices,
             "historyRestarts": self.windows,
             "repairedLines": self.repaired_lines,
             "meanPromptTokens": mean([s["promptTokens"] for s in predicted]),
@@ -543,55 +636,3 @@ def _vote(candidates: list[State | EndOfTrace]) -> tuple[State | EndOfTrace | No
     best, votes = counts.most_common(1)[0]
     chosen = next(c for c in candidates if key(c) == best)
     return chosen, votes / len(candidates)
-
-
-def settings_from(model: Any) -> ModelSettings:
-    """The launch's `model` key: "embedded", a URL, or {"url", "name", "dialect", ...}."""
-    if model is None or model == "embedded":
-        return ModelSettings()
-    if isinstance(model, str):
-        return ModelSettings(url=model)
-    if isinstance(model, dict):
-        try:
-            return msgspec.convert(model, ModelSettings)
-        except msgspec.ValidationError as exc:
-            raise WorldError(f"invalid model settings: {exc}") from None
-    raise WorldError(f"model must be 'embedded', a URL or an object, not {type(model).__name__}")
-
-
-def embedded_model_path() -> str:
-    """The shipped model's folder (package data), unless NEURAL_DAP_EMBEDDED_MODEL names another."""
-    override = os.environ.get("NEURAL_DAP_EMBEDDED_MODEL")
-    if override:
-        return override
-    return os.path.join(os.path.dirname(os.path.dirname(__file__)), "train", "embedded")
-
-
-def make_client(settings: ModelSettings) -> ModelClient:
-    if settings.url == "embedded":
-        from neural_dap.llm.inprocess import InProcessClient
-
-        path = embedded_model_path()
-        if not os.path.isfile(os.path.join(path, "config.json")):
-            raise WorldError(f"the embedded model is not installed at {path}; train it with `neural-dap train` or give a model URL")
-        return InProcessClient(path)
-    if settings.url.startswith(("http://", "https://")):
-        from neural_dap.llm.openai import OpenAICompatibleClient
-
-        return OpenAICompatibleClient(settings.url, settings.name, timeout=settings.timeout)
-    if os.path.isdir(settings.url):
-        from neural_dap.llm.inprocess import InProcessClient
-
-        return InProcessClient(settings.url)
-    raise WorldError(f"model url {settings.url!r} is neither 'embedded', an http(s) URL nor a model folder")
-
-
-def create_neural_world(launch: LaunchSpec):
-    settings = settings_from(launch.options.get("model"))
-    world = NeuralWorld(make_client(settings), settings)
-    reconcile = launch.options.get("reconcile") or "none"
-    if reconcile == "none":
-        return world
-    from neural_dap.world.reconciled import ReconciledWorld
-
-    return ReconciledWorld(world, reconcile, launch.options.get("trust") or "model")

@@ -83,7 +83,7 @@ class ReconciledWorld:
             decisions.append(decision)
             return decision
 
-        before = self.model.timeline[self.model.pos] if self.model.timeline else None
+        before = self.model.current
         stop = await self.model.act(action, exceptions=exceptions, breakpoints=breakpoints, accept=recording_accept)
         if self.recorded is not None:
             replay = iter(decisions)
@@ -111,14 +111,8 @@ class ReconciledWorld:
 
     async def _snap(self, actual: State, action: Action) -> Stop:
         """Replace the last prediction with the real state and predict on from it."""
-        model = self.model
-        assert model.trace is not None
-        model.trace.pop()
-        model.frame_ids.pop()
-        seen = await model._commit(actual, action)
-        model.timeline[model.pos] = seen
         self.snapped += 1
-        return model._stop(seen)
+        return await self.model.replace_current(actual, action)
 
     # -- debugpy -------------------------------------------------------------------------------------------------
     async def _act_debugpy(self, action: Action, before: State | None, stop: Stop) -> Stop:
@@ -168,8 +162,7 @@ class ReconciledWorld:
         if divergences and self.trust == "reality" and snapshot is not None and stop.state.event == "line" and not compare_only and action is not None:
             actual = State("line", snapshot.line, stop.state.source if snapshot.line == stop.state.line else "", snapshot.function,
                            stop.state.depth, stop.state.invocation, snapshot.locals, path=stop.state.path)
-            if self.model.info is not None:
-                actual = msgspec.structs.replace(actual, source=self.model.info.line_text(snapshot.line))
+            actual = msgspec.structs.replace(actual, source=self.model.line_text(snapshot.line))
         return await self._conclude(stop, divergences, actual, action)
 
     def _compare_snapshot(self, stop: Stop, snapshot: Snapshot | None) -> list[Divergence]:

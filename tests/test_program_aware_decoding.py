@@ -1,0 +1,115 @@
+"""Program-aware decoding: the static facts are sound (every real step lands inside them), and a
+frame the model writes under the constraint is valid by construction."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+
+from neural_dap.core.flow import ProgramFlow
+from neural_dap.core.source import SourceInfo
+from neural_dap.corpus.programs import generate
+from neural_dap.corpus.scripts import generate_script
+from neural_dap.corpus.trajectories import Policy, choose_action
+from neural_dap.format.trace import TraceText
+from neural_dap.trace.recorder import Limits, Program, record
+from neural_dap.trace.tree import StateTree
+from neural_dap.world.landing import frame_constraint
+
+
+def _programs(cruxeval_rows, count: int):
+    rng = random.Random(4)
+    rows = rng.sample(cruxeval_rows, min(count, len(cruxeval_rows))) if cruxeval_rows else []
+    out = [(r["code"], "f", r["input"], f"/crux/{r['id']}.py") for r in rows]
+    out += [(p.source, p.entry, p.args, f"/gen/{s}.py") for s in range(count) for p in [generate(1000 + s)]]
+    out += [(p.source, p.entry, p.args, f"/script/{s}.py") for s in range(count) for p in [generate_script(2000 + s)]]
+    return out
+
+
+@pytest.fixture(scope="module")
+def recorded(request):
+    try:
+        rows = request.getfixturevalue("cruxeval_rows")
+    except pytest.skip.Exception:
+        rows = []
+    out = []
+    for source, entry, args, path in _programs(rows, 40):
+        rec = record(Program(path, source=source, entry=entry, entry_args=args), Limits(wall_time=5, max_events=5000))
+        states = list(rec.states)
+        if len(states) > 1:
+            out.append((SourceInfo(source, path), states))
+    return out
+
+
+def test_every_recorded_step_lands_among_the_static_successors(recorded):
+    checked = 0
+    for source, states in recorded:
+        flow = ProgramFlow(source)
+        lines: dict[int, int | None] = {}  # invocation -> its latest line
+        for state in states[1:]:
+            if state.event == "call":
+                continue  # calls are checked by the constraint test below
+            code = flow.code_for(state.function, state.line, state.event)
+            assert code is not None, (state.function, state.line)
+            last = lines.get(state.invocation)
+            if last is not None and state.event != "exception":
+                assert (state.event, state.line) in code.can_follow(last), (source.filename, last, state.event, state.line)
+                checked += 1
+            if state.event == "line":
+                lines[state.invocation] = state.line
+    assert checked > 500
+
+
+def test_every_real_frame_is_accepted_by_its_constraint_and_lands_where_it_really_is(recorded):
+    rng = random.Random(0)
+    frames = candidates = 0
+    for source, states in recorded:
+        flow = ProgramFlow(source)
+        tree = StateTree(states)
+        for _ in range(3):
+            start = rng.choice([0] + [k for k, s in enumerate(states) if s.depth == 0])
+            first = states[start]
+            entry_line = first.line if first.event == "call" else (source.def_line(first.function) or first.line)
+            trace = TraceText("nd", source, entry_line, entry_function=first.function)
+            seen, i = trace.append(first), start
+            for _ in range(15):
+                action = choose_action(rng, tree, i, Policy(), source)
+                if action is None:
+                    break
+                j = tree.apply(i, action)
+                if j == i:
+                    continue
+                constraint = frame_constraint(flow, trace, seen, action)
+                n = len(trace.frames)
+                seen = trace.append(states[j], action)
+                text = "".join(trace.frames[n][len(trace.action_segments(action)) : -1])
+                assert constraint is not None
+                assert constraint.accepts(text), (source.filename, str(action), text)
+                assert (states[j].event, states[j].line) in constraint.landed(text)
+                frames += 1
+                candidates += len(constraint.landings())
+                i = j
+    assert frames > 300
+    assert candidates / frames < 4  # the candidates stay few: the model chooses among a handful of lines
+
+
+def test_the_constraint_refuses_what_the_program_cannot_do():
+    source = SourceInfo("def f(xs):\n    total = 0\n    for x in xs:\n        total += x\n    return total\n")
+    flow = ProgramFlow(source)
+    from neural_dap.core.actions import Action
+    from neural_dap.core.state import State
+
+    trace = TraceText("nd", source, 1, entry_function="f")
+    trace.append(State("call", 1, "def f(xs):", "f", 0, 0, {"xs": "[1]"}))
+    seen = trace.append(State("line", 2, "    total = 0", "f", 0, 0, {"xs": "[1]"}), Action("step_into"))
+    c = frame_constraint(flow, trace, seen, Action("step_over"))
+    assert c is not None and c.events == ("exception", "line")
+    assert c.accepts('<|line_sep|>{"xs": "..", "total": "0"}<|action_sep|>    for x in xs:\n')
+    assert not c.accepts('<|line_sep|>{"xs": "..", "total": "0"}<|action_sep|>    total = 0\n')  # the same line again
+    assert not c.accepts('<|line_sep|>{"total": "0"}<|action_sep|>    for x in xs:\n')  # xs cannot vanish
+    assert not c.accepts('<|line_sep|>{"xs": "..", "total": ".."}<|action_sep|>    for x in xs:\n')  # no earlier total
+    assert not c.accepts('<|line_sep|>{"xs": "..", "y": "0"}<|action_sep|>    for x in xs:\n')  # no such name
+    assert not c.accepts('<|line_sep|>{"xs": "..", "total": 0}<|action_sep|>    for x in xs:\n')  # values are strings
+    assert not c.accepts("<|end_of_text|>")  # the function has not returned
+    assert not c.accepts('<|call_sep|>{"xs": "[1]"}<|action_sep|>def f(xs):\n')  # a step over does not enter calls
