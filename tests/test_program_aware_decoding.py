@@ -113,3 +113,49 @@ def test_the_constraint_refuses_what_the_program_cannot_do():
     assert not c.accepts('<|line_sep|>{"xs": "..", "total": 0}<|action_sep|>    for x in xs:\n')  # values are strings
     assert not c.accepts("<|end_of_text|>")  # the function has not returned
     assert not c.accepts('<|call_sep|>{"xs": "[1]"}<|action_sep|>def f(xs):\n')  # a step over does not enter calls
+
+
+def test_masked_decoding_never_reaches_a_dead_end(recorded):
+    """A random 'model' that picks any allowed token always finishes a frame the constraint accepts."""
+    from transformers import PreTrainedTokenizerFast
+
+    from neural_dap.format.tokens import FRAME_SEP
+    from neural_dap.llm.constrained import TokenIndex, token_pieces
+    from neural_dap.world.factory import embedded_model_path
+
+    index = TokenIndex(token_pieces(PreTrainedTokenizerFast.from_pretrained(embedded_model_path())))
+    frame_sep = index.special_ids[str(FRAME_SEP)]
+    rng = random.Random(3)
+    finished = 0
+    for source, states in recorded[::3]:
+        flow = ProgramFlow(source)
+        tree = StateTree(states)
+        trace = TraceText("nd", source, states[0].line, entry_function=states[0].function)
+        seen, i = trace.append(states[0]), 0
+        for _ in range(6):
+            action = choose_action(rng, tree, i, Policy(), source)
+            if action is None:
+                break
+            constraint = frame_constraint(flow, trace, seen, action)
+            assert constraint is not None
+            state, tokens = constraint.start(), []
+            for step in range(300):
+                mask = index.closing_mask(constraint, state) if step > 200 and constraint.in_string(state) else None
+                mask = mask if mask is not None else index.mask(constraint, state)
+                choices = [t for t in range(len(mask)) if mask[t]]
+                assert choices, f"dead end at {state!r} after {tokens!r}"
+                token = frame_sep if frame_sep in choices else rng.choice(choices)
+                after = index.advance(constraint, state, token)
+                assert after is not None, f"the mask allowed {index.pieces[token]!r} at {state!r}, which the constraint refuses"
+                state = after
+                tokens.append(token)
+                if constraint.done(state):
+                    finished += 1
+                    break
+            else:
+                raise AssertionError("no end within 300 tokens")
+            j = tree.apply(i, action)
+            if j == i:
+                break
+            seen, i = trace.append(states[j], action), j
+    assert finished > 30

@@ -70,7 +70,7 @@ def test_eval_cli_writes_json_and_a_plot(toy_run, tmp_path, cruxeval_rows):
     png = tmp_path / "accuracy.png"
     assert main(["eval", "nextstate", "--data", os.environ["_ND_TOY_DATA"], "--model", str(toy_run / "model"), "--limit", "1",
                  "--trajectories", "1", "--out", str(out), "--plot", str(png), "--quiet"]) == 0
-    assert json.loads(out.read_text())["overall"]["frames"] > 0
+    assert json.loads(out.read_text())["heldout"]["overall"]["frames"] > 0
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     crux = tmp_path / "crux.jsonl"
     crux.write_text("\n".join(json.dumps(r) for r in cruxeval_rows[:2]) + "\n")

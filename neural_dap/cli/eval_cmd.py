@@ -1,6 +1,6 @@
 """`neural-dap eval`: next-state accuracy on held-out programs; CRUXEval-O / -I through the debugger.
 
-  neural-dap eval nextstate --data DIR [--model embedded|DIR|URL] [--plot accuracy.png] [--json]
+  neural-dap eval nextstate [--data DIR] [--real CRUXEVAL.jsonl|FOLDER ...] [--model embedded|DIR|URL] [--unconstrained] [--plot PNG]
   neural-dap eval cruxeval PATH --mode output|input [--method step|jump] [--model embedded|DIR|URL|recorded] [--json]
 """
 
@@ -16,7 +16,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.description = __doc__
     parser.add_argument("what", choices=["nextstate", "cruxeval"])
     parser.add_argument("path", nargs="?", help="cruxeval: a JSONL file of {code, input, output, id}")
-    parser.add_argument("--data", help="nextstate: a folder made by `neural-dap dataset` (its heldout.jsonl is used)")
+    parser.add_argument("--data", help="nextstate: a folder made by `neural-dap dataset` (its held-out programs are scored)")
+    parser.add_argument("--real", action="append", default=[], metavar="PATH",
+                        help="nextstate: real code too: a CRUXEval JSONL (each function on its input) or a folder of scripts (e.g. examples/)")
+    parser.add_argument("--unconstrained", action="store_true", help="nextstate: the model alone, without program-aware decoding")
     parser.add_argument("--model", default="embedded", help="embedded, a model folder, an OpenAI-compatible URL, or recorded (the reference)")
     parser.add_argument("--model-name")
     parser.add_argument("--dialect", default="nd", choices=["nd", "cwm"])
@@ -51,8 +54,8 @@ def run(parser: argparse.ArgumentParser, argv: list[str]) -> int:
 
     opts = parser.parse_args(argv)
     if opts.what == "nextstate":
-        if not opts.data:
-            parser.error("nextstate needs --data")
+        if not opts.data and not opts.real:
+            parser.error("nextstate needs --data (held-out programs) and/or --real (real code)")
         if opts.model == "recorded":
             parser.error("nextstate scores predictions against the recorded states themselves, so the recorded world "
                          "is its 100% reference by construction; give a model (embedded, a folder or a URL)")
@@ -74,29 +77,40 @@ def run(parser: argparse.ArgumentParser, argv: list[str]) -> int:
 
 async def _nextstate(opts) -> dict:
     from neural_dap.corpus.dataset import read_heldout
-    from neural_dap.eval.nextstate import evaluate, plot
+    from neural_dap.eval.nextstate import evaluate, plot, subjects_from_cruxeval, subjects_from_heldout, subjects_from_scripts
 
-    programs = read_heldout(opts.data)[: opts.limit]
+    groups: dict[str, list] = {}
+    if opts.data:
+        groups["heldout"] = subjects_from_heldout(read_heldout(opts.data))[: opts.limit]
+    for path in opts.real:
+        found = subjects_from_cruxeval(path) if path.endswith(".jsonl") else subjects_from_scripts(path)
+        groups.setdefault("real", []).extend(found[: opts.limit])
     client = _client(opts)
+    result: dict = {"model": client.describe(), "constrained": not opts.unconstrained}
+    for name, subjects in groups.items():
 
-    def progress(report) -> None:
+        def progress(report, name=name) -> None:
+            if not opts.quiet:
+                o = report.forward.report()
+                print(f"\r{name}: {report.programs} programs, {report.overall.frames} frames: forward exact {o['exact']}%, "
+                      f"line {o['line']}%, valid {o['valid']}%", end="", file=sys.stderr, flush=True)
+
+        report = await evaluate(subjects, client, trajectories=opts.trajectories, constrained=not opts.unconstrained, progress=progress)
         if not opts.quiet:
-            o = report.overall.report()
-            print(f"\r{report.programs} programs, {o['frames']} frames: exact {o['exact']}%, line {o['line']}%", end="", file=sys.stderr, flush=True)
-
-    report = await evaluate(programs, client, trajectories=opts.trajectories, progress=progress)
+            print(file=sys.stderr)
+        result[name] = report.to_dict()
     await client.close()
-    result = report.to_dict()
-    result["model"] = client.describe()
-    if not opts.quiet:
-        print(file=sys.stderr)
     if opts.plot:
-        plot(result, opts.plot)
+        plot(result.get("heldout") or result["real"], opts.plot)
     if not opts.json:
-        print(f"{'action':<16} {'frames':>7} {'exact':>7} {'event':>7} {'line':>7} {'locals':>7} {'value':>7}")
-        rows = [("forward", result["forward"]), ("all", result["overall"])] + list(result["byAction"].items())
-        for name, r in rows:
-            print(f"{name:<16} {r['frames']:>7} {_f(r['exact'])} {_f(r['event'])} {_f(r['line'])} {_f(r['locals'])} {_f(r['value'])}")
+        for name in groups:
+            r = result[name]
+            print(f"{name}: {r['programs']} programs ({'program-aware decoding' if result['constrained'] else 'unconstrained'})")
+            print(f"{'action':<16} {'frames':>7} {'exact':>7} {'event':>7} {'line':>7} {'locals':>7} {'value':>7} {'valid':>7} {'ms':>7}")
+            rows = [("forward", r["forward"]), ("all", r["overall"])] + list(r["byAction"].items())
+            for label, row in rows:
+                print(f"{label:<16} {row['frames']:>7} {_f(row['exact'])} {_f(row['event'])} {_f(row['line'])} {_f(row['locals'])} "
+                      f"{_f(row['value'])} {_f(row['valid'])} {_f(row['medianMs'])}")
     return result
 
 

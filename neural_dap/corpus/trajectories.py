@@ -39,6 +39,7 @@ class Trajectory:
     predicted: list[bool] = field(default_factory=list)
     actions: list[str] = field(default_factory=list)
     indices: list[int] = field(default_factory=list)  # the entry state, then each action's target (-1: the end)
+    steps: list[Action] = field(default_factory=list)  # the actions themselves (with their lines)
 
     def add(self, segments: list[str], predicted: bool) -> None:
         for seg in segments:
@@ -129,6 +130,7 @@ def sample(rng: random.Random, states: list[State], source: SourceInfo, policy: 
                 out.add(trace.action_segments(ending), False)
                 out.add([END], True)
                 out.actions.append(ending.kind)
+                out.steps.append(ending)
                 out.indices.append(-1)
                 break
             action = choose_action(rng, tree, i, policy, source)
@@ -144,6 +146,7 @@ def sample(rng: random.Random, states: list[State], source: SourceInfo, policy: 
         out.add(frame[:n_action], False)
         out.add(frame[n_action:], True)
         out.actions.append(action.kind)
+        out.steps.append(action)
         out.indices.append(j)
         chars += sum(len(s) for s in frame)
         i = j

@@ -1,24 +1,72 @@
 """Next-state accuracy: given the true history and an action, is the predicted frame right?
 
-Held-out programs (never trained on) are recorded again and trajectories sampled with the training
-policy; every frame reached by an action is predicted from the true prompt before it (teacher
-forcing) and scored: whole-frame exact match, event, line, each local, the value. Scores are broken
-down by action and by how many lines the action skipped in the real execution.
+Programs are recorded, trajectories sampled with the training policy (random entry points, the
+mixed random policy), and every frame reached by an action is predicted from the true prompt
+before it (teacher forcing) and scored: whole-frame exact match, event, line, each local, the
+value; whether the frame is *valid* (one the program allows after that action: the oracle is the
+program-aware constraint, `world.landing`); and the seconds per prediction. Scores are broken down
+by action and by how many lines the action skipped in the real execution.
+
+What is scored:
+  - held-out programs of the training generator (`neural-dap dataset` keeps them out of training);
+  - real code: every function of a CRUXEval file called on its input, and whole scripts (a folder
+    of .py files, e.g. `examples/`), which the generator never made.
+Decoding is program-aware by default (`constrained=False` measures the model alone).
 """
 
 from __future__ import annotations
 
 import json
+import os
 import random
+import statistics
+import time
 from collections import defaultdict
 from dataclasses import dataclass, field
 
+from neural_dap.core.flow import ProgramFlow
 from neural_dap.core.source import SourceInfo
-from neural_dap.corpus.trajectories import Policy, Trajectory, sample
-from neural_dap.format.tokens import END, FRAME_SEP, Special, TOKEN_EVENTS, merge_text, split_specials
-from neural_dap.llm.base import ModelClient, ModelError
 from neural_dap.corpus.dataset import RECORD_LIMITS
-from neural_dap.trace.recorder import Program, record
+from neural_dap.corpus.trajectories import Policy, Trajectory, sample
+from neural_dap.format.tokens import END, FRAME_SEP, TOKEN_EVENTS, Special, merge_text, split_specials
+from neural_dap.format.trace import FormatError, TraceText, open_chain, window_from
+from neural_dap.llm.base import ModelClient, ModelError
+from neural_dap.trace.recorder import Limits, Program, record
+from neural_dap.world.landing import frame_constraint
+
+
+MAX_FRAME_TOKENS = 256  # the generation budget of one predicted frame
+
+
+@dataclass(frozen=True)
+class Subject:
+    """One program to trace: a function called on an input (`entry`), or a whole script."""
+
+    name: str
+    source: str
+    entry: str | None
+    args: str = ""
+
+
+def subjects_from_heldout(programs: list[dict]) -> list[Subject]:
+    return [Subject(f"heldout/{p.get('id', k)}", p["source"], p.get("entry"), p.get("args", "")) for k, p in enumerate(programs)]
+
+
+def subjects_from_cruxeval(path: str) -> list[Subject]:
+    """Every CRUXEval function called on its input (an evaluation set: never trained on)."""
+    with open(path) as fh:
+        rows = [json.loads(line) for line in fh if line.strip()]
+    return [Subject(f"cruxeval/{r['id']}", r["code"], "f", r["input"]) for r in rows]
+
+
+def subjects_from_scripts(folder: str) -> list[Subject]:
+    """Every .py file of a folder, run as a whole script."""
+    out = []
+    for name in sorted(os.listdir(folder)):
+        if name.endswith(".py"):
+            with open(os.path.join(folder, name), encoding="utf-8") as fh:
+                out.append(Subject(f"{os.path.basename(os.path.normpath(folder))}/{name}", fh.read(), None))
+    return out
 
 
 @dataclass
@@ -31,6 +79,8 @@ class Score:
     locals_total: int = 0
     value_right: int = 0
     value_total: int = 0
+    valid: int = 0
+    seconds: list[float] = field(default_factory=list)
 
     def add(self, other: Score) -> None:
         for name in self.__dataclass_fields__:
@@ -47,6 +97,8 @@ class Score:
             "line": pct(self.line, self.frames),
             "locals": pct(self.locals_right, self.locals_total),
             "value": pct(self.value_right, self.value_total),
+            "valid": pct(self.valid, self.frames),
+            "medianMs": round(1000 * statistics.median(self.seconds), 1) if self.seconds else None,
         }
 
 
@@ -70,7 +122,7 @@ def parts(text: str) -> FrameParts:
         elif event in ("return", "exception") and len(texts) >= 2:
             line_text = texts[0]
             value = json.loads(texts[1])
-    except ValueError:
+    except (ValueError, RecursionError):
         pass
     return FrameParts(event, line_text, local_reprs if isinstance(local_reprs, dict) else None, value if isinstance(value, str) else None)
 
@@ -99,11 +151,15 @@ class NextStateReport:
     by_skip: dict[int, Score] = field(default_factory=lambda: defaultdict(Score))
     programs: int = 0
     errors: int = 0
+    error_messages: list[str] = field(default_factory=list)
+    constrained_choices: int = 0
 
     def to_dict(self) -> dict:
         return {
             "programs": self.programs,
             "errors": self.errors,
+            "errorMessages": self.error_messages,
+            "constrainedChoices": self.constrained_choices,
             "overall": self.overall.report(),
             "forward": self.forward.report(),
             "byAction": {k: v.report() for k, v in sorted(self.by_action.items())},
@@ -122,24 +178,30 @@ def _skip_bucket(states, i: int, j: int) -> int:
     return 64
 
 
-async def evaluate(programs: list[dict], client: ModelClient, *, trajectories: int = 2, seed: int = 1, max_frames: int | None = None,
-                   progress=None) -> NextStateReport:
+async def evaluate(subjects: list[Subject] | list[dict], client: ModelClient, *, trajectories: int = 2, seed: int = 1,
+                   max_frames: int | None = None, constrained: bool = True, progress=None,
+                   limits: Limits = RECORD_LIMITS) -> NextStateReport:
+    """Teacher-forced next-state accuracy of `client` on the recorded executions of `subjects`."""
+    if subjects and isinstance(subjects[0], dict):
+        subjects = subjects_from_heldout(subjects)  # type: ignore[arg-type]
     specials = await client.special_ids([str(t) for t in _all_specials()])
-    stop_id = specials[str(FRAME_SEP)]
     report = NextStateReport()
     rng = random.Random(seed)
-    for program in programs:
-        rec = record(Program(f"/heldout/{program.get('id', 'p')}.py", source=program["source"], entry=program["entry"], entry_args=program["args"]),
-                     RECORD_LIMITS)
-        if rec.outcome.kind not in ("finished", "raised") or len(rec.states) < 2:
+    for subject in subjects:
+        assert isinstance(subject, Subject)
+        rec = record(Program(f"/eval/{subject.name.replace('/', '_')}", source=subject.source, entry=subject.entry,
+                             entry_args=subject.args), limits)
+        if rec.outcome.kind not in ("finished", "raised", "exited") or len(rec.states) < 2:
             continue
         states = list(rec.states)
+        source = SourceInfo(subject.source, f"/eval/{subject.name}")
+        flow = ProgramFlow(source)
         report.programs += 1
         for _ in range(trajectories):
-            trajectory = sample(rng, states, SourceInfo(program["source"]), Policy())
+            trajectory = sample(rng, states, source, Policy())
             if trajectory is None:
                 continue
-            await _score_trajectory(trajectory, states, client, specials, stop_id, report)
+            await _score_trajectory(trajectory, states, source, flow, client, specials, report, constrained)
             if progress is not None:
                 progress(report)
             if max_frames is not None and report.overall.frames >= max_frames:
@@ -147,42 +209,83 @@ async def evaluate(programs: list[dict], client: ModelClient, *, trajectories: i
     return report
 
 
-async def _score_trajectory(t: Trajectory, states, client, specials, stop_id, report: NextStateReport) -> None:
-    segments, predicted = t.segments, t.predicted
-    k = 0
-    step = 0
-    prefix: list[str] = []
-    while k < len(segments):
-        if not predicted[k]:
-            prefix.append(segments[k])
-            k += 1
-            continue
-        start = k
-        while k < len(segments) and predicted[k]:
-            k += 1
-        target = segments[start:k]
-        expected = "".join(target[:-1]) if target[-1] == FRAME_SEP else "".join(target)
-        prompt_ids: list[int] = []
-        for seg in merge_text(prefix):
-            prompt_ids.extend([specials[seg]] if isinstance(seg, Special) else await client.tokenize(seg))
+async def _score_trajectory(t: Trajectory, states, source: SourceInfo, flow: ProgramFlow, client: ModelClient, specials: dict[str, int],
+                            report: NextStateReport, constrained: bool) -> None:
+    first = states[t.indices[0]]
+    entry_line = first.line if first.event == "call" else (source.def_line(first.function) or first.line)
+    trace = TraceText("nd", source, entry_line, entry_function=first.function)
+    seen = trace.append(first)
+    stop_id = specials[str(FRAME_SEP)]
+    limit = await client.context_length()
+    for step, action in enumerate(t.steps):
+        j = t.indices[step + 1]
+        prompt_ids = await _prompt_ids(trace, action, client, specials)
+        if limit is not None and len(prompt_ids) + MAX_FRAME_TOKENS > limit and len(trace.frames) > 1:
+            # as the neural world does when its history outgrows the model: a new window that keeps
+            # the call stack
+            trace, seen_chain = window_from("nd", source, open_chain(trace, seen), first_id=trace.tracker.next_id)
+            seen = seen_chain[-1]
+            prompt_ids = await _prompt_ids(trace, action, client, specials)
+        constraint = frame_constraint(flow, trace, seen, action)
+        expected = str(END) if j < 0 else _expected_frame(trace, states[j], action)
+        started = time.monotonic()
         try:
-            result = await client.complete(prompt_ids, max_tokens=max(64, 2 * len(expected) // 3 + 32), stop_ids=[stop_id], n=1, temperature=0.0)
+            budget = MAX_FRAME_TOKENS if limit is None else max(1, min(MAX_FRAME_TOKENS, limit - len(prompt_ids)))
+            result = await client.complete(prompt_ids, max_tokens=budget, stop_ids=[stop_id], n=1,
+                                           temperature=0.0, constraint=constraint if constrained else None)
             text = result.completions[0].text
-        except ModelError:
+            report.constrained_choices += result.constrained
+        except ModelError as exc:
             report.errors += 1
+            if len(report.error_messages) < 5:
+                report.error_messages.append(str(exc))
             text = ""
+        elapsed = time.monotonic() - started
         if text.endswith(str(FRAME_SEP)):
             text = text[: -len(str(FRAME_SEP))]
         s = score_frame(text, expected)
-        action = t.actions[step]
+        s.seconds = [elapsed]
+        s.valid = int(_valid(text, constraint, trace, action))
         report.overall.add(s)
-        report.by_action[action].add(s)
-        if not action.startswith("inv_"):
+        report.by_action[action.kind].add(s)
+        if not action.inverse:
             report.forward.add(s)
-        i, j = t.indices[step], t.indices[step + 1]
-        report.by_skip[_skip_bucket(states, i, j)].add(s)
-        prefix.extend(target)
-        step += 1
+        report.by_skip[_skip_bucket(states, t.indices[step], j)].add(s)
+        if j < 0:
+            break
+        seen = trace.append(states[j], action)  # teacher forcing: the true frame goes on
+
+
+async def _prompt_ids(trace: TraceText, action, client: ModelClient, specials: dict[str, int]) -> list[int]:
+    ids: list[int] = []
+    for seg in merge_text(trace.segments() + trace.action_segments(action)):
+        ids.extend([specials[seg]] if isinstance(seg, Special) else await client.tokenize(seg))
+    return ids
+
+
+def _expected_frame(trace: TraceText, state, action) -> str:
+    """The true frame as the trace text writes it after `action` (without action tokens or separator)."""
+    shadow = trace.shadow.get(_invocation_after(trace, state, action))
+    return "".join(trace.frame_segments(state, shadow)[:-1])
+
+
+def _invocation_after(trace: TraceText, state, action) -> int:
+    snapshot = trace.tracker.snapshot()
+    try:
+        return trace.tracker.advance(action.kind, state.event, state.line)[0]
+    finally:
+        trace.tracker.restore(snapshot)
+
+
+def _valid(text: str, constraint, trace: TraceText, action) -> bool:
+    """Is `text` a frame the program allows after `action`, which the trace text reads?"""
+    if constraint is None or not constraint.accepts(text):
+        return False
+    try:
+        trace.parse(text, action, allowed=constraint.landed(text))
+    except FormatError:
+        return False
+    return True
 
 
 def _all_specials():

@@ -90,7 +90,7 @@ def _key_bytes(name: str) -> bytes:
     return json.dumps(name)[1:-1].encode()
 
 
-@dataclass
+@dataclass(eq=False)  # hashed by identity: masks are cached per constraint
 class FrameConstraint:
     """The frames possible after one action. `contexts` by event; `end` allows `<|end_of_text|>`."""
 
@@ -183,6 +183,10 @@ class FrameConstraint:
             return state[1] == "value" and state[2][0] == 0
         return state[0] == "value" and state[1] == 1 and state[2] == 0
 
+    def in_string(self, state: State) -> bool:
+        """Inside a JSON string value, the one part of a frame whose length the program does not bound."""
+        return (state[0] == "locals" and state[1] == "value") or (state[0] == "value" and state[1] == 1)
+
     def _line_options(self, lines: frozenset) -> dict[bytes, tuple[int, ...]]:
         """The text of each candidate line (with its newline) -> the lines that have that text."""
         options = self._options.get(lines)
@@ -251,6 +255,10 @@ class FrameConstraint:
                 return ("locals", "closed", None, closing) if closing else None
             if byte != _COMMA[data]:
                 return None
+            if data == 0:  # a comma only where another key can follow
+                alive = frozenset(e for e in alive if self.contexts[e[0]].allowed_keys(e[1], e[2])[0])
+                if not alive:
+                    return None
             if data + 1 == len(_COMMA):
                 return self._key_start(alive)
             return ("locals", "sep", data + 1, alive)

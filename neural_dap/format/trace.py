@@ -329,6 +329,39 @@ def _parse_locals(raw: str, completion: str, position: int) -> dict[str, str]:
     return value
 
 
+def open_chain(trace: TraceText, current: State) -> list[State]:
+    """The latest frame of each invocation open under `current`, outermost first, then `current`;
+    just `[current]` where a breakpoint jump could not tell the invocations apart (recursion)."""
+    latest: dict[int, State] = {}
+    for state in trace.states:
+        if state.event in ("call", "line"):
+            latest[state.invocation] = state
+    chain: list[State] = []
+    functions = {current.function}
+    for open_ in trace.tracker.stack[:-1]:
+        known = latest.get(open_.invocation)
+        if known is None or known.function in functions:
+            return [current]
+        functions.add(known.function)
+        chain.append(known)
+    return chain + [current]
+
+
+def window_from(dialect: Dialect, source: SourceInfo, chain: list[State], path: str = "", first_id: int = 0) -> tuple[TraceText, list[State]]:
+    """A new conversation for a history that no longer fits a model's context: it starts at
+    `chain[0]` and jumps (breakpoint actions) to each next state, down the open call stack, so a
+    reader still knows how deep the last state is. Returns the trace and the states as it sees them."""
+    first = chain[0]
+    entry_line = first.line if first.event == "call" else (source.def_line(first.function) or first.line)
+    trace = TraceText(dialect, source, entry_line, path=path, entry_function=first.function)
+    trace.tracker.next_id = first_id  # invocation ids stay unique across windows
+    seen = [trace.append(first)]
+    for state in chain[1:]:
+        action = Action("step_into") if state.event == "call" else Action.at_lines("breakpoint", [state.line])
+        seen.append(trace.append(state, action))
+    return trace, seen
+
+
 def render_trace(states: list[State], dialect: Dialect, source: SourceInfo, path: str = "", actions: list[Action | None] | None = None) -> TraceText:
     """A whole trace as text: states[0] is the entry state, actions[i] led to states[i]."""
     first = states[0]

@@ -46,6 +46,10 @@ class Constraint(Protocol):
 
     def done(self, state: Hashable) -> bool: ...
 
+    def in_string(self, state: Hashable) -> bool:
+        """Inside free text whose length the constraint does not bound (a JSON string value)."""
+        ...
+
     def accepts(self, text: str) -> bool:
         """A whole completion (special tokens as their strings, the stop token left out)."""
         ...

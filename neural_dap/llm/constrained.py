@@ -14,6 +14,7 @@ resampling from the masked distribution when refused samples from the masked dis
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import Hashable
 from typing import Any
 
@@ -94,7 +95,8 @@ class TokenIndex:
             else:
                 self.unplain.append(i)
         self.plain = plain
-        self._masks: dict[tuple[int, Hashable], Any] = {}
+        # masks per constraint (held weakly: a constraint lives for one prediction) and state
+        self._masks: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
     def advance(self, constraint: Any, state: Hashable, token: int) -> Hashable | None:
         piece = self.pieces[token] if 0 <= token < self.size else None
@@ -108,8 +110,10 @@ class TokenIndex:
         """A boolean array: which tokens the constraint allows in `state`."""
         import numpy as np
 
-        key = (id(constraint), state)
-        found = self._masks.get(key)
+        cache = self._masks.get(constraint)
+        if cache is None:
+            cache = self._masks[constraint] = {}
+        found = cache.get(state)
         if found is not None:
             return found
         allowed = np.zeros(self.size, dtype=bool)
@@ -123,10 +127,20 @@ class TokenIndex:
                     allowed[i] = True
         else:
             self._walk(constraint, self.trie, state, allowed)
-        if len(self._masks) > 4096:
-            self._masks.clear()
-        self._masks[key] = allowed
+        cache[state] = allowed
         return allowed
+
+    def closing_mask(self, constraint: Any, state: Hashable):
+        """Inside a string value, the tokens that end it (for a generation about to run out of room);
+        None where no token can (the caller then uses the whole mask)."""
+        import numpy as np
+
+        allowed = np.zeros(self.size, dtype=bool)
+        for i in self.unplain:
+            after = constraint.step_bytes(state, self.pieces[i])
+            if after is not None and not constraint.in_string(after):
+                allowed[i] = True
+        return allowed if allowed.any() else None
 
     def _walk(self, constraint: Any, node: dict, state: Hashable, allowed) -> None:
         stack = [(node, state)]
@@ -145,6 +159,4 @@ class TokenIndex:
 
     def forget(self, constraint: Any) -> None:
         """Drop the masks cached for a constraint that is done with."""
-        ident = id(constraint)
-        for key in [k for k in self._masks if k[0] == ident]:
-            del self._masks[key]
+        self._masks.pop(constraint, None)

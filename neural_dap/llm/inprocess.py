@@ -18,6 +18,11 @@ import anyio
 from neural_dap.llm.base import Completion, CompletionResult, Constraint, ModelError
 
 
+# Tokens kept for the end of a constrained frame: inside a value with fewer left than this, the
+# string is ended, so the closing brace, the source line and the separator still fit.
+CLOSING_ROOM = 48
+
+
 class InProcessClient:
     def __init__(self, path: str, *, device: str = "cpu", threads: int | None = None, seed: int = 0) -> None:
         self.path = path
@@ -163,16 +168,22 @@ class InProcessClient:
         index = self._token_index() if constraint is not None else None
         state = constraint.start() if constraint is not None else None
         changed = 0
-        for _ in range(max(0, max_tokens)):
+        for step in range(max(0, max_tokens)):
             if cancel.is_set():
                 raise ModelError("cancelled")
             token = self._pick(logits, temperature)
+            if index is not None and max_tokens - step <= CLOSING_ROOM and constraint.in_string(state):
+                # about to run out of room inside a value: end the string, so the frame still completes
+                closing = index.closing_mask(constraint, state)
+                if closing is not None and not closing[token]:
+                    token = self._pick(logits, temperature, torch.from_numpy(closing))
+                    changed += 1
             if index is not None:
                 nxt = index.advance(constraint, state, token)
                 if nxt is None:  # the model's choice is not possible here: choose among what is
                     mask = index.mask(constraint, state)
                     if not mask.any():
-                        raise ModelError("the decoding constraint allows no token here")
+                        raise ModelError(f"the decoding constraint allows no token here ({str(state)[:200]})")
                     token = self._pick(logits, temperature, torch.from_numpy(mask))
                     nxt = index.advance(constraint, state, token)
                     changed += 1

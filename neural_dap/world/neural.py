@@ -32,7 +32,7 @@ from neural_dap.core.source import SourceInfo
 from neural_dap.core.state import Frame, State
 from neural_dap.core.world import Capabilities, ExceptionFilter, Exit, LaunchSpec, Stop, WorldError
 from neural_dap.format.tokens import ACTION_TOKENS, CWM_TOKENS, FRAME_SEP, Special, merge_text
-from neural_dap.format.trace import END_OF_TRACE, EndOfTrace, FormatError, TraceText
+from neural_dap.format.trace import END_OF_TRACE, EndOfTrace, FormatError, TraceText, open_chain, window_from
 from neural_dap.llm.base import CompletionResult, ModelClient, ModelError
 from neural_dap.format.grammar import FrameConstraint
 from neural_dap.trace.tree import StateTree
@@ -454,44 +454,20 @@ class NeuralWorld:
         return self._limit or None
 
     async def _restart_window(self) -> None:
-        """The history no longer fits the model: start a new conversation that knows the call stack.
-
-        The new window starts at the latest known state of the outermost open invocation and jumps
-        (breakpoint actions) to the latest state of each one inside it, down to the current state,
-        so the model (and the trace text's inference of invocations) still knows how deep it is: a
-        return from there goes back to the caller instead of ending the program. Earlier frames
-        are forgotten by the model; the session's known states stay.
-        """
+        """The history no longer fits the model: start a new conversation that knows the call stack
+        (`format.trace.window_from`), so a return from here goes back to the caller instead of ending
+        the program. Earlier frames are forgotten by the model; the session's known states stay."""
         assert self.info is not None and self.trace is not None
         old = self.trace
-        current = self.timeline[self.pos]
-        chain = self._open_chain(current) if current.event in ("line", "call") else [current]
-        self.trace = self._trace_from(chain[0])
-        self.trace.tracker.next_id = old.tracker.next_id  # invocation ids stay unique across windows
+        current = old.states[-1]
+        chain = open_chain(old, current) if current.event in ("line", "call") else [current]
+        self.trace, seen = window_from(self.dialect, self.info, chain, self.path, old.tracker.next_id)
         self.context_ids = await self._encode(self.trace.context())
-        self.frame_ids = []
-        seen = await self._commit(chain[0], None)
-        self._alias[seen.invocation] = chain[0].invocation
-        for state in chain[1:]:
-            action = Action("step_into") if state.event == "call" else Action.at_lines("breakpoint", [state.line])
-            seen = await self._commit(state, action)
-            self._alias[seen.invocation] = state.invocation
-        self.timeline[self.pos] = seen
+        self.frame_ids = [await self._encode(frame) for frame in self.trace.frames]
+        for before, after in zip(chain, seen):
+            self._alias[after.invocation] = before.invocation
+        self.timeline[self.pos] = seen[-1]
         self.windows += 1
-
-    def _open_chain(self, current: State) -> list[State]:
-        """The latest known state of each open invocation, outermost first, ending with `current`;
-        only invocations of distinct functions (a breakpoint jump cannot tell recursive calls apart)."""
-        assert self.trace is not None
-        chain: list[State] = []
-        functions = set()
-        for open_ in self.trace.tracker.stack[:-1]:
-            known = self._latest_before(open_.invocation)
-            if known is None or known.function in functions or known.function == current.function:
-                return [current]
-            functions.add(known.function)
-            chain.append(known)
-        return chain + [current]
 
     def _check(self, state: State, action: Action) -> None:
         """Is the predicted frame possible here? A FormatError says why not."""
