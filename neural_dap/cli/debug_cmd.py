@@ -136,7 +136,11 @@ class Frontend:
             if self.ended:
                 self.print("the program has ended")
                 return False
-            await self.client.call(STEP_COMMANDS[cmd], {"threadId": 1})
+            response = await self.client.request(STEP_COMMANDS[cmd], {"threadId": 1}, timeout=timeout)
+            if not response.get("success"):
+                # a step that failed (a prediction that could not be made): still at the last stop
+                self.print(f"! {response.get('message') or STEP_COMMANDS[cmd] + ' failed'}")
+                return True
             await self.next_stop(timeout)
             return not self.ended
         if cmd in ("b", "break"):

@@ -4,6 +4,13 @@ Prompts go as token ids (text pieces through the server's own `/tokenize`, speci
 in by id), with `stop_token_ids`, special tokens kept in the output, `n` samples. Every request has
 a timeout; connection failures and 5xx answers are retried a bounded number of times with backoff;
 everything else becomes a `ModelError` that says what happened.
+
+With a decoding constraint, the first request is the plain one (one round trip, the prefix cache
+serving the history); a completion the constraint refuses is made again segment by segment with
+what vLLM's server offers: `allowed_token_ids` for a choice of special tokens, `structured_outputs`
+with a regex for the locals and the value, and `choice` for the source line, each request extending
+the prompt, so the prefix cache keeps serving it. Greedy decoding gives the same frame either way
+where the model's own choices were allowed.
 """
 
 from __future__ import annotations
@@ -15,7 +22,7 @@ from collections import OrderedDict
 import anyio
 import httpx
 
-from neural_dap.llm.base import Completion, CompletionResult, ModelError
+from neural_dap.llm.base import Completion, CompletionResult, Constraint, ModelError
 
 _PREFIX_HITS = re.compile(r"^vllm:prefix_cache_hits(?:_total)?(?:\{[^}]*\})?\s+([0-9.eE+]+)", re.M)
 
@@ -139,7 +146,82 @@ class OpenAICompatibleClient:
             return None
         return float(m.group(1))
 
-    async def complete(self, prompt: list[int], *, max_tokens: int, stop_ids: list[int], n: int = 1, temperature: float = 0.0) -> CompletionResult:
+    async def complete(self, prompt: list[int], *, max_tokens: int, stop_ids: list[int], n: int = 1, temperature: float = 0.0,
+                       constraint: Constraint | None = None) -> CompletionResult:
+        result = await self._complete(prompt, max_tokens=max_tokens, stop_ids=stop_ids, n=n, temperature=temperature)
+        if constraint is None or all(constraint.accepts(c.text) for c in result.completions):
+            return result
+        started = time.monotonic()
+        completions: list[Completion] = []
+        requests = 1
+        repaired = 0
+        for completion in result.completions:
+            if constraint.accepts(completion.text):
+                completions.append(completion)
+                continue
+            text, made = await self._by_segments(prompt, constraint, max_tokens, temperature)
+            completions.append(Completion(text, "stop"))
+            requests += made
+            repaired += 1
+        return CompletionResult(tuple(completions), result.prompt_tokens, result.generated_tokens, result.cached_tokens,
+                                result.seconds + time.monotonic() - started, constrained=repaired, requests=requests)
+
+    async def _by_segments(self, prompt: list[int], constraint: Constraint, max_tokens: int, temperature: float) -> tuple[str, int]:
+        """A completion made one constrained segment at a time; (its text, requests made)."""
+        state = constraint.start()
+        ids = list(prompt)
+        pieces: list[str] = []
+        requests = 0
+        budget = max_tokens
+        while not constraint.done(state):
+            kind, what = constraint.segment(state)
+            if kind == "special":
+                options = list(what)  # type: ignore[call-overload]
+                if len(options) > 1:
+                    token = await self._choose_special(ids, options, temperature)
+                    requests += 1
+                else:
+                    token = options[0]
+                nxt = constraint.step_special(state, token)
+                if nxt is None:
+                    raise ModelError(f"the server chose {token}, which the constraint does not allow")
+                state = nxt
+                if constraint.done(state):
+                    break  # the frame separator: the stop token, left out of the text
+                ids.append((await self.special_ids([token]))[token])
+                pieces.append(token)
+                continue
+            text = await self._structured(ids, kind, what, temperature, max(1, budget))
+            requests += 1
+            nxt = constraint.step_bytes(state, text.encode())
+            if nxt is None:
+                raise ModelError(f"the server's {kind}-constrained output {text[:80]!r} does not fit the frame")
+            state = nxt
+            pieces.append(text)
+            new_ids = await self.tokenize(text)
+            ids.extend(new_ids)
+            budget -= len(new_ids)
+        return "".join(pieces), requests
+
+    async def _choose_special(self, prompt: list[int], options: list[str], temperature: float) -> str:
+        allowed = await self.special_ids(options)
+        body = {"model": await self.resolve_model(), "prompt": prompt, "max_tokens": 1, "temperature": temperature,
+                "allowed_token_ids": [allowed[o] for o in options], "skip_special_tokens": False, "spaces_between_special_tokens": False}
+        data = await self._json("POST", self.url + "/completions", json=body)
+        text = _first_text(data)
+        for option in options:
+            if text.startswith(option):
+                return option
+        raise ModelError(f"the server answered {text[:40]!r} where one of {options} was allowed")
+
+    async def _structured(self, prompt: list[int], kind: str, what: object, temperature: float, max_tokens: int) -> str:
+        constraint = {"regex": what} if kind == "regex" else {"choice": list(what)}  # type: ignore[call-overload]
+        body = {"model": await self.resolve_model(), "prompt": prompt, "max_tokens": max_tokens, "temperature": temperature,
+                "structured_outputs": constraint, "skip_special_tokens": True, "spaces_between_special_tokens": False}
+        data = await self._json("POST", self.url + "/completions", json=body)
+        return _first_text(data)
+
+    async def _complete(self, prompt: list[int], *, max_tokens: int, stop_ids: list[int], n: int = 1, temperature: float = 0.0) -> CompletionResult:
         model = await self.resolve_model()
         hits_before = None if self._usage_has_cache else await self._prefix_hits()
         started = time.monotonic()
@@ -175,6 +257,13 @@ class OpenAICompatibleClient:
             cached_tokens=cached,
             seconds=seconds,
         )
+
+
+def _first_text(data: dict) -> str:
+    choices = data.get("choices")
+    if not isinstance(choices, list) or not choices or not isinstance(choices[0], dict) or not isinstance(choices[0].get("text"), str):
+        raise ModelError(f"the server's answer is not a completion: {str(data)[:200]}")
+    return choices[0]["text"]
 
 
 def _short(exc: Exception) -> str:

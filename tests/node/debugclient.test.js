@@ -64,3 +64,24 @@ test('runs to the end and terminates when told not to stop there', async () => {
     await dc3.stop();
   }
 });
+
+test('a failed prediction is an error on the step, and the first stop is entry', { skip: !process.env.SCRIPTED_MODEL_URL }, async () => {
+  const dc4 = new DebugClient(PYTHON, LAUNCHER, 'neural-python', { cwd: ROOT });
+  dc4.defaultTimeout = 30000;
+  await dc4.start();
+  try {
+    await Promise.all([
+      dc4.configurationSequence(),
+      dc4.launch({
+        program: PROGRAM, entry: { function: 'bubble_sort', args: '[3, 1, 2]' }, world: 'neural',
+        model: { url: process.env.SCRIPTED_MODEL_URL, retries: 0 }, stopOnEntry: true,
+      }),
+      dc4.assertStoppedLocation('entry', { path: PROGRAM, line: 9 }),
+    ]);
+    await assert.rejects(dc4.nextRequest({ threadId: 1 }), /could not predict step_over/);
+    const stack = await dc4.stackTraceRequest({ threadId: 1 });
+    assert.strictEqual(stack.body.stackFrames[0].line, 9);
+  } finally {
+    await dc4.stop();
+  }
+});
