@@ -1,0 +1,24 @@
+"""The recording child process: runs the debuggee under a tracer and streams compact events.
+
+Runs as `python -m neural_dap.trace.child`, reads its JSON configuration from stdin (then stdin
+becomes /dev/null for the debuggee) and writes batches of events to the file descriptor named in the
+configuration (see `Channel` for the framing). It needs only the standard library (msgspec, when
+the interpreter has it, makes the encoding faster), so it runs under any Python >= 3.10
+(sys.monitoring is used on 3.12+).
+
+Wire events (one array each; `inv` is the invocation id, `line` the line number):
+  ["k", code_id, name, filename, first_line]          a new code object (sent once)
+  ["c", inv, code_id, line, depth, changes]           call (a generator resume is a new call)
+  ["l", inv, line, changes, caught]                   line, locals *before* it runs
+  ["r", inv, line, value]                             return (or yield)
+  ["x", inv, line, value]                             exit by exception
+  ["u", inv, changes]                                 the caller's locals right after a return
+  ["o", text] / ["e", text]                           stdout / stderr written since the last event
+  ["end", outcome, message, exit_code, value]         how the run ended (last message)
+`changes` is a flat list [name, value, name, value, ...] of locals that changed since the previous
+event of the same invocation. A value is an int (repr is str(int)), true/false/null (True/False/
+None), a string (the repr), [] (the name was deleted) or [repr, type, children, more] for an
+object with structured children. Sending ints raw moves their repr into the parent process.
+"""
+
+from __future__ import annotations

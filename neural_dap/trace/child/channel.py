@@ -1,0 +1,123 @@
+"""The recording child's channel to the parent: batches of events on a pipe, and the limits it
+enforces (a background thread flushes, so an endless Python loop still ends with its events kept).
+Standard library only (msgspec, when the interpreter has it, makes the encoding faster)."""
+
+from __future__ import annotations
+
+import json
+import os
+import threading
+import time
+
+class Limits:
+    def __init__(self, cfg: dict) -> None:
+        self.max_events = int(cfg.get("max_events", 200_000))
+        self.wall_time = float(cfg.get("wall_time", 10.0))
+        self.max_repr = int(cfg.get("max_repr", 1000))
+        self.max_output = int(cfg.get("max_output", 1_000_000))
+        self.memory_mb = int(cfg.get("memory_mb", 0))
+        self.max_children = int(cfg.get("max_children", 50))
+        self.max_processes = int(cfg.get("max_processes", 16))
+
+
+def _encoder():
+    """msgpack through msgspec when this interpreter has it (several times faster), else JSON."""
+    try:
+        import msgspec
+
+        return b"m", msgspec.msgpack.Encoder().encode
+    except ImportError:
+        return b"j", lambda batch: json.dumps(batch, separators=(",", ":")).encode("ascii")
+
+
+class Channel:
+    """Batches events in memory; a background thread writes them to the parent.
+
+    Frames on the wire: one format byte (m: msgpack, j: JSON; upper case for the final record), a
+    4-byte little-endian length, the encoded batch (an array of events). The flusher also enforces the wall-time and event limits:
+    it runs whenever the debuggee releases the GIL, so an endless Python loop still ends with its
+    events kept.
+    """
+
+    def __init__(self, fd: int, limits: Limits) -> None:
+        self.fd = fd
+        self.kind, self.encode = _encoder()
+        self.events: list = []
+        self.limits = limits
+        self.sent = 0
+        self.started = time.monotonic()
+        self.lock = threading.Lock()
+        self.done = threading.Event()
+        self.closed = False
+        self.thread = threading.Thread(target=self._run, name="neural-dap-flusher", daemon=True)
+        self.exit = os._exit  # kept before the debuggee can replace it
+
+    def start(self) -> None:
+        self.thread.start()
+
+    def _run(self) -> None:
+        while not self.done.wait(0.01):
+            self.flush()
+            if time.monotonic() - self.started > self.limits.wall_time:
+                self.finish("timeout", f"the program ran past the {self.limits.wall_time:g} s wall-time limit")
+                self.exit(0)
+            if self.sent >= self.limits.max_events:
+                self.finish("event_limit", f"the program passed the {self.limits.max_events} event limit")
+                self.exit(0)
+
+    def _write(self, batch: list, last: bool = False) -> None:
+        payload = self.encode(batch)
+        kind = self.kind.upper() if last else self.kind  # the final record is marked: M / J
+        data = kind + len(payload).to_bytes(4, "little") + payload
+        view = memoryview(data)
+        while view:
+            written = os.write(self.fd, view)
+            view = view[written:]
+
+    def flush(self) -> None:
+        with self.lock:
+            if self.closed:
+                return
+            events = self.events
+            n = len(events)
+            if not n:
+                return
+            batch = events[:n]
+            del events[:n]
+            room = self.limits.max_events - self.sent
+            if room <= 0:
+                return
+            if len(batch) > room:
+                batch = _cut_to_states(batch, room)
+            self.sent += _count_states(batch)
+            try:
+                self._write(batch)
+            except (OSError, ValueError, TypeError):
+                self.closed = True
+
+    def finish(self, outcome: str, message: str = "", exit_code: int | None = None, value=None) -> None:
+        self.done.set()
+        self.flush()
+        with self.lock:
+            if self.closed:
+                return
+            try:
+                self._write([("end", outcome, message, exit_code, value)], last=True)
+            except (OSError, ValueError, TypeError):
+                pass
+            self.closed = True
+
+
+def _count_states(batch: list) -> int:
+    return sum(1 for e in batch if e[0] in "clrx")
+
+
+def _cut_to_states(batch: list, room: int) -> list:
+    out = []
+    for e in batch:
+        if e[0] in "clrx":
+            if room == 0:
+                break
+            room -= 1
+        out.append(e)
+    return out

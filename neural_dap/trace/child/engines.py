@@ -1,0 +1,220 @@
+"""The tracing engines: sys.settrace (3.11; in C when the extension is built), sys.monitoring (3.12+).
+Each records the same events (see `neural_dap.trace.child`). Standard library only."""
+
+from __future__ import annotations
+
+import sys
+
+from neural_dap.trace.child.recorder import Recorder
+
+# -- engines ---------------------------------------------------------------------------------------
+
+
+def settrace_engine(rec: Recorder):
+    """sys.settrace: one closure per traced frame keeps its invocation id and locals shadow."""
+    emit = rec.events.append
+    user_cache = rec.user_cache
+    judge = rec._judge
+    code_ids = rec.code_ids
+    value_repr = rec.value_repr
+    make_differ = rec.make_differ
+    bounded = rec.reprs.repr
+    counter = [0]  # next invocation id
+    active: list = []  # (frame, invocation, diff) of each traced frame on the stack
+
+    def global_trace(frame, event, arg):
+        code = frame.f_code
+        user = user_cache.get(code)
+        if user is None:
+            user = user_cache[code] = judge(code)
+        if not user:
+            return None
+        inv = counter[0]
+        counter[0] = inv + 1
+        depth = len(active)
+        diff = make_differ(code.co_name == "<module>")
+        active.append((frame, inv, diff))
+        cid = code_ids.get(code)
+        if cid is None:
+            cid = rec.code_id(code)
+        emit(("c", inv, cid, frame.f_lineno, depth, diff(frame.f_locals)))
+        pending = None
+
+        def local_trace(frame, event, arg):
+            nonlocal pending
+            if event == "line":
+                if pending is None:
+                    emit(("l", inv, frame.f_lineno, diff(frame.f_locals), None))
+                else:
+                    emit(("l", inv, frame.f_lineno, diff(frame.f_locals), bounded(pending)))
+                    pending = None
+            elif event == "return":
+                if pending is not None and arg is None:
+                    emit(("x", inv, frame.f_lineno, bounded(pending)))
+                else:
+                    emit(("r", inv, frame.f_lineno, value_repr(arg)))
+                if active and active[-1][1] == inv:
+                    active.pop()
+                if active:
+                    # what the callee changed in its caller's objects shows in the caller right away
+                    caller, caller_inv, caller_diff = active[-1]
+                    changes = caller_diff(caller.f_locals)
+                    if changes:
+                        emit(("u", caller_inv, changes))
+            elif event == "exception":
+                pending = arg[1]
+            return local_trace
+
+        return local_trace
+
+    def start():
+        sys.settrace(global_trace)  # this thread only: threads the program starts are not traced
+
+    def stop():
+        sys.settrace(None)
+
+    return start, stop
+
+
+def monitoring_engine(rec: Recorder):
+    """sys.monitoring (3.12+): events enabled per user code object; other code is DISABLEd."""
+    mon = sys.monitoring  # type: ignore[attr-defined]
+    E = mon.events
+    tool = next((t for t in (4, 3, 5, 2, 1) if mon.get_tool(t) is None), None)
+    if tool is None:
+        raise RuntimeError("no free sys.monitoring tool id")
+    DISABLE = mon.DISABLE
+    emit = rec.events.append
+    is_user = rec.is_user
+    value_repr = rec.value_repr
+    getframe = sys._getframe
+    stack: list = []  # [frame, inv, diff, pending] per active traced frame
+    local_events = E.LINE | E.PY_RETURN | E.PY_YIELD | E.PY_RESUME | E.JUMP
+    enabled: set = set()
+    line_tables: dict = {}
+
+    def on_start(code, offset):
+        return start_invocation(code)
+
+    def start_invocation(code):
+        if not is_user(code):
+            return DISABLE
+        if code not in enabled:
+            enabled.add(code)
+            mon.set_local_events(tool, code, local_events)
+        frame = getframe(2)  # 0: here, 1: on_start, 2: the code that started
+        inv = rec.next_invocation
+        rec.next_invocation = inv + 1
+        diff = rec.make_differ(code.co_name == "<module>")
+        entry = [frame, inv, diff, None]
+        emit(["c", inv, rec.code_id(code), frame.f_lineno, len(stack), diff(frame.f_locals)])
+        stack.append(entry)
+
+    def on_line(code, line):
+        if not stack:
+            return
+        top = stack[-1]
+        frame = getframe(1)
+        if top[0] is not frame:
+            return  # another thread, or a frame we do not trace
+        if top[3] is None:
+            emit(["l", top[1], line, top[2](frame.f_locals), None])
+        else:
+            emit(["l", top[1], line, top[2](frame.f_locals), rec.reprs.repr(top[3])])
+            top[3] = None
+
+    def on_jump(code, offset, target):
+        # settrace reports a backward jump within one line as a new line event (a one-line loop);
+        # LINE does not. Mirror that (as CPython's own settrace emulation does) for generator
+        # expressions, which are frames on every version; inlined comprehensions (3.12+) stay one
+        # step, as their separate, untraced frames are on 3.11.
+        if target > offset or code.co_name != "<genexpr>":
+            return DISABLE
+        table = line_tables.get(code)
+        if table is None:
+            table = line_tables[code] = _offset_lines(code)
+        line = table.get(target)
+        if line is None or line != table.get(offset):
+            return DISABLE
+        on_line_at(code, line, getframe(1))
+
+    def on_line_at(code, line, frame):
+        if not stack:
+            return
+        top = stack[-1]
+        if top[0] is not frame:
+            return
+        emit(["l", top[1], line, top[2](frame.f_locals), None])
+
+    def on_return(code, offset, retval):
+        if stack and stack[-1][0] is getframe(1):
+            top = stack.pop()
+            emit(["r", top[1], top[0].f_lineno, value_repr(retval)])
+            update_caller()
+
+    def on_unwind(code, offset, exc):
+        if stack and stack[-1][0] is getframe(1):
+            top = stack.pop()
+            emit(["x", top[1], top[0].f_lineno, rec.reprs.repr(exc)])
+            update_caller()
+
+    def update_caller():
+        if stack:
+            caller = stack[-1]
+            changes = caller[2](caller[0].f_locals)
+            if changes:
+                emit(["u", caller[1], changes])
+
+    def on_handled(code, offset, exc):
+        if stack and stack[-1][0] is getframe(1):
+            stack[-1][3] = exc
+
+    def start():
+        mon.use_tool_id(tool, "neural-dap")
+        mon.register_callback(tool, E.PY_START, on_start)
+        mon.register_callback(tool, E.PY_RESUME, on_start)
+        mon.register_callback(tool, E.LINE, on_line)
+        mon.register_callback(tool, E.JUMP, on_jump)
+        mon.register_callback(tool, E.PY_RETURN, on_return)
+        mon.register_callback(tool, E.PY_YIELD, on_return)
+        mon.register_callback(tool, E.PY_UNWIND, on_unwind)
+        mon.register_callback(tool, E.EXCEPTION_HANDLED, on_handled)
+        mon.set_events(tool, E.PY_START | E.PY_RESUME | E.PY_UNWIND | E.EXCEPTION_HANDLED)
+
+    def stop():
+        mon.set_events(tool, 0)
+        for code in enabled:
+            mon.set_local_events(tool, code, 0)
+        mon.free_tool_id(tool)
+
+    return start, stop
+
+
+def _offset_lines(code) -> dict:
+    table = {}
+    for start, end, line in code.co_lines():
+        if line is not None:
+            for offset in range(start, end, 2):
+                table[offset] = line
+    return table
+
+
+def ctrace_engine(rec: Recorder):
+    """The settrace engine in C (3.11; built with the package when a compiler is there)."""
+    from neural_dap.trace._ctracer import Tracer
+
+    tracer = Tracer(rec.events, rec.user_cache, rec._judge, rec.code_ids, rec.code_id, rec.encode_atom, rec.encode_object,
+                    rec.value_repr, rec.reprs.repr)
+    return tracer.start, tracer.stop
+
+
+def _choose_engine(name: str, rec: Recorder):
+    if name == "monitoring" or (name == "auto" and hasattr(sys, "monitoring")):
+        return "monitoring", monitoring_engine(rec)
+    if name in ("auto", "ctrace") and sys.version_info[:2] == (3, 11):
+        try:
+            return "ctrace", ctrace_engine(rec)
+        except ImportError:
+            if name == "ctrace":
+                raise
+    return "settrace", settrace_engine(rec)

@@ -1,0 +1,197 @@
+"""What the recording child traces (the user's code) and how it turns a frame's locals into changes.
+Standard library only."""
+
+from __future__ import annotations
+
+import io
+import os
+import sys
+import sysconfig
+import types
+
+from neural_dap.trace.child.channel import Channel
+from neural_dap.trace.child.values import _ATOMS, _COMPREHENSIONS, _HIDDEN_MODULE_TYPES, _LITERAL_CONTAINERS, _MARK, _MISSING, _SMALL_INT, Reprs
+
+class Capture(io.TextIOBase):
+    """sys.stdout / sys.stderr of the debuggee: output lands between the events it came between."""
+
+    def __init__(self, tag: str, recorder: Recorder, name: str) -> None:
+        self.tag = tag
+        self.recorder = recorder
+        self._name = name
+
+    @property
+    def name(self) -> str:
+        return self._name
+
+    @property
+    def encoding(self) -> str:
+        return "utf-8"
+
+    def writable(self) -> bool:
+        return True
+
+    def isatty(self) -> bool:
+        return False
+
+    def write(self, text: str) -> int:
+        if not isinstance(text, str):
+            raise TypeError(f"write() argument must be str, not {type(text).__name__}")
+        self.recorder.output(self.tag, text)
+        return len(text)
+
+    def flush(self) -> None:
+        pass
+
+
+class Recorder:
+    def __init__(self, cfg: dict, channel: Channel) -> None:
+        self.cfg = cfg
+        self.limits = channel.limits
+        self.channel = channel
+        self.events = channel.events
+        self.reprs = Reprs(self.limits.max_repr, self.limits.max_children)
+        self.program = os.path.abspath(cfg["path"])
+        self.trace_all = bool(cfg.get("trace_all", False))
+        self.roots = [os.path.realpath(r) for r in cfg.get("roots") or [os.path.dirname(self.program)]]
+        self.excluded = _excluded_prefixes()
+        self.user_cache: dict = {}
+        self.code_ids: dict = {}
+        self.next_invocation = 0
+        self.depth = 0
+        self.output_left = self.limits.max_output
+        self.output_cut = False
+
+    # -- what is the user's code -----------------------------------------------------------------
+    def is_user(self, code: types.CodeType) -> bool:
+        found = self.user_cache.get(code)
+        if found is None:
+            found = self.user_cache[code] = self._judge(code)
+        return found
+
+    def _judge(self, code: types.CodeType) -> bool:
+        if code.co_name in _COMPREHENSIONS:
+            return False  # inlined since 3.12 (PEP 709): traces stay the same on every version
+        filename = code.co_filename
+        if filename == self.program:
+            return True
+        if filename.startswith("<"):
+            return False
+        path = os.path.realpath(filename)
+        if any(path.startswith(p) for p in self.excluded):
+            return False
+        if self.trace_all:
+            return True
+        return any(path == r or path.startswith(r + os.sep) for r in self.roots)
+
+    def code_id(self, code: types.CodeType) -> int:
+        cid = self.code_ids.get(code)
+        if cid is None:
+            cid = self.code_ids[code] = len(self.code_ids)
+            self.events.append(["k", cid, code.co_name, code.co_filename, code.co_firstlineno])
+        return cid
+
+    def output(self, tag: str, text: str) -> None:
+        if not text:
+            return
+        if self.output_left <= 0:
+            if not self.output_cut:
+                self.output_cut = True
+                self.events.append([tag, f"\n[neural-dap: output beyond {self.limits.max_output} characters dropped]\n"])
+            return
+        if len(text) > self.output_left:
+            text = text[: self.output_left]
+        self.output_left -= len(text)
+        self.events.append([tag, text])
+
+    # -- locals ----------------------------------------------------------------------------------
+    def make_differ(self, module_scope: bool):
+        """A function of f_locals that returns the changed locals as a flat list (or None).
+
+        Hot path: it runs on every traced line. Atoms (ints, strs, ...) compare by identity, so an
+        unchanged one costs two lookups; objects that can change in place are encoded each time.
+        """
+        objs: dict = {}  # name -> the object last seen
+        encs: dict = {}  # name -> its encoding, for objects that can change in place
+        missing = _MISSING
+        atoms = _ATOMS
+        encode_atom = self.encode_atom
+        encode_object = self.encode_object
+
+        def diff(f_locals):
+            changes = None
+            for name, value in f_locals.items():
+                if type(value) in atoms:
+                    if objs.get(name, missing) is value:
+                        continue
+                    if module_scope and name[:2] == "__":
+                        continue
+                    enc = value if type(value) is int and -_SMALL_INT < value < _SMALL_INT else encode_atom(value)
+                    objs[name] = value
+                    if name in encs:
+                        del encs[name]
+                else:
+                    if name[0] == "." or (module_scope and _hidden_global(name, value)):
+                        continue
+                    enc = encode_object(value)
+                    objs[name] = value
+                    if encs.get(name) == enc:
+                        continue
+                    encs[name] = enc
+                if changes is None:
+                    changes = [name, enc]
+                else:
+                    changes.append(name)
+                    changes.append(enc)
+            if module_scope or len(objs) > len(f_locals):  # something may have been deleted
+                for name in [n for n in objs if n not in f_locals]:
+                    del objs[name]
+                    encs.pop(name, None)
+                    if changes is None:
+                        changes = []
+                    changes.append(name)
+                    changes.append([])
+            return changes
+
+        return diff
+
+    def encode_atom(self, value):
+        kind = type(value)
+        if kind is bool or value is None:
+            return value
+        if kind is str and len(value) < self.limits.max_repr:
+            return repr(value)
+        return self.reprs.repr(value)
+
+    def encode_object(self, value):
+        structured = self.reprs.structure(value)
+        if structured is not None:
+            return structured
+        text = self.reprs.repr(value)
+        if text.endswith(_MARK) and type(value) in _LITERAL_CONTAINERS:
+            # the repr was cut: keep the first items as children, so the variables tree still opens
+            return self.reprs.container_structure(value, text)
+        return text
+
+    def value_repr(self, value: object):
+        if type(value) is int and -_SMALL_INT < value < _SMALL_INT:
+            return value
+        return self.reprs.repr(value)
+
+
+def _hidden_global(name: str, value: object) -> bool:
+    return name.startswith("__") or isinstance(value, _HIDDEN_MODULE_TYPES)
+
+
+def _excluded_prefixes() -> list[str]:
+    paths = set()
+    for key in ("stdlib", "platstdlib", "purelib", "platlib"):
+        try:
+            paths.add(os.path.realpath(sysconfig.get_path(key)))
+        except (KeyError, TypeError):
+            pass
+    paths.add(os.path.realpath(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
+    for entry in sys.path:
+        if entry and ("site-packages" in entry or "dist-packages" in entry):
+            paths.add(os.path.realpath(entry))
+    return sorted(paths)

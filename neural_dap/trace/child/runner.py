@@ -1,0 +1,188 @@
+"""The recording child's main: read the configuration, limit the debuggee, run it under an engine.
+Standard library only."""
+
+from __future__ import annotations
+
+import ast
+import builtins
+import json
+import os
+import sys
+import types
+
+from neural_dap.trace.child.channel import Channel, Limits
+from neural_dap.trace.child.engines import _choose_engine
+from neural_dap.trace.child.recorder import Capture, Recorder
+from neural_dap.trace.child.values import _short
+
+def _parse_call_args(text: str, namespace: dict, literal_only: bool = False) -> tuple[list, dict]:
+    """Turn `"[3, 1], key=None"` into (args, kwargs).
+
+    Literals are parsed with ast.literal_eval. Anything else (e.g. `set()`) is evaluated in the
+    program's own namespace, because this text comes from the user who asked to run the program;
+    with `literal_only` (text built from a model's prediction) anything else is refused.
+    """
+    tree = ast.parse(f"_entry_({text})", mode="eval")
+    call = tree.body
+    assert isinstance(call, ast.Call)
+
+    def value(node):
+        try:
+            return ast.literal_eval(node)
+        except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+            if literal_only:
+                raise ValueError(f"the argument {ast.unparse(node)[:80]!r} is not a Python literal") from None
+            expr = ast.Expression(node)
+            ast.fix_missing_locations(expr)
+            return eval(compile(expr, "<entry args>", "eval"), namespace)  # noqa: S307 (user input)
+
+    args: list = []
+    for node in call.args:
+        if isinstance(node, ast.Starred):
+            args.extend(value(node.value))
+        else:
+            args.append(value(node))
+    kwargs: dict = {}
+    for kw in call.keywords:
+        if kw.arg is None:
+            kwargs.update(value(kw.value))
+        else:
+            kwargs[kw.arg] = value(kw.value)
+    return args, kwargs
+
+
+def _limit_processes(allowed: int) -> None:
+    """At most `allowed` new processes: RLIMIT_NPROC where the kernel applies it (not for root), and a
+    count kept by every way the standard library starts one. (Whatever the debuggee starts is killed
+    with its process group when the recording ends.)"""
+    try:
+        import resource
+
+        if os.geteuid() != 0:
+            running = len(os.listdir("/proc")) if os.path.isdir("/proc") else 0  # a generous count of the user's processes
+            soft, hard = resource.getrlimit(resource.RLIMIT_NPROC)
+            cap = running + allowed
+            if hard != resource.RLIM_INFINITY:
+                cap = min(cap, hard)
+            resource.setrlimit(resource.RLIMIT_NPROC, (cap, hard))
+    except (ImportError, ValueError, OSError):
+        pass
+    left = [allowed]
+
+    def counted(original):
+        def start(*args, **kwargs):
+            if left[0] <= 0:
+                raise BlockingIOError(11, f"neural-dap: the debuggee may start at most {allowed} processes")
+            left[0] -= 1
+            return original(*args, **kwargs)
+
+        return start
+
+    for name in ("fork", "forkpty", "posix_spawn", "posix_spawnp", "system"):
+        if hasattr(os, name):
+            setattr(os, name, counted(getattr(os, name)))
+    try:
+        import _posixsubprocess  # what subprocess.Popen starts processes with
+
+        _posixsubprocess.fork_exec = counted(_posixsubprocess.fork_exec)
+    except (ImportError, AttributeError):
+        pass
+
+
+def main() -> None:
+    cfg = json.loads(sys.stdin.read())
+    devnull = os.open(os.devnull, os.O_RDONLY)
+    os.dup2(devnull, 0)  # the debuggee reads EOF, never our configuration
+    sys.stdin = open(0, closefd=False)
+    limits = Limits(cfg)
+    if limits.memory_mb:
+        try:
+            import resource
+
+            cap = limits.memory_mb * 1024 * 1024
+            resource.setrlimit(resource.RLIMIT_AS, (cap, cap))
+        except (ImportError, ValueError, OSError):
+            pass
+    _limit_processes(limits.max_processes)
+    import faulthandler
+
+    # if the interpreter dies (a segfault in C code), its stack goes to stderr for the parent
+    faulthandler.enable(file=sys.__stderr__)
+    channel = Channel(int(cfg["events_fd"]), limits)
+    rec = Recorder(cfg, channel)
+    engine_name, (start, stop) = _choose_engine(cfg.get("engine", "auto"), rec)
+    real_exit = os._exit
+
+    def exit_after_flush(code: int = 0) -> None:
+        stop()
+        channel.finish("exited", f"the program called os._exit({code})", code)
+        real_exit(code)
+
+    os._exit = exit_after_flush  # type: ignore[assignment]
+    channel.events.append(["engine", engine_name, sys.version.split()[0]])
+    channel.start()
+    outcome = _run(cfg, rec, start, stop, channel)
+    channel.finish(*outcome)
+    real_exit(0)
+
+
+def _run(cfg: dict, rec: Recorder, start, stop, channel: Channel) -> tuple:
+    path = rec.program
+    source = cfg.get("source")
+    try:
+        if source is None:
+            with open(path, "rb") as fh:
+                source = fh.read()
+        code = compile(source, path, "exec", dont_inherit=True)
+    except (OSError, SyntaxError, ValueError) as exc:
+        return ("error", f"cannot compile {path}: {type(exc).__name__}: {exc}", None, None)
+
+    main_module = types.ModuleType("__main__")
+    main_module.__dict__.update({"__file__": path, "__builtins__": builtins, "__cached__": None})
+    sys.modules["__main__"] = main_module
+    sys.argv = [path, *cfg.get("argv", [])]
+    # as `python program.py` would: the program's folder first, not ours
+    ours = cfg.get("own_path")
+    sys.path[:] = [os.path.dirname(path)] + [p for p in sys.path[1:] if p != ours]
+    if cfg.get("cwd"):
+        try:
+            os.chdir(cfg["cwd"])
+        except OSError as exc:
+            return ("error", f"cannot change directory to {cfg['cwd']}: {exc}", None, None)
+    stdout, stderr = sys.stdout, sys.stderr
+    sys.stdout = Capture("o", rec, "<stdout>")
+    sys.stderr = Capture("e", rec, "<stderr>")
+    entry = cfg.get("entry")
+    try:
+        if entry:
+            exec(code, main_module.__dict__)  # the definitions run untraced
+            func = main_module.__dict__.get(entry)
+            if not callable(func):
+                return ("error", f"{path} defines no function {entry!r}", None, None)
+            try:
+                args, kwargs = _parse_call_args(cfg.get("entry_args") or "", main_module.__dict__, bool(cfg.get("literal_args")))
+            except (ValueError, SyntaxError) as exc:
+                return ("error", f"cannot call {entry}: {exc}", None, None)
+            start()
+            try:
+                result = func(*args, **kwargs)
+            finally:
+                stop()
+            return ("finished", "", 0, rec.reprs.repr(result))
+        start()
+        try:
+            exec(code, main_module.__dict__)
+        finally:
+            stop()
+        return ("finished", "", 0, None)
+    except SystemExit as exc:
+        code_ = exc.code
+        if code_ is None or isinstance(code_, int):
+            return ("exited", f"the program called sys.exit({code_!r})", code_ or 0, None)
+        print(code_, file=sys.stderr)
+        return ("exited", f"the program called sys.exit({code_!r})", 1, None)
+    except BaseException as exc:  # the debuggee's uncaught exception is an outcome, not our crash
+        kind = "memory" if isinstance(exc, MemoryError) else "raised"
+        return (kind, f"{type(exc).__name__}: {_short(exc)}", 1, rec.reprs.repr(exc))
+    finally:
+        sys.stdout, sys.stderr = stdout, stderr
