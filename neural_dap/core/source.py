@@ -214,6 +214,15 @@ class SourceInfo:
         return text + "\n" if self.text.endswith("\n") or out else text
 
 
+def read_source(path: str) -> str | None:
+    """A program's text from disk (None when it cannot be read): the one place that reads it."""
+    try:
+        with open(path, encoding="utf-8", errors="replace") as fh:
+            return fh.read()
+    except OSError:
+        return None
+
+
 def _strip_marker(line: str) -> str:
     return line[: -len(START_MARKER)] if line.endswith(START_MARKER) else line
 

@@ -183,7 +183,8 @@ class LaunchArguments(_Wire):
     reconcile: Literal["none", "recorded", "debugpy"] = "none"
     trust: Literal["model", "reality"] = "model"
     python: str | None = None  # interpreter that records (recorded world) or runs debugpy
-    limits: dict[str, float] = {}  # maxEvents, wallTime, maxRepr, maxOutput, memoryMb
+    limits: dict[str, float] = {}  # maxEvents, wallTime, maxRepr, maxOutput, memoryMb, maxProcesses
+    recording: Literal["auto", "full", "skeleton"] = "auto"  # recorded world: skeleton + states on demand, or every state
     no_debug: bool = False
     port: int | None = None  # an editor connects to `neural-dap adapter --port N` with it; the server ignores it
 

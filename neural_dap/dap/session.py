@@ -223,6 +223,7 @@ class DebugSession:
             "trust": args.trust,
             "python": args.python,
             "limits": args.limits,
+            "recording": args.recording,
         }
         return LaunchSpec(program=program, args=tuple(args.args), cwd=cwd, env=dict(args.env) or None, entry=entry, options=options)
 

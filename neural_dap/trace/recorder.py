@@ -148,7 +148,30 @@ def record(
     engine: str = "auto",
     trace_all: bool = False,
 ) -> Recording:
-    """Run `program` in a child process under the tracer and return its states."""
+    """Run `program` in a child process under the tracer and return its states (full capture)."""
+    return _record(program, limits, python=python, engine=engine, trace_all=trace_all)  # type: ignore[return-value]
+
+
+def record_skeleton(program: Program, limits: Limits = Limits(), *, python: str | None = None, engine: str = "auto",
+                    checkpoint_events: int = 1_000_000, checkpoint_seconds: float = 0.25, max_checkpoints: int = 24):
+    """Run `program` recording only its skeleton, with checkpoints to materialise states from
+    (see `trace.skeleton`). Returns a `SkeletonRecording`; close it to end its checkpoints."""
+    from neural_dap.trace.skeleton import new_folder
+
+    folder = new_folder()
+    extra = {"mode": "skeleton", "checkpoint_dir": folder, "checkpoint_events": checkpoint_events,
+             "checkpoint_seconds": checkpoint_seconds, "max_checkpoints": max_checkpoints, "owner_pid": os.getpid()}
+    try:
+        return _record(program, limits, python=python, engine=engine, extra=extra, folder=folder)
+    except BaseException:
+        import shutil
+
+        shutil.rmtree(folder, ignore_errors=True)
+        raise
+
+
+def _record(program: Program, limits: Limits, *, python: str | None, engine: str, trace_all: bool = False,
+            extra: dict | None = None, folder: str | None = None):
     started = time.monotonic()
     path = os.path.abspath(program.path)
     if program.source is None and not os.path.isfile(path):
@@ -167,6 +190,7 @@ def record(
         "trace_all": trace_all,
         "own_path": _PACKAGE_PARENT,
         **msgspec.structs.asdict(limits),
+        **(extra or {}),
     }
     env = dict(os.environ)
     env.update(program.env or {})
@@ -197,6 +221,22 @@ def record(
         proc.stdin.close()
     except BrokenPipeError:
         pass
+    if folder is not None:
+        from neural_dap.trace.skeleton import SkeletonLog, SkeletonRecording
+
+        skeleton = SkeletonLog(folder)
+        streams = _collect(proc, read_fd, started + limits.wall_time + _GRACE_SECONDS, skeleton.feed_frames)
+        skeleton.close()
+        recording = SkeletonRecording(skeleton, path, time.monotonic() - started, streams.stdout.decode("utf-8", "replace"),
+                                      streams.stderr.decode("utf-8", "replace"), program)
+        if skeleton.outcome is not None:
+            kind, message, exit_code, value = (list(skeleton.outcome) + [None] * 4)[:4]
+            recording.outcome = Outcome(kind, message or "", exit_code, None if value is None else _decode_repr(value))
+        elif skeleton.corrupt:
+            recording.outcome = Outcome("crashed", "the recorder's event stream was corrupted (did the program write to its file descriptors?)")
+        else:
+            recording.outcome = _outcome_without_end(proc.returncode, streams, limits, None)
+        return recording
     log = EventLog(program, path)
     # batches are decoded as they arrive, on this core, while the child runs on the other
     streams = _collect(proc, read_fd, started + limits.wall_time + _GRACE_SECONDS, log.feed_frames)
@@ -289,14 +329,15 @@ def _kill(proc: subprocess.Popen) -> None:
             pass
 
 
-def _outcome_without_end(returncode: int | None, streams: _Streams, limits: Limits, log: EventLog) -> Outcome:
-    if log.corrupt:
+def _outcome_without_end(returncode: int | None, streams: _Streams, limits: Limits, log: EventLog | None) -> Outcome:
+    if log is not None and log.corrupt:
         return Outcome("crashed", "the recorder's event stream was corrupted (did the program write to its file descriptors?)")
     if streams.killed:
         return Outcome("timeout", f"the program did not stop within {limits.wall_time:g} s and was killed")
     stderr = streams.stderr.decode("utf-8", "replace")
-    log.materialize()
-    fatal = _fatal_error(stderr, set(log.sources) | {log.main_path})
+    if log is not None:
+        log.materialize()
+    fatal = _fatal_error(stderr, (set(log.sources) | {log.main_path}) if log is not None else set())
     if fatal:
         return Outcome("crashed", f"the interpreter crashed: {fatal}", exit_code=returncode)
     if returncode is not None and returncode < 0:
@@ -379,6 +420,8 @@ class EventLog:
         self.wire_bytes = 0
         self._buffer = bytearray()
         self._unread: list[tuple[bytes, bytes]] = []  # (format, payload) of batches not indexed yet
+        self.offset = 0  # a materialised window: the event index of its first state
+        self.snapshots: dict[int, tuple[dict[str, str], dict[str, list], int]] = {}  # invocation -> locals at the window's start
 
     def __len__(self) -> int:
         self.materialize()
@@ -452,6 +495,8 @@ class EventLog:
                     self.caught[len(self.kinds) - 1] = event[4]
             elif tag == "c":
                 self._call(event)
+            elif tag == "s":
+                self._snapshot(event)
             elif tag == "r" or tag == "x":
                 inv = self.invocations[event[1]]
                 self._state(event[1], "return" if tag == "r" else "exception", event[2] or inv.first_line, None)
@@ -490,6 +535,25 @@ class EventLog:
                 text = ""
         self.sources[filename] = text
         self.source_lines[filename] = text.splitlines()
+
+    def _snapshot(self, event: list) -> None:
+        """A frame already on the stack where a materialised window begins: its locals there."""
+        _, inv_id, cid, line, depth, changes = event
+        name, path, first = self.codes[cid]
+        inv = self.invocations[inv_id] = _Invocation(name, path, depth, first, self.source_lines.get(path, []))
+        if changes:
+            _apply_in_place(inv.locals, inv.values, changes)
+        self.snapshots[inv_id] = (dict(inv.locals), dict(inv.values), line)
+
+    def snapshot_view(self, inv_id: int, until: int) -> tuple[dict[str, str], dict]:
+        """A frame known only by its snapshot: its locals at the window's start, plus what callees
+        that returned since changed (up to state `until`)."""
+        local_reprs, encoded, _ = self.snapshots[inv_id]
+        local_reprs, encoded = dict(local_reprs), dict(encoded)
+        for index, changes in self.updates.get(inv_id, []):
+            if index <= until:
+                _apply_in_place(local_reprs, encoded, changes)
+        return local_reprs, {k: _decode_value(v) for k, v in encoded.items()}
 
     def _call(self, event: list) -> None:
         _, inv_id, cid, line, depth, changes = event

@@ -66,13 +66,7 @@ class Channel:
                 self.exit(0)
 
     def _write(self, batch: list, last: bool = False) -> None:
-        payload = self.encode(batch)
-        kind = self.kind.upper() if last else self.kind  # the final record is marked: M / J
-        data = kind + len(payload).to_bytes(4, "little") + payload
-        view = memoryview(data)
-        while view:
-            written = os.write(self.fd, view)
-            view = view[written:]
+        self._write_all(self.kind.upper() if last else self.kind, self.encode(batch))  # the final record is marked: M / J
 
     def flush(self) -> None:
         with self.lock:
@@ -94,6 +88,27 @@ class Channel:
                 self._write(batch)
             except (OSError, ValueError, TypeError):
                 self.closed = True
+
+    def write_records(self, first: int, events: bytes, calls: bytes) -> None:
+        """Skeleton records (see child.skeleton): frame kind b, the first event's index, then both arrays."""
+        payload = first.to_bytes(8, "little") + len(events).to_bytes(4, "little") + events + calls
+        with self.lock:
+            if self.closed:
+                return
+            try:
+                self._write_all(b"b", payload)
+            except (OSError, ValueError):
+                self.closed = True
+
+    def _write_all(self, kind: bytes, payload: bytes) -> None:
+        view = memoryview(kind + len(payload).to_bytes(4, "little") + payload)
+        while view:
+            written = os.write(self.fd, view)
+            view = view[written:]
+
+    def encode_document(self, value) -> bytes:
+        """One value, encoded the way batches are (the first byte says how)."""
+        return self.kind + self.encode(value)
 
     def finish(self, outcome: str, message: str = "", exit_code: int | None = None, value=None) -> None:
         self.done.set()

@@ -199,22 +199,39 @@ def _offset_lines(code) -> dict:
     return table
 
 
+class Engine:
+    """What the runner needs of an engine: start and stop; skeleton mode adds skeleton, capture,
+    flush and count (see child.skeleton)."""
+
+    def __init__(self, start, stop) -> None:
+        self.start = start
+        self.stop = stop
+
+
 def ctrace_engine(rec: Recorder):
     """The settrace engine in C (3.11; built with the package when a compiler is there)."""
     from neural_dap.trace._ctracer import Tracer
 
-    tracer = Tracer(rec.events, rec.user_cache, rec._judge, rec.code_ids, rec.code_id, rec.encode_atom, rec.encode_object,
-                    rec.value_repr, rec.reprs.repr)
-    return tracer.start, tracer.stop
+    return Tracer(rec.events, rec.user_cache, rec._judge, rec.code_ids, rec.code_id, rec.encode_atom, rec.encode_object,
+                  rec.value_repr, rec.reprs.repr)
 
 
-def _choose_engine(name: str, rec: Recorder):
+def _choose_engine(name: str, rec: Recorder, skeleton: bool = False):
+    """(name, engine); skeleton mode needs an engine that has it (see child.skeleton)."""
     if name == "monitoring" or (name == "auto" and hasattr(sys, "monitoring")):
-        return "monitoring", monitoring_engine(rec)
+        if skeleton:
+            from neural_dap.trace.child.pyskeleton import MonitoringSkeleton
+
+            return "monitoring", MonitoringSkeleton(rec)
+        return "monitoring", Engine(*monitoring_engine(rec))
     if name in ("auto", "ctrace") and sys.version_info[:2] == (3, 11):
         try:
             return "ctrace", ctrace_engine(rec)
         except ImportError:
             if name == "ctrace":
                 raise
-    return "settrace", settrace_engine(rec)
+    if skeleton:
+        from neural_dap.trace.child.pyskeleton import SettraceSkeleton
+
+        return "settrace", SettraceSkeleton(rec)
+    return "settrace", Engine(*settrace_engine(rec))

@@ -61,6 +61,7 @@ class Recorder:
         self.depth = 0
         self.output_left = self.limits.max_output
         self.output_cut = False
+        self.count = None  # skeleton mode: a function giving the number of events so far
 
     # -- what is the user's code -----------------------------------------------------------------
     def is_user(self, code: types.CodeType) -> bool:
@@ -102,7 +103,10 @@ class Recorder:
         if len(text) > self.output_left:
             text = text[: self.output_left]
         self.output_left -= len(text)
-        self.events.append([tag, text])
+        if self.count is None:
+            self.events.append([tag, text])
+        else:  # skeleton mode: the output says after how many events it was written
+            self.events.append([tag, text, self.count()])
 
     # -- locals ----------------------------------------------------------------------------------
     def make_differ(self, module_scope: bool):

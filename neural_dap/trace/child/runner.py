@@ -13,6 +13,7 @@ import types
 from neural_dap.trace.child.channel import Channel, Limits
 from neural_dap.trace.child.engines import _choose_engine
 from neural_dap.trace.child.recorder import Capture, Recorder
+from neural_dap.trace.child.skeleton import Skeleton
 from neural_dap.trace.child.values import _short
 
 def _parse_call_args(text: str, namespace: dict, literal_only: bool = False) -> tuple[list, dict]:
@@ -110,23 +111,45 @@ def main() -> None:
     faulthandler.enable(file=sys.__stderr__)
     channel = Channel(int(cfg["events_fd"]), limits)
     rec = Recorder(cfg, channel)
-    engine_name, (start, stop) = _choose_engine(cfg.get("engine", "auto"), rec)
+    engine_name, engine = _choose_engine(cfg.get("engine", "auto"), rec, skeleton=cfg.get("mode") == "skeleton")
+    start, stop = engine.start, engine.stop
     real_exit = os._exit
+    skeleton: Skeleton | None = None
+
+    def finish(outcome: str, message: str) -> None:
+        channel.finish(outcome, message)
+        real_exit(0)
+
+    if cfg.get("mode") == "skeleton":
+        skeleton = Skeleton(cfg, channel, engine, rec.events, finish)
+        skeleton.start()
+        rec.count = engine.count
+
+    def after_start() -> None:
+        if skeleton is not None:
+            skeleton.begin()  # the first checkpoint: before the first event
 
     def exit_after_flush(code: int = 0) -> None:
         stop()
-        channel.finish("exited", f"the program called os._exit({code})", code)
+        ended = ("exited", f"the program called os._exit({code})", code)
+        if skeleton is not None:
+            engine.flush()
+            skeleton.program_ended(ended)
+        channel.finish(*ended)
         real_exit(code)
 
     os._exit = exit_after_flush  # type: ignore[assignment]
     channel.events.append(["engine", engine_name, sys.version.split()[0]])
     channel.start()
-    outcome = _run(cfg, rec, start, stop, channel)
+    outcome = _run(cfg, rec, start, stop, channel, after_start)
+    if skeleton is not None:
+        engine.flush()
+        skeleton.program_ended(outcome)  # (a worker sends what it captured and ends here)
     channel.finish(*outcome)
     real_exit(0)
 
 
-def _run(cfg: dict, rec: Recorder, start, stop, channel: Channel) -> tuple:
+def _run(cfg: dict, rec: Recorder, start, stop, channel: Channel, after_start=lambda: None) -> tuple:
     path = rec.program
     source = cfg.get("source")
     try:
@@ -164,12 +187,14 @@ def _run(cfg: dict, rec: Recorder, start, stop, channel: Channel) -> tuple:
             except (ValueError, SyntaxError) as exc:
                 return ("error", f"cannot call {entry}: {exc}", None, None)
             start()
+            after_start()
             try:
                 result = func(*args, **kwargs)
             finally:
                 stop()
             return ("finished", "", 0, rec.reprs.repr(result))
         start()
+        after_start()
         try:
             exec(code, main_module.__dict__)
         finally:

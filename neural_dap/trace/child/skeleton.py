@@ -1,0 +1,267 @@
+"""Skeleton mode: record only what the debugger actions need, and fork checkpoints to rebuild the rest.
+
+While the program runs, the engine writes fixed-size binary records (no locals, no reprs):
+  event  12 bytes  <u4 invocation, i4 line, u1 kind (0 call, 1 line, 2 return, 3 exception;
+                   | 0x80 a line right after a handled exception), 3 bytes padding>
+  call    8 bytes  <u4 code id, i4 the caller's latest event index (-1: none)>, one per call event
+and every so many events (and every so many seconds) the recording process forks a *checkpoint*:
+a copy of the running program, paused at that event, that listens on a Unix socket. To
+materialise events a..b, the parent connects to the nearest checkpoint at or before a; the
+checkpoint forks a *worker*, which runs on from the checkpoint with output discarded, records in
+full from event a to b (the frames already on the stack first, as snapshots), hashes the skeleton
+records it replays, sends all of it back and exits; the checkpoint waits for the next request.
+A replay whose records hash differently from the recording's has diverged (threads, clocks,
+files changed since): the parent says so, and trusts only what came before.
+
+Standard library only (the recording child runs under any interpreter).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import signal
+import socket
+import sys
+import time
+
+EVENT_SIZE = 12
+CALL_SIZE = 8
+HASH_EVERY = 1 << 16  # events per hashed range of records
+_FORK = os.fork  # the real one: the debuggee's process limit wraps os.fork later
+
+
+def _kill_quietly(pid: int) -> None:
+    try:
+        os.kill(pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
+    try:
+        os.waitpid(pid, os.WNOHANG)
+    except ChildProcessError:
+        pass
+
+
+class Skeleton:
+    """Checkpoints, limits and the worker side of materialisation, for one recording child.
+
+    `tracer` is the engine: skeleton(hook, flush, hook_every, hook_at), capture(first, last),
+    flush(), count().
+    """
+
+    def __init__(self, cfg: dict, channel, tracer, events: list, finish) -> None:
+        self.channel = channel
+        self.tracer = tracer
+        self.events = events  # what full capture appends to (in a worker: what it sends back)
+        self.finish = finish  # finish(outcome, message): end the recording (limits)
+        self.dir = cfg["checkpoint_dir"]
+        self.every_events = int(cfg.get("checkpoint_events", 1_000_000))
+        self.every_seconds = float(cfg.get("checkpoint_seconds", 0.25))
+        self.max_checkpoints = int(cfg.get("max_checkpoints", 24))
+        self.owner = int(cfg.get("owner_pid", os.getppid()))  # the adapter: checkpoints end when it does
+        self.max_events = channel.limits.max_events
+        self.wall_time = channel.limits.wall_time
+        self.started = time.monotonic()
+        self.next_count = 0
+        self.next_time = self.started
+        self.checkpoints: list[tuple[int, int]] = []  # (event index, pid)
+        self.worker: dict | None = None  # in a worker: the request it serves
+
+    # -- the recording process ----------------------------------------------------------------------
+    def start(self) -> None:
+        self.next_count = self.every_events
+        self.tracer.skeleton(self.hook, self.flush, 4096, self.next_count)
+
+    def begin(self) -> None:
+        """Tracing has started and no event has happened yet: the first checkpoint."""
+        self.next_time = time.monotonic() + self.every_seconds
+        self.checkpoint(0)
+
+    def flush(self, events: bytes, calls: bytes, first: int) -> None:
+        if self.worker is not None:
+            self._hash(events, first)
+            return
+        self.channel.write_records(first, events, calls)
+
+    def hook(self, count: int) -> int:
+        """Called by the engine at `hook_at` and every 4096 events; returns the next `hook_at`."""
+        if self.worker is not None:
+            if count > self.worker["to"]:
+                self._finish_worker(count)
+            return self.worker["to"] + 1
+        now = time.monotonic()
+        if count >= self.max_events:
+            self.tracer.flush()
+            self.finish("event_limit", f"the program passed the {self.max_events} event limit")
+        if now - self.started > self.wall_time:
+            self.tracer.flush()
+            self.finish("timeout", f"the program ran past the {self.wall_time:g} s wall-time limit")
+        if count >= self.next_count or now >= self.next_time:
+            self.checkpoint(count)
+            if self.worker is not None:  # this process is a worker now: run on through its window
+                return self.worker["to"] + 1
+            self.next_count = count + self.every_events
+            self.next_time = time.monotonic() + self.every_seconds
+        return min(self.next_count, self.max_events)
+
+    def checkpoint(self, count: int) -> None:
+        self.tracer.flush()  # the parent has every record up to here before the copy exists
+        path = os.path.join(self.dir, f"cp-{count}.sock")
+        server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        try:
+            server.bind(path)
+            server.listen(4)
+        except OSError:
+            server.close()
+            return
+        pid = _FORK()
+        if pid == 0:
+            self._serve(server, count)  # returns only in a worker
+            return
+        server.close()
+        self.checkpoints.append((count, pid))
+        self.channel.events.append(["cp", count, path, pid])
+        self._prune()
+
+    def _prune(self) -> None:
+        """Keep at most `max_checkpoints`: the first, the latest, and evenly spread ones between."""
+        while len(self.checkpoints) > self.max_checkpoints:
+            gaps = [(self.checkpoints[k + 1][0] - self.checkpoints[k - 1][0], k) for k in range(1, len(self.checkpoints) - 1)]
+            _, k = min(gaps)
+            count, pid = self.checkpoints.pop(k)
+            _kill_quietly(pid)
+            self.channel.events.append(["cpx", count])
+
+    # -- the checkpoint process ---------------------------------------------------------------------
+    def _serve(self, server: socket.socket, count: int) -> None:
+        """A checkpoint: wait for requests; each one is served by a fresh fork (a worker)."""
+        os.setsid()  # out of the recording's process group: it outlives the recording
+        self.channel.closed = True  # never write to the recording's pipe...
+        try:
+            os.close(self.channel.fd)  # ...nor hold it open: the parent reads it to its end
+        except OSError:
+            pass
+        _silence_output()
+        server.settimeout(5.0)
+        while True:
+            try:
+                conn, _ = server.accept()
+            except TimeoutError:
+                if not _alive(self.owner):
+                    os._exit(0)
+                continue
+            except OSError:
+                os._exit(0)
+            request = _read_request(conn)
+            if request is None or request.get("quit"):
+                conn.close()
+                if request is not None:
+                    os._exit(0)
+                continue
+            pid = _FORK()
+            if pid == 0:
+                server.close()
+                self._become_worker(conn, request, count)
+                return
+            conn.close()
+            try:
+                os.waitpid(pid, 0)
+            except ChildProcessError:
+                pass
+
+    # -- a worker ---------------------------------------------------------------------------------
+    def _become_worker(self, conn: socket.socket, request: dict, count: int) -> None:
+        first, last = int(request["from"]), int(request["to"])
+        self.worker = {"conn": conn, "from": max(first, count), "to": max(last, first), "hashes": [], "range": None,
+                       "start": count}
+        _silence_output()
+        del self.events[:]
+        self.tracer.capture(self.worker["from"], self.worker["to"])
+
+    def _hash(self, events: bytes, first: int) -> None:
+        """Hash replayed records in aligned ranges, as the parent hashes its own."""
+        worker = self.worker
+        assert worker is not None
+        offset = 0
+        index = first
+        while offset < len(events):
+            boundary = (index // HASH_EVERY + 1) * HASH_EVERY
+            take = min(len(events) - offset, (boundary - index) * EVENT_SIZE)
+            if worker["range"] is None:
+                worker["range"] = [index, hashlib.blake2b(digest_size=16)]
+            worker["range"][1].update(events[offset : offset + take])
+            offset += take
+            index += take // EVENT_SIZE
+            if index == boundary:
+                self._close_range(index)
+
+    def _close_range(self, end: int) -> None:
+        worker = self.worker
+        assert worker is not None
+        if worker["range"] is not None:
+            start, digest = worker["range"]
+            worker["hashes"].append([start, end, digest.hexdigest()])
+            worker["range"] = None
+
+    def _finish_worker(self, count: int, outcome: tuple | None = None) -> None:
+        """Send what was captured and the hashes of what was replayed, then end this process."""
+        worker = self.worker
+        assert worker is not None
+        self.tracer.flush()
+        self._close_range(count)
+        answer = {"events": list(self.events), "hashes": worker["hashes"], "reached": count,
+                  "outcome": list(outcome) if outcome else None}
+        try:
+            data = self.channel.encode_document(answer)
+            conn = worker["conn"]
+            conn.sendall(len(data).to_bytes(8, "little") + data)
+            conn.close()
+        finally:
+            os._exit(0)
+
+    def program_ended(self, outcome: tuple) -> None:
+        """The program ended (or raised, or exited) inside a worker's window: send what there is."""
+        if self.worker is not None:
+            self._finish_worker(self.tracer.count(), outcome)
+
+
+def _read_request(conn: socket.socket) -> dict | None:
+    data = b""
+    conn.settimeout(10.0)
+    try:
+        while not data.endswith(b"\n"):
+            chunk = conn.recv(65536)
+            if not chunk:
+                return None
+            data += chunk
+        return json.loads(data)
+    except (OSError, ValueError):
+        return None
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def _silence_output() -> None:
+    """A replay must not print the program's output again."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, 1)
+    os.dup2(devnull, 2)
+    os.close(devnull)
+
+    class _Null:
+        def write(self, text):
+            return len(text)
+
+        def flush(self):
+            pass
+
+    sys.stdout = sys.stderr = _Null()  # type: ignore[assignment]

@@ -1,0 +1,201 @@
+"""One recorded execution as the recorded world navigates it, whichever way it was recorded.
+
+`FullExecution` holds every state (full capture: short runs, datasets); `SkeletonExecution` holds
+the skeleton and materialises states on demand from checkpoints (`trace.skeleton`: millions of
+events). Both answer the same questions the same way: where an action leads (`tree`), the state
+and the call stack at an event, the output between two events, the exceptions on the way.
+"""
+
+from __future__ import annotations
+
+from bisect import bisect_left, bisect_right
+from collections.abc import Callable
+from typing import Protocol
+
+from neural_dap.core.actions import Action, Target
+from neural_dap.core.state import Frame, State
+from neural_dap.trace.recorder import Recording
+from neural_dap.trace.skeleton import SkeletonRecording, SkeletonTree
+from neural_dap.trace.tree import StateTree
+
+
+class Execution(Protocol):
+    def __len__(self) -> int: ...
+
+    @property
+    def last(self) -> int: ...
+
+    def apply(self, i: int, action: Action) -> int: ...
+
+    def hits(self, start: int, end: int, targets: tuple[Target, ...]) -> list[int]:
+        """Line events at the targets strictly after `start` up to `end`, in the walking direction."""
+        ...
+
+    def state(self, i: int) -> State: ...
+
+    def frames(self, i: int) -> tuple[Frame, ...]:
+        """The call stack at event i, innermost first, each frame with its locals."""
+        ...
+
+    def output(self, start: int, end: int) -> tuple[tuple[str, str], ...]: ...
+
+    def first_exception(self, start: int, end: int, filters: frozenset[str]) -> int | None: ...
+
+    def close(self) -> None: ...
+
+
+class FullExecution:
+    def __init__(self, recording: Recording) -> None:
+        self.recording = recording
+        self.tree = StateTree(list(recording.states))
+        states = self.tree.states
+        self.raised = [i for i, s in enumerate(states) if s.event == "exception" or s.caught]
+        self.uncaught = _uncaught(lambda k: states[k].event, lambda k: states[k].depth, len(states))
+
+    def __len__(self) -> int:
+        return len(self.tree)
+
+    @property
+    def last(self) -> int:
+        return self.tree.last
+
+    def apply(self, i: int, action: Action) -> int:
+        return self.tree.apply(i, action)
+
+    def hits(self, start: int, end: int, targets: tuple[Target, ...]) -> list[int]:
+        if not targets or start == end:
+            return []
+        lo, hi = (start + 1, end) if end > start else (end, start - 1)
+        found: set[int] = set()
+        for line in {line for _, line in targets}:
+            indices = self.tree.by_line.get(line, [])
+            for k in indices[bisect_left(indices, lo) : bisect_right(indices, hi)]:
+                if self.tree._matches(k, targets):
+                    found.add(k)
+        return sorted(found, reverse=end < start)
+
+    def state(self, i: int) -> State:
+        return self.tree.states[i]
+
+    def frames(self, i: int) -> tuple[Frame, ...]:
+        states = self.tree.states
+        log = self.recording.log
+        out = []
+        for depth, k in enumerate(self.tree.stack(i)):
+            s = states[k]
+            local_reprs, values = s.locals, s.values
+            if depth > 0:
+                local_reprs, values = log.caller_view(s.invocation, k, i, local_reprs, values)
+            out.append(Frame(s.function, s.line, s.source, s.invocation, s.path, local_reprs, values))
+        return tuple(out)
+
+    def output(self, start: int, end: int) -> tuple[tuple[str, str], ...]:
+        states = self.tree.states
+        out: list[tuple[str, str]] = []
+        for k in range(start + 1, end + 1):
+            s = states[k]
+            if s.stdout:
+                out.append(("stdout", s.stdout))
+            if s.stderr:
+                out.append(("stderr", s.stderr))
+        if end == len(states) - 1 and start < end:
+            out.extend(self._after_last_state())
+        return tuple(out)
+
+    def _after_last_state(self) -> list[tuple[str, str]]:
+        rec = self.recording
+        shown_out = "".join(s.stdout for s in rec.states)
+        shown_err = "".join(s.stderr for s in rec.states)
+        out = []
+        if len(rec.stdout) > len(shown_out) and rec.stdout.startswith(shown_out):
+            out.append(("stdout", rec.stdout[len(shown_out) :]))
+        if len(rec.stderr) > len(shown_err) and rec.stderr.startswith(shown_err):
+            out.append(("stderr", rec.stderr[len(shown_err) :]))
+        return out
+
+    def first_exception(self, start: int, end: int, filters: frozenset[str]) -> int | None:
+        return _first_exception(self.raised, self.uncaught, start, end, filters)
+
+    def close(self) -> None:
+        pass
+
+
+class SkeletonExecution:
+    def __init__(self, recording: SkeletonRecording) -> None:
+        self.recording = recording
+        self.tree: SkeletonTree = recording.tree
+        tree = self.tree
+        import numpy as np
+
+        self.raised = np.flatnonzero((tree.kinds == 3) | tree.caught_flags).tolist()
+        self.uncaught = _uncaught(tree.event, lambda k: int(tree.depth[tree.invs[k]]), len(tree))
+
+    def __len__(self) -> int:
+        return len(self.tree)
+
+    @property
+    def last(self) -> int:
+        return self.tree.last
+
+    def apply(self, i: int, action: Action) -> int:
+        return self.tree.apply(i, action)
+
+    def _path(self, k: int) -> str:
+        code = self.recording.log.codes.get(int(self.tree.code_of[self.tree.invs[k]]))
+        return code[1] if code else ""
+
+    def hits(self, start: int, end: int, targets: tuple[Target, ...]) -> list[int]:
+        found = self.tree.hits(start, end, [line for _, line in targets])
+        return [k for k in found if any(p == "" or p == self._path(k) for p, line in targets if line == int(self.tree.lines[k]))]
+
+    def state(self, i: int) -> State:
+        return self.recording.state(i)
+
+    def frames(self, i: int) -> tuple[Frame, ...]:
+        window = self.recording.window_for(i)
+        here = i - window.offset
+        out = []
+        for depth, k in enumerate(self.tree.stack(i)):
+            if depth == 0:
+                s = self.state(i)
+                out.append(Frame(s.function, s.line, s.source, s.invocation, s.path, s.locals, s.values))
+                continue
+            inv = int(self.tree.invs[k])
+            if k >= window.offset:
+                s = window.state(k - window.offset)
+                local_reprs, values = window.caller_view(inv, k - window.offset, here, s.locals, s.values)
+            else:  # its latest state is before the window: its locals where the window begins
+                s = self.state(k)
+                local_reprs, values = window.snapshot_view(inv, here) if inv in window.snapshots else (s.locals, s.values)
+            out.append(Frame(s.function, s.line, s.source, s.invocation, s.path, local_reprs, values))
+        return tuple(out)
+
+    def output(self, start: int, end: int) -> tuple[tuple[str, str], ...]:
+        return tuple(self.recording.output_between(start, end))
+
+    def first_exception(self, start: int, end: int, filters: frozenset[str]) -> int | None:
+        return _first_exception(self.raised, self.uncaught, start, end, filters)
+
+    def close(self) -> None:
+        self.recording.close()
+
+
+def _uncaught(event: Callable[[int], str], depth: Callable[[int], int], total: int) -> list[int]:
+    """Where the exception that ends the program was raised: the start of the run of exception
+    exits at the end, each one level out from the one before."""
+    if not total or event(total - 1) != "exception":
+        return []
+    k = total - 1
+    while k > 0 and event(k - 1) == "exception" and depth(k - 1) == depth(k) + 1:
+        k -= 1
+    return [k]
+
+
+def _first_exception(raised: list[int], uncaught: list[int], start: int, end: int, filters: frozenset[str]) -> int | None:
+    found = None
+    for kind in filters:
+        points = raised if kind == "raised" else uncaught
+        k = bisect_right(points, start)
+        if k < len(points) and points[k] <= end and (found is None or points[k] < found):
+            found = points[k]
+    return found

@@ -1,0 +1,466 @@
+"""A recording in skeleton mode: what the actions need for every event, full states on demand.
+
+The recording child (`trace.child.skeleton`) sends fixed-size records per event and forks paused
+copies of the program (checkpoints). Here the records become numpy arrays (spilled to a file, so a
+run of 10^7 events costs ~120 MB of disk and little memory), the actions run on them
+(`SkeletonTree`, the same semantics as `trace.tree.StateTree`), and the states of any window of
+events are *materialised*: a checkpoint replays to the window and records it in full. Windows are
+cached, so stepping near a stop costs nothing more. A replay whose skeleton differs from the
+recording's (the program is not deterministic: threads, clocks, files) is reported, and what lies
+beyond the divergence is not trusted.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import signal
+import socket
+import tempfile
+from bisect import bisect_right
+from collections import OrderedDict
+from collections.abc import Sequence
+
+import msgspec
+import numpy as np
+
+from neural_dap.core.actions import Action, Target
+from neural_dap.core.state import State
+
+EVENT_DTYPE = np.dtype([("inv", "<u4"), ("line", "<i4"), ("kind", "u1"), ("pad", "V3")])
+CALL_DTYPE = np.dtype([("code", "<u4"), ("caller_last", "<i4")])
+KINDS = ("call", "line", "return", "exception")
+CALL, LINE, RETURN, EXCEPTION = 0, 1, 2, 3
+HASH_EVERY = 1 << 16
+WINDOW = 4000  # events materialised on each side of the one asked for
+MAX_WINDOWS = 8
+
+
+class DivergenceError(Exception):
+    """A replay did not follow the recording: the program is not deterministic from its checkpoint."""
+
+
+class SkeletonLog:
+    """Reads the recording child's pipe in skeleton mode: records to files, the rest in memory."""
+
+    def __init__(self, folder: str) -> None:
+        self.folder = folder
+        self.events_path = os.path.join(folder, "events.bin")
+        self.calls_path = os.path.join(folder, "calls.bin")
+        self._events = open(self.events_path, "wb")
+        self._calls = open(self.calls_path, "wb")
+        self.count = 0
+        self.codes: dict[int, tuple[str, str, int]] = {}
+        self.outputs: list[tuple[int, str, str]] = []  # (events before it, stdout|stderr, text)
+        self.checkpoints: dict[int, tuple[str, int]] = {}  # event index -> (socket path, pid)
+        self.outcome: tuple | None = None
+        self.engine = ""
+        self.python = ""
+        self.corrupt = False
+        self.wire_bytes = 0
+        self._buffer = bytearray()
+
+    def feed_frames(self, chunk: bytes) -> None:
+        self.wire_bytes += len(chunk)
+        self._buffer += chunk
+        data = self._buffer
+        pos = 0
+        while len(data) - pos >= 5 and not self.corrupt:
+            kind = data[pos : pos + 1]
+            size = int.from_bytes(data[pos + 1 : pos + 5], "little")
+            if len(data) - pos - 5 < size:
+                break
+            payload = bytes(data[pos + 5 : pos + 5 + size])
+            pos += 5 + size
+            if kind == b"b":
+                self._records(payload)
+            elif kind in (b"m", b"j", b"M", b"J"):
+                try:
+                    batch = msgspec.msgpack.decode(payload) if kind in (b"m", b"M") else msgspec.json.decode(payload)
+                except (msgspec.DecodeError, ValueError):
+                    self.corrupt = True
+                    break
+                self._messages(batch)
+            else:
+                self.corrupt = True
+        del self._buffer[:pos]
+
+    def _records(self, payload: bytes) -> None:
+        first = int.from_bytes(payload[:8], "little")
+        size = int.from_bytes(payload[8:12], "little")
+        if first != self.count:
+            self.corrupt = True  # records must arrive in order, without gaps
+            return
+        self._events.write(payload[12 : 12 + size])
+        self._calls.write(payload[12 + size :])
+        self.count += size // EVENT_DTYPE.itemsize
+
+    def _messages(self, batch: list) -> None:
+        for event in batch:
+            tag = event[0]
+            if tag == "k":
+                _, cid, name, filename, first = event
+                self.codes[cid] = (name, filename, first)
+            elif tag in ("o", "e"):
+                self.outputs.append((int(event[2]) if len(event) > 2 else self.count, "stdout" if tag == "o" else "stderr", event[1]))
+            elif tag == "cp":
+                self.checkpoints[int(event[1])] = (event[2], int(event[3]))
+            elif tag == "cpx":
+                self.checkpoints.pop(int(event[1]), None)
+            elif tag == "engine":
+                self.engine, self.python = event[1], event[2]
+            elif tag == "end":
+                self.outcome = tuple(event[1:])
+
+    def close(self) -> None:
+        self._events.close()
+        self._calls.close()
+
+
+class SkeletonTree:
+    """The nine actions on a skeleton (numpy arrays): `trace.tree.StateTree`'s semantics, exactly."""
+
+    def __init__(self, events: np.ndarray, calls: np.ndarray) -> None:
+        self.kinds = (events["kind"] & 0x7F).astype(np.uint8)
+        self.caught_flags = (events["kind"] & 0x80) != 0
+        self.lines = np.ascontiguousarray(events["line"])
+        self.invs = np.ascontiguousarray(events["inv"]).astype(np.int64)
+        n = len(self.kinds)
+        self.n = n
+        self.call_index = np.flatnonzero(self.kinds == CALL)
+        count = len(self.call_index)
+        self.code_of = np.ascontiguousarray(calls["code"][:count]).astype(np.int64)
+        caller_last = np.ascontiguousarray(calls["caller_last"][:count]).astype(np.int64)
+        self.caller_last = caller_last
+        self.parent = np.where(caller_last >= 0, self.invs[np.clip(caller_last, 0, max(n - 1, 0))], -1)
+        depth = np.zeros(count, dtype=np.int64)
+        parents = self.parent.tolist()
+        for inv in range(count):  # a parent is always called before its callees
+            p = parents[inv]
+            if p >= 0:
+                depth[inv] = depth[p] + 1
+        self.depth = depth
+        terminal = np.flatnonzero(self.kinds >= RETURN)
+        self.end_index = np.full(count, -1, dtype=np.int64)
+        self.end_index[self.invs[terminal]] = terminal
+        self.line_events = np.flatnonzero(self.kinds == LINE)
+
+    def __len__(self) -> int:
+        return self.n
+
+    @property
+    def last(self) -> int:
+        return self.n - 1
+
+    def event(self, i: int) -> str:
+        return KINDS[int(self.kinds[i])]
+
+    def is_terminal(self, i: int) -> bool:
+        return int(self.kinds[i]) >= RETURN
+
+    def is_call(self, i: int) -> bool:
+        return int(self.kinds[i]) == CALL
+
+    def invocation(self, i: int) -> int:
+        return int(self.invs[i])
+
+    # -- the actions -----------------------------------------------------------------------------
+    def apply(self, i: int, action: Action) -> int:
+        kind = action.kind
+        if kind == "step_into":
+            return min(i + 1, self.last)
+        if kind == "inv_step_into":
+            return max(i - 1, 0)
+        if kind == "step_over":
+            return self._next_of(i, self._owner_forward(i), self.last)
+        if kind == "inv_step_over":
+            return self._previous_of(i, self._owner_backward(i))
+        if kind == "step_return":
+            owner = self._owner_forward(i)
+            if owner < 0:
+                return self.last
+            end = int(self.end_index[owner])
+            return end if end >= i else self.last
+        if kind == "inv_step_return":
+            owner = self._owner_backward(i)
+            return 0 if owner < 0 else int(self.call_index[owner])
+        if kind == "breakpoint":
+            found = self.next_line_at(i, action.targets)
+            return self.last if found is None else found
+        if kind == "inv_breakpoint":
+            found = self.previous_line_at(i, action.targets)
+            return 0 if found is None else found
+        if kind == "continue":
+            return self.last
+        raise ValueError(f"unknown action {kind}")
+
+    def _owner_forward(self, i: int) -> int:
+        inv = int(self.invs[i])
+        return int(self.parent[inv]) if self.is_terminal(i) else inv
+
+    def _owner_backward(self, i: int) -> int:
+        inv = int(self.invs[i])
+        return int(self.parent[inv]) if self.is_call(i) else inv
+
+    def _next_of(self, i: int, owner: int, default: int) -> int:
+        if owner < 0:
+            return default
+        end = int(self.end_index[owner])
+        stop = self.n if end < 0 else end + 1
+        found = np.flatnonzero(self.invs[i + 1 : stop] == owner)
+        return i + 1 + int(found[0]) if len(found) else default
+
+    def _previous_of(self, i: int, owner: int) -> int:
+        if owner < 0:
+            return 0
+        begin = int(self.call_index[owner])
+        found = np.flatnonzero(self.invs[begin:i] == owner)
+        return begin + int(found[-1]) if len(found) else 0
+
+    def next_line_at(self, i: int, targets: Sequence[Target]) -> int | None:
+        lines = sorted({line for _, line in targets})
+        k = np.searchsorted(self.line_events, i, side="right")
+        candidates = self.line_events[k:]
+        hits = candidates[np.isin(self.lines[candidates], lines)]
+        return int(hits[0]) if len(hits) else None
+
+    def previous_line_at(self, i: int, targets: Sequence[Target]) -> int | None:
+        lines = sorted({line for _, line in targets})
+        k = np.searchsorted(self.line_events, i, side="left")
+        candidates = self.line_events[:k]
+        hits = candidates[np.isin(self.lines[candidates], lines)]
+        return int(hits[-1]) if len(hits) else None
+
+    def hits(self, start: int, end: int, lines: Sequence[int]) -> list[int]:
+        """Line events at `lines` strictly after `start` up to `end`, in the walking direction."""
+        if start == end or not lines:
+            return []
+        lo, hi = (start + 1, end) if end > start else (end, start - 1)
+        a, b = np.searchsorted(self.line_events, lo, side="left"), np.searchsorted(self.line_events, hi, side="right")
+        candidates = self.line_events[a:b]
+        found = candidates[np.isin(self.lines[candidates], sorted(set(lines)))].tolist()
+        return found if end > start else found[::-1]
+
+    # -- the call stack ----------------------------------------------------------------------------
+    def stack(self, i: int) -> list[int]:
+        """The latest event of each invocation on the stack at i, innermost first (the caller's
+        latest event before a call is the one the call record names)."""
+        out = [i]
+        inv = int(self.invs[i])
+        while True:
+            last = int(self.caller_last[inv])
+            if last < 0:
+                break
+            out.append(last)
+            inv = int(self.invs[last])
+        return out
+
+
+class SkeletonRecording:
+    """One recorded execution in skeleton mode, with its checkpoints and materialised windows."""
+
+    def __init__(self, log: SkeletonLog, main_path: str, seconds: float, fd_stdout: str, fd_stderr: str, program=None) -> None:
+        self.log = log
+        self.program = program
+        self.outcome = None  # set by the recorder: how the run ended
+        self.main_path = main_path
+        self.seconds = seconds
+        self._fd_stdout = fd_stdout
+        self._fd_stderr = fd_stderr
+        events = np.memmap(log.events_path, dtype=EVENT_DTYPE, mode="r") if log.count else np.zeros(0, dtype=EVENT_DTYPE)
+        calls_size = os.path.getsize(log.calls_path)
+        calls = np.memmap(log.calls_path, dtype=CALL_DTYPE, mode="r") if calls_size else np.zeros(0, dtype=CALL_DTYPE)
+        self.events = events
+        self.tree = SkeletonTree(events, calls)
+        # a module's call event says line 0: it is at the code's first line, as full capture says
+        tree = self.tree
+        zero = tree.call_index[tree.lines[tree.call_index] == 0]
+        if len(zero):
+            firsts = np.array([log.codes.get(int(c), ("", "", 1))[2] for c in tree.code_of[tree.invs[zero]]], dtype=np.int32)
+            tree.lines[zero] = firsts
+        self.sources: dict[str, str] = {}
+        self.source_lines: dict[str, list[str]] = {}
+        if program is not None and program.source is not None:
+            self.sources[main_path] = program.source
+            self.source_lines[main_path] = program.source.splitlines()
+        for _, filename, _ in log.codes.values():
+            self._load_source(filename)
+        self.windows: OrderedDict[tuple[int, int], object] = OrderedDict()
+        self.diverged_at: int | None = None  # the first event a replay did not reproduce
+        self.materialisations = 0
+        self._hashes: dict[tuple[int, int], str] = {}
+        self._output_index: dict[int, list[tuple[str, str]]] | None = None
+
+    def __len__(self) -> int:
+        return self.tree.n
+
+    @property
+    def checkpoints(self) -> list[int]:
+        return sorted(self.log.checkpoints)
+
+    def _load_source(self, filename: str) -> None:
+        if filename in self.sources:
+            return
+        try:
+            with open(filename, encoding="utf-8", errors="replace") as fh:
+                text = fh.read()
+        except OSError:
+            text = ""
+        self.sources[filename] = text
+        self.source_lines[filename] = text.splitlines()
+
+    # -- output --------------------------------------------------------------------------------------
+    def output_between(self, start: int, end: int) -> list[tuple[str, str]]:
+        """Output written after event `start` up to event `end` (and everything left at the end),
+        joined per event and stream as full capture joins it."""
+        out: list[tuple[str, str]] = []
+        for i in range(start + 1, end + 1) if end - start < 10_000 else sorted({c for c, _, _ in self.log.outputs if start < c <= end}):
+            stdout, stderr = self.output_at(i)
+            if stdout:
+                out.append(("stdout", stdout))
+            if stderr:
+                out.append(("stderr", stderr))
+        if end == len(self) - 1 and start < end:
+            late = [(c, s, t) for c, s, t in self.log.outputs if c > end]
+            stdout = "".join(t for _, s, t in late if s == "stdout") + self._fd_stdout
+            stderr = "".join(t for _, s, t in late if s == "stderr") + self._fd_stderr
+            if stdout:
+                out.append(("stdout", stdout))
+            if stderr:
+                out.append(("stderr", stderr))
+        return out
+
+    @property
+    def stdout(self) -> str:
+        return "".join(text for _, stream, text in self.log.outputs if stream == "stdout") + self._fd_stdout
+
+    # -- materialisation ------------------------------------------------------------------------------
+    def window_for(self, i: int):
+        """The materialised window holding event i (cached)."""
+        for (a, b), window in self.windows.items():
+            if a <= i <= b:
+                self.windows.move_to_end((a, b))
+                return window
+        if self.diverged_at is not None and i >= self.diverged_at:
+            raise DivergenceError(f"the program did not replay the same way after event {self.diverged_at}")
+        checkpoints = self.checkpoints
+        if not checkpoints:
+            raise DivergenceError("no checkpoint is left to replay from")
+        c = checkpoints[max(0, bisect_right(checkpoints, i) - 1)]
+        a = max(c, i - WINDOW)
+        b = min(len(self) - 1, i + WINDOW)
+        window = self._materialise(c, a, b)
+        self.windows[(a, b)] = window
+        while len(self.windows) > MAX_WINDOWS:
+            self.windows.popitem(last=False)
+        return window
+
+    def _materialise(self, checkpoint: int, a: int, b: int):
+        from neural_dap.trace.recorder import EventLog, Program
+
+        path, _pid = self.log.checkpoints[checkpoint]
+        answer = _ask(path, {"from": a, "to": b})
+        self.materialisations += 1
+        self._check_hashes(answer.get("hashes") or [])
+        log = EventLog(self.program or Program(self.main_path), self.main_path)
+        log.codes.update(self.log.codes)
+        log.sources.update(self.sources)
+        log.source_lines.update(self.source_lines)
+        log.offset = a
+        log.feed(answer.get("events") or [])
+        got = len(log.kinds)
+        expected = min(b, len(self) - 1) - a + 1
+        tree = self.tree
+        for k in range(min(got, expected)):
+            i = a + k
+            if log.kinds[k] != KINDS[int(tree.kinds[i])] or log.lines[k] != int(tree.lines[i]) or log.invs[k] != int(tree.invs[i]):
+                self._diverged(i)
+                break
+        else:
+            if got < expected:
+                self._diverged(a + got)
+        return log
+
+    def _check_hashes(self, hashes: list) -> None:
+        for start, end, digest in hashes:
+            start, end = int(start), int(end)
+            if end > len(self):
+                self._diverged(len(self))
+                return
+            mine = self._hashes.get((start, end))
+            if mine is None:
+                mine = hashlib.blake2b(self.events[start:end].tobytes(), digest_size=16).hexdigest()
+                self._hashes[(start, end)] = mine
+            if mine != digest:
+                self._diverged(start)
+                return
+
+    def _diverged(self, index: int) -> None:
+        if self.diverged_at is None or index < self.diverged_at:
+            self.diverged_at = index
+
+    # -- states ------------------------------------------------------------------------------------------
+    def state(self, i: int) -> State:
+        window = self.window_for(i)
+        state = window.state(i - window.offset)
+        stdout, stderr = self.output_at(i)
+        return msgspec.structs.replace(state, stdout=stdout, stderr=stderr) if stdout or stderr else state
+
+    def output_at(self, i: int) -> tuple[str, str]:
+        """What the program wrote just before event i (full capture attaches it to that state)."""
+        if self._output_index is None:
+            index: dict[int, list[tuple[str, str]]] = {}
+            for count, stream, text in self.log.outputs:
+                index.setdefault(count, []).append((stream, text))
+            self._output_index = index
+        found = self._output_index.get(i, ())
+        return "".join(t for s, t in found if s == "stdout"), "".join(t for s, t in found if s == "stderr")
+
+    def close(self) -> None:
+        """End the checkpoint processes and remove the files."""
+        for path, pid in list(self.log.checkpoints.values()):
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except (ProcessLookupError, PermissionError):
+                pass
+        self.log.checkpoints.clear()
+        self.events = np.zeros(0, dtype=EVENT_DTYPE)
+        shutil.rmtree(self.log.folder, ignore_errors=True)
+
+
+def _ask(path: str, request: dict, timeout: float = 60.0) -> dict:
+    """One request to a checkpoint: a JSON line out, a length-prefixed document back."""
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
+        sock.settimeout(timeout)
+        try:
+            sock.connect(path)
+            sock.sendall(json.dumps(request).encode() + b"\n")
+            header = _read_exactly(sock, 8)
+            data = _read_exactly(sock, int.from_bytes(header, "little"))
+        except OSError as exc:
+            raise DivergenceError(f"the checkpoint at {os.path.basename(path)} did not answer ({exc})") from None
+    if not data:
+        raise DivergenceError("the checkpoint's replay ended without an answer")
+    kind, body = data[:1], data[1:]
+    try:
+        answer = msgspec.msgpack.decode(body) if kind == b"m" else msgspec.json.decode(body)
+    except (msgspec.DecodeError, ValueError):
+        raise DivergenceError("the checkpoint's answer could not be read") from None
+    return answer if isinstance(answer, dict) else {}
+
+
+def _read_exactly(sock: socket.socket, n: int) -> bytes:
+    chunks = []
+    while n > 0:
+        chunk = sock.recv(min(n, 1 << 20))
+        if not chunk:
+            raise OSError("the connection closed early")
+        chunks.append(chunk)
+        n -= len(chunk)
+    return b"".join(chunks)
+
+
+def new_folder() -> str:
+    return tempfile.mkdtemp(prefix="neural-dap-rec-")
