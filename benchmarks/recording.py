@@ -1,11 +1,15 @@
-"""Recording overhead: a traced run vs. a plain run of the same program, and bytes per event.
+"""Recording overhead, side by side: a plain run, skeleton recording, full capture; and what the
+first stop costs after a far jump in a skeleton recording.
 
-Run: python benchmarks/recording.py [--python PATH ...] [--repeat N]
-Both runs happen in a fresh child process of the same interpreter; the plain run executes the
-program without a tracer (`python -c`), the traced one through `neural_dap.trace.recorder.record`.
-Timings are wall-clock medians over --repeat runs, interpreter start-up subtracted from both.
-"slowdown" is the recording itself (the compact event log, indexed lazily); "+index" adds indexing
-every event, which a debugging session does on its first use.
+Run: python benchmarks/recording.py [--python PATH ...] [--repeat N] [--scale K] [--no-full]
+All runs happen in fresh child processes of the same interpreter; the plain run executes the
+program without a tracer (`python -c`). Timings are wall-clock medians over --repeat runs, the
+fixed cost of a recording (interpreter start-up, an empty traced call) subtracted. "skeleton" is
+`record_skeleton` (per-event records, fork checkpoints); "full" is `record` (every state, as
+datasets use it) with its event log indexed, as a session does on first use. "far stop" is the
+time to the state and call stack of an event far from the start (a breakpoint hit late in the run,
+then reverse-continue to the start), each from a fresh recording: a replay from the nearest
+checkpoint plus the materialised window.
 """
 
 from __future__ import annotations
@@ -21,7 +25,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from neural_dap.trace.recorder import Limits, Program, record  # noqa: E402
+from neural_dap.core.actions import Action  # noqa: E402
+from neural_dap.trace.execution import SkeletonExecution  # noqa: E402
+from neural_dap.trace.recorder import Limits, Program, record, record_skeleton  # noqa: E402
 
 PROGRAMS = {
     "loop": (
@@ -35,7 +41,7 @@ PROGRAMS = {
             """
         ),
         "work",
-        "60000",
+        "{loop}",
     ),
     "recursion": (
         textwrap.dedent(
@@ -47,7 +53,7 @@ PROGRAMS = {
             """
         ),
         "fib",
-        "19",
+        "{fib}",
     ),
     "lists": (
         textwrap.dedent(
@@ -62,7 +68,7 @@ PROGRAMS = {
             """
         ),
         "bubble",
-        "list(range(120, 0, -1))",
+        "list(range({bubble}, 0, -1))",
     ),
 }
 
@@ -80,43 +86,82 @@ def plain_seconds(python: str, path: Path, func: str, args: str) -> float:
     return float(out.stdout.strip())
 
 
-def startup_seconds(python: str, path: Path, func: str) -> float:
+def startup_seconds(python: str, path: Path, func: str, skeleton: bool) -> float:
     """A traced run of a function that returns at once: the fixed cost of a recording."""
     t = time.perf_counter()
-    record(Program(str(path), source=f"def {func}(*a):\n    return 0\n", entry=func), python=python)
+    program = Program(str(path), source=f"def {func}(*a):\n    return 0\n", entry=func)
+    if skeleton:
+        record_skeleton(program, python=python).close()
+    else:
+        record(program, python=python)
     return time.perf_counter() - t
+
+
+def skeleton_seconds(python: str, program: Program, limits: Limits) -> tuple[float, int, float]:
+    t = time.perf_counter()
+    rec = record_skeleton(program, limits, python=python)
+    seconds = time.perf_counter() - t
+    assert rec.outcome.kind == "finished", rec.outcome
+    bytes_per_event = (Path(rec.log.events_path).stat().st_size + Path(rec.log.calls_path).stat().st_size) / len(rec)
+    n = len(rec)
+    rec.close()
+    return seconds, n, bytes_per_event
+
+
+def far_stops(python: str, program: Program, limits: Limits) -> tuple[float, float]:
+    """(seconds to a breakpoint hit at the last line event, then to reverse-continue to the start)."""
+    execution = SkeletonExecution(record_skeleton(program, limits, python=python))
+    try:
+        tree = execution.tree
+        last_line = int(tree.lines[tree.line_events[-1]])
+        t = time.perf_counter()
+        hit = execution.apply(0, Action.at_lines("breakpoint", [last_line]))
+        execution.state(hit), execution.frames(hit)
+        late = time.perf_counter() - t
+        t = time.perf_counter()
+        back = execution.apply(hit, Action.at_lines("inv_breakpoint", [-1]))
+        execution.state(back), execution.frames(back)
+        return late, time.perf_counter() - t
+    finally:
+        execution.close()
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--python", action="append", help="interpreters to measure (default: this one)")
-    parser.add_argument("--repeat", type=int, default=5)
+    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--scale", type=int, default=1, help="multiply the programs' sizes (1: ~0.5-2 M events each)")
+    parser.add_argument("--no-full", action="store_true", help="skip full capture (slow on big programs)")
     opts = parser.parse_args()
     pythons = opts.python or [sys.executable]
-    limits = Limits(max_events=5_000_000, wall_time=120)
-    print(f"{'python':>8} {'engine':>10} {'program':>10} {'events':>9} {'plain ms':>9} {'traced ms':>10} {'slowdown':>9} {'+index':>8} {'B/event':>8} {'ns/event':>9}")
+    sizes = {"loop": 500_000 * opts.scale, "fib": 22 + (opts.scale > 1) * 3, "bubble": 500 * opts.scale}
+    limits = Limits(max_events=100_000_000, wall_time=600, memory_mb=16384)
+    print(f"{'python':>8} {'program':>10} {'events':>10} {'plain ms':>9} {'skeleton':>9} {'full':>9} {'B/event':>8} "
+          f"{'far stop':>9} {'back':>7}")
     with tempfile.TemporaryDirectory() as tmp:
         for python in pythons:
+            base_skeleton = statistics.median(startup_seconds(python, Path(tmp) / "base.py", "base", True) for _ in range(3))
+            base_full = statistics.median(startup_seconds(python, Path(tmp) / "base.py", "base", False) for _ in range(3))
+            version = subprocess.run([python, "-c", "import sys; print(sys.version.split()[0])"], capture_output=True, text=True).stdout.strip()
             for name, (source, func, args) in PROGRAMS.items():
+                args = args.format(**sizes)
                 path = Path(tmp) / f"{name}.py"
                 path.write_text(source)
-                base = statistics.median(startup_seconds(python, path, func) for _ in range(3))
+                program = Program(str(path), entry=func, entry_args=args)
                 plain = statistics.median(plain_seconds(python, path, func, args) for _ in range(opts.repeat))
-                traced, indexed = [], []
-                for _ in range(opts.repeat):
+                runs = [skeleton_seconds(python, program, limits) for _ in range(opts.repeat)]
+                skeleton = statistics.median(r[0] for r in runs) - base_skeleton
+                events, per_event = runs[0][1], runs[0][2]
+                full_text = "-"
+                if not opts.no_full:
                     t = time.perf_counter()
-                    rec = record(Program(str(path), entry=func, entry_args=args), limits, python=python)
-                    traced.append(time.perf_counter() - t - base)
-                    len(rec.states)  # index every event, as a debugger session does on first use
-                    indexed.append(time.perf_counter() - t - base)
-                    assert rec.outcome.kind == "finished", (name, rec.outcome)
-                t_traced = statistics.median(traced)
-                t_indexed = statistics.median(indexed)
-                events = len(rec.states)
-                print(
-                    f"{rec.python:>8} {rec.engine:>10} {name:>10} {events:>9} {plain * 1e3:>9.1f} {t_traced * 1e3:>10.1f}"
-                    f" {t_traced / plain:>8.1f}x {t_indexed / plain:>7.1f}x {rec.wire_bytes / events:>8.1f} {t_traced / events * 1e9:>9.0f}"
-                )
+                    rec = record(program, limits, python=python)
+                    len(rec.states)
+                    full = time.perf_counter() - t - base_full
+                    full_text = f"{full / plain:>8.1f}x"
+                late, back = far_stops(python, program, limits)
+                print(f"{version:>8} {name:>10} {events:>10} {plain * 1e3:>9.1f} {skeleton / plain:>8.1f}x {full_text:>9} "
+                      f"{per_event:>8.1f} {late * 1e3:>7.0f}ms {back * 1e3:>5.0f}ms")
 
 
 if __name__ == "__main__":

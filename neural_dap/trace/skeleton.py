@@ -19,6 +19,7 @@ import shutil
 import signal
 import socket
 import tempfile
+import time
 from bisect import bisect_right
 from collections import OrderedDict
 from collections.abc import Sequence
@@ -34,7 +35,8 @@ CALL_DTYPE = np.dtype([("code", "<u4"), ("caller_last", "<i4")])
 KINDS = ("call", "line", "return", "exception")
 CALL, LINE, RETURN, EXCEPTION = 0, 1, 2, 3
 HASH_EVERY = 1 << 16
-WINDOW = 4000  # events materialised on each side of the one asked for
+WINDOW = 4000  # events materialised on each side of the one asked for, at most...
+WINDOW_SECONDS = 0.2  # ...and about as many as full capture records in this time (lists re-repr'd at every event are slow)
 MAX_WINDOWS = 8
 
 
@@ -292,6 +294,7 @@ class SkeletonRecording:
         self.materialisations = 0
         self._hashes: dict[tuple[int, int], str] = {}
         self._output_index: dict[int, list[tuple[str, str]]] | None = None
+        self.window = WINDOW  # adapted to what capturing this program costs
 
     def __len__(self) -> int:
         return self.tree.n
@@ -339,20 +342,25 @@ class SkeletonRecording:
     # -- materialisation ------------------------------------------------------------------------------
     def window_for(self, i: int):
         """The materialised window holding event i (cached)."""
+        if self.diverged_at is not None and i >= self.diverged_at:
+            raise DivergenceError(f"the program did not replay the same way after event {self.diverged_at}")
         for (a, b), window in self.windows.items():
             if a <= i <= b:
                 self.windows.move_to_end((a, b))
                 return window
-        if self.diverged_at is not None and i >= self.diverged_at:
-            raise DivergenceError(f"the program did not replay the same way after event {self.diverged_at}")
         checkpoints = self.checkpoints
         if not checkpoints:
             raise DivergenceError("no checkpoint is left to replay from")
         c = checkpoints[max(0, bisect_right(checkpoints, i) - 1)]
-        a = max(c, i - WINDOW)
-        b = min(len(self) - 1, i + WINDOW)
+        a = max(c, i - self.window)
+        b = min(len(self) - 1, i + self.window)
+        started = time.monotonic()
         window = self._materialise(c, a, b)
+        per_event = (time.monotonic() - started) / max(1, b - a + 1)
+        self.window = max(32, min(WINDOW, int(WINDOW_SECONDS / max(per_event, 1e-7) / 2)))
         self.windows[(a, b)] = window
+        if self.diverged_at is not None and i >= self.diverged_at:
+            raise DivergenceError(f"the program did not replay the same way after event {self.diverged_at}")
         while len(self.windows) > MAX_WINDOWS:
             self.windows.popitem(last=False)
         return window

@@ -29,7 +29,8 @@ import time
 EVENT_SIZE = 12
 CALL_SIZE = 8
 HASH_EVERY = 1 << 16  # events per hashed range of records
-_FORK = os.fork  # the real one: the debuggee's process limit wraps os.fork later
+_FORK = os.fork  # the real ones: the debuggee's process limit wraps os.fork later, and the
+_EXIT = os._exit  # runner wraps os._exit (to flush a program's own exit)
 
 
 def _kill_quietly(pid: int) -> None:
@@ -149,15 +150,15 @@ class Skeleton:
                 conn, _ = server.accept()
             except TimeoutError:
                 if not _alive(self.owner):
-                    os._exit(0)
+                    _EXIT(0)
                 continue
             except OSError:
-                os._exit(0)
+                _EXIT(0)
             request = _read_request(conn)
             if request is None or request.get("quit"):
                 conn.close()
                 if request is not None:
-                    os._exit(0)
+                    _EXIT(0)
                 continue
             pid = _FORK()
             if pid == 0:
@@ -218,7 +219,7 @@ class Skeleton:
             conn.sendall(len(data).to_bytes(8, "little") + data)
             conn.close()
         finally:
-            os._exit(0)
+            _EXIT(0)
 
     def program_ended(self, outcome: tuple) -> None:
         """The program ended (or raised, or exited) inside a worker's window: send what there is."""

@@ -1,0 +1,266 @@
+"""Skeleton mode for the pure-Python engines: sys.monitoring (3.12+), and sys.settrace where the C
+tracer is not built. The same records and capture windows as the C tracer (see child.skeleton):
+each event appends three ints (invocation, line, kind), byte for byte the 12-byte record on a
+little-endian machine; inside a capture window the full events are recorded as the full engines
+record them, after a snapshot of the frames already on the stack. Standard library only.
+"""
+
+from __future__ import annotations
+
+import sys
+from array import array
+
+from neural_dap.trace.child.recorder import Recorder
+
+BUFFER = 65536  # events per flushed batch
+
+
+class _Entry:
+    __slots__ = ("frame", "inv", "code_id", "diff", "pending", "last", "module")
+
+    def __init__(self, frame, inv: int, code_id: int, last: int, module: bool) -> None:
+        self.frame = frame
+        self.inv = inv
+        self.code_id = code_id
+        self.diff = None  # the locals differ, made when a capture window needs it
+        self.pending = None  # an exception raised here and not yet handled
+        self.last = last
+        self.module = module
+
+
+class _Skeleton:
+    """The bookkeeping both Python engines share; they feed it call / line / return events."""
+
+    def __init__(self, rec: Recorder) -> None:
+        self.rec = rec
+        self.emit = rec.events.append
+        self.stack: list[_Entry] = []
+        self.records = array("i")
+        self.call_records = array("i")
+        self.first = 0
+        self.n = 0
+        self.hook = None
+        self.flush_to = None
+        self.hook_every = 4096
+        self.hook_at = 1 << 62
+        self.capture_from = 1 << 62
+        self.capture_to = -1
+        self.snapshotted = False
+        if sys.byteorder != "little":
+            raise RuntimeError("skeleton records are little-endian")
+
+    # -- the engine API (see child.skeleton) ----------------------------------------------------------
+    def skeleton(self, hook, flush, hook_every: int, hook_at: int) -> None:
+        self.hook, self.flush_to, self.hook_every, self.hook_at = hook, flush, hook_every, hook_at
+
+    def capture(self, first: int, last: int) -> None:
+        self.capture_from, self.capture_to, self.snapshotted = first, last, False
+
+    def flush(self) -> None:
+        if not self.records:
+            return
+        events, calls, first = self.records.tobytes(), self.call_records.tobytes(), self.first
+        self.first += len(self.records) // 3
+        self.records = array("i")
+        self.call_records = array("i")
+        self.flush_to(events, calls, first)  # type: ignore[misc]
+
+    def count(self) -> int:
+        return self.n
+
+    # -- events ------------------------------------------------------------------------------------------
+    def _record(self, inv: int, line: int, kind: int) -> None:
+        self.records.extend((inv, line, kind))
+        if len(self.records) >= 3 * BUFFER:
+            self.flush()
+
+    def _counted(self) -> None:
+        n = self.n = self.n + 1
+        if n >= self.hook_at or n % self.hook_every == 0:
+            self.hook_at = self.hook(n)  # type: ignore[misc]
+
+    def _capturing(self) -> bool:
+        return self.capture_from <= self.n <= self.capture_to
+
+    def _differ(self, entry: _Entry):
+        if entry.diff is None:
+            entry.diff = self.rec.make_differ(entry.module)
+        return entry.diff
+
+    def _snapshot(self, upto: int) -> None:
+        if self.snapshotted:
+            return
+        self.snapshotted = True
+        for depth, entry in enumerate(self.stack[:upto]):
+            if entry.diff is None:
+                self.emit(["s", entry.inv, entry.code_id, entry.frame.f_lineno or 0, depth, self._differ(entry)(entry.frame.f_locals)])
+
+    def call(self, frame, code) -> None:
+        rec = self.rec
+        inv = rec.next_invocation
+        rec.next_invocation = inv + 1
+        code_id = rec.code_id(code)
+        index = self.n
+        depth = len(self.stack)
+        entry = _Entry(frame, inv, code_id, index, code.co_name == "<module>")
+        caller_last = self.stack[-1].last if self.stack else -1
+        self.stack.append(entry)
+        capture = self._capturing()
+        self._record(inv, frame.f_lineno or 0, 0)
+        self.call_records.extend((code_id, caller_last))
+        if capture:
+            self._snapshot(depth)
+            self.emit(["c", inv, code_id, frame.f_lineno, depth, self._differ(entry)(frame.f_locals)])
+        self._counted()
+
+    def line(self, entry: _Entry, line: int) -> None:
+        index = self.n
+        capture = self._capturing()
+        self._record(entry.inv, line, 0x81 if entry.pending is not None else 1)
+        entry.last = index
+        if capture:
+            self._snapshot(len(self.stack))
+            caught = None if entry.pending is None else self.rec.reprs.repr(entry.pending)
+            self.emit(["l", entry.inv, line, self._differ(entry)(entry.frame.f_locals), caught])
+        entry.pending = None
+        self._counted()
+
+    def leave(self, entry: _Entry, line: int, value, raised) -> None:
+        """A return (value) or an exit by exception (raised)."""
+        index = self.n
+        capture = self._capturing()
+        self._record(entry.inv, line, 3 if raised is not None else 2)
+        entry.last = index
+        if capture:
+            self._snapshot(len(self.stack))
+            if raised is not None:
+                self.emit(["x", entry.inv, line, self.rec.reprs.repr(raised)])
+            else:
+                self.emit(["r", entry.inv, line, self.rec.value_repr(value)])
+        self.stack.pop()
+        if capture and self.stack and self.stack[-1].diff is not None:
+            caller = self.stack[-1]
+            changes = caller.diff(caller.frame.f_locals)
+            if changes:
+                self.emit(["u", caller.inv, changes])
+        self._counted()
+
+
+class MonitoringSkeleton(_Skeleton):
+    """sys.monitoring (3.12+): events enabled per user code object; other code is DISABLEd."""
+
+    def __init__(self, rec: Recorder) -> None:
+        super().__init__(rec)
+        self.mon = sys.monitoring  # type: ignore[attr-defined]
+        self.tool = next((t for t in (4, 3, 5, 2, 1) if self.mon.get_tool(t) is None), None)
+        if self.tool is None:
+            raise RuntimeError("no free sys.monitoring tool id")
+        self.enabled: set = set()
+        self.line_tables: dict = {}
+
+    def start(self) -> None:
+        mon, E, tool = self.mon, self.mon.events, self.tool
+        DISABLE = mon.DISABLE
+        getframe = sys._getframe
+        is_user = self.rec.is_user
+        stack = self.stack
+        local_events = E.LINE | E.PY_RETURN | E.PY_YIELD | E.PY_RESUME | E.JUMP
+
+        def on_start(code, offset):
+            if not is_user(code):
+                return DISABLE
+            if code not in self.enabled:
+                self.enabled.add(code)
+                mon.set_local_events(tool, code, local_events)
+            self.call(getframe(1), code)
+
+        def on_line(code, line):
+            if stack and stack[-1].frame is getframe(1):
+                self.line(stack[-1], line)
+
+        def on_jump(code, offset, target):
+            # a backward jump within one line of a generator expression is a line event, as settrace
+            # reports it (see the full engine)
+            if target > offset or code.co_name != "<genexpr>":
+                return DISABLE
+            from neural_dap.trace.child.engines import _offset_lines
+
+            table = self.line_tables.get(code)
+            if table is None:
+                table = self.line_tables[code] = _offset_lines(code)
+            line = table.get(target)
+            if line is None or line != table.get(offset):
+                return DISABLE
+            if stack and stack[-1].frame is getframe(1):
+                self.line(stack[-1], line)
+
+        def on_return(code, offset, retval):
+            if stack and stack[-1].frame is getframe(1):
+                top = stack[-1]
+                self.leave(top, top.frame.f_lineno, retval, None)
+
+        def on_unwind(code, offset, exc):
+            if stack and stack[-1].frame is getframe(1):
+                top = stack[-1]
+                self.leave(top, top.frame.f_lineno, None, exc)
+
+        def on_handled(code, offset, exc):
+            if stack and stack[-1].frame is getframe(1):
+                stack[-1].pending = exc
+
+        mon.use_tool_id(tool, "neural-dap")
+        mon.register_callback(tool, E.PY_START, on_start)
+        mon.register_callback(tool, E.PY_RESUME, on_start)
+        mon.register_callback(tool, E.LINE, on_line)
+        mon.register_callback(tool, E.JUMP, on_jump)
+        mon.register_callback(tool, E.PY_RETURN, on_return)
+        mon.register_callback(tool, E.PY_YIELD, on_return)
+        mon.register_callback(tool, E.PY_UNWIND, on_unwind)
+        mon.register_callback(tool, E.EXCEPTION_HANDLED, on_handled)
+        mon.set_events(tool, E.PY_START | E.PY_RESUME | E.PY_UNWIND | E.EXCEPTION_HANDLED)
+
+    def stop(self) -> None:
+        mon = self.mon
+        mon.set_events(self.tool, 0)
+        for code in self.enabled:
+            mon.set_local_events(self.tool, code, 0)
+        mon.free_tool_id(self.tool)
+
+
+class SettraceSkeleton(_Skeleton):
+    """sys.settrace in Python (where the C tracer is not built): one closure per traced frame."""
+
+    def start(self) -> None:
+        rec = self.rec
+        user_cache = rec.user_cache
+        judge = rec._judge
+
+        def global_trace(frame, event, arg):
+            code = frame.f_code
+            user = user_cache.get(code)
+            if user is None:
+                user = user_cache[code] = judge(code)
+            if not user:
+                return None
+            self.call(frame, code)
+            entry = self.stack[-1]
+
+            def local_trace(frame, event, arg):
+                if event == "line":
+                    self.line(entry, frame.f_lineno)
+                elif event == "return":
+                    if self.stack and self.stack[-1] is entry:
+                        if entry.pending is not None and arg is None:
+                            self.leave(entry, frame.f_lineno, None, entry.pending)
+                        else:
+                            self.leave(entry, frame.f_lineno, arg, None)
+                elif event == "exception":
+                    entry.pending = arg[1]
+                return local_trace
+
+            return local_trace
+
+        sys.settrace(global_trace)
+
+    def stop(self) -> None:
+        sys.settrace(None)

@@ -1,0 +1,152 @@
+"""Skeleton recording with fork checkpoints: the same states, stops and answers as full capture, on
+real code; long runs; a debuggee that does not replay the same way."""
+
+from __future__ import annotations
+
+import os
+import random
+import signal
+import textwrap
+
+import pytest
+
+from neural_dap.core.actions import ACTION_KINDS, Action
+from neural_dap.trace.execution import FullExecution, SkeletonExecution
+from neural_dap.trace.recorder import Limits, Program, record, record_skeleton
+from neural_dap.trace.skeleton import DivergenceError
+
+from .conftest import EXAMPLES
+from .dap_helpers import adapter, start, where
+from .test_recorder import _python
+
+
+def _actions(rng: random.Random, lines: list[int]) -> list[Action]:
+    out = []
+    for kind in ACTION_KINDS:
+        if kind in ("breakpoint", "inv_breakpoint"):
+            out.append(Action.at_lines(kind, rng.sample(lines, k=min(2, len(lines)))))
+        else:
+            out.append(Action(kind))
+    return out
+
+
+def _compare(program: Program, rng: random.Random, sample: int | None = None, python: str | None = None, engine: str = "auto") -> int:
+    full = FullExecution(record(program, Limits(wall_time=10), python=python))
+    skeleton = SkeletonExecution(record_skeleton(program, Limits(wall_time=10), python=python, engine=engine))
+    try:
+        assert len(skeleton) == len(full), program.path
+        indices = list(range(len(full)))
+        if sample is not None and len(indices) > sample:
+            indices = sorted(rng.sample(indices, sample))
+        lines = sorted({full.state(i).line for i in range(len(full))})
+        for i in indices:
+            assert skeleton.state(i) == full.state(i), (program.path, i)
+            assert skeleton.frames(i) == full.frames(i), (program.path, i)
+            for action in _actions(rng, lines):
+                assert skeleton.apply(i, action) == full.apply(i, action), (program.path, i, str(action))
+        last = full.last
+        assert skeleton.output(-1, last) == full.output(-1, last)
+        assert skeleton.first_exception(0, last, frozenset({"raised"})) == full.first_exception(0, last, frozenset({"raised"}))
+        assert skeleton.first_exception(0, last, frozenset({"uncaught"})) == full.first_exception(0, last, frozenset({"uncaught"}))
+        return len(indices)
+    finally:
+        skeleton.close()
+
+
+@pytest.mark.slow
+def test_both_recordings_agree_on_every_cruxeval_function(cruxeval_rows, tmp_path):
+    rng = random.Random(0)
+    compared = 0
+    for row in cruxeval_rows:
+        program = Program(str(tmp_path / f"{row['id']}.py"), source=row["code"], entry="f", entry_args=row["input"])
+        compared += _compare(program, rng, sample=25)
+    assert compared > 3000
+
+
+def test_both_recordings_agree_on_every_example():
+    rng = random.Random(1)
+    for path in sorted(EXAMPLES.glob("*.py")):
+        if "missing" not in path.name:
+            assert _compare(Program(str(path)), rng) > 10
+
+
+def test_the_python_engines_record_the_same_skeleton():
+    program = Program(str(EXAMPLES / "bubble_sort.py"))
+    _compare(program, random.Random(2), engine="settrace")
+    python = _python("3.12")
+    if python is None:
+        pytest.skip("no python3.12 on this machine for the sys.monitoring engine")
+    _compare(program, random.Random(3), python=python)
+
+
+def test_a_long_run_records_its_skeleton_and_rebuilds_far_states(tmp_path):
+    path = tmp_path / "long.py"
+    path.write_text("def work(n):\n    total = 0\n    for i in range(n):\n        total += i % 7\n    return total\n\nprint(work(300_000))\n")
+    rec = record_skeleton(Program(str(path)), Limits(max_events=5_000_000, wall_time=60), checkpoint_events=100_000)
+    execution = SkeletonExecution(rec)
+    try:
+        assert rec.outcome.kind == "finished" and len(execution) == 600_009
+        assert len(rec.checkpoints) >= 6  # by events (every 100k) and by time
+        late = execution.apply(0, Action.at_lines("breakpoint", [5]))
+        assert execution.state(late).locals["total"] == str(sum(i % 7 for i in range(300_000)))
+        middle = execution.state(300_001)
+        assert (middle.function, middle.line, middle.locals["i"]) == ("work", 3, "149997")  # 7 + 2 * 149997
+        assert execution.output(late, execution.last) == (("stdout", "899997\n"),)
+        assert rec.diverged_at is None and rec.materialisations == 2
+        pids = [pid for _, pid in rec.log.checkpoints.values()]
+    finally:
+        execution.close()
+    for pid in pids:  # no checkpoint outlives its recording
+        with pytest.raises(ProcessLookupError):
+            for _ in range(50):
+                os.kill(pid, 0)
+                import time
+
+                time.sleep(0.05)
+
+
+def test_a_program_that_does_not_replay_the_same_way_is_reported_and_the_states_before_stay(tmp_path):
+    counter = tmp_path / "counter"
+    path = tmp_path / "changing.py"
+    path.write_text(textwrap.dedent(f"""\
+        import os
+        path = {str(counter)!r}
+        n = int(open(path).read()) if os.path.exists(path) else 0
+        open(path, "w").write(str(n + 1))
+        total = 0
+        for i in range(n + 3):
+            total += i
+        print(total)
+        """))
+    rec = record_skeleton(Program(str(path)), Limits(wall_time=20))
+    execution = SkeletonExecution(rec)
+    try:
+        assert execution.state(2).line == 2  # before the file is read: replays agree
+        with pytest.raises(DivergenceError, match="did not replay the same way"):
+            for i in range(len(execution)):
+                execution.state(i)  # a replay reads a counter the recording did not
+        assert rec.diverged_at is not None and execution.state(2).line == 2
+    finally:
+        execution.close()
+
+
+async def test_a_session_on_a_long_run_travels_both_ways(tmp_path):
+    path = tmp_path / "long.py"
+    path.write_text("def work(n):\n    total = 0\n    for i in range(n):\n        total += i % 7\n    return total\n\n\nresult = work(500_000)\nprint('done', result)\n")
+    async with adapter() as c:
+        stopped = await start(c, {"program": str(path), "stopOnEntry": True}, breakpoints={str(path): [{"line": 5}]})
+        assert stopped["body"]["reason"] == "entry"
+        await c.call("continue", {"threadId": 1})
+        assert (await c.wait_event("stopped"))["body"]["reason"] == "breakpoint"
+        function, line, local = await where(c)
+        assert (function, line, local["i"]) == ("work", 5, "499999")
+        frame = (await c.call("stackTrace", {"threadId": 1}))["stackFrames"][0]["id"]
+        assert (await c.call("evaluate", {"expression": "total % 1000", "frameId": frame}))["result"] == str(sum(i % 7 for i in range(500_000)) % 1000)
+        await c.call("stepBack", {"threadId": 1})
+        await c.wait_event("stopped")
+        _, line, local = await where(c)
+        assert (line, local["i"]) == (3, "499999")  # the loop head that found the range exhausted
+        await c.call("reverseContinue", {"threadId": 1})
+        assert (await c.wait_event("stopped"))["body"]["reason"] == "entry"
+        summary = await c.call("sessionSummary")
+        assert summary["recording"] == "skeleton" and summary["states"] == 1_000_010
