@@ -21,7 +21,7 @@ import anyio
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from neural_dap.dap.client import DapClient, adapter_command, spawn  # noqa: E402
+from neural_dap.dap.client import DapClient, adapter_command, spawn
 
 PROGRAM = textwrap.dedent(
     """
@@ -77,7 +77,16 @@ async def round_trips(client: DapClient, stops: int) -> list[float]:
 
 async def session(command: list[str], launch: dict, line: int, stops: int, env: dict | None = None) -> list[float]:
     async with spawn(command, env=env, timeout=60) as client:
-        await client.call("initialize", {"adapterID": "bench", "clientID": "bench", "linesStartAt1": True, "columnsStartAt1": True, "pathFormat": "path"})
+        await client.call(
+            "initialize",
+            {
+                "adapterID": "bench",
+                "clientID": "bench",
+                "linesStartAt1": True,
+                "columnsStartAt1": True,
+                "pathFormat": "path",
+            },
+        )
         seq = await client.send_request("launch", launch)
         await client.wait_event("initialized")
         await client.call("setBreakpoints", {"source": {"path": launch["program"]}, "breakpoints": [{"line": line}]})
@@ -116,7 +125,10 @@ async def main(stops: int) -> None:
     summary = {name: describe(name, t) for name, t in results.items()}
     ours = summary["neural-dap (recorded)"][0]
     for name in ("debugpy (as shipped)", "debugpy (TCP_NODELAY)"):
-        print(f"ratio {name} / neural-dap: median {summary[name][0] / ours:6.1f}x   p95 {summary[name][1] / summary['neural-dap (recorded)'][1]:6.1f}x")
+        print(
+            f"ratio {name} / neural-dap: median {summary[name][0] / ours:6.1f}x   "
+            f"p95 {summary[name][1] / summary['neural-dap (recorded)'][1]:6.1f}x"
+        )
 
 
 if __name__ == "__main__":

@@ -17,12 +17,12 @@ import anyio
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from neural_dap.core.actions import Action  # noqa: E402
-from neural_dap.core.world import Entry, LaunchSpec, WorldError  # noqa: E402
-from neural_dap.llm.inprocess import InProcessClient  # noqa: E402
-from neural_dap.llm.openai import OpenAICompatibleClient  # noqa: E402
-from neural_dap.world.factory import embedded_model_path  # noqa: E402
-from neural_dap.world.neural import ModelSettings, NeuralWorld  # noqa: E402
+from neural_dap.core.actions import Action
+from neural_dap.core.world import Entry, LaunchSpec, WorldError
+from neural_dap.llm.inprocess import InProcessClient
+from neural_dap.llm.openai import OpenAICompatibleClient
+from neural_dap.world.factory import embedded_model_path
+from neural_dap.world.neural import ModelSettings, NeuralWorld
 
 PROGRAM = str(Path(__file__).resolve().parent.parent / "examples" / "bubble_sort.py")
 
@@ -55,7 +55,8 @@ def describe(name: str, summary: dict) -> None:
         return statistics.median(values) if values else float("nan")
 
     print(
-        f"{name:<22} stops {len(stops):>4}  prompt {med('promptTokens'):7.0f}  generated {med('generatedTokens'):5.0f}  "
+        f"{name:<22} stops {len(stops):>4}  prompt {med('promptTokens'):7.0f}  "
+        f"generated {med('generatedTokens'):5.0f}  "
         f"recomputed {med('recomputedTokens'):6.0f}  latency {med('seconds') * 1e3:7.0f} ms (median)  "
         f"p95 {sorted(s['seconds'] for s in stops)[int(0.95 * (len(stops) - 1))] * 1e3:7.0f} ms  "
         f"invalid {summary['invalidFrames']}  history restarts {summary['historyRestarts']}"

@@ -25,9 +25,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from neural_dap.core.actions import Action  # noqa: E402
-from neural_dap.trace.execution import SkeletonExecution  # noqa: E402
-from neural_dap.trace.recorder import Limits, Program, record, record_skeleton  # noqa: E402
+from neural_dap.core.actions import Action
+from neural_dap.trace.execution import SkeletonExecution
+from neural_dap.trace.recorder import Limits, Program, record, record_skeleton
 
 PROGRAMS = {
     "loop": (
@@ -136,13 +136,21 @@ def main() -> None:
     pythons = opts.python or [sys.executable]
     sizes = {"loop": 500_000 * opts.scale, "fib": 22 + (opts.scale > 1) * 3, "bubble": 500 * opts.scale}
     limits = Limits(max_events=100_000_000, wall_time=600, memory_mb=16384)
-    print(f"{'python':>8} {'program':>10} {'events':>10} {'plain ms':>9} {'skeleton':>9} {'full':>9} {'B/event':>8} "
-          f"{'far stop':>9} {'back':>7}")
+    print(
+        f"{'python':>8} {'program':>10} {'events':>10} {'plain ms':>9} {'skeleton':>9} {'full':>9} {'B/event':>8} "
+        f"{'far stop':>9} {'back':>7}"
+    )
     with tempfile.TemporaryDirectory() as tmp:
         for python in pythons:
-            base_skeleton = statistics.median(startup_seconds(python, Path(tmp) / "base.py", "base", True) for _ in range(3))
-            base_full = statistics.median(startup_seconds(python, Path(tmp) / "base.py", "base", False) for _ in range(3))
-            version = subprocess.run([python, "-c", "import sys; print(sys.version.split()[0])"], capture_output=True, text=True).stdout.strip()
+            base_skeleton = statistics.median(
+                startup_seconds(python, Path(tmp) / "base.py", "base", True) for _ in range(3)
+            )
+            base_full = statistics.median(
+                startup_seconds(python, Path(tmp) / "base.py", "base", False) for _ in range(3)
+            )
+            version = subprocess.run(
+                [python, "-c", "import sys; print(sys.version.split()[0])"], capture_output=True, text=True
+            ).stdout.strip()
             for name, (source, func, args) in PROGRAMS.items():
                 args = args.format(**sizes)
                 path = Path(tmp) / f"{name}.py"
@@ -160,8 +168,11 @@ def main() -> None:
                     full = time.perf_counter() - t - base_full
                     full_text = f"{full / plain:>8.1f}x"
                 late, back = far_stops(python, program, limits)
-                print(f"{version:>8} {name:>10} {events:>10} {plain * 1e3:>9.1f} {skeleton / plain:>8.1f}x {full_text:>9} "
-                      f"{per_event:>8.1f} {late * 1e3:>7.0f}ms {back * 1e3:>5.0f}ms")
+                print(
+                    f"{version:>8} {name:>10} {events:>10} {plain * 1e3:>9.1f} "
+                    f"{skeleton / plain:>8.1f}x {full_text:>9} "
+                    f"{per_event:>8.1f} {late * 1e3:>7.0f}ms {back * 1e3:>5.0f}ms"
+                )
 
 
 if __name__ == "__main__":

@@ -1,7 +1,8 @@
 """Code that cannot run here: `fastmath` does not exist. The neural world model can still step it.
 
-    neural-dap debug examples/snippet_missing_import.py --world neural --entry mean_gap --args "[3, 9, 4]"
+neural-dap debug examples/snippet_missing_import.py --world neural --entry mean_gap --args "[3, 9, 4]"
 """
+
 from fastmath import clamp  # noqa: F401  (not installed anywhere)
 
 

@@ -38,14 +38,17 @@ ROOT = os.path.dirname(HERE)
 if ROOT not in sys.path:
     sys.path.insert(0, ROOT)
 
-from neural_dap.core.evaluator import EvaluationError, evaluate  # noqa: E402
-from neural_dap.core.reprs import parse_repr, show  # noqa: E402
-from neural_dap.core.source import SourceInfo  # noqa: E402
-from neural_dap.core.state import State  # noqa: E402
-from neural_dap.format.tokens import ALL_SPECIALS  # noqa: E402
-from neural_dap.format.trace import FormatError, TraceText  # noqa: E402
+from neural_dap.core.evaluator import EvaluationError, evaluate
+from neural_dap.core.reprs import parse_repr, show
+from neural_dap.core.source import SourceInfo
+from neural_dap.core.state import State
+from neural_dap.format.tokens import ALL_SPECIALS
+from neural_dap.format.trace import FormatError, TraceText
 
-PROGRAM = "def f(xs, n):\n    total = 0\n    for x in xs:\n        total += x * n\n    return total\n\nprint(f([1, 2, 3], 2))\n"
+PROGRAM = (
+    "def f(xs, n):\n    total = 0\n    for x in xs:\n        total += x * n\n    return total\n\n"
+    "print(f([1, 2, 3], 2))\n"
+)
 
 
 @dataclass
@@ -58,21 +61,72 @@ class Report:
     peak_kib: int = 0
 
     def line(self) -> str:
-        return (f"{self.target:14s} examples {self.examples:6d}  messages {self.messages:7d}  crashes {len(self.crashes)}"
-                f"  hangs {len(self.hangs)}  adapter peak {self.peak_kib / 1024:.1f} MiB" if self.peak_kib else
-                f"{self.target:14s} examples {self.examples:6d}  messages {self.messages:7d}  crashes {len(self.crashes)}"
-                f"  hangs {len(self.hangs)}")
+        return (
+            f"{self.target:14s} examples {self.examples:6d}  messages {self.messages:7d}  "
+            f"crashes {len(self.crashes)}  hangs {len(self.hangs)}"
+            + (f"  adapter peak {self.peak_kib / 1024:.1f} MiB" if self.peak_kib else "")
+        )
 
 
 # -- strategies ----------------------------------------------------------------------------------------
 
-EXPRESSION_ATOMS = ["xs", "n", "total", "s", "d", "1", "0", "-1", "10**9", "2**64", "'ab'", "b'a'", "[1, 2]", "(1,)", "{}",
-                    "{'a': 1}", "None", "True", "1.5", "'%d'", "'\\t'", "''"]
+EXPRESSION_ATOMS = [
+    "xs",
+    "n",
+    "total",
+    "s",
+    "d",
+    "1",
+    "0",
+    "-1",
+    "10**9",
+    "2**64",
+    "'ab'",
+    "b'a'",
+    "[1, 2]",
+    "(1,)",
+    "{}",
+    "{'a': 1}",
+    "None",
+    "True",
+    "1.5",
+    "'%d'",
+    "'\\t'",
+    "''",
+]
 BINOPS = ["+", "-", "*", "/", "//", "%", "**", "<<", ">>", "|", "&", "^", " and ", " or ", " < ", " == ", " in "]
-CALLS = ["len({})", "sum({})", "sorted({})", "str({})", "repr({})", "list({})", "range({})", "round({}, -10**6)", "max({})",
-         "{}.upper()", "{}.center(10**8)", "{}.replace('', 'xx')", "'-'.join({})", "{}.expandtabs(10**7)", "{}.zfill(10**9)",
-         "{}.decode('nope')", "[{} for _ in range(10**6)]", "{}[::-1]", "{}[10**9]", "{}.get('a')", "f'{{{}}}'", "({} * 10**5)",
-         "int({})", "chr({})", "dict({})", "zip({}, {})", "isinstance({})", "type({})", "{}.__class__", "__import__('os')"]
+CALLS = [
+    "len({})",
+    "sum({})",
+    "sorted({})",
+    "str({})",
+    "repr({})",
+    "list({})",
+    "range({})",
+    "round({}, -10**6)",
+    "max({})",
+    "{}.upper()",
+    "{}.center(10**8)",
+    "{}.replace('', 'xx')",
+    "'-'.join({})",
+    "{}.expandtabs(10**7)",
+    "{}.zfill(10**9)",
+    "{}.decode('nope')",
+    "[{} for _ in range(10**6)]",
+    "{}[::-1]",
+    "{}[10**9]",
+    "{}.get('a')",
+    "f'{{{}}}'",
+    "({} * 10**5)",
+    "int({})",
+    "chr({})",
+    "dict({})",
+    "zip({}, {})",
+    "isinstance({})",
+    "type({})",
+    "{}.__class__",
+    "__import__('os')",
+]
 
 
 def expressions(depth: int = 3) -> st.SearchStrategy[str]:
@@ -89,9 +143,28 @@ def expressions(depth: int = 3) -> st.SearchStrategy[str]:
     return st.recursive(base, extend, max_leaves=12) | st.text(max_size=60)
 
 
-FRAGMENTS = [str(t) for t in ALL_SPECIALS] + ['{"x": ".."}', '{"xs": "[1, 2]"}', '"', "{", "}", "[", "]", ":", ",", "..",
-                                             "    total += x * n\n", "    return total\n", "def f(xs, n):\n", '"6"', "\\u0000",
-                                             "\n", " ", "x", "[" * 50, "{" * 50]
+FRAGMENTS = [str(t) for t in ALL_SPECIALS] + [
+    '{"x": ".."}',
+    '{"xs": "[1, 2]"}',
+    '"',
+    "{",
+    "}",
+    "[",
+    "]",
+    ":",
+    ",",
+    "..",
+    "    total += x * n\n",
+    "    return total\n",
+    "def f(xs, n):\n",
+    '"6"',
+    "\\u0000",
+    "\n",
+    " ",
+    "x",
+    "[" * 50,
+    "{" * 50,
+]
 
 
 def model_texts() -> st.SearchStrategy[str]:
@@ -99,30 +172,104 @@ def model_texts() -> st.SearchStrategy[str]:
 
 
 def reprs() -> st.SearchStrategy[str]:
-    shapes = ["bytearray({})", "set({})", "frozenset({})", "Point(x={}, y={})", "<Foo object>", "[{}, {}]", "({},)",
-              "{{{}: {}}}", "{}+{}j", "-{}", "nan", "inf", "'{}'", "b'{}'", "defaultdict(<class 'int'>, {{}})", "{}…"]
-    atoms = st.sampled_from(["0", "1", "200000000", "10**100", "'a'", "None", "True", "()", "[]", "{}", "1e308", "(" * 40])
-    return st.recursive(atoms, lambda inner: st.tuples(st.sampled_from(shapes), inner, inner).map(
-        lambda t: t[0].replace("{}", t[1], 1).replace("{}", t[2], 1)), max_leaves=8) | st.text(max_size=40)
+    shapes = [
+        "bytearray({})",
+        "set({})",
+        "frozenset({})",
+        "Point(x={}, y={})",
+        "<Foo object>",
+        "[{}, {}]",
+        "({},)",
+        "{{{}: {}}}",
+        "{}+{}j",
+        "-{}",
+        "nan",
+        "inf",
+        "'{}'",
+        "b'{}'",
+        "defaultdict(<class 'int'>, {{}})",
+        "{}…",
+    ]
+    atoms = st.sampled_from(
+        ["0", "1", "200000000", "10**100", "'a'", "None", "True", "()", "[]", "{}", "1e308", "(" * 40]
+    )
+    return st.recursive(
+        atoms,
+        lambda inner: st.tuples(st.sampled_from(shapes), inner, inner).map(
+            lambda t: t[0].replace("{}", t[1], 1).replace("{}", t[2], 1)
+        ),
+        max_leaves=8,
+    ) | st.text(max_size=40)
 
 
 def frames() -> st.SearchStrategy[bytes]:
     def frame(body: bytes) -> bytes:
         return b"Content-Length: %d\r\n\r\n" % len(body) + body
 
-    request = st.fixed_dictionaries({
-        "seq": st.integers(-5, 10**6) | st.none(),
-        "type": st.sampled_from(["request", "response", "event", "x"]),
-        "command": st.sampled_from(["initialize", "launch", "setBreakpoints", "configurationDone", "next", "stepBack",
-                                    "continue", "evaluate", "variables", "threads", "disconnect", "pause", "cancel", "x"]),
-        "arguments": st.one_of(st.none(), st.dictionaries(st.sampled_from(
-            ["program", "expression", "frameId", "variablesReference", "threadId", "breakpoints", "source", "limits",
-             "entry", "world", "noDebug", "stopOnEntry"]), st.one_of(st.integers(-3, 10**9), st.text(max_size=20), st.booleans(),
-                                                                         expressions(), st.just({"maxEvents": 10**15})), max_size=4)),
-    })
+    request = st.fixed_dictionaries(
+        {
+            "seq": st.integers(-5, 10**6) | st.none(),
+            "type": st.sampled_from(["request", "response", "event", "x"]),
+            "command": st.sampled_from(
+                [
+                    "initialize",
+                    "launch",
+                    "setBreakpoints",
+                    "configurationDone",
+                    "next",
+                    "stepBack",
+                    "continue",
+                    "evaluate",
+                    "variables",
+                    "threads",
+                    "disconnect",
+                    "pause",
+                    "cancel",
+                    "x",
+                ]
+            ),
+            "arguments": st.one_of(
+                st.none(),
+                st.dictionaries(
+                    st.sampled_from(
+                        [
+                            "program",
+                            "expression",
+                            "frameId",
+                            "variablesReference",
+                            "threadId",
+                            "breakpoints",
+                            "source",
+                            "limits",
+                            "entry",
+                            "world",
+                            "noDebug",
+                            "stopOnEntry",
+                        ]
+                    ),
+                    st.one_of(
+                        st.integers(-3, 10**9),
+                        st.text(max_size=20),
+                        st.booleans(),
+                        expressions(),
+                        st.just({"maxEvents": 10**15}),
+                    ),
+                    max_size=4,
+                ),
+            ),
+        }
+    )
     valid = request.map(lambda m: frame(json.dumps({k: v for k, v in m.items() if v is not None}).encode()))
-    broken = st.sampled_from([b"Content-Length: 99999999999\r\n\r\n", b"Content-Length: -1\r\n\r\n", b"X: 1\r\n\r\n",
-                              b"POST / HTTP/1.1\r\n\r\n", b"Content-Length: 5\r\n\r\n{", b"\x00\xff" * 10])
+    broken = st.sampled_from(
+        [
+            b"Content-Length: 99999999999\r\n\r\n",
+            b"Content-Length: -1\r\n\r\n",
+            b"X: 1\r\n\r\n",
+            b"POST / HTTP/1.1\r\n\r\n",
+            b"Content-Length: 5\r\n\r\n{",
+            b"\x00\xff" * 10,
+        ]
+    )
     return st.lists(valid | broken | st.binary(max_size=64), min_size=1, max_size=12).map(b"".join)
 
 
@@ -143,7 +290,7 @@ def fuzz_evaluator(examples: int) -> Report:
             show(value)
         except EvaluationError:
             pass
-        except BaseException as exc:  # noqa: BLE001 (a finding)
+        except BaseException as exc:
             report.crashes.append(f"{expression!r}: {type(exc).__name__}: {exc}")
         if time.monotonic() - started > 2.0:
             report.hangs.append(f"{expression!r}: {time.monotonic() - started:.1f} s")
@@ -166,12 +313,12 @@ def fuzz_parsers(examples: int) -> Report:
             trace.parse(text, closest_line=True)
         except FormatError:
             pass
-        except BaseException as exc:  # noqa: BLE001
+        except BaseException as exc:
             report.crashes.append(f"parse {text!r}: {type(exc).__name__}: {exc}")
         tracemalloc.start()
         try:
             parse_repr(repr_text)
-        except BaseException as exc:  # noqa: BLE001
+        except BaseException as exc:
             report.crashes.append(f"parse_repr {repr_text!r}: {type(exc).__name__}: {exc}")
         peak = tracemalloc.get_traced_memory()[1]
         tracemalloc.stop()
@@ -194,7 +341,9 @@ def _peak_kib(pid: int) -> int:
 
 
 def _initialize_answers(port: int) -> bool:
-    body = json.dumps({"seq": 1, "type": "request", "command": "initialize", "arguments": {"adapterID": "fuzz"}}).encode()
+    body = json.dumps(
+        {"seq": 1, "type": "request", "command": "initialize", "arguments": {"adapterID": "fuzz"}}
+    ).encode()
     with socket.create_connection(("127.0.0.1", port), timeout=10) as sock:
         sock.sendall(b"Content-Length: %d\r\n\r\n" % len(body) + body)
         data = b""
@@ -211,16 +360,26 @@ def fuzz_adapter(examples: int, transport: str, program_dir: str) -> Report:
     program = os.path.join(program_dir, "fuzzed_program.py")
     with open(program, "w") as fh:
         fh.write(PROGRAM)
-    hello = [json.dumps({"seq": 1, "type": "request", "command": "initialize", "arguments": {"adapterID": "fuzz"}}).encode(),
-             json.dumps({"seq": 2, "type": "request", "command": "launch", "arguments": {"program": program, "stopOnEntry": True,
-                                                                                          "limits": {"maxEvents": 2000}}}).encode(),
-             json.dumps({"seq": 3, "type": "request", "command": "configurationDone"}).encode()]
+    hello = [
+        json.dumps({"seq": 1, "type": "request", "command": "initialize", "arguments": {"adapterID": "fuzz"}}).encode(),
+        json.dumps(
+            {
+                "seq": 2,
+                "type": "request",
+                "command": "launch",
+                "arguments": {"program": program, "stopOnEntry": True, "limits": {"maxEvents": 2000}},
+            }
+        ).encode(),
+        json.dumps({"seq": 3, "type": "request", "command": "configurationDone"}).encode(),
+    ]
     prefix = b"".join(b"Content-Length: %d\r\n\r\n" % len(b) + b for b in hello)
     command = [sys.executable, "-m", "neural_dap", "adapter"]
     server = None
     port = 0
     if transport == "tcp":
-        server = subprocess.Popen([*command, "--port", "0"], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, cwd=ROOT)
+        server = subprocess.Popen(
+            [*command, "--port", "0"], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, cwd=ROOT
+        )
         port = int(server.stdout.readline().decode().rsplit(":", 1)[-1])  # type: ignore[union-attr]
 
     @settings(max_examples=examples, deadline=None, database=None, suppress_health_check=list(HealthCheck))
@@ -247,12 +406,14 @@ def fuzz_adapter(examples: int, transport: str, program_dir: str) -> Report:
                 report.hangs.append(f"no answer to initialize after {data[:200]!r}")
             report.peak_kib = max(report.peak_kib, _peak_kib(server.pid))
             return
-        process = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=ROOT)
+        process = subprocess.Popen(
+            command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=ROOT
+        )
         try:
-            out, err = process.communicate(data, timeout=30)
+            _, err = process.communicate(data, timeout=30)
         except subprocess.TimeoutExpired:
             process.kill()
-            out, err = process.communicate()
+            _out, err = process.communicate()
             report.hangs.append(f"no exit 30 s after its input closed: {data[:200]!r}")
             return
         if b"Traceback" in err:
@@ -270,7 +431,9 @@ def fuzz_adapter(examples: int, transport: str, program_dir: str) -> Report:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("targets", nargs="*", default=["evaluator", "parsers", "adapter-tcp", "adapter-stdio"])
-    parser.add_argument("--examples", type=int, default=0, help="examples per target (default: 5000 / 5000 / 500 / 100)")
+    parser.add_argument(
+        "--examples", type=int, default=0, help="examples per target (default: 5000 / 5000 / 500 / 100)"
+    )
     opts = parser.parse_args()
     import tempfile
 

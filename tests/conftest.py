@@ -18,7 +18,9 @@ DAP_SCHEMA = SHARED_DATA / "dap" / "debugAdapterProtocol.json"
 @pytest.fixture(scope="session")
 def cruxeval_rows() -> list[dict]:
     if not CRUXEVAL_DEV.is_file():
-        pytest.skip(f"CRUXEval dev split not found at {CRUXEVAL_DEV} (it lives in ../shared/data beside the repository)")
+        pytest.skip(
+            f"CRUXEval dev split not found at {CRUXEVAL_DEV} (it lives in ../shared/data beside the repository)"
+        )
     return [json.loads(line) for line in CRUXEVAL_DEV.read_text().splitlines() if line.strip()]
 
 

@@ -19,7 +19,9 @@ async def adapter(transport: str = "stdio", env: dict | None = None):
         async with spawn(adapter_command(), timeout=TIMEOUT, env=env) as client:
             yield client
         return
-    process = await anyio.open_process([sys.executable, "-m", "neural_dap", "adapter", "--port", "0"], env={**os.environ, **(env or {})})
+    process = await anyio.open_process(
+        [sys.executable, "-m", "neural_dap", "adapter", "--port", "0"], env={**os.environ, **(env or {})}
+    )
     try:
         assert process.stdout is not None
         line = b""
@@ -39,9 +41,24 @@ async def adapter(transport: str = "stdio", env: dict | None = None):
             process.kill()
 
 
-async def start(client: DapClient, launch: dict, breakpoints: dict[str, list[dict]] | None = None, exception_filters: list[str] | None = None, progress: bool = False) -> dict:
+async def start(
+    client: DapClient,
+    launch: dict,
+    breakpoints: dict[str, list[dict]] | None = None,
+    exception_filters: list[str] | None = None,
+    progress: bool = False,
+) -> dict:
     """The VS Code sequence: initialize, launch, breakpoints, configurationDone; returns the first stop."""
-    await client.call("initialize", {"adapterID": "neural-dap", "clientID": "tests", "linesStartAt1": True, "columnsStartAt1": True, "supportsProgressReporting": progress})
+    await client.call(
+        "initialize",
+        {
+            "adapterID": "neural-dap",
+            "clientID": "tests",
+            "linesStartAt1": True,
+            "columnsStartAt1": True,
+            "supportsProgressReporting": progress,
+        },
+    )
     await client.wait_event("initialized")
     launch_seq = await client.send_request("launch", launch)
     for path, bps in (breakpoints or {}).items():

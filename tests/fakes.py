@@ -47,7 +47,9 @@ class ScriptedClient:
     def decode(self, ids: list[int]) -> str:
         return "".join(self.back.get(i, chr(i) if i < 200000 else "?") for i in ids)
 
-    async def complete(self, prompt, *, max_tokens, stop_ids, n=1, temperature=0.0, constraint=None) -> CompletionResult:
+    async def complete(
+        self, prompt, *, max_tokens, stop_ids, n=1, temperature=0.0, constraint=None
+    ) -> CompletionResult:
         self.constraints.append(constraint)
         text = self.decode(prompt)
         self.prompts.append(text)
@@ -61,7 +63,13 @@ class ScriptedClient:
             raise answers
         if isinstance(answers, str):
             answers = [answers] * n
-        return CompletionResult(tuple(Completion(a, "stop") for a in answers), len(prompt), sum(len(a) for a in answers), len(prompt) - 20, 0.001)
+        return CompletionResult(
+            tuple(Completion(a, "stop") for a in answers),
+            len(prompt),
+            sum(len(a) for a in answers),
+            len(prompt) - 20,
+            0.001,
+        )
 
     async def close(self) -> None:
         pass

@@ -18,9 +18,25 @@ import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 SPECIALS = [
-    "<|begin_of_text|>", "<|end_of_text|>", "<|frame_sep|>", "<|action_sep|>", "<|return_sep|>", "<|call_sep|>", "<|line_sep|>",
-    "<|exception_sep|>", "<|arg_sep|>", "<|trace_context_start|>", "<|step_into|>", "<|step_over|>", "<|step_return|>",
-    "<|breakpoint|>", "<|continue|>", "<|inv_step_into|>", "<|inv_step_over|>", "<|inv_step_return|>", "<|inv_breakpoint|>",
+    "<|begin_of_text|>",
+    "<|end_of_text|>",
+    "<|frame_sep|>",
+    "<|action_sep|>",
+    "<|return_sep|>",
+    "<|call_sep|>",
+    "<|line_sep|>",
+    "<|exception_sep|>",
+    "<|arg_sep|>",
+    "<|trace_context_start|>",
+    "<|step_into|>",
+    "<|step_over|>",
+    "<|step_return|>",
+    "<|breakpoint|>",
+    "<|continue|>",
+    "<|inv_step_into|>",
+    "<|inv_step_over|>",
+    "<|inv_step_return|>",
+    "<|inv_breakpoint|>",
 ]
 IDS = {s: 200_000 + k for k, s in enumerate(SPECIALS)}
 
@@ -83,8 +99,12 @@ def handler_for(script: Script):
                 constrained = "allowed_token_ids" in body or "structured_outputs" in body
                 text = script.next(constrained)
                 n = int(body.get("n", 1))
-                self._send({"choices": [{"text": text, "finish_reason": "stop", "index": k} for k in range(n)],
-                            "usage": {"prompt_tokens": len(body.get("prompt", [])), "completion_tokens": len(text)}})
+                self._send(
+                    {
+                        "choices": [{"text": text, "finish_reason": "stop", "index": k} for k in range(n)],
+                        "usage": {"prompt_tokens": len(body.get("prompt", [])), "completion_tokens": len(text)},
+                    }
+                )
             else:
                 self.send_error(404)
 

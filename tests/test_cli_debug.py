@@ -9,7 +9,9 @@ from .conftest import EXAMPLES
 
 
 def debug(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "neural_dap", "debug", *args], capture_output=True, text=True, timeout=120)
+    return subprocess.run(
+        [sys.executable, "-m", "neural_dap", "debug", *args], capture_output=True, text=True, timeout=120
+    )
 
 
 def test_a_scripted_session_prints_every_stop_with_its_line_and_changed_locals():
@@ -33,7 +35,9 @@ def test_a_scripted_session_prints_every_stop_with_its_line_and_changed_locals()
 
 
 def test_a_function_entry_with_a_conditional_breakpoint_runs_to_the_end():
-    out = debug(str(EXAMPLES / "recursion.py"), "--entry", "factorial", "--args", "4", "--do", "b 7 if n == 2; c; p rest; c; c")
+    out = debug(
+        str(EXAMPLES / "recursion.py"), "--entry", "factorial", "--args", "4", "--do", "b 7 if n == 2; c; p rest; c; c"
+    )
     assert out.returncode == 0, out.stderr
     assert "[breakpoint] recursion.py:7 in factorial" in out.stdout and "       | n = 2" in out.stdout
     assert "[end] recursion.py:8 in factorial" in out.stdout

@@ -50,7 +50,9 @@ def test_stdlib_functions_are_extracted_with_what_they_need_and_run():
     ran = 0
     for seed in range(40):
         p = generate_stdlib(seed)
-        rec = record(Program(f"/stdlib/{seed}.py", source=p.source, entry=p.entry, entry_args=p.args), Limits(wall_time=5))
+        rec = record(
+            Program(f"/stdlib/{seed}.py", source=p.source, entry=p.entry, entry_args=p.args), Limits(wall_time=5)
+        )
         ran += rec.outcome.kind == "finished" and len(rec.states) > 1
     assert ran >= 36
     assert len(TARGETS) >= 15
@@ -71,7 +73,11 @@ def test_trajectories_mark_only_predicted_frames_and_end_with_a_separator():
 
 
 def test_the_dataset_builder_shards_holds_programs_out_and_counts_drops(tmp_path):
-    manifest = build(str(tmp_path), DatasetConfig(programs=60, workers=1, heldout_every=10, trajectories_per_program=2), progress=False)
+    manifest = build(
+        str(tmp_path),
+        DatasetConfig(programs=60, workers=1, heldout_every=10, trajectories_per_program=2),
+        progress=False,
+    )
     counts = manifest["counts"]
     assert counts["recorded"] + sum(v for k, v in counts.items() if k.startswith("dropped")) == 60
     heldout = read_heldout(str(tmp_path))

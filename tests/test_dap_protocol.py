@@ -44,8 +44,12 @@ def test_every_field_of_our_types_exists_in_the_official_schema(dap_schema, kind
         assert not missing, f"{kind.__name__} lacks fields the schema's {definition} requires: {missing}"
 
 
-def test_launch_keys_are_what_the_server_accepts():
-    assert {"program", "args", "cwd", "env", "stopOnEntry", "entry", "world", "model", "reconcile", "trust"} <= p.LAUNCH_KEYS
+def test_launch_keys_are_shared_by_the_dap_layer_or_owned_by_a_world():
+    from neural_dap.world.factory import launch_keys
+
+    assert {"program", "args", "cwd", "env", "stopOnEntry", "entry", "world", "python"} <= p.LAUNCH_KEYS
+    assert {"model", "reconcile", "trust", "limits", "recording"} <= launch_keys()
+    assert not p.LAUNCH_KEYS & launch_keys()  # each key has one owner
 
 
 async def _read_all(data: bytes, max_body: int = 1 << 20) -> list:

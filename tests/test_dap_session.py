@@ -3,9 +3,8 @@
 from __future__ import annotations
 
 import textwrap
-from pathlib import Path
-
 from contextlib import AsyncExitStack
+from pathlib import Path
 
 import anyio
 import msgspec
@@ -20,7 +19,7 @@ from neural_dap.world.recorded import RecordedWorld
 from .dap_helpers import adapter, start, step, where
 
 PROGRAM = textwrap.dedent(
-    '''\
+    """\
     def square(x):
         y = x * x
         return y
@@ -43,7 +42,7 @@ PROGRAM = textwrap.dedent(
 
     result = main(4)
     print("result", result)
-    '''
+    """
 )
 
 
@@ -57,10 +56,21 @@ def program(tmp_path: Path) -> str:
 async def test_initialize_announces_every_capability_explicitly():
     async with adapter() as c:
         caps = await c.call("initialize", {"adapterID": "neural-dap"})
-        for name in ("supportsConfigurationDoneRequest", "supportsStepBack", "supportsRestartFrame", "supportsConditionalBreakpoints",
-                     "supportsHitConditionalBreakpoints", "supportsLogPoints", "supportsFunctionBreakpoints", "supportsEvaluateForHovers",
-                     "supportsExceptionInfoRequest", "supportsTerminateRequest", "supportsCancelRequest", "supportsGotoTargetsRequest",
-                     "supportsDelayedStackTraceLoading"):
+        for name in (
+            "supportsConfigurationDoneRequest",
+            "supportsStepBack",
+            "supportsRestartFrame",
+            "supportsConditionalBreakpoints",
+            "supportsHitConditionalBreakpoints",
+            "supportsLogPoints",
+            "supportsFunctionBreakpoints",
+            "supportsEvaluateForHovers",
+            "supportsExceptionInfoRequest",
+            "supportsTerminateRequest",
+            "supportsCancelRequest",
+            "supportsGotoTargetsRequest",
+            "supportsDelayedStackTraceLoading",
+        ):
             assert caps[name] is True, name
         assert {f["filter"] for f in caps["exceptionBreakpointFilters"]} == {"raised", "uncaught"}
 
@@ -91,9 +101,13 @@ async def test_a_session_scripted_the_way_vscode_runs_one(transport, program):
         assert await where(c) == ("main", 10, {"limit": "4"})
 
         frames = (await c.call("stackTrace", {"threadId": 1}))["stackFrames"]
-        result = await c.call("evaluate", {"expression": "limit * 2 + 1", "frameId": frames[0]["id"], "context": "watch"})
+        result = await c.call(
+            "evaluate", {"expression": "limit * 2 + 1", "frameId": frames[0]["id"], "context": "watch"}
+        )
         assert result["result"] == "9"
-        hover = await c.request("evaluate", {"expression": "open('/etc/passwd')", "frameId": frames[0]["id"], "context": "hover"})
+        hover = await c.request(
+            "evaluate", {"expression": "open('/etc/passwd')", "frameId": frames[0]["id"], "context": "hover"}
+        )
         assert not hover["success"] and "not defined" in hover["message"]
         await c.call("disconnect", {"terminateDebuggee": True})
 
@@ -104,11 +118,11 @@ async def test_stepping_back_across_calls_returns_and_exceptions(program):
         assert (await where(c))[1] == 15
         assert await step(c, "stepIn") == ("step", ("risky", 6, {"n": "4"}))
         assert await step(c, "next") == ("step", ("risky", 7, {"n": "4"}))
-        reason, (name, line, local) = await step(c, "stepIn")  # the exception leaves risky: shown in main
+        _, (name, line, local) = await step(c, "stepIn")  # the exception leaves risky: shown in main
         assert (name, line, local["(exception) risky"]) == ("main", 15, "ValueError('too big: 4')")
         assert await step(c, "next") == ("step", ("main", 16, {"limit": "4", "total": "14", "i": "3"}))
         # and back the same way
-        reason, (name, line, local) = await step(c, "stepBackInto")
+        _reason, (name, line, local) = await step(c, "stepBackInto")
         assert (name, line) == ("main", 15) and "(exception) risky" in local
         assert await step(c, "stepBackInto") == ("step", ("risky", 7, {"n": "4"}))
         assert await step(c, "stepBackOut") == ("step", ("main", 15, {"limit": "4", "total": "14", "i": "3"}))
@@ -120,13 +134,23 @@ async def test_stepping_back_across_calls_returns_and_exceptions(program):
 
 async def test_conditional_hit_conditional_log_and_function_breakpoints(program):
     async with adapter() as c:
-        bps = {program: [{"line": 13, "condition": "i == 2"}, {"line": 2, "hitCondition": ">=3"}, {"line": 12, "logMessage": "loop i={i} total={total}"}]}
+        bps = {
+            program: [
+                {"line": 13, "condition": "i == 2"},
+                {"line": 2, "hitCondition": ">=3"},
+                {"line": 12, "logMessage": "loop i={i} total={total}"},
+            ]
+        }
         await start(c, {"program": program}, breakpoints=bps)
         assert await where(c) == ("main", 13, {"limit": "4", "total": "1", "i": "2"})
         assert await step(c, "continue") == ("breakpoint", ("square", 2, {"x": "2"}))  # its third call
         assert await step(c, "continue") == ("breakpoint", ("square", 2, {"x": "3"}))
         logs = [e["body"]["output"] for e in c.events_named("output") if e["body"]["output"].startswith("loop")]
-        assert logs[:3] == ["loop i=<i: name 'i' is not defined here> total=0\n", "loop i=0 total=0\n", "loop i=1 total=1\n"]
+        assert logs[:3] == [
+            "loop i=<i: name 'i' is not defined here> total=0\n",
+            "loop i=0 total=0\n",
+            "loop i=1 total=1\n",
+        ]
         body = await c.call("setFunctionBreakpoints", {"breakpoints": [{"name": "risky"}]})
         assert body["breakpoints"][0]["verified"]
         await c.call("setBreakpoints", {"source": {"path": program}, "breakpoints": []})
@@ -137,7 +161,9 @@ async def test_conditional_hit_conditional_log_and_function_breakpoints(program)
 async def test_breakpoints_on_lines_without_code_move_or_fail_with_a_reason(program):
     async with adapter() as c:
         await c.call("initialize", {"adapterID": "neural-dap"})
-        body = await c.call("setBreakpoints", {"source": {"path": program}, "breakpoints": [{"line": 4}, {"line": 13}, {"line": 100}]})
+        body = await c.call(
+            "setBreakpoints", {"source": {"path": program}, "breakpoints": [{"line": 4}, {"line": 13}, {"line": 100}]}
+        )
         first, second, third = body["breakpoints"]
         assert first["verified"] and first["line"] == 5 and "moved" in first["message"]
         assert second["verified"] and second["line"] == 13 and "message" not in second
@@ -170,18 +196,30 @@ async def test_variables_expand_containers_and_page_long_ones(program):
         await start(c, {"program": program}, breakpoints={program: [{"line": 19}]})
         frames = (await c.call("stackTrace", {"threadId": 1}))["stackFrames"]
         scope = (await c.call("scopes", {"frameId": frames[0]["id"]}))["scopes"][0]
-        variables = {v["name"]: v for v in (await c.call("variables", {"variablesReference": scope["variablesReference"]}))["variables"]}
+        variables = {
+            v["name"]: v
+            for v in (await c.call("variables", {"variablesReference": scope["variablesReference"]}))["variables"]
+        }
         items = variables["items"]
         assert items["type"] == "dict" and items["variablesReference"] > 0
-        children = {v["name"]: v for v in (await c.call("variables", {"variablesReference": items["variablesReference"]}))["variables"]}
+        children = {
+            v["name"]: v
+            for v in (await c.call("variables", {"variablesReference": items["variablesReference"]}))["variables"]
+        }
         assert set(children) == {"'a'", "'n'", "'big'"}
         assert children["'big'"]["indexedVariables"] == 150
-        page = (await c.call("variables", {"variablesReference": children["'big'"]["variablesReference"], "start": 100, "count": 3}))["variables"]
+        page = (
+            await c.call(
+                "variables", {"variablesReference": children["'big'"]["variablesReference"], "start": 100, "count": 3}
+            )
+        )["variables"]
         assert [(v["name"], v["value"]) for v in page] == [("100", "100"), ("101", "101"), ("102", "102")]
         inner = (await c.call("variables", {"variablesReference": children["'a'"]["variablesReference"]}))["variables"]
         assert [v["value"] for v in inner] == ["1", "2", "{'b': 3}"] and inner[2]["variablesReference"] > 0
         assert inner[2]["evaluateName"] == "items['a'][2]"
-        assert (await c.call("evaluate", {"expression": inner[2]["evaluateName"] + "['b']", "frameId": frames[0]["id"]}))["result"] == "3"
+        assert (
+            await c.call("evaluate", {"expression": inner[2]["evaluateName"] + "['b']", "frameId": frames[0]["id"]})
+        )["result"] == "3"
 
 
 async def test_output_events_arrive_at_the_stop_where_the_output_was_written_and_the_end(program):
@@ -190,10 +228,14 @@ async def test_output_events_arrive_at_the_stop_where_the_output_was_written_and
         outputs = [e["body"]["output"] for e in c.events_named("output") if e["body"].get("category") == "stdout"]
         assert outputs == ["caught too big: 4\n"]
         stopped_index = max(i for i, e in enumerate(c.events) if e.get("event") == "stopped")
-        output_index = max(i for i, e in enumerate(c.events) if e.get("event") == "output" and e["body"].get("category") == "stdout")
+        output_index = max(
+            i for i, e in enumerate(c.events) if e.get("event") == "output" and e["body"].get("category") == "stdout"
+        )
         assert output_index < stopped_index
         assert await step(c, "continue") == ("end", ("<module>", 22, {"(return) <module>": "None", "result": "14"}))
-        assert [e["body"]["output"] for e in c.events_named("output") if e["body"].get("category") == "stdout"][-1] == "result 14\n"
+        assert [e["body"]["output"] for e in c.events_named("output") if e["body"].get("category") == "stdout"][
+            -1
+        ] == "result 14\n"
         await c.call("continue", {"threadId": 1})
         assert (await c.wait_event("exited"))["body"]["exitCode"] == 0
         await c.wait_event("terminated")
@@ -234,6 +276,21 @@ async def test_malformed_messages_get_errors_and_the_session_goes_on(program):
         assert (await c.call("threads"))["threads"][0]["id"] == 1
 
 
+async def test_a_world_checks_its_own_launch_keys_and_ignores_the_clients(program):
+    async with adapter("tcp") as c:
+        await c.call("initialize", {"adapterID": "neural-dap"})
+        bad = await c.request("launch", {"program": program, "recording": "fast"})
+        assert not bad["success"] and "recorded world" in bad["message"] and "recording" in bad["message"]
+        bad = await c.request("launch", {"program": program, "limits": {"maxEvents": -1}})
+        assert not bad["success"] and "maxEvents" in bad["message"]
+        bad = await c.request("launch", {"program": program, "world": "neural", "trust": "nobody"})
+        assert not bad["success"] and "neural world" in bad["message"] and "trust" in bad["message"]
+        # VS Code sends its own keys (name, type, request, __sessionId) with every launch
+        vscode = {"name": "Debug", "type": "neural-python", "request": "launch", "__sessionId": "x"}
+        ok = await c.request("launch", {**vscode, "program": program, "recording": "full"})
+        assert ok["success"], ok
+
+
 async def test_a_broken_header_is_explained_and_closes_the_connection(program):
     async with adapter("tcp") as c:
         await c.call("initialize", {"adapterID": "neural-dap"})
@@ -253,7 +310,7 @@ async def test_an_endless_program_is_debugged_up_to_the_limit(tmp_path):
         assert stopped["body"]["reason"] == "end" and "event limit" in stopped["body"]["description"]
         _, end_line, local = await where(c)
         assert int(local["n"]) > 100
-        reason, (_, line, back) = await step(c, "stepBack")  # time travel still works on what was recorded
+        _reason, (_, line, back) = await step(c, "stepBack")  # time travel still works on what was recorded
         assert {end_line, line} == {2, 3} and abs(int(back["n"]) - int(local["n"])) <= 1
 
 
@@ -273,7 +330,11 @@ async def test_a_huge_container_is_cut_in_its_repr_but_still_opens(tmp_path):
         await start(c, {"program": str(path)}, breakpoints={str(path): [{"line": 2}]})
         frames = (await c.call("stackTrace", {"threadId": 1}))["stackFrames"]
         scope = (await c.call("scopes", {"frameId": frames[0]["id"]}))["scopes"][0]
-        data = next(v for v in (await c.call("variables", {"variablesReference": scope["variablesReference"]}))["variables"] if v["name"] == "data")
+        data = next(
+            v
+            for v in (await c.call("variables", {"variablesReference": scope["variablesReference"]}))["variables"]
+            if v["name"] == "data"
+        )
         assert data["value"].startswith("[0, 1, 2") and data["value"].endswith("\u2026")
         children = (await c.call("variables", {"variablesReference": data["variablesReference"]}))["variables"]
         assert children[0] == {**children[0], "name": "0", "value": "0"}
@@ -307,6 +368,7 @@ async def test_a_world_holding_tasks_is_started_and_closed_cleanly_whoever_asks(
     listener = await anyio.create_tcp_listener(local_host="127.0.0.1", local_port=0)
     port = listener.extra(SocketAttribute.local_port)
     async with listener, anyio.create_task_group() as tg:
+
         async def serve_one() -> None:
             stream = await listener.listeners[0].accept()
             async with stream:

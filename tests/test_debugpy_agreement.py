@@ -28,8 +28,11 @@ def _comparable(local: dict[str, str]) -> tuple[dict[str, str], dict[str, str]]:
     (a class body's methods) are left out: debugpy files them under "special variables",
     "function variables" and "class variables" groups that the peer does not open."""
     grouped = ("<function ", "<class ", "<module ")
-    plain = {k: v for k, v in local.items()
-             if not k.startswith("(") and not (k.startswith("__") and k.endswith("__")) and not v.startswith(grouped)}
+    plain = {
+        k: v
+        for k, v in local.items()
+        if not k.startswith("(") and not (k.startswith("__") and k.endswith("__")) and not v.startswith(grouped)
+    }
     pseudo = {k: v for k, v in local.items() if k.startswith("(return) ")}
     return plain, pseudo
 
@@ -50,15 +53,19 @@ async def test_neural_dap_stops_where_debugpy_stops(example, plan):
                     real = await peer.step(command)
                     if real is None:
                         break
-                    reason, ours = await step(c, command)
+                    _reason, ours = await step(c, command)
                 else:
                     ours = await where(c)
                 name, line, local = ours
                 plain, pseudo = _comparable(local)
                 where_ = f"after {k} {plan} commands"
-                assert (name, line) == (real.function, real.line), f"{where_}: neural-dap at {name}:{line}, debugpy at {real.function}:{real.line}"
+                assert (name, line) == (real.function, real.line), (
+                    f"{where_}: neural-dap at {name}:{line}, debugpy at {real.function}:{real.line}"
+                )
                 assert plain == real.locals, f"{where_} at {name}:{line}"
-                returns = {f"(return) {k.split(' ', 1)[1].rsplit('.', 1)[-1]}": v for k, v in real.returns.items()}  # Class.method
+                returns = {
+                    f"(return) {k.split(' ', 1)[1].rsplit('.', 1)[-1]}": v for k, v in real.returns.items()
+                }  # Class.method
                 for key, value in pseudo.items():
                     assert returns.get(key) == value, f"{where_}: {key}"
                 compared += 1

@@ -25,7 +25,9 @@ PROGRAM = str(EXAMPLES / "bubble_sort.py")
 def scripted_model(tmp_path, completions: list[str], delay: float = 0.0):
     spec = tmp_path / "script.json"
     spec.write_text(json.dumps({"completions": completions, "delay": delay}))
-    server = subprocess.Popen([sys.executable, str(ROOT / "tests" / "scripted_model_server.py"), str(spec)], stdout=subprocess.PIPE, text=True)
+    server = subprocess.Popen(
+        [sys.executable, str(ROOT / "tests" / "scripted_model_server.py"), str(spec)], stdout=subprocess.PIPE, text=True
+    )
     try:
         yield server.stdout.readline().strip()  # type: ignore[union-attr]
     finally:
@@ -40,14 +42,39 @@ def true_frames(count: int) -> list[str]:
 
 
 def neural_launch(url: str) -> dict:
-    return {"program": PROGRAM, "entry": {"function": "bubble_sort", "args": "[3, 1, 2]"}, "world": "neural",
-            "model": {"url": url, "retries": 0}, "stopOnEntry": True}
+    return {
+        "program": PROGRAM,
+        "entry": {"function": "bubble_sort", "args": "[3, 1, 2]"},
+        "world": "neural",
+        "model": {"url": url, "retries": 0},
+        "stopOnEntry": True,
+    }
 
 
 def test_the_terminal_shows_a_failed_step_and_the_session_goes_on(tmp_path):
     with scripted_model(tmp_path, true_frames(1)) as url:
-        out = subprocess.run([sys.executable, "-m", "neural_dap", "debug", PROGRAM, "--entry", "bubble_sort", "--args", "[3, 1, 2]",
-                              "--world", "neural", "--model", url, "--do", "n; n; where"], capture_output=True, text=True, timeout=120)
+        out = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "neural_dap",
+                "debug",
+                PROGRAM,
+                "--entry",
+                "bubble_sort",
+                "--args",
+                "[3, 1, 2]",
+                "--world",
+                "neural",
+                "--model",
+                url,
+                "--do",
+                "n; n; where",
+            ],
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
     assert out.returncode == 0, out.stderr
     lines = out.stdout.splitlines()
     assert lines[0] == "[entry] bubble_sort.py:10 in bubble_sort"
@@ -61,7 +88,9 @@ async def test_a_failed_step_is_an_error_response_and_the_first_stop_is_entry(tm
     with scripted_model(tmp_path, []) as url:
         async with adapter() as c:
             stopped = await start(c, neural_launch(url))
-            assert stopped["body"]["reason"] == "entry"  # as the recorded world's first stop, though the prediction failed
+            assert (
+                stopped["body"]["reason"] == "entry"
+            )  # as the recorded world's first stop, though the prediction failed
             told = [e for e in c.events_named("output") if e["body"].get("category") == "important"]
             assert told and "could not predict step_into" in told[0]["body"]["output"]
             assert (await where(c))[:2] == ("bubble_sort", 9)

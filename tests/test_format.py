@@ -84,7 +84,7 @@ def round_trip(states, dialect: str, source: SourceInfo, actions=None) -> None:
 def test_render_parse_round_trip_is_exact_on_the_examples(example, dialect):
     path = EXAMPLES / example
     rec = record(Program(str(path)))
-    states = [s for s in rec.states]
+    states = list(rec.states)
     source = SourceInfo(path.read_text())
     rendered = round_trip(states, dialect, source)
     # the text-level view of every state equals the recorded one
@@ -95,9 +95,19 @@ def test_round_trip_in_nd_with_jumps_and_inverse_actions():
     source_text = (EXAMPLES / "recursion.py").read_text()
     rec = record(Program(str(EXAMPLES / "recursion.py"), entry="factorial", entry_args="4"))
     tree = StateTree(list(rec.states))
-    plan = [Action("step_into"), Action("step_over"), Action.at_lines("breakpoint", [7]), Action("step_into"),
-            Action("step_return"), Action("inv_step_over"), Action("inv_step_into"), Action("continue"),
-            Action("inv_step_return"), Action.at_lines("inv_breakpoint", [6]), Action("step_over")]
+    plan = [
+        Action("step_into"),
+        Action("step_over"),
+        Action.at_lines("breakpoint", [7]),
+        Action("step_into"),
+        Action("step_return"),
+        Action("inv_step_over"),
+        Action("inv_step_into"),
+        Action("continue"),
+        Action("inv_step_return"),
+        Action.at_lines("inv_breakpoint", [6]),
+        Action("step_over"),
+    ]
     i, states, actions = 0, [tree.states[0]], [None]
     for action in plan:
         i = tree.apply(i, action)
@@ -112,7 +122,11 @@ def test_round_trip_in_nd_with_jumps_and_inverse_actions():
         completion = "".join(rendered.frames[k][len(rendered.action_segments(actions[k])) : -1])
         parsed = reader.parse(completion, actions[k])
         assert (parsed.event, parsed.line, parsed.locals if parsed.event in ("call", "line") else {}, parsed.value) == (
-            states[k].event, states[k].line, dict(states[k].locals) if states[k].event in ("call", "line") else {}, states[k].value)
+            states[k].event,
+            states[k].line,
+            dict(states[k].locals) if states[k].event in ("call", "line") else {},
+            states[k].value,
+        )
         reader.append(parsed, actions[k])
 
 
@@ -154,7 +168,7 @@ def reader():
         ('<|line_sep|>{"x": ".."}<|action_sep|>    y = x + 2\n', "is not in the program"),
         ('<|line_sep|>{"z": ".."}<|action_sep|>    y = x + 1\n', "has no earlier value"),
         ('<|line_sep|>{"x": ".."}    y = x + 1\n', "expected <|action_sep|>"),
-        ('<|return_sep|><|action_sep|>    return y\n<|arg_sep|>4', "must be a JSON string"),
+        ("<|return_sep|><|action_sep|>    return y\n<|arg_sep|>4", "must be a JSON string"),
         ('<|return_sep|><|action_sep|>    return y\n<|arg_sep|>"4"<|arg_sep|>', "unexpected"),
     ],
 )
@@ -169,14 +183,18 @@ def test_bad_completions_fail_with_a_typed_error_saying_what_and_where(reader, c
 def test_model_text_is_data_never_evaluated(reader, tmp_path: Path):
     marker = tmp_path / "pwned"
     payload = f"__import__('os').system('touch {marker}')"
-    parsed = reader.parse('<|line_sep|>{"x": "%s"}<|action_sep|>    y = x + 1\n' % payload.replace("'", "\\u0027"), STEP_INTO)
+    parsed = reader.parse(
+        '<|line_sep|>{"x": "' + payload.replace("'", "\\u0027") + '"}<|action_sep|>    y = x + 1\n', STEP_INTO
+    )
     assert parsed.locals["x"] == payload
     assert not marker.exists()
 
 
 def test_end_of_text_means_the_trace_ended_and_a_frame_separator_ends_a_completion(reader):
     assert reader.parse("<|end_of_text|>", STEP_INTO) is END_OF_TRACE
-    parsed = reader.parse('<|line_sep|>{"x": ".."}<|action_sep|>    y = x + 1\n<|frame_sep|><|line_sep|>junk', STEP_INTO)
+    parsed = reader.parse(
+        '<|line_sep|>{"x": ".."}<|action_sep|>    y = x + 1\n<|frame_sep|><|line_sep|>junk', STEP_INTO
+    )
     assert parsed.line == 2 and parsed.locals == {"x": "3"} and parsed.depth == 1 and parsed.function == "add_one"
 
 

@@ -35,9 +35,16 @@ def _payload_program(tmp_path) -> tuple[str, str]:
 
 def _attack_frames(program: str, marker: str) -> bytes:
     initialize = {"seq": 1, "type": "request", "command": "initialize", "arguments": {"adapterID": "x"}}
-    launch = {"seq": 2, "type": "request", "command": "launch", "arguments": {
-        "program": program, "entry": {"function": "f", "args": f"__import__('pathlib').Path({marker!r}).write_text('x')"},
-        "stopOnEntry": True}}
+    launch = {
+        "seq": 2,
+        "type": "request",
+        "command": "launch",
+        "arguments": {
+            "program": program,
+            "entry": {"function": "f", "args": f"__import__('pathlib').Path({marker!r}).write_text('x')"},
+            "stopOnEntry": True,
+        },
+    }
     configured = {"seq": 3, "type": "request", "command": "configurationDone"}
     return b"".join(encode_frame(json.dumps(m).encode()) for m in (initialize, launch, configured))
 
@@ -72,8 +79,10 @@ def _read_until_closed(port: int, data: bytes, seconds: float = 10.0) -> bytes:
 async def test_a_web_page_posting_to_the_tcp_adapter_runs_nothing_and_gets_no_dap(tmp_path):
     program, marker = _payload_program(tmp_path)
     body = _attack_frames(program, marker)
-    http = (b"POST / HTTP/1.1\r\nHost: 127.0.0.1\r\nOrigin: http://evil.example\r\nContent-Type: text/plain\r\n"
-            b"Content-Length: %d\r\n\r\n" % len(body)) + body
+    http = (
+        b"POST / HTTP/1.1\r\nHost: 127.0.0.1\r\nOrigin: http://evil.example\r\nContent-Type: text/plain\r\n"
+        b"Content-Length: %d\r\n\r\n" % len(body)
+    ) + body
     process, port = await _tcp_adapter()
     try:
         received = await anyio.to_thread.run_sync(_read_until_closed, port, http)
@@ -89,7 +98,7 @@ async def test_a_web_page_posting_to_the_tcp_adapter_runs_nothing_and_gets_no_da
 
 
 async def test_nothing_is_served_before_initialize(tmp_path):
-    program, marker = _payload_program(tmp_path)
+    program, _marker = _payload_program(tmp_path)
     async with adapter() as c:
         refused = await c.request("launch", {"program": program, "entry": {"function": "f", "args": "1"}})
         assert not refused["success"] and "initialize" in refused["message"]
@@ -127,12 +136,18 @@ def test_predicted_input_text_is_rebuilt_from_values_and_never_runs_as_code(tmp_
     predicted = {"a": "1 #", "b": "'''\n, print('executed')) #'''"}
     text = call_text(code, predicted)
     assert text == "1, \"\\n, print('executed')) #\""
-    rec = record(Program(str(tmp_path / "f.py"), source=code, entry="f", entry_args=text, literal_args=True), Limits(wall_time=5))
+    rec = record(
+        Program(str(tmp_path / "f.py"), source=code, entry="f", entry_args=text, literal_args=True), Limits(wall_time=5)
+    )
     assert rec.outcome.kind == "finished" and "executed" not in rec.stdout and rec.return_value == "1"
     # and text that is not a literal is refused by the child, never evaluated
-    rec = record(Program(str(tmp_path / "f.py"), source=code, entry="f", entry_args="print('executed'), 2", literal_args=True),
-                 Limits(wall_time=5))
-    assert rec.outcome.kind == "error" and "not a Python literal" in rec.outcome.message and "executed" not in rec.stdout
+    rec = record(
+        Program(str(tmp_path / "f.py"), source=code, entry="f", entry_args="print('executed'), 2", literal_args=True),
+        Limits(wall_time=5),
+    )
+    assert (
+        rec.outcome.kind == "error" and "not a Python literal" in rec.outcome.message and "executed" not in rec.stdout
+    )
 
 
 HEAVY = [
@@ -187,7 +202,7 @@ def test_deeply_nested_json_from_a_model_is_a_format_error():
     from neural_dap.core.state import State
 
     trace.append(State("call", 1, "def f(x):", "f", 0, 0, {"x": "1"}))
-    deep = "<|line_sep|>{\"x\": " + "[" * 100_000 + "<|action_sep|>    return x\n"
+    deep = '<|line_sep|>{"x": ' + "[" * 100_000 + "<|action_sep|>    return x\n"
     with pytest.raises(FormatError):
         trace.parse(deep)
     value = "<|return_sep|><|action_sep|>    return x\n<|arg_sep|>" + "[" * 100_000
@@ -199,7 +214,11 @@ async def test_a_condition_that_raises_gives_one_answer_and_a_stop(tmp_path):
     program = tmp_path / "p.py"
     program.write_text("total = 0\nfor i in range(3):\n    total += i\nprint(total)\n")
     async with adapter() as c:
-        await start(c, {"program": str(program), "stopOnEntry": True}, breakpoints={str(program): [{"line": 3, "condition": "b'a'.decode('x')"}]})
+        await start(
+            c,
+            {"program": str(program), "stopOnEntry": True},
+            breakpoints={str(program): [{"line": 3, "condition": "b'a'.decode('x')"}]},
+        )
         seq = await c.send_request("continue", {"threadId": 1})
         response = await c.response(seq, "continue")
         assert response["success"]
@@ -208,7 +227,7 @@ async def test_a_condition_that_raises_gives_one_answer_and_a_stop(tmp_path):
         told = [e for e in c.events_named("output") if "condition" in e["body"]["output"]]
         assert told and "LookupError" in told[0]["body"]["output"]
         await anyio.sleep(0.5)
-        assert [m for m in c.responses_to(seq)] == [response]  # answered once
+        assert list(c.responses_to(seq)) == [response]  # answered once
         assert (await where(c))[1] == 3
 
 
@@ -220,7 +239,9 @@ async def test_a_heavy_watch_neither_freezes_the_session_nor_blows_it_up(tmp_pat
         frame = (await c.call("stackTrace", {"threadId": 1}))["stackFrames"][0]["id"]
         await c.call("next", {"threadId": 1})
         await c.wait_event("stopped")
-        heavy = await c.send_request("evaluate", {"expression": "[[0]*100000]*100000", "frameId": frame, "context": "watch"})
+        heavy = await c.send_request(
+            "evaluate", {"expression": "[[0]*100000]*100000", "frameId": frame, "context": "watch"}
+        )
         started = time.monotonic()
         assert (await c.call("threads"))["threads"]  # served while the watch is evaluated
         answer = await c.response(heavy, "evaluate")

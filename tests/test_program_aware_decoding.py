@@ -54,7 +54,12 @@ def test_every_recorded_step_lands_among_the_static_successors(recorded):
             assert code is not None, (state.function, state.line)
             last = lines.get(state.invocation)
             if last is not None and state.event != "exception":
-                assert (state.event, state.line) in code.can_follow(last), (source.filename, last, state.event, state.line)
+                assert (state.event, state.line) in code.can_follow(last), (
+                    source.filename,
+                    last,
+                    state.event,
+                    state.line,
+                )
                 checked += 1
             if state.event == "line":
                 lines[state.invocation] = state.line
@@ -146,7 +151,9 @@ def test_masked_decoding_never_reaches_a_dead_end(recorded):
                 assert choices, f"dead end at {state!r} after {tokens!r}"
                 token = frame_sep if frame_sep in choices else rng.choice(choices)
                 after = index.advance(constraint, state, token)
-                assert after is not None, f"the mask allowed {index.pieces[token]!r} at {state!r}, which the constraint refuses"
+                assert after is not None, (
+                    f"the mask allowed {index.pieces[token]!r} at {state!r}, which the constraint refuses"
+                )
                 state = after
                 tokens.append(token)
                 if constraint.done(state):

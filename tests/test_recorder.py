@@ -13,7 +13,9 @@ from neural_dap.trace.recorder import Limits, Program, RecorderError, record
 
 
 def run(source: str, entry: str | None = None, args: str = "", tmp_path: Path | None = None, **limits) -> object:
-    return record(Program("/virtual/prog.py", source=textwrap.dedent(source), entry=entry, entry_args=args), Limits(**limits))
+    return record(
+        Program("/virtual/prog.py", source=textwrap.dedent(source), entry=entry, entry_args=args), Limits(**limits)
+    )
 
 
 def test_function_entry_records_call_lines_and_return_with_locals_before_each_line():
@@ -30,7 +32,17 @@ def test_function_entry_records_call_lines_and_return_with_locals_before_each_li
     )
     assert rec.outcome.kind == "finished"
     events = [(s.event, s.line) for s in rec.states]
-    assert events == [("call", 2), ("line", 3), ("line", 4), ("line", 5), ("line", 4), ("line", 5), ("line", 4), ("line", 6), ("return", 6)]
+    assert events == [
+        ("call", 2),
+        ("line", 3),
+        ("line", 4),
+        ("line", 5),
+        ("line", 4),
+        ("line", 5),
+        ("line", 4),
+        ("line", 6),
+        ("return", 6),
+    ]
     # a line state shows the values *before* the line runs
     assert rec.states[1].locals == {"xs": "[3, 1]", "key": "None"}
     assert rec.states[3].locals == {"xs": "[3, 1]", "key": "None", "total": "0", "x": "3"}
@@ -129,7 +141,11 @@ def test_reprs_are_bounded_and_marked_and_addresses_removed():
         ("import os\ndef f():\n    x = 1\n    os._exit(4)\n", "exited", "os._exit(4)"),
         ("def f():\n    raise KeyError('k')\n", "raised", "KeyError"),
         ("def f():\n    return input()\n", "raised", "EOFError"),
-        ("import ctypes\ndef f():\n    x = 1\n    ctypes.string_at(0)\n", "crashed", "Segmentation fault in f at line 4"),
+        (
+            "import ctypes\ndef f():\n    x = 1\n    ctypes.string_at(0)\n",
+            "crashed",
+            "Segmentation fault in f at line 4",
+        ),
         ("def f():\n    x = bytearray(10 ** 11)\n", "memory", "MemoryError"),
     ],
 )
@@ -172,7 +188,9 @@ def test_repr_that_raises_or_never_returns():
 
 
 def test_megabytes_of_output_are_capped_and_the_recording_survives():
-    rec = run("def f():\n    for i in range(300):\n        print('x' * 10000)\n    return 7\n", entry="f", max_output=50_000)
+    rec = run(
+        "def f():\n    for i in range(300):\n        print('x' * 10000)\n    return 7\n", entry="f", max_output=50_000
+    )
     assert rec.outcome.kind == "finished" and rec.return_value == "7"
     assert 50_000 <= len(rec.stdout) < 51_000 and "output beyond" in rec.stdout
 
@@ -198,7 +216,9 @@ def _python(version: str) -> str | None:
         candidates.append(Path(shutil.which(f"python{version}")))
     for cand in candidates:
         try:
-            out = subprocess.run([str(cand), "-c", "import sys; print(sys.version)"], capture_output=True, text=True, timeout=20)
+            out = subprocess.run(
+                [str(cand), "-c", "import sys; print(sys.version)"], capture_output=True, text=True, timeout=20
+            )
         except (OSError, subprocess.TimeoutExpired):
             continue
         if out.returncode == 0 and out.stdout.startswith(version):

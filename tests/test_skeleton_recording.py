@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import os
 import random
-import signal
 import textwrap
 
 import pytest
@@ -30,7 +29,9 @@ def _actions(rng: random.Random, lines: list[int]) -> list[Action]:
     return out
 
 
-def _compare(program: Program, rng: random.Random, sample: int | None = None, python: str | None = None, engine: str = "auto") -> int:
+def _compare(
+    program: Program, rng: random.Random, sample: int | None = None, python: str | None = None, engine: str = "auto"
+) -> int:
     full = FullExecution(record(program, Limits(wall_time=10), python=python))
     skeleton = SkeletonExecution(record_skeleton(program, Limits(wall_time=10), python=python, engine=engine))
     try:
@@ -46,8 +47,12 @@ def _compare(program: Program, rng: random.Random, sample: int | None = None, py
                 assert skeleton.apply(i, action) == full.apply(i, action), (program.path, i, str(action))
         last = full.last
         assert skeleton.output(-1, last) == full.output(-1, last)
-        assert skeleton.first_exception(0, last, frozenset({"raised"})) == full.first_exception(0, last, frozenset({"raised"}))
-        assert skeleton.first_exception(0, last, frozenset({"uncaught"})) == full.first_exception(0, last, frozenset({"uncaught"}))
+        assert skeleton.first_exception(0, last, frozenset({"raised"})) == full.first_exception(
+            0, last, frozenset({"raised"})
+        )
+        assert skeleton.first_exception(0, last, frozenset({"uncaught"})) == full.first_exception(
+            0, last, frozenset({"uncaught"})
+        )
         return len(indices)
     finally:
         skeleton.close()
@@ -81,7 +86,10 @@ def test_the_python_engines_record_the_same_skeleton():
 
 def test_a_long_run_records_its_skeleton_and_rebuilds_far_states(tmp_path):
     path = tmp_path / "long.py"
-    path.write_text("def work(n):\n    total = 0\n    for i in range(n):\n        total += i % 7\n    return total\n\nprint(work(300_000))\n")
+    path.write_text(
+        "def work(n):\n    total = 0\n    for i in range(n):\n        total += i % 7\n    return total\n\n"
+        "print(work(300_000))\n"
+    )
     rec = record_skeleton(Program(str(path)), Limits(max_events=5_000_000, wall_time=60), checkpoint_events=100_000)
     execution = SkeletonExecution(rec)
     try:
@@ -108,7 +116,8 @@ def test_a_long_run_records_its_skeleton_and_rebuilds_far_states(tmp_path):
 def test_a_program_that_does_not_replay_the_same_way_is_reported_and_the_states_before_stay(tmp_path):
     counter = tmp_path / "counter"
     path = tmp_path / "changing.py"
-    path.write_text(textwrap.dedent(f"""\
+    path.write_text(
+        textwrap.dedent(f"""\
         import os
         path = {str(counter)!r}
         n = int(open(path).read()) if os.path.exists(path) else 0
@@ -117,7 +126,8 @@ def test_a_program_that_does_not_replay_the_same_way_is_reported_and_the_states_
         for i in range(n + 3):
             total += i
         print(total)
-        """))
+        """)
+    )
     rec = record_skeleton(Program(str(path)), Limits(wall_time=20))
     execution = SkeletonExecution(rec)
     try:
@@ -132,7 +142,10 @@ def test_a_program_that_does_not_replay_the_same_way_is_reported_and_the_states_
 
 async def test_a_session_on_a_long_run_travels_both_ways(tmp_path):
     path = tmp_path / "long.py"
-    path.write_text("def work(n):\n    total = 0\n    for i in range(n):\n        total += i % 7\n    return total\n\n\nresult = work(500_000)\nprint('done', result)\n")
+    path.write_text(
+        "def work(n):\n    total = 0\n    for i in range(n):\n        total += i % 7\n    return total\n\n\n"
+        "result = work(500_000)\nprint('done', result)\n"
+    )
     async with adapter() as c:
         stopped = await start(c, {"program": str(path), "stopOnEntry": True}, breakpoints={str(path): [{"line": 5}]})
         assert stopped["body"]["reason"] == "entry"
@@ -141,7 +154,9 @@ async def test_a_session_on_a_long_run_travels_both_ways(tmp_path):
         function, line, local = await where(c)
         assert (function, line, local["i"]) == ("work", 5, "499999")
         frame = (await c.call("stackTrace", {"threadId": 1}))["stackFrames"][0]["id"]
-        assert (await c.call("evaluate", {"expression": "total % 1000", "frameId": frame}))["result"] == str(sum(i % 7 for i in range(500_000)) % 1000)
+        assert (await c.call("evaluate", {"expression": "total % 1000", "frameId": frame}))["result"] == str(
+            sum(i % 7 for i in range(500_000)) % 1000
+        )
         await c.call("stepBack", {"threadId": 1})
         await c.wait_event("stopped")
         _, line, local = await where(c)

@@ -19,10 +19,13 @@ from neural_dap.trace.tree import StateTree
 POOL_SIZE = 40
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def tree_for(seed: int) -> StateTree:
     program = generate(seed)
-    rec = record(Program(f"/gen/{seed}.py", source=program.source, entry=program.entry, entry_args=program.args), Limits(max_events=3000))
+    rec = record(
+        Program(f"/gen/{seed}.py", source=program.source, entry=program.entry, entry_args=program.args),
+        Limits(max_events=3000),
+    )
     return StateTree(list(rec.states))
 
 
@@ -70,7 +73,7 @@ def test_inv_step_over_mirrors_step_over(pos):
     j = tree.apply(i, Action("inv_step_over"))
     s, t = tree.states[i], tree.states[j]
     owner = _parent(tree, i) if s.event == "call" else s.invocation
-    earlier = [k for k in range(0, i) if tree.states[k].invocation == owner]
+    earlier = [k for k in range(i) if tree.states[k].invocation == owner]
     assert j == (earlier[-1] if earlier else 0)
     assert t.invocation == owner or not earlier
     if earlier and s.event != "call":
@@ -104,7 +107,7 @@ def test_breakpoints_land_only_on_listed_lines_or_the_ends(pos, data):
     hits = [k for k in range(i + 1, len(tree)) if tree.states[k].event == "line" and tree.states[k].line in lines]
     assert j == (hits[0] if hits else tree.last)
     j = tree.apply(i, Action.at_lines("inv_breakpoint", lines))
-    hits = [k for k in range(0, i) if tree.states[k].event == "line" and tree.states[k].line in lines]
+    hits = [k for k in range(i) if tree.states[k].event == "line" and tree.states[k].line in lines]
     assert j == (hits[-1] if hits else 0)
 
 

@@ -9,15 +9,14 @@ from __future__ import annotations
 
 import os
 import textwrap
-from pathlib import Path
 
 import pytest
 
+from neural_dap.llm.vllm_process import VllmServer, build_garbage_model, vllm_available
 from neural_dap.world.factory import embedded_model_path
 
 from .conftest import EXAMPLES
 from .dap_helpers import adapter, start, where
-from neural_dap.llm.vllm_process import VllmServer, build_garbage_model, vllm_available
 
 pytestmark = [pytest.mark.vllm, pytest.mark.slow]
 
@@ -61,8 +60,14 @@ def garbage_server(tmp_path_factory):
 
 
 def neural_launch(server: VllmServer, program: str, entry: dict, **extra) -> dict:
-    return {"program": program, "world": "neural", "stopOnEntry": True, "entry": entry,
-            "model": {"url": server.url, "dialect": "nd", "timeout": 60}, **extra}
+    return {
+        "program": program,
+        "world": "neural",
+        "stopOnEntry": True,
+        "entry": entry,
+        "model": {"url": server.url, "dialect": "nd", "timeout": 60},
+        **extra,
+    }
 
 
 async def drive(c, command: str) -> tuple[bool, dict]:
@@ -77,11 +82,26 @@ async def drive(c, command: str) -> tuple[bool, dict]:
 async def test_a_full_stepping_session_with_prefix_cache_hits(embedded_server):
     program = str(EXAMPLES / "bubble_sort.py")
     async with adapter() as c:
-        first = await start(c, neural_launch(embedded_server, program, {"function": "bubble_sort", "args": "[3, 1, 2]"}))
+        first = await start(
+            c, neural_launch(embedded_server, program, {"function": "bubble_sort", "args": "[3, 1, 2]"})
+        )
         assert first["body"]["reason"] == "entry"
         assert await where(c) == ("bubble_sort", 10, {"values": "[3, 1, 2]"})  # the first line, predicted
         stops = 0
-        for command in ["next", "next", "next", "stepIn", "next", "stepIn", "stepOut", "stepBack", "stepBack", "next", "next", "continue"]:
+        for command in [
+            "next",
+            "next",
+            "next",
+            "stepIn",
+            "next",
+            "stepIn",
+            "stepOut",
+            "stepBack",
+            "stepBack",
+            "next",
+            "next",
+            "continue",
+        ]:
             ok, event = await drive(c, command)
             assert ok, event  # program-aware decoding: every predicted frame is valid
             if event["event"] == "terminated":
@@ -110,7 +130,9 @@ async def test_a_model_answering_garbage_still_gives_valid_frames_through_struct
             name, line, _ = await where(c)  # whatever the random weights say, it is a state of this program
             assert name in ("factorial", "<module>") and 1 <= line <= 20
         summary = await c.call("sessionSummary")
-        assert summary["constrainedChoices"] > 0  # the server's unconstrained answer was refused and made again, constrained
+        assert (
+            summary["constrainedChoices"] > 0
+        )  # the server's unconstrained answer was refused and made again, constrained
         assert summary["invalidFrames"] == 0
 
 
@@ -145,7 +167,9 @@ async def test_reconciliation_compares_every_stop_with_reality(embedded_server, 
     truth = list(record(Program(str(program), entry="f", entry_args="'abc', 3")).states)
     real_lines = [(s.function, s.line) for s in truth if s.event == "line"]
     async with adapter() as c:
-        await start(c, neural_launch(embedded_server, str(program), {"function": "f", "args": "'abc', 3"}, reconcile=reality))
+        await start(
+            c, neural_launch(embedded_server, str(program), {"function": "f", "args": "'abc', 3"}, reconcile=reality)
+        )
         predicted = [await where(c)]
         for _ in range(3):
             ok, event = await drive(c, "next")
@@ -156,7 +180,9 @@ async def test_reconciliation_compares_every_stop_with_reality(embedded_server, 
         summary = await c.call("sessionSummary")
         assert summary["reconcile"] == reality and summary["statesCompared"] >= 3
         wrong = [p for k, p in enumerate(predicted) if k >= len(real_lines) or (p[0], p[1]) != real_lines[k]]
-        flagged = [e["body"]["output"] for e in c.events_named("output") if "differs from reality" in e["body"]["output"]]
+        flagged = [
+            e["body"]["output"] for e in c.events_named("output") if "differs from reality" in e["body"]["output"]
+        ]
         assert len(flagged) >= len(wrong) and summary["divergentStops"] == len(flagged)
         assert all("predicted" in n and "actually" in n for n in flagged)
         if summary["divergences"]:

@@ -14,6 +14,7 @@ import msgspec
 import pytest
 
 from neural_dap.dap.protocol import LAUNCH_KEYS, EntryArguments
+from neural_dap.world.factory import launch_keys
 from neural_dap.world.neural import ModelSettings
 from neural_dap.world.recorded import LIMIT_KEYS
 
@@ -31,8 +32,14 @@ def _npm(*args: str) -> subprocess.CompletedProcess:
         pytest.skip("npm is not installed")
     if not (EXTENSION / "node_modules" / "typescript").is_dir():
         pytest.skip("run `npm ci` in vscode-extension first (scripts/setup.sh does)")
-    return subprocess.run([npm, *args], cwd=EXTENSION, capture_output=True, text=True, timeout=300,
-                          env={**os.environ, "NEURAL_DAP_PYTHON": sys.executable})
+    return subprocess.run(
+        [npm, *args],
+        cwd=EXTENSION,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={**os.environ, "NEURAL_DAP_PYTHON": sys.executable},
+    )
 
 
 def test_typescript_strict_type_check_passes():
@@ -47,7 +54,7 @@ def test_extension_unit_tests_pass_with_a_mocked_vscode():
 
 
 def test_every_launch_key_of_the_server_is_in_the_schema_and_back():
-    assert set(LAUNCH_SCHEMA["properties"]) == set(LAUNCH_KEYS)
+    assert set(LAUNCH_SCHEMA["properties"]) == set(LAUNCH_KEYS | launch_keys())
     model = next(o for o in LAUNCH_SCHEMA["properties"]["model"]["anyOf"] if o.get("type") == "object")
     assert set(model["properties"]) == {f.encode_name for f in msgspec.structs.fields(ModelSettings)}
     entry = LAUNCH_SCHEMA["properties"]["entry"]["properties"]
@@ -56,8 +63,16 @@ def test_every_launch_key_of_the_server_is_in_the_schema_and_back():
 
 
 def _validate(config: dict) -> None:
-    schema = {**LAUNCH_SCHEMA, "properties": {**LAUNCH_SCHEMA["properties"], "type": {"const": "neural-python"}, "request": {"const": "launch"},
-                                              "name": {"type": "string"}}, "additionalProperties": False}
+    schema = {
+        **LAUNCH_SCHEMA,
+        "properties": {
+            **LAUNCH_SCHEMA["properties"],
+            "type": {"const": "neural-python"},
+            "request": {"const": "launch"},
+            "name": {"type": "string"},
+        },
+        "additionalProperties": False,
+    }
     jsonschema.validate(config, schema)
 
 

@@ -10,15 +10,23 @@ import sys
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--port", type=int, help="serve DAP over TCP on this port (0: pick one and print it)")
-    parser.add_argument("--host", default="127.0.0.1", help="TCP address to bind (default 127.0.0.1, this machine only)")
-    parser.add_argument("--socket", metavar="PATH", help="serve DAP on a Unix socket created 0600 (the safe choice on a shared machine)")
+    parser.add_argument(
+        "--host", default="127.0.0.1", help="TCP address to bind (default 127.0.0.1, this machine only)"
+    )
+    parser.add_argument(
+        "--socket", metavar="PATH", help="serve DAP on a Unix socket created 0600 (the safe choice on a shared machine)"
+    )
     parser.add_argument("--log", help="write a debug log to this file (stdout is reserved for DAP in stdio mode)")
 
 
 def run(parser: argparse.ArgumentParser, argv: list[str]) -> int:
     opts = parser.parse_args(argv)
     handlers = [logging.FileHandler(opts.log)] if opts.log else [logging.StreamHandler(sys.stderr)]
-    logging.basicConfig(level=logging.DEBUG if opts.log else logging.WARNING, handlers=handlers, format="%(asctime)s %(name)s %(levelname)s %(message)s")
+    logging.basicConfig(
+        level=logging.DEBUG if opts.log else logging.WARNING,
+        handlers=handlers,
+        format="%(asctime)s %(name)s %(levelname)s %(message)s",
+    )
     import anyio
 
     from neural_dap.dap.server import serve_stdio, serve_tcp, serve_unix

@@ -5,7 +5,9 @@ from __future__ import annotations
 import argparse
 
 
-def parse_with_program(parser: argparse.ArgumentParser, argv: list[str], options_with_value: set[str]) -> argparse.Namespace:
+def parse_with_program(
+    parser: argparse.ArgumentParser, argv: list[str], options_with_value: set[str]
+) -> argparse.Namespace:
     """Our options may come before or after PROGRAM; other words after it, and everything after
     `--`, are the program's arguments (put in `argv` of the result)."""
     ours: list[str] = []
@@ -21,9 +23,11 @@ def parse_with_program(parser: argparse.ArgumentParser, argv: list[str], options
             ours += [arg, argv[i + 1]]
             i += 2
             continue
-        if arg in ("-h", "--help") or any(arg.startswith(o + "=") for o in options_with_value) or (arg.startswith("--") and not program):
-            ours.append(arg)
-        elif arg.startswith("--") and arg in {a for action in parser._actions for a in action.option_strings}:
+        if (
+            arg in ("-h", "--help")
+            or any(arg.startswith(o + "=") for o in options_with_value)
+            or (arg.startswith("--") and not program)
+        ) or (arg.startswith("--") and arg in {a for action in parser._actions for a in action.option_strings}):
             ours.append(arg)
         elif not program:
             program.append(arg)

@@ -14,7 +14,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--heldout-every", type=int, default=50, help="every Nth program is held out for evaluation")
     parser.add_argument("--workers", type=int, help="processes (default: one per CPU)")
     parser.add_argument("--shard-size", type=int, default=20000)
-    parser.add_argument("--script-fraction", type=float, default=0.35, help="share of whole scripts (the rest: functions with an input)")
+    parser.add_argument(
+        "--script-fraction", type=float, default=0.35, help="share of whole scripts (the rest: functions with an input)"
+    )
     parser.add_argument("--quiet", action="store_true")
 
 
@@ -22,9 +24,14 @@ def run(parser: argparse.ArgumentParser, argv: list[str]) -> int:
     opts = parser.parse_args(argv)
     from neural_dap.corpus.dataset import DatasetConfig, build
 
-    config = DatasetConfig(programs=opts.programs, seed=opts.seed, trajectories_per_program=opts.trajectories,
-                           heldout_every=opts.heldout_every, shard_size=opts.shard_size,
-                           script_fraction=opts.script_fraction)
+    config = DatasetConfig(
+        programs=opts.programs,
+        seed=opts.seed,
+        trajectories_per_program=opts.trajectories,
+        heldout_every=opts.heldout_every,
+        shard_size=opts.shard_size,
+        script_fraction=opts.script_fraction,
+    )
     if opts.workers:
         config.workers = opts.workers
     manifest = build(opts.out, config, progress=not opts.quiet)

@@ -16,14 +16,25 @@ import json
 import os
 import sys
 from dataclasses import dataclass, field
+from typing import Any
 
 from neural_dap.cli.args import parse_with_program
+from neural_dap.dap.client import DapClient
 
 COMMANDS_HELP = __doc__.split("Commands:", 1)[1].strip()
 STEP_COMMANDS = {
-    "s": "stepIn", "step": "stepIn", "n": "next", "next": "next", "r": "stepOut", "return": "stepOut",
-    "c": "continue", "continue": "continue", "back": "stepBack", "rc": "reverseContinue",
-    "bi": "stepBackInto", "bo": "stepBackOut",
+    "s": "stepIn",
+    "step": "stepIn",
+    "n": "next",
+    "next": "next",
+    "r": "stepOut",
+    "return": "stepOut",
+    "c": "continue",
+    "continue": "continue",
+    "back": "stepBack",
+    "rc": "reverseContinue",
+    "bi": "stepBackInto",
+    "bo": "stepBackOut",
 }
 
 
@@ -37,17 +48,36 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--args", help="the call's arguments as Python literal text")
     parser.add_argument("--returns", help="start at the end: the function returned this value (neural world)")
     parser.add_argument("--world", choices=["recorded", "neural"], default="recorded")
-    parser.add_argument("--model", help='"embedded" (default for --world neural) or the URL of an OpenAI-compatible server, e.g. http://127.0.0.1:8000/v1')
+    parser.add_argument(
+        "--model",
+        help='"embedded" (default for --world neural) or the URL of an OpenAI-compatible server, e.g. http://127.0.0.1:8000/v1',
+    )
     parser.add_argument("--model-name", help="the served model's name (default: the server's first model)")
     parser.add_argument("--dialect", choices=["cwm", "nd"], help="trace dialect the model speaks (default: nd)")
     parser.add_argument("--samples", type=int, help="completions per prediction; the majority frame wins")
     parser.add_argument("--temperature", type=float)
     parser.add_argument("--reconcile", choices=["none", "recorded", "debugpy"], default="none")
     parser.add_argument("--trust", choices=["model", "reality"], default="model")
-    parser.add_argument("--timeout", type=float, default=120.0, help="seconds to wait for any one answer of the adapter")
+    parser.add_argument(
+        "--timeout", type=float, default=120.0, help="seconds to wait for any one answer of the adapter"
+    )
 
 
-OPTIONS_WITH_VALUE = {"--do", "--entry", "--args", "--returns", "--world", "--model", "--model-name", "--dialect", "--samples", "--temperature", "--reconcile", "--trust", "--timeout"}
+OPTIONS_WITH_VALUE = {
+    "--do",
+    "--entry",
+    "--args",
+    "--returns",
+    "--world",
+    "--model",
+    "--model-name",
+    "--dialect",
+    "--samples",
+    "--temperature",
+    "--reconcile",
+    "--trust",
+    "--timeout",
+}
 
 
 def launch_arguments(opts: argparse.Namespace) -> dict:
@@ -62,9 +92,16 @@ def launch_arguments(opts: argparse.Namespace) -> dict:
         model: dict | str = opts.model or "embedded"
         if opts.model and opts.model != "embedded":
             model = {"url": opts.model}
-        if isinstance(model, dict) or any(v is not None for v in (opts.model_name, opts.dialect, opts.samples, opts.temperature)):
+        if isinstance(model, dict) or any(
+            v is not None for v in (opts.model_name, opts.dialect, opts.samples, opts.temperature)
+        ):
             model = model if isinstance(model, dict) else {"url": "embedded"}
-            for key, value in (("name", opts.model_name), ("dialect", opts.dialect), ("samples", opts.samples), ("temperature", opts.temperature)):
+            for key, value in (
+                ("name", opts.model_name),
+                ("dialect", opts.dialect),
+                ("samples", opts.samples),
+                ("temperature", opts.temperature),
+            ):
                 if value is not None:
                     model[key] = value
         args["model"] = model
@@ -75,8 +112,8 @@ def launch_arguments(opts: argparse.Namespace) -> dict:
 
 @dataclass
 class Frontend:
-    client: object
-    out: object = sys.stdout
+    client: DapClient
+    out: Any = sys.stdout
     breakpoints: dict[str, list[dict]] = field(default_factory=dict)
     function_breakpoints: list[dict] = field(default_factory=list)
     last_locals: dict[int, dict[str, str]] = field(default_factory=dict)
@@ -92,7 +129,7 @@ class Frontend:
         body = message.get("body") or {}
         if name == "output" and body.get("category") != "telemetry":
             text = body.get("output", "")
-            prefix = {"stderr": "! ", "important": "* "}.get(body.get("category"), "")
+            prefix = {"stderr": "! ", "important": "* "}.get(str(body.get("category")), "")
             for line in text.rstrip("\n").split("\n"):
                 self.print(f"{prefix}{line}" if prefix else line)
         elif name == "terminated":
@@ -110,7 +147,9 @@ class Frontend:
         scopes = (await self.client.call("scopes", {"frameId": top["id"]})).get("scopes", [])
         variables = []
         if scopes:
-            variables = (await self.client.call("variables", {"variablesReference": scopes[0]["variablesReference"]})).get("variables", [])
+            variables = (
+                await self.client.call("variables", {"variablesReference": scopes[0]["variablesReference"]})
+            ).get("variables", [])
         current = {v["name"]: v["value"] for v in variables}
         line_text = _source_line(path, top["line"])
         reason = body.get("reason", "")
@@ -147,9 +186,11 @@ class Frontend:
             await self.set_breakpoint(rest)
         elif cmd in ("p", "print"):
             try:
-                body = await self.client.call("evaluate", {"expression": rest, "frameId": self.frame_id, "context": "repl"})
+                body = await self.client.call(
+                    "evaluate", {"expression": rest, "frameId": self.frame_id, "context": "repl"}
+                )
                 self.print(body.get("result", ""))
-            except Exception as exc:  # noqa: BLE001 (shown to the user as the error it is)
+            except Exception as exc:
                 self.print(f"error: {getattr(exc, 'message', exc)}")
         elif cmd in ("where", "bt", "w"):
             stack = (await self.client.call("stackTrace", {"threadId": 1})).get("stackFrames", [])
@@ -159,7 +200,9 @@ class Frontend:
         elif cmd in ("locals", "vars"):
             stack = (await self.client.call("stackTrace", {"threadId": 1})).get("stackFrames", [])
             scopes = (await self.client.call("scopes", {"frameId": stack[0]["id"]})).get("scopes", [])
-            for v in (await self.client.call("variables", {"variablesReference": scopes[0]["variablesReference"]})).get("variables", []):
+            for v in (await self.client.call("variables", {"variablesReference": scopes[0]["variablesReference"]})).get(
+                "variables", []
+            ):
                 self.print(f"  {v['name']} = {v['value']}")
         elif cmd in ("l", "list"):
             stack = (await self.client.call("stackTrace", {"threadId": 1})).get("stackFrames", [])
@@ -192,17 +235,22 @@ class Frontend:
             spec, condition = spec.split(" if ", 1) if " if " in spec else (spec, None)
         spec = spec.strip()
         if spec.isdigit() or ":" in spec:
-            path, line = (spec.rsplit(":", 1) if ":" in spec else (self.program, spec))
+            path, line = spec.rsplit(":", 1) if ":" in spec else (self.program, spec)
             path = os.path.abspath(path)
-            entry = {"line": int(line)}
+            entry: dict[str, Any] = {"line": int(line)}
             if condition:
                 entry["condition"] = condition.strip()
             self.breakpoints.setdefault(path, []).append(entry)
-            body = await self.client.call("setBreakpoints", {"source": {"path": path}, "breakpoints": self.breakpoints[path]})
+            body = await self.client.call(
+                "setBreakpoints", {"source": {"path": path}, "breakpoints": self.breakpoints[path]}
+            )
             result = body["breakpoints"][-1]
             where = f"{os.path.basename(path)}:{result.get('line', line)}"
             note = f" ({result['message']})" if result.get("message") else ""
-            self.print(f"breakpoint {'set at' if result.get('verified') else 'NOT set at'} {where}{' if ' + condition.strip() if condition else ''}{note}")
+            self.print(
+                f"breakpoint {'set at' if result.get('verified') else 'NOT set at'} {where}"
+                f"{' if ' + condition.strip() if condition else ''}{note}"
+            )
         else:
             entry = {"name": spec}
             if condition:
@@ -250,7 +298,15 @@ async def _session(opts: argparse.Namespace) -> int:
         front = Frontend(client, program=os.path.abspath(opts.program))
         client.on_event = front.on_event
         try:
-            await client.call("initialize", {"adapterID": "neural-dap", "clientID": "neural-dap-debug", "linesStartAt1": True, "columnsStartAt1": True})
+            await client.call(
+                "initialize",
+                {
+                    "adapterID": "neural-dap",
+                    "clientID": "neural-dap-debug",
+                    "linesStartAt1": True,
+                    "columnsStartAt1": True,
+                },
+            )
             launch = await client.send_request("launch", launch_arguments(opts))
             await client.call("configurationDone")
             response = await client.response(launch, "launch", timeout=opts.timeout)
@@ -279,4 +335,3 @@ async def _session(opts: argparse.Namespace) -> int:
             print(f"neural-dap debug: {exc}", file=sys.stderr)
             return 1
     return 0
-

@@ -1,7 +1,8 @@
 """`neural-dap eval`: next-state accuracy on held-out programs; CRUXEval-O / -I through the debugger.
 
-  neural-dap eval nextstate [--data DIR] [--real CRUXEVAL.jsonl|FOLDER ...] [--model embedded|DIR|URL] [--unconstrained] [--plot PNG]
-  neural-dap eval cruxeval PATH --mode output|input [--method step|jump] [--model embedded|DIR|URL|recorded] [--json]
+neural-dap eval nextstate [--data DIR] [--real CRUXEVAL.jsonl|FOLDER ...] [--model embedded|DIR|URL]
+                          [--unconstrained] [--plot PNG]
+neural-dap eval cruxeval PATH --mode output|input [--method step|jump] [--model embedded|DIR|URL|recorded] [--json]
 """
 
 from __future__ import annotations
@@ -9,6 +10,8 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from collections.abc import Callable
+from typing import Any
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -16,15 +19,31 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.description = __doc__
     parser.add_argument("what", choices=["nextstate", "cruxeval"])
     parser.add_argument("path", nargs="?", help="cruxeval: a JSONL file of {code, input, output, id}")
-    parser.add_argument("--data", help="nextstate: a folder made by `neural-dap dataset` (its held-out programs are scored)")
-    parser.add_argument("--real", action="append", default=[], metavar="PATH",
-                        help="nextstate: real code too: a CRUXEval JSONL (each function on its input) or a folder of scripts (e.g. examples/)")
-    parser.add_argument("--unconstrained", action="store_true", help="nextstate: the model alone, without program-aware decoding")
-    parser.add_argument("--model", default="embedded", help="embedded, a model folder, an OpenAI-compatible URL, or recorded (the reference)")
+    parser.add_argument(
+        "--data", help="nextstate: a folder made by `neural-dap dataset` (its held-out programs are scored)"
+    )
+    parser.add_argument(
+        "--real",
+        action="append",
+        default=[],
+        metavar="PATH",
+        help="nextstate: real code too: a CRUXEval JSONL (each function on its input) "
+        "or a folder of scripts (e.g. examples/)",
+    )
+    parser.add_argument(
+        "--unconstrained", action="store_true", help="nextstate: the model alone, without program-aware decoding"
+    )
+    parser.add_argument(
+        "--model",
+        default="embedded",
+        help="embedded, a model folder, an OpenAI-compatible URL, or recorded (the reference)",
+    )
     parser.add_argument("--model-name")
     parser.add_argument("--dialect", default="nd", choices=["nd", "cwm"])
     parser.add_argument("--mode", choices=["output", "input"], default="output")
-    parser.add_argument("--method", choices=["step", "jump"], default="step", help="output mode: step to the return, or one continue")
+    parser.add_argument(
+        "--method", choices=["step", "jump"], default="step", help="output mode: step to the return, or one continue"
+    )
     parser.add_argument("--limit", type=int, help="only the first N items / programs")
     parser.add_argument("--trajectories", type=int, default=2, help="nextstate: trajectories per held-out program")
     parser.add_argument("--samples", type=int, default=1)
@@ -57,8 +76,10 @@ def run(parser: argparse.ArgumentParser, argv: list[str]) -> int:
         if not opts.data and not opts.real:
             parser.error("nextstate needs --data (held-out programs) and/or --real (real code)")
         if opts.model == "recorded":
-            parser.error("nextstate scores predictions against the recorded states themselves, so the recorded world "
-                         "is its 100% reference by construction; give a model (embedded, a folder or a URL)")
+            parser.error(
+                "nextstate scores predictions against the recorded states themselves, so the recorded world "
+                "is its 100% reference by construction; give a model (embedded, a folder or a URL)"
+            )
     elif not opts.path:
         parser.error("cruxeval needs the JSONL path")
     try:
@@ -77,7 +98,13 @@ def run(parser: argparse.ArgumentParser, argv: list[str]) -> int:
 
 async def _nextstate(opts) -> dict:
     from neural_dap.corpus.dataset import read_heldout
-    from neural_dap.eval.nextstate import evaluate, plot, subjects_from_cruxeval, subjects_from_heldout, subjects_from_scripts
+    from neural_dap.eval.nextstate import (
+        evaluate,
+        plot,
+        subjects_from_cruxeval,
+        subjects_from_heldout,
+        subjects_from_scripts,
+    )
 
     groups: dict[str, list] = {}
     if opts.data:
@@ -92,10 +119,18 @@ async def _nextstate(opts) -> dict:
         def progress(report, name=name) -> None:
             if not opts.quiet:
                 o = report.forward.report()
-                print(f"\r{name}: {report.programs} programs, {report.overall.frames} frames: forward exact {o['exact']}%, "
-                      f"line {o['line']}%, valid {o['valid']}%", end="", file=sys.stderr, flush=True)
+                print(
+                    f"\r{name}: {report.programs} programs, {report.overall.frames} frames: "
+                    f"forward exact {o['exact']}%, "
+                    f"line {o['line']}%, valid {o['valid']}%",
+                    end="",
+                    file=sys.stderr,
+                    flush=True,
+                )
 
-        report = await evaluate(subjects, client, trajectories=opts.trajectories, constrained=not opts.unconstrained, progress=progress)
+        report = await evaluate(
+            subjects, client, trajectories=opts.trajectories, constrained=not opts.unconstrained, progress=progress
+        )
         if not opts.quiet:
             print(file=sys.stderr)
         result[name] = report.to_dict()
@@ -105,12 +140,21 @@ async def _nextstate(opts) -> dict:
     if not opts.json:
         for name in groups:
             r = result[name]
-            print(f"{name}: {r['programs']} programs ({'program-aware decoding' if result['constrained'] else 'unconstrained'})")
-            print(f"{'action':<16} {'frames':>7} {'exact':>7} {'event':>7} {'line':>7} {'locals':>7} {'value':>7} {'valid':>7} {'ms':>7}")
-            rows = [("forward", r["forward"]), ("all", r["overall"])] + list(r["byAction"].items())
+            print(
+                f"{name}: {r['programs']} programs "
+                f"({'program-aware decoding' if result['constrained'] else 'unconstrained'})"
+            )
+            print(
+                f"{'action':<16} {'frames':>7} {'exact':>7} {'event':>7} {'line':>7} {'locals':>7} {'value':>7} "
+                f"{'valid':>7} {'ms':>7}"
+            )
+            rows = [("forward", r["forward"]), ("all", r["overall"]), *list(r["byAction"].items())]
             for label, row in rows:
-                print(f"{label:<16} {row['frames']:>7} {_f(row['exact'])} {_f(row['event'])} {_f(row['line'])} {_f(row['locals'])} "
-                      f"{_f(row['value'])} {_f(row['valid'])} {_f(row['medianMs'])}")
+                print(
+                    f"{label:<16} {row['frames']:>7} {_f(row['exact'])} {_f(row['event'])} {_f(row['line'])} "
+                    f"{_f(row['locals'])} "
+                    f"{_f(row['value'])} {_f(row['valid'])} {_f(row['medianMs'])}"
+                )
     return result
 
 
@@ -119,10 +163,12 @@ def _f(value) -> str:
 
 
 async def _cruxeval(opts) -> dict:
-    from neural_dap.eval.cruxeval import pass_at_1, run as run_items
+    from neural_dap.eval.cruxeval import pass_at_1
+    from neural_dap.eval.cruxeval import run as run_items
 
     with open(opts.path) as fh:
         rows = [json.loads(line) for line in fh if line.strip()][: opts.limit]
+    make: Callable[[], Any]
     if opts.model == "recorded":
         from neural_dap.world.recorded import RecordedWorld
 
@@ -140,8 +186,10 @@ async def _cruxeval(opts) -> dict:
             async def close(self) -> None:  # the client (and its loaded model) outlives each item
                 pass
 
-        def make():
+        def make_neural() -> Any:
             return Shared(client, settings)
+
+        make = make_neural
 
     done = []
 

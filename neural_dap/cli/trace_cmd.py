@@ -8,15 +8,33 @@ import sys
 
 from neural_dap.cli.args import parse_with_program
 
-OPTIONS_WITH_VALUE = {"--entry", "--args", "--format", "--python", "--max-events", "--timeout", "--max-repr", "--engine"}
+OPTIONS_WITH_VALUE = {
+    "--entry",
+    "--args",
+    "--format",
+    "--python",
+    "--max-events",
+    "--timeout",
+    "--max-repr",
+    "--engine",
+}
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("program", help="the Python file to run")
-    parser.add_argument("argv", nargs=argparse.REMAINDER, help="arguments for the program (after `--` if they look like options)")
+    parser.add_argument(
+        "argv", nargs=argparse.REMAINDER, help="arguments for the program (after `--` if they look like options)"
+    )
     parser.add_argument("--entry", help="call this function instead of running the file as a script")
-    parser.add_argument("--args", default="", help='the call\'s arguments as Python literal text, e.g. "[3, 1], key=None"')
-    parser.add_argument("--format", choices=["json", "cwm", "nd"], default="json", help="output: one JSON object per state (default), or trace text")
+    parser.add_argument(
+        "--args", default="", help='the call\'s arguments as Python literal text, e.g. "[3, 1], key=None"'
+    )
+    parser.add_argument(
+        "--format",
+        choices=["json", "cwm", "nd"],
+        default="json",
+        help="output: one JSON object per state (default), or trace text",
+    )
     parser.add_argument("--python", help="interpreter to record with (default: this one; 3.12+ uses sys.monitoring)")
     parser.add_argument("--engine", choices=["auto", "ctrace", "settrace", "monitoring"], default="auto")
     parser.add_argument("--max-events", type=int, default=200_000)
@@ -64,7 +82,9 @@ def run(parser: argparse.ArgumentParser, argv: list[str]) -> int:
         states = list(rec.states)
         main = rec.main_path
         mine = [s for s in states if s.path == main] if any(s.path != main for s in states) else states
-        trace = render_trace(mine, opts.format, SourceInfo(rec.sources.get(main, "")), path=main, actions=[STEP_INTO] * len(mine))
+        trace = render_trace(
+            mine, opts.format, SourceInfo(rec.sources.get(main, "")), path=main, actions=[STEP_INTO] * len(mine)
+        )
         out.write(trace.text())
         if rec.outcome.kind in ("finished", "raised", "exited"):
             out.write("<|end_of_text|>")

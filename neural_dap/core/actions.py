@@ -59,10 +59,4 @@ class Action(msgspec.Struct, frozen=True):
         return self.kind
 
 
-STEP_INTO = Action("step_into")
-STEP_OVER = Action("step_over")
-STEP_RETURN = Action("step_return")
-CONTINUE = Action("continue")
-INV_STEP_INTO = Action("inv_step_into")
-INV_STEP_OVER = Action("inv_step_over")
-INV_STEP_RETURN = Action("inv_step_return")
+STEP_INTO = Action("step_into")  # the action of a plain forward trace (cwm frames, `neural-dap trace`)

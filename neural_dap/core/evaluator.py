@@ -13,7 +13,9 @@ import ast
 import operator
 import re
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 from neural_dap.core.reprs import ObjectRepr, Opaque, parse_repr, show, type_name
 
@@ -67,16 +69,19 @@ _CONSTANTS = {"True": True, "False": False, "None": None}
 # Methods without side effects, by receiver type.
 _METHODS: dict[type, frozenset[str]] = {
     str: frozenset(
-        "upper lower strip lstrip rstrip startswith endswith split rsplit splitlines count find rfind index rindex "
-        "isdigit isalpha isalnum isspace isupper islower istitle isnumeric isdecimal replace join title capitalize "
-        "swapcase center ljust rjust zfill partition rpartition casefold expandtabs removeprefix removesuffix".split()
+        (
+            "upper lower strip lstrip rstrip startswith endswith split rsplit splitlines count find rfind index "
+            "rindex isdigit isalpha isalnum isspace isupper islower istitle isnumeric isdecimal replace join "
+            "title capitalize swapcase center ljust rjust zfill partition rpartition casefold expandtabs "
+            "removeprefix removesuffix"
+        ).split()
     ),
-    list: frozenset("count index copy".split()),
-    tuple: frozenset("count index".split()),
-    dict: frozenset("get keys values items copy".split()),
-    set: frozenset("issubset issuperset union intersection difference isdisjoint copy".split()),
-    frozenset: frozenset("issubset issuperset union intersection difference isdisjoint copy".split()),
-    bytes: frozenset("decode hex count find startswith endswith".split()),
+    list: frozenset(["count", "index", "copy"]),
+    tuple: frozenset(["count", "index"]),
+    dict: frozenset(["get", "keys", "values", "items", "copy"]),
+    set: frozenset(["issubset", "issuperset", "union", "intersection", "difference", "isdisjoint", "copy"]),
+    frozenset: frozenset(["issubset", "issuperset", "union", "intersection", "difference", "isdisjoint", "copy"]),
+    bytes: frozenset(["decode", "hex", "count", "find", "startswith", "endswith"]),
 }
 _WIDTH_METHODS = frozenset({"center", "ljust", "rjust", "zfill"})
 _FORMAT_NUMBER = re.compile(r"%[-#0 +]*(\*|\d+)?(?:\.(\*|\d+))?")
@@ -117,7 +122,7 @@ class SafeEvaluator:
             raise EvaluationError(f"invalid expression: {exc.msg}") from None
         except (RecursionError, MemoryError):
             raise EvaluationError("the expression is nested too deeply or too large") from None
-        except Exception as exc:  # noqa: BLE001 (whatever an operation raises is the expression's error)
+        except Exception as exc:
             raise EvaluationError(f"{type(exc).__name__}: {exc}") from None
 
     # -- the budget ---------------------------------------------------------------------------------
@@ -144,7 +149,7 @@ class SafeEvaluator:
         return value
 
     # -- nodes ---------------------------------------------------------------------------------------
-    def eval(self, node: ast.AST) -> object:  # noqa: C901 (one branch per node type)
+    def eval(self, node: ast.AST) -> object:
         self._tick()
         if isinstance(node, ast.Constant):
             return node.value
@@ -157,12 +162,12 @@ class SafeEvaluator:
                 return _Builtin(node.id)
             raise EvaluationError(f"name {node.id!r} is not defined here")
         if isinstance(node, (ast.List, ast.Tuple, ast.Set)):
-            items = []
+            items: list = []
             for e in node.elts:
                 if isinstance(e, ast.Starred):
                     value = self._plain(self.eval(e.value))
                     self._room(len(value) if hasattr(value, "__len__") else MAX_SEQUENCE + 1)  # type: ignore[arg-type]
-                    items.extend(value)  # type: ignore[call-overload]
+                    items.extend(value)  # type: ignore[call-overload,arg-type]
                 else:
                     items.append(self.eval(e))
             kind = {ast.List: list, ast.Tuple: tuple, ast.Set: set}[type(node)]
@@ -170,13 +175,17 @@ class SafeEvaluator:
         if isinstance(node, ast.Dict):
             if any(k is None for k in node.keys):
                 raise EvaluationError("** in a dict display is not supported")
-            return self._bounded({self.eval(k): self.eval(v) for k, v in zip(node.keys, node.values)})  # type: ignore[arg-type]
+            return self._bounded({self.eval(k): self.eval(v) for k, v in zip(node.keys, node.values, strict=False)})  # type: ignore[arg-type]
         if isinstance(node, ast.UnaryOp):
             operand = self._plain(self.eval(node.operand))
             if isinstance(node.op, ast.Not):
                 return not operand
-            op = {ast.USub: operator.neg, ast.UAdd: operator.pos, ast.Invert: operator.invert}[type(node.op)]
-            return op(operand)
+            unary: dict[type, Callable[[Any], Any]] = {
+                ast.USub: operator.neg,
+                ast.UAdd: operator.pos,
+                ast.Invert: operator.invert,
+            }
+            return unary[type(node.op)](operand)
         if isinstance(node, ast.BinOp):
             left = self._plain(self.eval(node.left))
             right = self._plain(self.eval(node.right))
@@ -191,7 +200,7 @@ class SafeEvaluator:
             return result
         if isinstance(node, ast.Compare):
             left = self._plain(self.eval(node.left))
-            for op, comp in zip(node.ops, node.comparators):
+            for op, comp in zip(node.ops, node.comparators, strict=False):
                 right = self._plain(self.eval(comp))
                 if not _CMPOPS[type(op)](left, right):
                     return False
@@ -206,7 +215,7 @@ class SafeEvaluator:
                 self._room(len(range(*index.indices(len(target)))))
             return target[index]  # type: ignore[index]
         if isinstance(node, ast.Attribute):
-            target = self.eval(node.value)
+            target = self._plain(self.eval(node.value))
             if isinstance(target, ObjectRepr):
                 return target.attribute(node.attr)
             return _Method(target, node.attr)
@@ -235,7 +244,9 @@ class SafeEvaluator:
 
     def _slice(self, node: ast.AST) -> object:
         if isinstance(node, ast.Slice):
-            return slice(*(self._plain(self.eval(p)) if p is not None else None for p in (node.lower, node.upper, node.step)))
+            return slice(
+                *(self._plain(self.eval(p)) if p is not None else None for p in (node.lower, node.upper, node.step))
+            )
         return self._plain(self.eval(node))
 
     def _plain(self, value: object) -> object:
@@ -254,13 +265,24 @@ class SafeEvaluator:
             for seq, n in ((left, right), (right, left)):
                 if isinstance(seq, (str, bytes, list, tuple)) and isinstance(n, int):
                     self._room(len(seq) * max(n, 0))
-        if isinstance(op, ast.Add):
-            if isinstance(left, (str, bytes, list, tuple)) and isinstance(right, (str, bytes, list, tuple)):
-                self._room(len(left) + len(right))
-        if isinstance(op, ast.Pow) and isinstance(left, int) and isinstance(right, int):
-            if right > 0 and abs(left) > 1 and right * abs(left).bit_length() > MAX_INT_BITS:
-                raise EvaluationError("the result is too large an integer")
-        if isinstance(op, ast.LShift) and isinstance(right, int) and isinstance(left, int) and right + left.bit_length() > MAX_INT_BITS:
+        sequences = (str, bytes, list, tuple)
+        if isinstance(op, ast.Add) and isinstance(left, sequences) and isinstance(right, sequences):
+            self._room(len(left) + len(right))
+        if (
+            isinstance(op, ast.Pow)
+            and isinstance(left, int)
+            and isinstance(right, int)
+            and right > 0
+            and abs(left) > 1
+            and right * abs(left).bit_length() > MAX_INT_BITS
+        ):
+            raise EvaluationError("the result is too large an integer")
+        if (
+            isinstance(op, ast.LShift)
+            and isinstance(right, int)
+            and isinstance(left, int)
+            and right + left.bit_length() > MAX_INT_BITS
+        ):
             raise EvaluationError("the result is too large an integer")
         if isinstance(op, ast.Mod) and isinstance(left, (str, bytes)):
             self._check_percent_format(left, right)
@@ -355,7 +377,7 @@ def _bind(target: ast.AST, value: object, scope: dict) -> None:
         values = list(value)  # type: ignore[call-overload]
         if len(values) != len(target.elts):
             raise EvaluationError("cannot unpack: wrong number of values")
-        for t, v in zip(target.elts, values):
+        for t, v in zip(target.elts, values, strict=False):
             _bind(t, v, scope)
     else:
         raise EvaluationError("unsupported loop target")
@@ -433,7 +455,7 @@ _BUILTINS = {
     "round": _round,
     "reversed": lambda ev, x: list(reversed(x)),
     "enumerate": lambda ev, x, start=0: list(enumerate(x, start)),
-    "zip": lambda ev, *xs: list(zip(*xs)),
+    "zip": lambda ev, *xs: list(zip(*xs, strict=False)),
     "range": _range,
     "ord": _plain_builtin(ord),
     "chr": _plain_builtin(chr),

@@ -32,11 +32,21 @@ Landing = tuple[str, int]  # (event, line)
 _RETURNS = frozenset({"RETURN_VALUE", "RETURN_CONST"})
 _RAISES = frozenset({"RAISE_VARARGS", "RERAISE"})
 _YIELDS = frozenset({"YIELD_VALUE"})
-_UNCONDITIONAL = frozenset({"JUMP_FORWARD", "JUMP_BACKWARD", "JUMP_BACKWARD_NO_INTERRUPT", "JUMP_ABSOLUTE", "JUMP", "JUMP_NO_INTERRUPT"})
+_UNCONDITIONAL = frozenset(
+    {"JUMP_FORWARD", "JUMP_BACKWARD", "JUMP_BACKWARD_NO_INTERRUPT", "JUMP_ABSOLUTE", "JUMP", "JUMP_NO_INTERRUPT"}
+)
 _PROLOGUE = frozenset({"RESUME", "COPY_FREE_VARS", "MAKE_CELL", "RETURN_GENERATOR", "CACHE"})
 _JUMPS = frozenset(dis.hasjrel) | frozenset(dis.hasjabs)
 _UNTRACED = frozenset({"<listcomp>", "<setcomp>", "<dictcomp>"})  # not traced (inlined since 3.12)
-CLASS_NAMESPACE = ("__module__", "__qualname__", "__doc__", "__annotations__", "__classcell__", "__firstlineno__", "__static_attributes__")
+CLASS_NAMESPACE = (
+    "__module__",
+    "__qualname__",
+    "__doc__",
+    "__annotations__",
+    "__classcell__",
+    "__firstlineno__",
+    "__static_attributes__",
+)
 
 
 @dataclass(eq=False)  # one per code object: compared and hashed by identity
@@ -190,7 +200,11 @@ class ProgramFlow:
                     out |= {("call", y) for y in code.yields}
                 continue
             dunder = code.name.startswith("__") and code.name.endswith("__")
-            if code.name in names or dunder or (names & classes and code.name in ("__init__", "__new__", "__post_init__")):
+            if (
+                code.name in names
+                or dunder
+                or (names & classes and code.name in ("__init__", "__new__", "__post_init__"))
+            ):
                 out.add(("call", code.first_line))
             if code.yields and (iterates or code.name in names):
                 out |= {("call", y) for y in code.yields}  # a generator resumed from here
@@ -204,7 +218,11 @@ def _line(instruction: dis.Instruction) -> int | None:
     positions = getattr(instruction, "positions", None)
     line = positions.lineno if positions is not None else None
     if line is None:
-        line = instruction.starts_line if isinstance(instruction.starts_line, int) and not isinstance(instruction.starts_line, bool) else None
+        line = (
+            instruction.starts_line
+            if isinstance(instruction.starts_line, int) and not isinstance(instruction.starts_line, bool)
+            else None
+        )
     return line if line else None
 
 
@@ -215,7 +233,7 @@ class _Walker:
         self.lines = [_line(ins) for ins in self.instructions]
         self.handlers: dict[int, list[int]] = {}
         try:
-            entries = dis.Bytecode(code).exception_entries
+            entries = dis.Bytecode(code).exception_entries  # type: ignore[attr-defined]  # 3.11+, not in typeshed
         except AttributeError:  # before 3.11: no exception table (and no support here)
             entries = []
         for entry in entries:
@@ -277,8 +295,11 @@ def _facts(code: types.CodeType, kind: str, scopes: dict) -> CodeFacts:
     start = 0
     while start < len(instructions) and instructions[start].opname in _PROLOGUE:
         start += 1
-    if kind != "module" and start < len(instructions) and instructions[start].opname == "POP_TOP" and any(
-        i.opname == "RETURN_GENERATOR" for i in instructions[:start]
+    if (
+        kind != "module"
+        and start < len(instructions)
+        and instructions[start].opname == "POP_TOP"
+        and any(i.opname == "RETURN_GENERATOR" for i in instructions[:start])
     ):
         start += 1
     by_line: dict[int, list[int]] = {}  # the body's instructions by line (the prologue runs before the call event)
@@ -307,9 +328,15 @@ def _facts(code: types.CodeType, kind: str, scopes: dict) -> CodeFacts:
     lines = frozenset(by_line)
     scope = scopes.get((code.co_name, code.co_firstlineno))
     if kind == "function":
-        names = tuple(code.co_varnames) + tuple(n for n in code.co_cellvars if n not in code.co_varnames) + tuple(code.co_freevars)
+        names = (
+            tuple(code.co_varnames)
+            + tuple(n for n in code.co_cellvars if n not in code.co_varnames)
+            + tuple(code.co_freevars)
+        )
         names = tuple(n for n in names if not n.startswith("."))  # `.0`, a comprehension's iterator, is never shown
-        params = code.co_varnames[: code.co_argcount + code.co_kwonlyargcount + bool(code.co_flags & 0x04) + bool(code.co_flags & 0x08)]
+        params = code.co_varnames[
+            : code.co_argcount + code.co_kwonlyargcount + bool(code.co_flags & 0x04) + bool(code.co_flags & 0x08)
+        ]
     elif kind == "class":
         names = CLASS_NAMESPACE + tuple(n for n in (scope.bound if scope else ()) if n not in CLASS_NAMESPACE)
         params = ()
@@ -384,12 +411,16 @@ def _ast_scopes(tree: ast.Module) -> dict[tuple[str, int], _Scope]:
         if isinstance(node, ast.ExceptHandler) and node.name:
             scope.bind(node.name)
             scope.deleted.add(node.name)
-        if isinstance(node, (ast.Assign, ast.AugAssign, ast.AnnAssign, ast.For, ast.AsyncFor, ast.With, ast.AsyncWith, ast.Delete)):
+        if isinstance(
+            node, (ast.Assign, ast.AugAssign, ast.AnnAssign, ast.For, ast.AsyncFor, ast.With, ast.AsyncWith, ast.Delete)
+        ):
             for field_name in ("targets", "target", "items"):
                 value = getattr(node, field_name, None)
                 if value is not None:
                     for item in value if isinstance(value, list) else [value]:
-                        targets(item.optional_vars if isinstance(item, ast.withitem) and item.optional_vars else item, scope)
+                        targets(
+                            item.optional_vars if isinstance(item, ast.withitem) and item.optional_vars else item, scope
+                        )
         for child in ast.iter_child_nodes(node):
             if isinstance(child, ast.NamedExpr):
                 targets(child.target, scope)
@@ -409,7 +440,12 @@ def _kind_of(code: types.CodeType, scopes: dict) -> str:
     if code.co_name == "<module>":
         return "module"
     # a class body's code takes no arguments and binds __module__ / __qualname__ first
-    if code.co_argcount == 0 and "__qualname__" in code.co_names and "__module__" in code.co_names and not code.co_varnames:
+    if (
+        code.co_argcount == 0
+        and "__qualname__" in code.co_names
+        and "__module__" in code.co_names
+        and not code.co_varnames
+    ):
         return "class"
     return "function"
 
@@ -445,8 +481,25 @@ def _header_nodes(node: ast.AST) -> list[ast.AST]:
 
 def _header_end(node: ast.AST) -> int:
     parts = _header_nodes(node)
-    if isinstance(node, (ast.For, ast.AsyncFor, ast.While, ast.If, ast.With, ast.AsyncWith, ast.FunctionDef,
-                         ast.AsyncFunctionDef, ast.ClassDef, ast.Try, ast.Match)) or type(node).__name__ == "TryStar":
+    if (
+        isinstance(
+            node,
+            (
+                ast.For,
+                ast.AsyncFor,
+                ast.While,
+                ast.If,
+                ast.With,
+                ast.AsyncWith,
+                ast.FunctionDef,
+                ast.AsyncFunctionDef,
+                ast.ClassDef,
+                ast.Try,
+                ast.Match,
+            ),
+        )
+        or type(node).__name__ == "TryStar"
+    ):
         ends = [getattr(p, "end_lineno", None) or node.lineno for p in parts]  # type: ignore[attr-defined]
         return max([node.lineno, *ends])  # type: ignore[attr-defined]
     return getattr(node, "end_lineno", None) or node.lineno  # type: ignore[attr-defined]

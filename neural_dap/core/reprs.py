@@ -75,9 +75,10 @@ def _literal(node: ast.AST) -> object:
     if isinstance(node, ast.Set):
         return {_literal(e) for e in node.elts}
     if isinstance(node, ast.Dict):
-        if any(k is None for k in node.keys):
+        keys = [k for k in node.keys if k is not None]
+        if len(keys) != len(node.keys):
             raise ValueError("dict unpacking")
-        return {_literal(k): _literal(v) for k, v in zip(node.keys, node.values)}
+        return {_literal(k): _literal(v) for k, v in zip(keys, node.values, strict=True)}
     if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.UAdd)):
         operand = _literal(node.operand)
         if isinstance(operand, (int, float, complex)) and not isinstance(operand, bool):
@@ -224,7 +225,7 @@ def bounded_repr(value: object, limit: int = SHOW_LIMIT) -> str:
         else:
             try:
                 text = repr(v)
-            except Exception:  # noqa: BLE001 (an exotic float or an int past the digit limit)
+            except Exception:
                 text = "<unprintable>"
             put(text)
 

@@ -16,7 +16,6 @@ from functools import cached_property
 
 START_MARKER = "  # << START_OF_TRACE"
 _DEF_RE = re.compile(r"^\s*(?:async\s+)?def\s+([A-Za-z_]\w*)\s*\(")
-_CLASS_RE = re.compile(r"^\s*class\s+([A-Za-z_]\w*)")
 
 
 @dataclass(frozen=True)

@@ -74,7 +74,3 @@ class Frame(msgspec.Struct, frozen=True, omit_defaults=True):
     path: str = ""
     locals: dict[str, str] = {}
     values: dict[str, Value] = {}
-
-
-def is_truncated(text: str) -> bool:
-    return text.endswith(TRUNCATION_MARK)

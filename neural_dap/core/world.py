@@ -7,7 +7,7 @@ real execution; the neural world asks a model; the reconciled world wraps a mode
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any, Literal, Protocol, runtime_checkable
+from typing import Any, Literal, Protocol, TypeVar, runtime_checkable
 
 import msgspec
 
@@ -26,19 +26,35 @@ class Entry(msgspec.Struct, frozen=True, omit_defaults=True):
 
 
 class LaunchSpec(msgspec.Struct, frozen=True, omit_defaults=True):
+    """What to debug (the keys every world shares) and the launch's other keys, which belong to the
+    world that was asked for: each world declares and validates its own (`world_options`)."""
+
     program: str  # absolute path
     args: tuple[str, ...] = ()
     cwd: str | None = None
     env: dict[str, str] | None = None
     entry: Entry | None = None
     source: str | None = None  # program text, when it is not (only) on disk
-    options: dict[str, Any] = {}  # world-specific launch keys (model, reconcile, trust, limits, ...)
+    world: str = "recorded"
+    python: str | None = None  # the interpreter that runs the program (recording, debugpy, noDebug)
+    options: dict[str, Any] = {}  # every other launch key, as the client sent it
+
+
+OptionsT = TypeVar("OptionsT", bound=msgspec.Struct)
+
+
+def world_options(launch: LaunchSpec, kind: type[OptionsT], world: str) -> OptionsT:
+    """A world's own launch keys (a `msgspec.Struct` with camelCase names), checked with a message a
+    user can act on. Keys other worlds own (and a client's own, such as VS Code's `name`) are ignored."""
+    try:
+        return msgspec.convert(launch.options, kind)
+    except msgspec.ValidationError as exc:
+        raise WorldError(f"launch of the {world} world: {exc}") from None
 
 
 class Capabilities(msgspec.Struct, frozen=True):
     exact: bool  # states are real (recorded), not predicted
     inverse: bool  # can step backwards
-    needs_runnable: bool  # the program must run (imports resolve, no syntax errors)
 
 
 class Divergence(msgspec.Struct, frozen=True, omit_defaults=True):

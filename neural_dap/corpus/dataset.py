@@ -25,7 +25,8 @@ from neural_dap.corpus.programs import Program, generate
 from neural_dap.corpus.scripts import generate_script
 from neural_dap.corpus.stdlib import generate_stdlib
 from neural_dap.corpus.trajectories import Policy, sample
-from neural_dap.trace.recorder import Limits, Program as RecordedProgram, RecorderError, record
+from neural_dap.trace.recorder import Limits, RecorderError, record
+from neural_dap.trace.recorder import Program as RecordedProgram
 
 RECORD_LIMITS = Limits(max_events=3000, wall_time=5.0, max_repr=300, max_output=10_000, memory_mb=2048)
 
@@ -61,7 +62,12 @@ def process(program_id: int, config: DatasetConfig) -> dict:
     if program is None:
         return {"id": program_id, "dropped": "no program"}
     try:
-        rec = record(RecordedProgram(f"/corpus/p{program_id}.py", source=program.source, entry=program.entry, entry_args=program.args), RECORD_LIMITS)
+        rec = record(
+            RecordedProgram(
+                f"/corpus/p{program_id}.py", source=program.source, entry=program.entry, entry_args=program.args
+            ),
+            RECORD_LIMITS,
+        )
     except RecorderError as exc:
         return {"id": program_id, "dropped": f"recorder: {exc}"}
     if rec.outcome.kind not in ("finished", "raised"):
@@ -146,6 +152,7 @@ def build(out_dir: str, config: DatasetConfig, progress: bool = True) -> dict:
                 for t in r["trajectories"]:
                     if in_shard >= config.shard_size:
                         open_shard()
+                    assert shard is not None
                     shard.write(json.dumps({"p": r["id"], "t": t}, separators=(",", ":")) + "\n")
                     in_shard += 1
                     counts["trajectories"] += 1
@@ -195,7 +202,11 @@ def shard_paths(data_dirs: str) -> list[str]:
     out = []
     for data_dir in data_dirs.split(","):
         if os.path.isdir(data_dir):
-            out += sorted(os.path.join(data_dir, n) for n in os.listdir(data_dir) if n.startswith("train-") and n.endswith(".jsonl.gz"))
+            out += sorted(
+                os.path.join(data_dir, n)
+                for n in os.listdir(data_dir)
+                if n.startswith("train-") and n.endswith(".jsonl.gz")
+            )
     return out
 
 

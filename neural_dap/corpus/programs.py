@@ -26,7 +26,27 @@ _NAMES = {
     DICT: ["d", "counts", "seen", "mapping", "table", "freq", "index", "memo"],
     BOOL: ["flag", "found", "ok", "done"],
 }
-_WORDS = ["a", "b", "ab", "abc", "hello", "world", "py", "x", "zz", "dog", "cat", "A", "Bc", "q1", "42", "7", " ", "-", "_"]
+_WORDS = [
+    "a",
+    "b",
+    "ab",
+    "abc",
+    "hello",
+    "world",
+    "py",
+    "x",
+    "zz",
+    "dog",
+    "cat",
+    "A",
+    "Bc",
+    "q1",
+    "42",
+    "7",
+    " ",
+    "-",
+    "_",
+]
 _CHARS = list("abcxyzAB01 -_.,")
 
 
@@ -69,7 +89,7 @@ class _Gen:
         if kind == INT:
             return str(r.choice([0, 1, 2, 3, 4, 5, 7, 10, -1, -3, 12, 100]))
         if kind == STR:
-            return repr(r.choice(_WORDS + ["".join(r.choices(_CHARS, k=r.randint(1, 6)))]))
+            return repr(r.choice([*_WORDS, "".join(r.choices(_CHARS, k=r.randint(1, 6)))]))
         if kind == BOOL:
             return r.choice(["True", "False"])
         if kind == LINT:
@@ -118,13 +138,26 @@ class _Gen:
         i, s, li, ls, d = (self.pick(scope, k) for k in (INT, STR, LINT, LSTR, DICT))
         out = []
         if i:
-            out += [f"{i} + {self.lit(INT)}", f"{i} * {r.randint(2, 3)}", f"{i} - {self.expr(scope, INT, depth + 1)}",
-                    f"{i} % {r.randint(2, 5)}", f"{i} // {r.randint(2, 4)}", f"abs({i})", f"-{i}"]
+            out += [
+                f"{i} + {self.lit(INT)}",
+                f"{i} * {r.randint(2, 3)}",
+                f"{i} - {self.expr(scope, INT, depth + 1)}",
+                f"{i} % {r.randint(2, 5)}",
+                f"{i} // {r.randint(2, 4)}",
+                f"abs({i})",
+                f"-{i}",
+            ]
         if s:
             out += [f"len({s})", f"{s}.count({self.lit(STR)})", f"{s}.find({self.lit(STR)})", f"len({s}.split())"]
         if li:
-            out += [f"len({li})", f"sum({li})", f"{li}.count({self.expr(scope, INT, depth + 1)})",
-                    f"max({li}, default=0)", f"min({li}, default=0)", f"sum(x for x in {li} if x > {self.lit(INT)})"]
+            out += [
+                f"len({li})",
+                f"sum({li})",
+                f"{li}.count({self.expr(scope, INT, depth + 1)})",
+                f"max({li}, default=0)",
+                f"min({li}, default=0)",
+                f"sum(x for x in {li} if x > {self.lit(INT)})",
+            ]
         if ls:
             out += [f"len({ls})", f"len(''.join({ls}))"]
         if d:
@@ -136,10 +169,23 @@ class _Gen:
         r = self.rng
         out = []
         if s:
-            out += [f"{s}.upper()", f"{s}.lower()", f"{s}.strip()", f"{s}[::-1]", f"{s}.replace({self.lit(STR)}, {self.lit(STR)})",
-                    f"{s}.capitalize()", f"{s}.title()", f"{s}.swapcase()", f"{s}[{r.randint(0, 2)}:{r.randint(2, 5)}]",
-                    f"{s} + {self.expr(scope, STR, depth + 1)}", f"{s}.strip({self.lit(STR)})", f"{s}.center({r.randint(3, 9)}, '*')",
-                    f"{s}.zfill({r.randint(2, 6)})", f"''.join(sorted({s}))", f"''.join(c for c in {s} if c.isalpha())"]
+            out += [
+                f"{s}.upper()",
+                f"{s}.lower()",
+                f"{s}.strip()",
+                f"{s}[::-1]",
+                f"{s}.replace({self.lit(STR)}, {self.lit(STR)})",
+                f"{s}.capitalize()",
+                f"{s}.title()",
+                f"{s}.swapcase()",
+                f"{s}[{r.randint(0, 2)}:{r.randint(2, 5)}]",
+                f"{s} + {self.expr(scope, STR, depth + 1)}",
+                f"{s}.strip({self.lit(STR)})",
+                f"{s}.center({r.randint(3, 9)}, '*')",
+                f"{s}.zfill({r.randint(2, 6)})",
+                f"''.join(sorted({s}))",
+                f"''.join(c for c in {s} if c.isalpha())",
+            ]
         if i:
             out += [f"str({i})", f"{self.lit(STR)} * ({i} % 3)"]
         if ls:
@@ -155,9 +201,18 @@ class _Gen:
         r = self.rng
         out = [f"list(range({r.randint(0, 6)}))"]
         if li:
-            out += [f"sorted({li})", f"{li}[::-1]", f"[x * {r.randint(2, 3)} for x in {li}]", f"[x for x in {li} if x % 2 == 0]",
-                    f"{li}[{r.randint(0, 2)}:]", f"{li} + [{self.expr(scope, INT, depth + 1)}]", f"sorted({li}, reverse=True)",
-                    f"[abs(x) for x in {li}]", f"list(set({li}))", f"{li}.copy()"]
+            out += [
+                f"sorted({li})",
+                f"{li}[::-1]",
+                f"[x * {r.randint(2, 3)} for x in {li}]",
+                f"[x for x in {li} if x % 2 == 0]",
+                f"{li}[{r.randint(0, 2)}:]",
+                f"{li} + [{self.expr(scope, INT, depth + 1)}]",
+                f"sorted({li}, reverse=True)",
+                f"[abs(x) for x in {li}]",
+                f"list(set({li}))",
+                f"{li}.copy()",
+            ]
         if i:
             out += [f"list(range({i} % 5))", f"[{i}] * {r.randint(1, 3)}"]
         if s:
@@ -170,9 +225,20 @@ class _Gen:
         s, ls, d = (self.pick(scope, k) for k in (STR, LSTR, DICT))
         out = []
         if s:
-            out += [f"{s}.split()", f"list({s})", f"{s}.split({self.rng.choice(repr_chars())})", f"[c for c in {s} if c.isalnum()]"]
+            out += [
+                f"{s}.split()",
+                f"list({s})",
+                f"{s}.split({self.rng.choice(repr_chars())})",
+                f"[c for c in {s} if c.isalnum()]",
+            ]
         if ls:
-            out += [f"sorted({ls})", f"{ls}[::-1]", f"[w.upper() for w in {ls}]", f"[w for w in {ls} if len(w) > 1]", f"{ls}[1:]"]
+            out += [
+                f"sorted({ls})",
+                f"{ls}[::-1]",
+                f"[w.upper() for w in {ls}]",
+                f"[w for w in {ls} if len(w) > 1]",
+                f"{ls}[1:]",
+            ]
         if d:
             out += [f"list({d})", f"sorted({d}, key=lambda k: {d}[k])"]
         return out
@@ -187,7 +253,10 @@ class _Gen:
         if ls:
             out += [f"{{w: len(w) for w in {ls}}}"]
         if d:
-            out += [f"dict({d})", f"{{k: v for k, v in {d}.items() if v > {self.lit(INT)}}}", f"{{v: k for k, v in {d}.items()}}" if False else None]
+            out += [
+                f"dict({d})",
+                f"{{k: v for k, v in {d}.items() if v > {self.lit(INT)}}}",
+            ]
         return out
 
     def cond(self, scope: _Scope) -> str:
@@ -195,18 +264,30 @@ class _Gen:
         i, s, li, ls, d = (self.pick(scope, k) for k in (INT, STR, LINT, LSTR, DICT))
         out = []
         if i:
-            out += [f"{i} > {self.lit(INT)}", f"{i} % 2 == 0", f"{i} == {self.expr(scope, INT, 1)}", f"{i} < len({li})" if li else None]
+            out += [
+                f"{i} > {self.lit(INT)}",
+                f"{i} % 2 == 0",
+                f"{i} == {self.expr(scope, INT, 1)}",
+                f"{i} < len({li})" if li else None,
+            ]
         if s:
-            out += [f"{s}.isdigit()", f"{s}.startswith({self.lit(STR)})", f"{self.lit(STR)} in {s}", f"len({s}) > {r.randint(1, 5)}",
-                    f"{s}.isupper()", f"{s}.isalpha()", f"not {s}"]
+            out += [
+                f"{s}.isdigit()",
+                f"{s}.startswith({self.lit(STR)})",
+                f"{self.lit(STR)} in {s}",
+                f"len({s}) > {r.randint(1, 5)}",
+                f"{s}.isupper()",
+                f"{s}.isalpha()",
+                f"not {s}",
+            ]
         if li:
             out += [f"{self.expr(scope, INT, 1)} in {li}", f"len({li}) > {r.randint(0, 4)}", f"not {li}"]
         if ls:
             out += [f"{self.lit(STR)} in {ls}"]
         if d:
             out += [f"{self.expr(scope, STR, 1)} in {d}", f"len({d}) < {r.randint(1, 4)}"]
-        out = [o for o in out if o]
-        return r.choice(out) if out else "True"
+        chosen = [o for o in out if o]
+        return str(r.choice(chosen)) if chosen else "True"
 
     # -- statements -------------------------------------------------------------------------------
     def new_name(self, scope: _Scope, kind: str) -> str:
@@ -236,10 +317,7 @@ class _Gen:
             return [pad + part for part in self.mutation(scope).split("\n")]
         kind = r.choice(TYPES)
         targets = scope.assignable(kind)
-        if targets and r.random() < 0.4:
-            name = r.choice(targets)
-        else:
-            name = self.new_name(scope, kind)
+        name = r.choice(targets) if targets and r.random() < 0.4 else self.new_name(scope, kind)
         line = f"{pad}{name} = {self.expr(scope, kind)}"
         scope.vars[name] = kind
         return [line]
@@ -252,15 +330,28 @@ class _Gen:
         for v in scope.assignable(STR):
             options += [f"{v} += {self.expr(scope, STR, 1)}", f"{v} = {v}.replace({self.lit(STR)}, {self.lit(STR)})"]
         for v in scope.of(LINT):
-            options += [f"{v}.append({self.expr(scope, INT, 1)})", f"{v}.insert(0, {self.expr(scope, INT, 1)})", f"{v}.sort()",
-                        f"{v}.reverse()", f"{v}.extend({self.expr(scope, LINT, 1)})",
-                        f"if {v}:\n    {v}.pop()", "if {x} in {v}:\n    {v}.remove({x})".format(x=self.lit(INT), v=v)]
+            options += [
+                f"{v}.append({self.expr(scope, INT, 1)})",
+                f"{v}.insert(0, {self.expr(scope, INT, 1)})",
+                f"{v}.sort()",
+                f"{v}.reverse()",
+                f"{v}.extend({self.expr(scope, LINT, 1)})",
+                f"if {v}:\n    {v}.pop()",
+                "if {x} in {v}:\n    {v}.remove({x})".format(x=self.lit(INT), v=v),
+            ]
         for v in scope.of(LSTR):
-            options += [f"{v}.append({self.expr(scope, STR, 1)})", f"{v}.sort()", f"{v}.insert(0, {self.expr(scope, STR, 1)})"]
+            options += [
+                f"{v}.append({self.expr(scope, STR, 1)})",
+                f"{v}.sort()",
+                f"{v}.insert(0, {self.expr(scope, STR, 1)})",
+            ]
         for v in scope.of(DICT):
-            options += [f"{v}[{self.expr(scope, STR, 1)}] = {self.expr(scope, INT, 1)}",
-                        f"{v}[{self.expr(scope, STR, 1)}] = {v}.get({self.expr(scope, STR, 1)}, 0) + 1",
-                        f"{v}.pop({self.expr(scope, STR, 1)}, None)", f"{v}.update({self.expr(scope, DICT, 1)})"]
+            options += [
+                f"{v}[{self.expr(scope, STR, 1)}] = {self.expr(scope, INT, 1)}",
+                f"{v}[{self.expr(scope, STR, 1)}] = {v}.get({self.expr(scope, STR, 1)}, 0) + 1",
+                f"{v}.pop({self.expr(scope, STR, 1)}, None)",
+                f"{v}.update({self.expr(scope, DICT, 1)})",
+            ]
         if not options:
             name = self.new_name(scope, INT)
             scope.vars[name] = INT
@@ -304,14 +395,18 @@ class _Gen:
             inner.vars["val"] = INT
             inner.loop_vars |= {"key", "val"}
         else:
-            var = "ch" if kind == STR and "ch" not in inner.vars else ("i" if "i" not in inner.vars else self.new_name(inner, kind))
+            var = (
+                "ch"
+                if kind == STR and "ch" not in inner.vars
+                else ("i" if "i" not in inner.vars else self.new_name(inner, kind))
+            )
             head = f"{pad}for {var} in {src}:"
             inner.vars[var] = kind
             inner.loop_vars.add(var)
         # a loop must not grow what it iterates over
         iterated = src.split("(")[-1].split(")")[0].split(".")[0]
         inner.loop_vars.add(iterated)
-        lines = [head] + self.body(inner, indent + 1, budget, True, r.randint(1, 3))
+        lines = [head, *self.body(inner, indent + 1, budget, True, r.randint(1, 3))]
         if r.random() < 0.15:
             lines += [f"{pad}    if {self.cond(inner)}:", f"{pad}        break"]
             self.features.add("break")
@@ -366,11 +461,15 @@ class _Gen:
         self.features.add("try")
         risky = []
         for v in scope.of(STR):
-            risky += [(f"{self.new_name(scope, INT)} = int({v})", "ValueError", INT),
-                      (f"{self.new_name(scope, INT)} = {v}.index({self.lit(STR)})", "ValueError", INT)]
+            risky += [
+                (f"{self.new_name(scope, INT)} = int({v})", "ValueError", INT),
+                (f"{self.new_name(scope, INT)} = {v}.index({self.lit(STR)})", "ValueError", INT),
+            ]
         for v in scope.of(LINT):
-            risky += [(f"{self.new_name(scope, INT)} = {v}[{r.randint(0, 6)}]", "IndexError", INT),
-                      (f"{self.new_name(scope, INT)} = {v}.index({self.lit(INT)})", "ValueError", INT)]
+            risky += [
+                (f"{self.new_name(scope, INT)} = {v}[{r.randint(0, 6)}]", "IndexError", INT),
+                (f"{self.new_name(scope, INT)} = {v}.index({self.lit(INT)})", "ValueError", INT),
+            ]
         for v in scope.of(DICT):
             risky += [(f"{self.new_name(scope, INT)} = {v}[{self.lit(STR)}]", "KeyError", INT)]
         for v in scope.of(INT):
@@ -406,8 +505,10 @@ class _Gen:
         return f"{target} = {name}({', '.join(args)})"
 
     # -- functions --------------------------------------------------------------------------------
-    def function(self, name: str, params: list[tuple[str, str]], n_statements: int, ret_kind: str | None = None) -> tuple[list[str], str]:
-        scope = _Scope({p: k for p, k in params})
+    def function(
+        self, name: str, params: list[tuple[str, str]], n_statements: int, ret_kind: str | None = None
+    ) -> tuple[list[str], str]:
+        scope = _Scope(dict(params))
         budget = [n_statements]
         lines = [f"def {name}({', '.join(p for p, _ in params)}):"]
         lines += self.body(scope, 1, budget, False, n_statements)
@@ -439,13 +540,35 @@ _RECURSIVE = [
     ("def {h}(s):\n    if len(s) <= 1:\n        return s\n    return {h}(s[1:]) + s[0]\n", [STR], STR, "{a}"),
     ("def {h}(a, b):\n    while b:\n        a, b = b, a % b\n    return a\n", [INT, INT], INT, "{a}"),
     ("def {h}(n):\n    if n < 2:\n        return n\n    return {h}(n - 1) + {h}(n - 2)\n", [INT], INT, "abs({a}) % 7"),
-    ("def {h}(xs, target):\n    lo, hi = 0, len(xs) - 1\n    while lo <= hi:\n        mid = (lo + hi) // 2\n"
-     "        if xs[mid] == target:\n            return mid\n        if xs[mid] < target:\n            lo = mid + 1\n"
-     "        else:\n            hi = mid - 1\n    return -1\n", [LINT, INT], INT, "sorted({a})"),
-    ("def {h}(s):\n    if not s:\n        raise ValueError('empty input')\n    return s[0].upper() + s[1:]\n", [STR], STR, "{a}"),
-    ("def {h}(d, key):\n    if key not in d:\n        raise KeyError(key)\n    return d[key]\n", [DICT, STR], INT, "{a}"),
-    ("def {h}(xs):\n    out = []\n    for x in xs:\n        if isinstance(x, list):\n            out.extend({h}(x))\n"
-     "        else:\n            out.append(x)\n    return out\n", [LINT], LINT, "{a}"),
+    (
+        "def {h}(xs, target):\n    lo, hi = 0, len(xs) - 1\n    while lo <= hi:\n        mid = (lo + hi) // 2\n"
+        "        if xs[mid] == target:\n            return mid\n"
+        "        if xs[mid] < target:\n            lo = mid + 1\n"
+        "        else:\n            hi = mid - 1\n    return -1\n",
+        [LINT, INT],
+        INT,
+        "sorted({a})",
+    ),
+    (
+        "def {h}(s):\n    if not s:\n        raise ValueError('empty input')\n    return s[0].upper() + s[1:]\n",
+        [STR],
+        STR,
+        "{a}",
+    ),
+    (
+        "def {h}(d, key):\n    if key not in d:\n        raise KeyError(key)\n    return d[key]\n",
+        [DICT, STR],
+        INT,
+        "{a}",
+    ),
+    (
+        "def {h}(xs):\n    out = []\n    for x in xs:\n"
+        "        if isinstance(x, list):\n            out.extend({h}(x))\n"
+        "        else:\n            out.append(x)\n    return out\n",
+        [LINT],
+        LINT,
+        "{a}",
+    ),
 ]
 
 
@@ -503,7 +626,9 @@ def _templated(seed: int, rng: random.Random) -> Program:
         if k == 0 and len(blocks) > 1 and rng.random() < 0.3:
             # the first block becomes a helper function called from f
             needed = [n for n in scope if any(re.search(rf"\b{re.escape(n)}\b", ln) for ln in lines) and n != out]
-            helper_lines = [f"def helper({', '.join(needed)}):"] + ["    " + ln for ln in lines] + [f"    return {out}", ""]
+            helper_lines = (
+                [f"def helper({', '.join(needed)}):"] + ["    " + ln for ln in lines] + [f"    return {out}", ""]
+            )
             body.append(f"    {out} = helper({', '.join(needed)})")
             gen.features.add("helper")
         else:
@@ -517,8 +642,11 @@ def _templated(seed: int, rng: random.Random) -> Program:
     if rng.random() < 0.15:
         other = rng.choice([n for n in scope if n != last_out] or [last_out])
         ret = f"{last_out}, {other}"
-    header = imports + ["", ""] if imports else []
-    source = "\n".join(header + helper_lines + [f"def f({', '.join(p for p, _ in params)}):", *body, f"    return {ret}"]) + "\n"
+    header = [*imports, "", ""] if imports else []
+    source = (
+        "\n".join(header + helper_lines + [f"def f({', '.join(p for p, _ in params)}):", *body, f"    return {ret}"])
+        + "\n"
+    )
     features = {"template"} | gen.features | ({"stdlib-import"} if imports else set())
     text = source
     for word, feature in (("for ", "for"), ("while ", "while"), ("try:", "try"), ("if ", "if"), ("lambda", "lambda")):
@@ -552,13 +680,19 @@ def _soup(seed: int, rng: random.Random) -> Program:
             gen.features.add("helper")
     params = gen.params(rng.randint(1, 3))
     lines, _ = gen.function("f", params, rng.randint(2, 7))
-    if gen.helper_sigs and not any("helper" in ln or any(h[0] + "(" in ln for h in gen.helper_sigs) for ln in lines[1:]):
+    if gen.helper_sigs and not any(
+        "helper" in ln or any(h[0] + "(" in ln for h in gen.helper_sigs) for ln in lines[1:]
+    ):
         # make sure the helper is used: call it early in f
-        scope = _Scope({p: k for p, k in params})
+        scope = _Scope(dict(params))
         call = gen.helper_call(scope)
         if call and any(h[2] != "tuple" for h in gen.helper_sigs):
             if "raise" in parts[0]:
-                lines.insert(1, f"    try:\n        {call}\n    except (ValueError, KeyError) as err:\n        {call.split(' = ')[0]} = None")
+                lines.insert(
+                    1,
+                    f"    try:\n        {call}\n    except (ValueError, KeyError) as err:\n"
+                    f"        {call.split(' = ')[0]} = None",
+                )
                 gen.features.add("try")
             else:
                 lines.insert(1, "    " + call)

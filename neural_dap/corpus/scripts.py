@@ -16,9 +16,30 @@ import random
 from neural_dap.corpus.programs import Program, generate
 
 _FUNCTION_NAMES = [
-    "process", "transform", "summarize", "clean_text", "count_items", "normalize", "compute", "analyze",
-    "build_index", "parse_line", "score", "merge_values", "filter_items", "encode", "rearrange", "collect",
-    "tally", "solve", "apply_rules", "reshape", "format_report", "split_words", "rank", "check_input",
+    "process",
+    "transform",
+    "summarize",
+    "clean_text",
+    "count_items",
+    "normalize",
+    "compute",
+    "analyze",
+    "build_index",
+    "parse_line",
+    "score",
+    "merge_values",
+    "filter_items",
+    "encode",
+    "rearrange",
+    "collect",
+    "tally",
+    "solve",
+    "apply_rules",
+    "reshape",
+    "format_report",
+    "split_words",
+    "rank",
+    "check_input",
 ]
 _DOCSTRINGS = [
     "Small utilities for working with text and numbers.",
@@ -74,14 +95,19 @@ def _stack(r: random.Random) -> tuple[str, list[str]]:
     def __len__(self):
         return len(self.items)
 '''
-    use = ["stack = Stack()", f"for item in {items!r}:", "    stack.push(item)", "top = stack.pop()",
-           'print(f"top={top}, left={len(stack)}")']
+    use = [
+        "stack = Stack()",
+        f"for item in {items!r}:",
+        "    stack.push(item)",
+        "top = stack.pop()",
+        'print(f"top={top}, left={len(stack)}")',
+    ]
     return cls, use
 
 
 def _account(r: random.Random) -> tuple[str, list[str]]:
     start, dep, wd = r.randint(0, 50), r.randint(1, 30), r.randint(1, 90)
-    cls = '''class Account:
+    cls = """class Account:
     def __init__(self, owner, balance=0):
         self.owner = owner
         self.balance = balance
@@ -98,16 +124,22 @@ def _account(r: random.Random) -> tuple[str, list[str]]:
         self.balance -= amount
         self.history.append(-amount)
         return self.balance
-'''
-    use = [f"account = Account({r.choice(['ann', 'bob', 'eve'])!r}, {start})", f"account.deposit({dep})", "try:",
-           f"    left = account.withdraw({wd})", "except ValueError as err:", "    left = -1",
-           'print(f"{account.owner}: {left}")']
+"""
+    use = [
+        f"account = Account({r.choice(['ann', 'bob', 'eve'])!r}, {start})",
+        f"account.deposit({dep})",
+        "try:",
+        f"    left = account.withdraw({wd})",
+        "except ValueError as err:",
+        "    left = -1",
+        'print(f"{account.owner}: {left}")',
+    ]
     return cls, use
 
 
 def _point(r: random.Random) -> tuple[str, list[str]]:
     a, b, c, d = (r.randint(-5, 5) for _ in range(4))
-    cls = '''@dataclass
+    cls = """@dataclass
 class Point:
     x: int
     y: int
@@ -117,9 +149,13 @@ class Point:
 
     def manhattan(self, other):
         return abs(self.x - other.x) + abs(self.y - other.y)
-'''
-    use = [f"origin = Point({a}, {b})", f"target = origin.moved({c}, {d})", "distance = origin.manhattan(target)",
-           'print(f"{target} is {distance} away")']
+"""
+    use = [
+        f"origin = Point({a}, {b})",
+        f"target = origin.moved({c}, {d})",
+        "distance = origin.manhattan(target)",
+        'print(f"{target} is {distance} away")',
+    ]
     return cls, use
 
 
@@ -141,14 +177,19 @@ def _tally(r: random.Random) -> tuple[str, list[str]]:
                 best = key
         return best
 '''
-    use = ["tally = Tally()", f"for color in {words!r}:", "    tally.add(color)", "winner = tally.most_common()",
-           'print("most common:", winner)']
+    use = [
+        "tally = Tally()",
+        f"for color in {words!r}:",
+        "    tally.add(color)",
+        "winner = tally.most_common()",
+        'print("most common:", winner)',
+    ]
     return cls, use
 
 
 def _queue(r: random.Random) -> tuple[str, list[str]]:
     jobs = [r.choice(["build", "test", "lint", "ship"]) for _ in range(r.randint(2, 4))]
-    cls = '''class JobQueue:
+    cls = """class JobQueue:
     def __init__(self, name):
         self.name = name
         self.pending = []
@@ -162,9 +203,14 @@ def _queue(r: random.Random) -> tuple[str, list[str]]:
         job = self.pending.pop(0)
         self.done += 1
         return job.upper()
-'''
-    use = [f"queue = JobQueue({r.choice(['ci', 'main', 'nightly'])!r})", f"for job in {jobs!r}:", "    queue.submit(job)",
-           "first = queue.run_next()", 'print(f"ran {first}, {len(queue.pending)} left")']
+"""
+    use = [
+        f"queue = JobQueue({r.choice(['ci', 'main', 'nightly'])!r})",
+        f"for job in {jobs!r}:",
+        "    queue.submit(job)",
+        "first = queue.run_next()",
+        'print(f"ran {first}, {len(queue.pending)} left")',
+    ]
     return cls, use
 
 
@@ -186,7 +232,7 @@ def _decorate(lines: list[str], r: random.Random, name: str, docstring: bool) ->
     out = []
     for ln in lines:
         if ln.startswith("def f("):
-            ln = f"def {name}(" + ln[len("def f("):]
+            ln = f"def {name}(" + ln[len("def f(") :]
             out.append(ln)
             if docstring:
                 out.append(f'    """{r.choice(_FUNCTION_DOCS)}"""')

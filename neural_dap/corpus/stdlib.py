@@ -13,7 +13,7 @@ import random
 import string
 from collections.abc import Callable
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import cache
 
 from neural_dap.corpus.programs import Program
 
@@ -56,11 +56,15 @@ TARGETS: list[Target] = [
     Target("calendar", "leapdays", lambda r: f"{r.randint(1890, 2000)}, {r.randint(2000, 2100)}"),
     Target("operator", "countOf", lambda r: f"{_ints(r, r.randint(0, 8), 0, 4)!r}, {r.randint(0, 4)}"),
     Target("operator", "indexOf", lambda r: f"{_ints(r, r.randint(1, 8), 0, 4)!r}, {r.randint(0, 4)}"),
-    Target("genericpath", "commonprefix", lambda r: repr([r.choice(["abc", "abd", "ab", "xyz", "abcde", "a"]) for _ in range(r.randint(1, 4))])),
+    Target(
+        "genericpath",
+        "commonprefix",
+        lambda r: repr([r.choice(["abc", "abd", "ab", "xyz", "abcde", "a"]) for _ in range(r.randint(1, 4))]),
+    ),
 ]
 
 
-@lru_cache(maxsize=None)
+@cache
 def extract(module_name: str, name: str) -> str | None:
     """The function's source plus the module-level definitions it depends on, in module order."""
     try:
@@ -113,4 +117,6 @@ def generate_stdlib(seed: int) -> Program | None:
     source = extract(target.module, target.name)
     if source is None:
         return None
-    return Program(seed=seed, source=source, entry=target.name, args=target.args(rng), features=("stdlib", target.module))
+    return Program(
+        seed=seed, source=source, entry=target.name, args=target.args(rng), features=("stdlib", target.module)
+    )

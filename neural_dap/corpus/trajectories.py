@@ -52,7 +52,7 @@ class Trajectory:
     def to_json(self) -> list[list[str]]:
         """[[kind, text], ...]: kind s/t (special/text), upper case when predicted."""
         out = []
-        for seg, pred in zip(self.segments, self.predicted):
+        for seg, pred in zip(self.segments, self.predicted, strict=False):
             kind = "s" if isinstance(seg, Special) else "t"
             out.append([kind.upper() if pred else kind, str(seg)])
         return out
@@ -68,7 +68,7 @@ class Trajectory:
 
 def _breakpoint_lines(rng: random.Random, tree: StateTree, i: int, forward: bool, source: SourceInfo) -> list[int]:
     states = tree.states
-    span = range(i + 1, len(states)) if forward else range(0, i)
+    span = range(i + 1, len(states)) if forward else range(i)
     seen = sorted({states[k].line for k in span if states[k].event == "line"})
     if seen and rng.random() < 0.85:
         return sorted(rng.sample(seen, k=min(len(seen), rng.choice([1, 1, 2]))))
@@ -92,8 +92,11 @@ def choose_action(rng: random.Random, tree: StateTree, i: int, policy: Policy, s
     return Action(kind)  # type: ignore[arg-type]
 
 
-def sample(rng: random.Random, states: list[State], source: SourceInfo, policy: Policy = Policy()) -> Trajectory | None:
+def sample(
+    rng: random.Random, states: list[State], source: SourceInfo, policy: Policy | None = None
+) -> Trajectory | None:
     """One trajectory on one execution (states of a function entry: depth 0 is the function)."""
+    policy = policy or Policy()
     if len(states) < 2:
         return None
     tree = StateTree(states)

@@ -11,9 +11,9 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from neural_dap.core.actions import Target
 from neural_dap.core.evaluator import EvaluationError
 from neural_dap.core.reprs import show
-from neural_dap.core.actions import Target
 from neural_dap.core.source import SourceInfo
 from neural_dap.dap import protocol as p
 

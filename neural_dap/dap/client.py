@@ -60,7 +60,7 @@ class DapClient:
                 kind = message.get("type")
                 if kind == "response":
                     self.responses.append(message)
-                    waiter = self.pending.get(message.get("request_seq"))
+                    waiter = self.pending.get(int(message.get("request_seq") or -1))
                     if waiter is not None:
                         waiter[1].append(message)
                         waiter[0].set()
@@ -81,8 +81,14 @@ class DapClient:
     async def _answer_reverse_request(self, message: dict) -> None:
         # runInTerminal / startDebugging: we cannot, say so rather than leave the adapter waiting
         self.seq += 1
-        body = {"seq": self.seq, "type": "response", "request_seq": message.get("seq"), "success": False,
-                "command": message.get("command"), "message": "not supported by this client"}
+        body = {
+            "seq": self.seq,
+            "type": "response",
+            "request_seq": message.get("seq"),
+            "success": False,
+            "command": message.get("command"),
+            "message": "not supported by this client",
+        }
         await self.writer.write(msgspec.json.encode(body))
 
     async def send_request(self, command: str, arguments: dict | None = None) -> int:
@@ -121,7 +127,9 @@ class DapClient:
             raise DapError(command, response.get("message") or "failed", response)
         return response.get("body") or {}
 
-    async def wait_event(self, name: str | set[str], timeout: float | None = None, where: Callable[[dict], bool] | None = None) -> dict:
+    async def wait_event(
+        self, name: str | set[str], timeout: float | None = None, where: Callable[[dict], bool] | None = None
+    ) -> dict:
         """The next event called `name` (or any of a set of names) not taken by an earlier wait."""
         names = {name} if isinstance(name, str) else set(name)
         label = " or ".join(sorted(names))
@@ -136,7 +144,10 @@ class DapClient:
                 if self.closed:
                     break
                 await self._event_arrived.wait()
-        raise DapError(label, f"no {label} event within {limit:g} s" if not self.closed else f"the adapter closed before a {label} event")
+        raise DapError(
+            label,
+            f"no {label} event within {limit:g} s" if not self.closed else f"the adapter closed before a {label} event",
+        )
 
     def responses_to(self, seq: int) -> list[dict]:
         """Every response the adapter sent to request `seq` (one, for an adapter that behaves)."""
@@ -161,7 +172,14 @@ async def connected(receive: ByteReceiveStream, send: ByteSendStream, *, timeout
 
 
 @asynccontextmanager
-async def spawn(command: Sequence[str], *, timeout: float = DEFAULT_TIMEOUT, env: dict[str, str] | None = None, cwd: str | None = None, stderr=None):
+async def spawn(
+    command: Sequence[str],
+    *,
+    timeout: float = DEFAULT_TIMEOUT,
+    env: dict[str, str] | None = None,
+    cwd: str | None = None,
+    stderr=None,
+):
     """Start an adapter process that speaks DAP on its stdio, and connect to it."""
     process = await anyio.open_process(list(command), env={**os.environ, **(env or {})}, cwd=cwd, stderr=stderr)
     try:
@@ -183,9 +201,8 @@ async def spawn(command: Sequence[str], *, timeout: float = DEFAULT_TIMEOUT, env
 @asynccontextmanager
 async def connect_tcp(host: str, port: int, *, timeout: float = DEFAULT_TIMEOUT):
     stream = await anyio.connect_tcp(host, port)
-    async with stream:
-        async with connected(stream, stream, timeout=timeout) as client:
-            yield client
+    async with stream, connected(stream, stream, timeout=timeout) as client:
+        yield client
 
 
 def adapter_command(python: str | None = None) -> list[str]:
@@ -193,4 +210,4 @@ def adapter_command(python: str | None = None) -> list[str]:
     return [python or sys.executable, "-m", "neural_dap", "adapter"]
 
 
-__all__ = ["DapClient", "DapError", "connected", "spawn", "connect_tcp", "adapter_command"]
+__all__ = ["DapClient", "DapError", "adapter_command", "connect_tcp", "connected", "spawn"]

@@ -113,7 +113,15 @@ class StopView:
         if frame is None:
             return []
         ref = self._handle(_Node("locals", frame))
-        return [p.Scope(name="Locals", variables_reference=ref, expensive=False, presentation_hint="locals", named_variables=len(frame.locals) + len(frame.extras))]
+        return [
+            p.Scope(
+                name="Locals",
+                variables_reference=ref,
+                expensive=False,
+                presentation_hint="locals",
+                named_variables=len(frame.locals) + len(frame.extras),
+            )
+        ]
 
     def variables(self, ref: int, start: int = 0, count: int = 0, filter: str | None = None) -> list[p.Variable]:
         node = self.handles.get(ref)
@@ -121,12 +129,17 @@ class StopView:
             return []
         if node.kind == "locals":
             frame: FrameView = node.target  # type: ignore[assignment]
-            entries = [(name, text, None, name) for name, text in frame.extras]
+            entries: list[tuple[str, str, Value | None, str | None]] = [
+                (name, text, None, name) for name, text in frame.extras
+            ]
             for name, text in frame.locals.items():
                 entries.append((name, text, frame.values.get(name), name))
             out = [self._variable(name, text, structured, evaluate) for name, text, structured, evaluate in entries]
         else:
-            out = [self._variable(name, text, structured, evaluate) for name, text, structured, evaluate in self._children(node)]
+            out = [
+                self._variable(name, text, structured, evaluate)
+                for name, text, structured, evaluate in self._children(node)
+            ]
         if filter == "named" and node.kind == "parsed" and isinstance(node.target, (list, tuple)):
             return []
         if count:
@@ -137,15 +150,15 @@ class StopView:
         base = node.evaluate_name
         if node.kind == "value":
             value: Value = node.target  # type: ignore[assignment]
-            out = []
+            out: list[tuple[str, str, Value | None, str | None]] = []
             for name, child in value.children:
                 out.append((name, child.repr, child if child.children else None, f"{base}.{name}" if base else None))
             if value.more:
                 out.append(("...", f"{value.more} more not recorded", None, None))
             return out
         parsed = node.target
-        out = []
-        for name, child in reprs.children(parsed):
+        plain: list[tuple[str, str, Value | None, str | None]] = []
+        for name, item in reprs.children(parsed):
             if isinstance(parsed, dict):
                 evaluate = f"{base}[{name}]" if base else None
             elif isinstance(parsed, reprs.ObjectRepr) and not name.isdigit():
@@ -154,8 +167,8 @@ class StopView:
                 evaluate = f"{base}[{name}]" if base else None
             else:
                 evaluate = None
-            out.append((name, reprs.show(child), None, evaluate))
-        return out
+            plain.append((name, reprs.show(item), None, evaluate))
+        return plain
 
     def _variable(self, name: str, text: str, structured: Value | None, evaluate_name: str | None) -> p.Variable:
         ref = 0

@@ -169,7 +169,9 @@ class EntryArguments(_Wire):
 
 
 class LaunchArguments(_Wire):
-    """neural-dap's launch keys (also in the VS Code extension's schema; a test compares them)."""
+    """The launch keys every world shares. The others (model, reconcile, trust, limits, recording)
+    belong to the world asked for, which declares and checks them; the DAP layer passes them on.
+    The VS Code extension's schema lists both (a test compares them)."""
 
     program: str | None = None
     args: list[str] = []
@@ -178,20 +180,13 @@ class LaunchArguments(_Wire):
     stop_on_entry: bool = False
     stop_at_end: bool = True
     entry: EntryArguments | None = None
-    world: Literal["recorded", "neural"] = "recorded"
-    model: Any = None  # "embedded" or {"url", "name", "dialect", "temperature", "samples", "timeout"}
-    reconcile: Literal["none", "recorded", "debugpy"] = "none"
-    trust: Literal["model", "reality"] = "model"
-    python: str | None = None  # interpreter that records (recorded world) or runs debugpy
-    limits: dict[str, float] = {}  # maxEvents, wallTime, maxRepr, maxOutput, memoryMb, maxProcesses
-    recording: Literal["auto", "full", "skeleton"] = "auto"  # recorded world: skeleton + states on demand, or every state
+    world: str = "recorded"
+    python: str | None = None  # interpreter that runs the program (recording, debugpy, noDebug)
     no_debug: bool = False
     port: int | None = None  # an editor connects to `neural-dap adapter --port N` with it; the server ignores it
 
 
-LAUNCH_KEYS: frozenset[str] = frozenset(
-    f.encode_name for f in msgspec.structs.fields(LaunchArguments)
-)
+LAUNCH_KEYS: frozenset[str] = frozenset(f.encode_name for f in msgspec.structs.fields(LaunchArguments))
 
 
 class SourceBreakpoint(_Wire):

@@ -22,7 +22,7 @@ import msgspec
 from anyio.abc import ByteReceiveStream, ByteSendStream, ByteStream
 
 from neural_dap.dap import protocol as p
-from neural_dap.dap.framing import Frame, FrameReader, FramingProblem, FrameWriter
+from neural_dap.dap.framing import Frame, FrameReader, FrameWriter, FramingProblem
 from neural_dap.dap.session import DebugSession, WorldFactory
 
 log = logging.getLogger("neural_dap.dap")

@@ -29,16 +29,16 @@ import anyio
 import msgspec
 
 from neural_dap.core import reprs
-from neural_dap.core.evaluator import Budget, EvaluationError, evaluate
 from neural_dap.core.actions import Action
-from neural_dap.core.source import SourceInfo
+from neural_dap.core.evaluator import Budget, EvaluationError, evaluate
+from neural_dap.core.source import SourceInfo, read_source
 from neural_dap.core.world import Entry, LaunchSpec, Stop, WorldError, WorldModel
 from neural_dap.dap import plain_run
 from neural_dap.dap import protocol as p
 from neural_dap.dap.breakpoints import BreakpointTable, hit_condition_met, interpolate
 from neural_dap.dap.framing import FramingProblem
 from neural_dap.dap.presentation import StopView
-from neural_dap.dap.stepping import EXECUTION, FORWARD, Outcome, UnknownExecution, drive
+from neural_dap.dap.stepping import FORWARD, Outcome, UnknownExecution, drive
 
 log = logging.getLogger("neural_dap.dap")
 
@@ -47,8 +47,18 @@ Send = Callable[[msgspec.Struct], Awaitable[None]]
 
 THREAD_ID = 1
 EXCEPTION_FILTERS = [
-    p.ExceptionBreakpointsFilter(filter="raised", label="Raised Exceptions", description="Stop where an exception is raised, caught or not", default=False),
-    p.ExceptionBreakpointsFilter(filter="uncaught", label="Uncaught Exceptions", description="Stop where the exception that ends the program is raised", default=True),
+    p.ExceptionBreakpointsFilter(
+        filter="raised",
+        label="Raised Exceptions",
+        description="Stop where an exception is raised, caught or not",
+        default=False,
+    ),
+    p.ExceptionBreakpointsFilter(
+        filter="uncaught",
+        label="Uncaught Exceptions",
+        description="Stop where the exception that ends the program is raised",
+        default=True,
+    ),
 ]
 
 
@@ -100,7 +110,9 @@ class DebugSession:
 
     async def respond(self, request: p.Request, body: Any = None) -> None:
         self._open.discard(request.seq)
-        await self._send_struct(p.Response(seq=self._next_seq(), request_seq=request.seq, success=True, command=request.command, body=body))
+        await self._send_struct(
+            p.Response(seq=self._next_seq(), request_seq=request.seq, success=True, command=request.command, body=body)
+        )
 
     async def fail(self, request_seq: int, command: str, message: str) -> None:
         self._open.discard(request_seq)
@@ -164,7 +176,9 @@ class DebugSession:
                 await self.fail(request.seq, request.command, f"invalid arguments for {request.command}: {exc}")
             except Exception as exc:  # a bug of ours must not end the session
                 log.exception("request %s failed", request.command)
-                await self.fail(request.seq, request.command, f"internal error in {request.command}: {type(exc).__name__}: {exc}")
+                await self.fail(
+                    request.seq, request.command, f"internal error in {request.command}: {type(exc).__name__}: {exc}"
+                )
             finally:
                 self.in_flight.pop(request.seq, None)
         if request.seq in self._open:  # cancelled before it was answered
@@ -187,7 +201,7 @@ class DebugSession:
         args = self._args(request, p.LaunchArguments)
         if self.world is not None or self.plain is not None:
             raise RequestError("this session has already launched a program")
-        launch = self._launch_spec(args)
+        launch = self._launch_spec(args, request.arguments)
         if args.no_debug:
             await self._launch_plainly(request, launch)
             return
@@ -201,14 +215,16 @@ class DebugSession:
         self.launch_args = args
         self.stop = stop
         await self.respond(request)
-        await self.event("process", p.ProcessEventBody(name=launch.program, start_method="launch", is_local_process=True))
+        await self.event(
+            "process", p.ProcessEventBody(name=launch.program, start_method="launch", is_local_process=True)
+        )
         await self.event("thread", p.ThreadEventBody(reason="started", thread_id=THREAD_ID))
         await self._after_launch_breakpoints()
         self.launched.set()
         assert self._task_group is not None
         self._task_group.start_soon(self._first_stop)
 
-    def _launch_spec(self, args: p.LaunchArguments) -> LaunchSpec:
+    def _launch_spec(self, args: p.LaunchArguments, request_arguments: Any) -> LaunchSpec:
         if not args.program:
             raise RequestError("launch needs 'program': the Python file to debug")
         cwd = args.cwd or os.getcwd()
@@ -216,27 +232,34 @@ class DebugSession:
         if not os.path.isfile(program):
             raise RequestError(f"the program {program} does not exist")
         entry = Entry(args.entry.function, args.entry.args, args.entry.returns) if args.entry else None
-        options = {
-            "world": args.world,
-            "model": args.model,
-            "reconcile": args.reconcile,
-            "trust": args.trust,
-            "python": args.python,
-            "limits": args.limits,
-            "recording": args.recording,
-        }
-        return LaunchSpec(program=program, args=tuple(args.args), cwd=cwd, env=dict(args.env) or None, entry=entry, options=options)
+        options = {k: v for k, v in (request_arguments or {}).items() if k not in p.LAUNCH_KEYS}
+        return LaunchSpec(
+            program=program,
+            args=tuple(args.args),
+            cwd=cwd,
+            env=dict(args.env) or None,
+            entry=entry,
+            world=args.world,
+            python=args.python,
+            options=options,
+        )
 
     async def _launch_plainly(self, request: p.Request, launch: LaunchSpec) -> None:
         """Run Without Debugging: the program runs untraced; its output streams; then it ends."""
         entry = launch.entry
         if entry is not None and entry.returns is not None:
             raise RequestError("a launch that starts from a return value cannot run without debugging")
-        argv = plain_run.command(launch.program, list(launch.args), launch.options.get("python"),
-                                 (entry.function, entry.args or "") if entry else None)
+        argv = plain_run.command(
+            launch.program,
+            list(launch.args),
+            launch.python,
+            (entry.function, entry.args or "") if entry else None,
+        )
         self.plain = plain_run.PlainRun(argv, launch.cwd, launch.env)
         await self.respond(request)
-        await self.event("process", p.ProcessEventBody(name=launch.program, start_method="launch", is_local_process=True))
+        await self.event(
+            "process", p.ProcessEventBody(name=launch.program, start_method="launch", is_local_process=True)
+        )
         assert self._task_group is not None
         self._task_group.start_soon(self._run_plainly, self.plain)
 
@@ -265,7 +288,7 @@ class DebugSession:
                 self.running = scope
                 try:
                     outcome = await self._first_outcome()
-                except (WorldError, Exception) as exc:  # noqa: BLE001 (a failure of ours must not leave the session without a stop)
+                except (WorldError, Exception) as exc:
                     if not isinstance(exc, WorldError):
                         log.exception("the first stop failed")
                     await self.output(f"neural-dap: {_failure_text(exc)}\n", "important")
@@ -309,7 +332,9 @@ class DebugSession:
             return await world.start(launch)
         return await self._task_group.start(self._host_world, world, launch)
 
-    async def _host_world(self, world: WorldModel, launch: LaunchSpec, *, task_status=anyio.TASK_STATUS_IGNORED) -> None:
+    async def _host_world(
+        self, world: WorldModel, launch: LaunchSpec, *, task_status=anyio.TASK_STATUS_IGNORED
+    ) -> None:
         try:
             with anyio.CancelScope() as scope:
                 try:
@@ -323,7 +348,7 @@ class DebugSession:
                     scope.deadline = anyio.current_time() + 5
                     try:
                         await world.close()
-                    except Exception:  # noqa: BLE001 (a world that fails to close must not take the session down)
+                    except Exception:
                         log.exception("closing the %s world failed", world.name)
         finally:
             self._world_closed.set()
@@ -349,11 +374,7 @@ class DebugSession:
             text = self.world.source(path)
             if text is not None:
                 return text
-        try:
-            with open(path, encoding="utf-8", errors="replace") as fh:
-                return fh.read()
-        except OSError:
-            return None
+        return read_source(path)
 
     async def on_set_breakpoints(self, request: p.Request) -> None:
         args = self._args(request, p.SetBreakpointsArguments)
@@ -361,7 +382,11 @@ class DebugSession:
         if not path:
             raise RequestError("setBreakpoints needs source.path")
         path = os.path.abspath(path)
-        requested = args.breakpoints if args.breakpoints is not None else [p.SourceBreakpoint(line=ln) for ln in args.lines or []]
+        requested = (
+            args.breakpoints
+            if args.breakpoints is not None
+            else [p.SourceBreakpoint(line=ln) for ln in args.lines or []]
+        )
         specs = self.breakpoints.set_lines(path, requested, self._source_text(path))
         await self.respond(request, {"breakpoints": [s.to_dap() for s in specs]})
 
@@ -393,7 +418,12 @@ class DebugSession:
         known = {f.filter for f in EXCEPTION_FILTERS}
         unknown = [f for f in args.filters if f not in known]
         self.exception_filters = frozenset(f for f in args.filters if f in known)
-        body = {"breakpoints": [{"verified": f in known, "message": None if f in known else f"unknown filter {f!r}"} for f in args.filters]}
+        body = {
+            "breakpoints": [
+                {"verified": f in known, "message": None if f in known else f"unknown filter {f!r}"}
+                for f in args.filters
+            ]
+        }
         await self.respond(request, body)
         if unknown:
             await self.output(f"neural-dap: unknown exception filters {unknown}; known: {sorted(known)}\n", "important")
@@ -424,7 +454,9 @@ class DebugSession:
     async def on_variables(self, request: p.Request) -> None:
         args = self._args(request, p.VariablesArguments)
         view = self._require_view()
-        await self.respond(request, {"variables": view.variables(args.variables_reference, args.start, args.count, args.filter)})
+        await self.respond(
+            request, {"variables": view.variables(args.variables_reference, args.start, args.count, args.filter)}
+        )
 
     async def on_evaluate(self, request: p.Request) -> None:
         args = self._args(request, p.EvaluateArguments)
@@ -441,7 +473,11 @@ class DebugSession:
         text = reprs.show(value)
         await self.respond(
             request,
-            {"result": text, "type": reprs.type_name(value) or None, "variablesReference": view.expandable(value, args.expression)},
+            {
+                "result": text,
+                "type": reprs.type_name(value) or None,
+                "variablesReference": view.expandable(value, args.expression),
+            },
         )
 
     async def on_source(self, request: p.Request) -> None:
@@ -479,7 +515,9 @@ class DebugSession:
             return
         target_id = len(self.goto_lines) + 1
         self.goto_lines[target_id] = (path, args.line)
-        await self.respond(request, {"targets": [p.GotoTarget(id=target_id, label=f"line {args.line}", line=args.line)]})
+        await self.respond(
+            request, {"targets": [p.GotoTarget(id=target_id, label=f"line {args.line}", line=args.line)]}
+        )
 
     # -- execution ----------------------------------------------------------------------------------
     async def on_next(self, request: p.Request) -> None:
@@ -552,7 +590,7 @@ class DebugSession:
                 self.running = scope
                 try:
                     outcome = await self._move(kind, **extra)
-                except (WorldError, Exception) as exc:  # noqa: BLE001 (reported to the client, the session lives on)
+                except (WorldError, Exception) as exc:
                     if not isinstance(exc, WorldError):
                         log.exception("%s failed", kind)
                     failure = exc
@@ -582,8 +620,15 @@ class DebugSession:
             assert outcome is not None
             await self._conclude(outcome)
 
-    async def _move(self, kind: str, *, initial: bool = False, invocation: int | None = None, line: int | None = None,
-                    path: str = "") -> Outcome:
+    async def _move(
+        self,
+        kind: str,
+        *,
+        initial: bool = False,
+        invocation: int | None = None,
+        line: int | None = None,
+        path: str = "",
+    ) -> Outcome:
         """Apply the stepping policy from the current stop."""
         self._pending_output = []
         assert self.stop is not None and self.world is not None
@@ -597,8 +642,16 @@ class DebugSession:
 
         stop_at_end = self.launch_args.stop_at_end if self.launch_args is not None else True
         try:
-            return await drive(kind, self.stop, act, self.breakpoints.targets(), stop_at_end=stop_at_end,
-                               invocation=invocation, line=line, path=path)
+            return await drive(
+                kind,
+                self.stop,
+                act,
+                self.breakpoints.targets(),
+                stop_at_end=stop_at_end,
+                invocation=invocation,
+                line=line,
+                path=path,
+            )
         except UnknownExecution as exc:
             raise RequestError(str(exc)) from None
 
@@ -643,7 +696,9 @@ class DebugSession:
                     if not evaluate(spec.condition, names, CONDITION_BUDGET):
                         continue
                 except EvaluationError as exc:
-                    self._pending_output.append((f"neural-dap: breakpoint condition {spec.condition!r} failed: {exc}; stopping\n", "important"))
+                    self._pending_output.append(
+                        (f"neural-dap: breakpoint condition {spec.condition!r} failed: {exc}; stopping\n", "important")
+                    )
             spec.hits += 1
             if not hit_condition_met(spec.hit_condition, spec.hits):
                 continue
@@ -671,7 +726,9 @@ class DebugSession:
         if stop.note:
             await self.output(stop.note + "\n", "console")
         self.view = StopView(stop, stop.divergences)
-        hit_ids = [s.id for s in self.breakpoints.at(stop.state.path, stop.state.line)] if reason == "breakpoint" else None
+        hit_ids = (
+            [s.id for s in self.breakpoints.at(stop.state.path, stop.state.line)] if reason == "breakpoint" else None
+        )
         text = None
         if reason == "exception":
             text = stop.state.value if stop.state.event == "exception" else stop.state.caught
@@ -680,8 +737,12 @@ class DebugSession:
             exit_ = stop.exit
             code = exit_.code if exit_ else 0
             detail = f": {exit_.description}" if exit_ and exit_.description else ""
-            description = f"End of the program (exit code {code}{detail}). Step back to travel in time; continue to finish."
-        if reason == "function breakpoint" or (reason == "breakpoint" and hit_ids and any(self._is_function_bp(i) for i in hit_ids)):
+            description = (
+                f"End of the program (exit code {code}{detail}). Step back to travel in time; continue to finish."
+            )
+        if reason == "function breakpoint" or (
+            reason == "breakpoint" and hit_ids and any(self._is_function_bp(i) for i in hit_ids)
+        ):
             reason = "function breakpoint"
         if stop.predicted and description is None and reason != "pause":
             description = "predicted by the model"
@@ -701,10 +762,19 @@ class DebugSession:
             await self.event("invalidated", p.InvalidatedEventBody(areas=["variables"], thread_id=THREAD_ID))
             top = self.view.frames[0] if self.view.frames else None
             if top is not None:
-                await self.event("neuralDap/divergence", {"path": top.path, "line": top.line, "text": stop.note or "the prediction differs from reality"})
+                await self.event(
+                    "neuralDap/divergence",
+                    {"path": top.path, "line": top.line, "text": stop.note or "the prediction differs from reality"},
+                )
         if self.world is not None and not self.world.capabilities.exact:
             summary = self.world.summary()
-            await self.event("neuralDap/status", {k: summary.get(k) for k in ("world", "dialect", "model", "stops", "divergences", "statesCompared", "reconcile")})
+            await self.event(
+                "neuralDap/status",
+                {
+                    k: summary.get(k)
+                    for k in ("world", "dialect", "model", "stops", "divergences", "statesCompared", "reconcile")
+                },
+            )
 
     def _is_function_bp(self, bp_id: int) -> bool:
         return any(s.id == bp_id for s in self.breakpoints.functions)
@@ -726,7 +796,9 @@ class DebugSession:
             return None
         self.progress_counter += 1
         progress_id = f"neural-dap-{self.progress_counter}"
-        await self.event("progressStart", p.ProgressStartEventBody(progress_id=progress_id, title=title, cancellable=True))
+        await self.event(
+            "progressStart", p.ProgressStartEventBody(progress_id=progress_id, title=title, cancellable=True)
+        )
         return progress_id
 
     async def _progress_end(self, progress_id: str | None) -> None:
@@ -752,4 +824,3 @@ def _is_command(command: str) -> bool:
 
 def _snake(command: str) -> str:
     return re.sub(r"(?<!^)(?=[A-Z])", "_", command).lower()
-

@@ -45,13 +45,26 @@ class Outcome:
     finished: bool = False  # the program ended and the session ends (stopAtEnd is false)
 
 
-async def drive(kind: str, current: Stop, act: Act, targets: tuple[Target, ...], *, stop_at_end: bool = True,
-                invocation: int | None = None, line: int | None = None, path: str = "") -> Outcome:
+async def drive(
+    kind: str,
+    current: Stop,
+    act: Act,
+    targets: tuple[Target, ...],
+    *,
+    stop_at_end: bool = True,
+    invocation: int | None = None,
+    line: int | None = None,
+    path: str = "",
+) -> Outcome:
     """Carry out one execution request from `current`; `targets` are the enabled breakpoints."""
     reason = "step"
     if kind == "next":
         stop = await act(Action("step_over"), True)
-        while stop.state.terminal and len(stop.stack) > 1 and not (stop.hit_breakpoint or stop.hit_exception or stop.at_end):
+        while (
+            stop.state.terminal
+            and len(stop.stack) > 1
+            and not (stop.hit_breakpoint or stop.hit_exception or stop.at_end)
+        ):
             stop = await act(Action("step_over"), True)
     elif kind == "stepIn":
         stop = await act(Action("step_into"), True)

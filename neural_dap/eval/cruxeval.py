@@ -22,6 +22,7 @@ import tempfile
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 from neural_dap.core.actions import Action
 from neural_dap.core.world import Entry, LaunchSpec, WorldError
@@ -87,8 +88,14 @@ def _literal(text: str) -> object:
         return _NOT_LITERAL
 
 
-async def run(rows: list[dict], make_world: Callable[[], object], mode: str, method: str = "step", max_steps: int = 200,
-              progress: Callable[[Item], None] | None = None) -> list[Item]:
+async def run(
+    rows: list[dict],
+    make_world: Callable[[], Any],
+    mode: str,
+    method: str = "step",
+    max_steps: int = 200,
+    progress: Callable[[Item], None] | None = None,
+) -> list[Item]:
     items = []
     with tempfile.TemporaryDirectory(prefix="neural-dap-cruxeval-") as tmp:
         for row in rows:
@@ -98,7 +105,9 @@ async def run(rows: list[dict], make_world: Callable[[], object], mode: str, met
             started = time.monotonic()
             world = make_world()
             try:
-                item = await (_output(row, path, world, method, max_steps) if mode == "output" else _input(row, path, world))
+                item = await (
+                    _output(row, path, world, method, max_steps) if mode == "output" else _input(row, path, world)
+                )
             except WorldError as exc:
                 item = Item(row["id"], False, None, row["output"] if mode == "output" else row["input"], error=str(exc))
             finally:
@@ -137,11 +146,22 @@ async def _input(row: dict, path: str, world) -> Item:
         return Item(row["id"], False, None, row["input"], "stepping back did not reach the call", 1)
     args = call_text(row["code"], stop.state.locals)
     if args is None:
-        return Item(row["id"], False, str(stop.state.locals), row["input"], "the predicted arguments are not all literals", 1)
-    rec = await record_async(Program(path, source=row["code"], entry="f", entry_args=args, literal_args=True),
-                             Limits(wall_time=3.0, max_events=100_000))
+        return Item(
+            row["id"], False, str(stop.state.locals), row["input"], "the predicted arguments are not all literals", 1
+        )
+    rec = await record_async(
+        Program(path, source=row["code"], entry="f", entry_args=args, literal_args=True),
+        Limits(wall_time=3.0, max_events=100_000),
+    )
     passed = rec.outcome.kind == "finished" and same_literal(rec.return_value, row["output"])
-    return Item(row["id"], passed, args, row["input"], None if passed else f"f({args}) gave {rec.return_value or rec.outcome.describe()}", 1)
+    return Item(
+        row["id"],
+        passed,
+        args,
+        row["input"],
+        None if passed else f"f({args}) gave {rec.return_value or rec.outcome.describe()}",
+        1,
+    )
 
 
 def pass_at_1(items: list[Item]) -> float:

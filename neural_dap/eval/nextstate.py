@@ -34,7 +34,6 @@ from neural_dap.llm.base import ModelClient, ModelError
 from neural_dap.trace.recorder import Limits, Program, record
 from neural_dap.world.landing import frame_constraint
 
-
 MAX_FRAME_TOKENS = 256  # the generation budget of one predicted frame
 
 
@@ -49,7 +48,10 @@ class Subject:
 
 
 def subjects_from_heldout(programs: list[dict]) -> list[Subject]:
-    return [Subject(f"heldout/{p.get('id', k)}", p["source"], p.get("entry"), p.get("args", "")) for k, p in enumerate(programs)]
+    return [
+        Subject(f"heldout/{p.get('id', k)}", p["source"], p.get("entry"), p.get("args", ""))
+        for k, p in enumerate(programs)
+    ]
 
 
 def subjects_from_cruxeval(path: str) -> list[Subject]:
@@ -112,7 +114,11 @@ class FrameParts:
 
 def parts(text: str) -> FrameParts:
     segs = split_specials(text)
-    event = TOKEN_EVENTS.get(segs[0]) if segs and isinstance(segs[0], Special) else ("end" if segs and segs[0] == END else None)
+    event = (
+        TOKEN_EVENTS.get(segs[0])
+        if segs and isinstance(segs[0], Special)
+        else ("end" if segs and segs[0] == END else None)
+    )
     texts = [s for s in segs if not isinstance(s, Special)]
     local_reprs = value = line_text = None
     try:
@@ -124,7 +130,12 @@ def parts(text: str) -> FrameParts:
             value = json.loads(texts[1])
     except (ValueError, RecursionError):
         pass
-    return FrameParts(event, line_text, local_reprs if isinstance(local_reprs, dict) else None, value if isinstance(value, str) else None)
+    return FrameParts(
+        event,
+        line_text,
+        local_reprs if isinstance(local_reprs, dict) else None,
+        value if isinstance(value, str) else None,
+    )
 
 
 def score_frame(predicted: str, expected: str) -> Score:
@@ -178,9 +189,17 @@ def _skip_bucket(states, i: int, j: int) -> int:
     return 64
 
 
-async def evaluate(subjects: list[Subject] | list[dict], client: ModelClient, *, trajectories: int = 2, seed: int = 1,
-                   max_frames: int | None = None, constrained: bool = True, progress=None,
-                   limits: Limits = RECORD_LIMITS) -> NextStateReport:
+async def evaluate(
+    subjects: list[Subject] | list[dict],
+    client: ModelClient,
+    *,
+    trajectories: int = 2,
+    seed: int = 1,
+    max_frames: int | None = None,
+    constrained: bool = True,
+    progress=None,
+    limits: Limits = RECORD_LIMITS,
+) -> NextStateReport:
     """Teacher-forced next-state accuracy of `client` on the recorded executions of `subjects`."""
     if subjects and isinstance(subjects[0], dict):
         subjects = subjects_from_heldout(subjects)  # type: ignore[arg-type]
@@ -189,8 +208,15 @@ async def evaluate(subjects: list[Subject] | list[dict], client: ModelClient, *,
     rng = random.Random(seed)
     for subject in subjects:
         assert isinstance(subject, Subject)
-        rec = record(Program(f"/eval/{subject.name.replace('/', '_')}", source=subject.source, entry=subject.entry,
-                             entry_args=subject.args), limits)
+        rec = record(
+            Program(
+                f"/eval/{subject.name.replace('/', '_')}",
+                source=subject.source,
+                entry=subject.entry,
+                entry_args=subject.args,
+            ),
+            limits,
+        )
         if rec.outcome.kind not in ("finished", "raised", "exited") or len(rec.states) < 2:
             continue
         states = list(rec.states)
@@ -209,8 +235,16 @@ async def evaluate(subjects: list[Subject] | list[dict], client: ModelClient, *,
     return report
 
 
-async def _score_trajectory(t: Trajectory, states, source: SourceInfo, flow: ProgramFlow, client: ModelClient, specials: dict[str, int],
-                            report: NextStateReport, constrained: bool) -> None:
+async def _score_trajectory(
+    t: Trajectory,
+    states,
+    source: SourceInfo,
+    flow: ProgramFlow,
+    client: ModelClient,
+    specials: dict[str, int],
+    report: NextStateReport,
+    constrained: bool,
+) -> None:
     first = states[t.indices[0]]
     entry_line = first.line if first.event == "call" else (source.def_line(first.function) or first.line)
     trace = TraceText("nd", source, entry_line, entry_function=first.function)
@@ -231,8 +265,14 @@ async def _score_trajectory(t: Trajectory, states, source: SourceInfo, flow: Pro
         started = time.monotonic()
         try:
             budget = MAX_FRAME_TOKENS if limit is None else max(1, min(MAX_FRAME_TOKENS, limit - len(prompt_ids)))
-            result = await client.complete(prompt_ids, max_tokens=budget, stop_ids=[stop_id], n=1,
-                                           temperature=0.0, constraint=constraint if constrained else None)
+            result = await client.complete(
+                prompt_ids,
+                max_tokens=budget,
+                stop_ids=[stop_id],
+                n=1,
+                temperature=0.0,
+                constraint=constraint if constrained else None,
+            )
             text = result.completions[0].text
             report.constrained_choices += result.constrained
         except ModelError as exc:

@@ -23,7 +23,16 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from neural_dap.core.source import SourceInfo
-from neural_dap.format.tokens import ACTION_SEP, ARG_SEP, END, EVENT_TOKENS, FRAME_SEP, TOKEN_EVENTS, Special, split_specials
+from neural_dap.format.tokens import (
+    ACTION_SEP,
+    ARG_SEP,
+    END,
+    EVENT_TOKENS,
+    FRAME_SEP,
+    TOKEN_EVENTS,
+    Special,
+    split_specials,
+)
 
 State = tuple
 
@@ -64,7 +73,7 @@ class FrameContext:
                 rest_deletable = False
                 break
         if rest_deletable:
-            keys += [n for n in self._new_after(nk)]
+            keys += list(self._new_after(nk))
         return keys, rest_deletable
 
     def _new_after(self, nk) -> list[str]:
@@ -116,7 +125,8 @@ class FrameConstraint:
 
     def start(self) -> State:
         if self.forced_event is not None:
-            return self._after_event(self.forced_event)
+            state = self._after_event(self.forced_event)
+            return state if state is not None else ("dead",)  # no context for the forced event: nothing fits
         return ("event",)
 
     def _after_event(self, event: str) -> State | None:
@@ -144,7 +154,13 @@ class FrameConstraint:
             return ("done",) if token == FRAME_SEP else None
         if kind == "locals" and state[1] == "closed" and token == ACTION_SEP:
             alive = state[3]
-            return ("line", "line_or_call", b"", frozenset(line for k, *_ in alive for line in self.contexts[k].lines), alive)
+            return (
+                "line",
+                "line_or_call",
+                b"",
+                frozenset(line for k, *_ in alive for line in self.contexts[k].lines),
+                alive,
+            )
         if kind == "action_sep" and token == ACTION_SEP:
             alive = state[2]
             return ("line", state[1], b"", frozenset(line for k, *_ in alive for line in self.contexts[k].lines), alive)
@@ -194,7 +210,7 @@ class FrameConstraint:
             options = {}
             for line in sorted(lines):
                 key = (self.source.line_text(line) + "\n").encode()
-                options[key] = options.get(key, ()) + (line,)
+                options[key] = (*options.get(key, ()), line)
             self._options[lines] = options
         return options
 
@@ -225,7 +241,11 @@ class FrameConstraint:
                             break
                 return ("locals", "colon", 0, frozenset(survivors)) if survivors else None
             prefix = data + bytes((byte,))
-            kept = frozenset(e for e in alive if any(self._keys[n].startswith(prefix) for n in self.contexts[e[0]].allowed_keys(e[1], e[2])[0]))
+            kept = frozenset(
+                e
+                for e in alive
+                if any(self._keys[n].startswith(prefix) for n in self.contexts[e[0]].allowed_keys(e[1], e[2])[0])
+            )
             return ("locals", "key", prefix, kept) if kept else None
         if mode == "colon":
             if byte != _COLON[data]:
@@ -280,7 +300,11 @@ class FrameConstraint:
         for piece in split_specials(text):
             if state is None:
                 return None
-            state = self.step_special(state, piece) if isinstance(piece, Special) else self.step_bytes(state, piece.encode())
+            state = (
+                self.step_special(state, piece)
+                if isinstance(piece, Special)
+                else self.step_bytes(state, piece.encode())
+            )
         if state is not None and complete:
             state = self.step_special(state, FRAME_SEP)
             return state if state is not None and self.done(state) else None

@@ -100,7 +100,11 @@ class InvocationTracker:
             self.stack[-1].certain = False  # its real caller may be another function
 
     def snapshot(self) -> tuple:
-        return ([Open(o.invocation, o.function, o.last_line, o.certain) for o in self.stack], self.next_id, self.last_event)
+        return (
+            [Open(o.invocation, o.function, o.last_line, o.certain) for o in self.stack],
+            self.next_id,
+            self.last_event,
+        )
 
     def restore(self, snap: tuple) -> None:
         stack, self.next_id, self.last_event = snap

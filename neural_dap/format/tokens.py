@@ -90,9 +90,7 @@ def merge_text(segments: Iterable[Segment]) -> list[Segment]:
     return out
 
 
-def to_ids(
-    segments: Sequence[Segment], encode: Callable[[str], list[int]], special_ids: dict[str, int]
-) -> list[int]:
+def to_ids(segments: Sequence[Segment], encode: Callable[[str], list[int]], special_ids: dict[str, int]) -> list[int]:
     """Token ids: text pieces through `encode`, special tokens by `special_ids`."""
     ids: list[int] = []
     for seg in merge_text(segments):

@@ -84,7 +84,9 @@ class TraceText:
     states: list[State] = field(default_factory=list)
     _undo: list[tuple] = field(default_factory=list)  # per frame: tracker snapshot and the shadow it replaced
     last_repair: tuple[str, int] | None = field(default=None, init=False)  # set by parse(closest_line=True)
-    went_back: bool = field(default=False, init=False)  # a frame was reached by an inverse action: shadows may be from later
+    went_back: bool = field(
+        default=False, init=False
+    )  # a frame was reached by an inverse action: shadows may be from later
 
     def __post_init__(self) -> None:
         if self.dialect not in DIALECTS:
@@ -173,8 +175,15 @@ class TraceText:
         return out
 
     # -- parsing ---------------------------------------------------------------------------------
-    def parse(self, completion: str, action: Action | None = None, forced_event: str | None = None, *,
-              closest_line: bool = False, allowed: frozenset[tuple[str, int]] | None = None) -> State | EndOfTrace:
+    def parse(
+        self,
+        completion: str,
+        action: Action | None = None,
+        forced_event: str | None = None,
+        *,
+        closest_line: bool = False,
+        allowed: frozenset[tuple[str, int]] | None = None,
+    ) -> State | EndOfTrace:
         """Parse one model completion (the text after the prompt, up to the frame separator).
 
         Does not change the trace: call `append` with the result to commit it. With `closest_line`, a
@@ -240,7 +249,9 @@ class TraceText:
         if head == END:
             return None
         if not isinstance(head, Special) or head not in TOKEN_EVENTS:
-            raise FormatError("a frame must start with an event token (call/line/return/exception)", completion, positions[0])
+            raise FormatError(
+                "a frame must start with an event token (call/line/return/exception)", completion, positions[0]
+            )
         event = TOKEN_EVENTS[head]
         rest = segments[1:]
         rest_pos = positions[1:]
@@ -274,13 +285,16 @@ class TraceText:
         try:
             value = json.loads(value_text)
         except (ValueError, RecursionError) as exc:
-            raise FormatError(f"the value is not a JSON string ({type(exc).__name__})", completion, rest_pos[3]) from None
+            raise FormatError(
+                f"the value is not a JSON string ({type(exc).__name__})", completion, rest_pos[3]
+            ) from None
         if not isinstance(value, str):
             raise FormatError("the value must be a JSON string (a repr)", completion, rest_pos[3])
         return _Parsed(event, line_text, None, value)
 
-    def _locate(self, parsed: _Parsed, action_kind: str, completion: str,
-                allowed: frozenset[tuple[str, int]] | None = None) -> tuple[int, int, int, str]:
+    def _locate(
+        self, parsed: _Parsed, action_kind: str, completion: str, allowed: frozenset[tuple[str, int]] | None = None
+    ) -> tuple[int, int, int, str]:
         """Which line is it, and which invocation? Ambiguous source text is settled by structure."""
         if not parsed.source_text.endswith("\n"):
             raise FormatError("the source line must end with a newline", completion)
@@ -344,10 +358,12 @@ def open_chain(trace: TraceText, current: State) -> list[State]:
             return [current]
         functions.add(known.function)
         chain.append(known)
-    return chain + [current]
+    return [*chain, current]
 
 
-def window_from(dialect: Dialect, source: SourceInfo, chain: list[State], path: str = "", first_id: int = 0) -> tuple[TraceText, list[State]]:
+def window_from(
+    dialect: Dialect, source: SourceInfo, chain: list[State], path: str = "", first_id: int = 0
+) -> tuple[TraceText, list[State]]:
     """A new conversation for a history that no longer fits a model's context: it starts at
     `chain[0]` and jumps (breakpoint actions) to each next state, down the open call stack, so a
     reader still knows how deep the last state is. Returns the trace and the states as it sees them."""
@@ -362,7 +378,13 @@ def window_from(dialect: Dialect, source: SourceInfo, chain: list[State], path: 
     return trace, seen
 
 
-def render_trace(states: list[State], dialect: Dialect, source: SourceInfo, path: str = "", actions: list[Action | None] | None = None) -> TraceText:
+def render_trace(
+    states: list[State],
+    dialect: Dialect,
+    source: SourceInfo,
+    path: str = "",
+    actions: list[Action | None] | None = None,
+) -> TraceText:
     """A whole trace as text: states[0] is the entry state, actions[i] led to states[i]."""
     first = states[0]
     entry_line = first.line if first.event == "call" else (source.def_line(first.function) or first.line)

@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Hashable
-from typing import Protocol, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
 import msgspec
 
@@ -28,25 +27,29 @@ class CompletionResult(msgspec.Struct, frozen=True):
     requests: int = 1  # model calls made (a server constrained segment by segment takes several)
 
 
+# A constraint's state: any hashable value the constraint defines (masks are cached per state).
+ConstraintState = Any
+
+
 class Constraint(Protocol):
     """What a completion may be, as an automaton over special tokens (by their strings) and the
     UTF-8 bytes of text. States are hashable. `neural_dap.format.grammar.FrameConstraint` is one."""
 
-    def start(self) -> Hashable: ...
+    def start(self) -> ConstraintState: ...
 
-    def step_special(self, state: Hashable, token: str) -> Hashable | None: ...
+    def step_special(self, state: ConstraintState, token: str) -> ConstraintState | None: ...
 
-    def step_byte(self, state: Hashable, byte: int) -> Hashable | None: ...
+    def step_byte(self, state: ConstraintState, byte: int) -> ConstraintState | None: ...
 
-    def step_bytes(self, state: Hashable | None, data: bytes) -> Hashable | None: ...
+    def step_bytes(self, state: ConstraintState | None, data: bytes) -> ConstraintState | None: ...
 
-    def free_text(self, state: Hashable) -> bool:
+    def free_text(self, state: ConstraintState) -> bool:
         """Every plain byte (not a quote, backslash or control byte) is accepted in this state."""
         ...
 
-    def done(self, state: Hashable) -> bool: ...
+    def done(self, state: ConstraintState) -> bool: ...
 
-    def in_string(self, state: Hashable) -> bool:
+    def in_string(self, state: ConstraintState) -> bool:
         """Inside free text whose length the constraint does not bound (a JSON string value)."""
         ...
 
@@ -54,9 +57,9 @@ class Constraint(Protocol):
         """A whole completion (special tokens as their strings, the stop token left out)."""
         ...
 
-    def run(self, text: str, *, complete: bool = True) -> Hashable | None: ...
+    def run(self, text: str, *, complete: bool = True) -> ConstraintState | None: ...
 
-    def segment(self, state: Hashable) -> tuple[str, object]:
+    def segment(self, state: ConstraintState) -> tuple[str, object]:
         """For servers: ("special", specials) | ("regex", pattern) | ("choice", strings) next."""
         ...
 

@@ -31,7 +31,7 @@ def byte_decoder() -> dict[str, int]:
             bs.append(b)
             cs.append(256 + n)
             n += 1
-    return {chr(c): b for b, c in zip(bs, cs)}
+    return {chr(c): b for b, c in zip(bs, cs, strict=False)}
 
 
 def token_pieces(tokenizer: Any) -> list[Piece | None]:
@@ -47,7 +47,7 @@ def token_pieces(tokenizer: Any) -> list[Piece | None]:
     decoder = byte_decoder()
     byte_level = _is_byte_level(tokenizer)
     out: list[Piece | None] = []
-    for i, token in enumerate(tokens):
+    for _i, token in enumerate(tokens):
         if token is None:
             out.append(None)
         elif token in special:

@@ -12,11 +12,11 @@ from __future__ import annotations
 import os
 import threading
 import time
+from typing import Any
 
 import anyio
 
 from neural_dap.llm.base import Completion, CompletionResult, Constraint, ModelError
-
 
 # Tokens kept for the end of a constrained frame: inside a value with fewer left than this, the
 # string is ended, so the closing brace, the source line and the separator still fit.
@@ -30,9 +30,9 @@ class InProcessClient:
         self.device = device
         self.threads = threads
         self.seed = seed
-        self._model = None
-        self._tokenizer = None
-        self._cache = None
+        self._model: Any = None  # a transformers causal LM, loaded on first use
+        self._tokenizer: Any = None
+        self._cache: Any = None
         self._cached_ids: list[int] = []
         self._lock = threading.Lock()
         self._load_lock = anyio.Lock()
@@ -51,14 +51,16 @@ class InProcessClient:
             import torch
             from transformers import AutoModelForCausalLM, PreTrainedTokenizerFast
         except ImportError as exc:
-            raise ModelError(f"the embedded model needs torch and transformers ({exc}); install neural-dap[model]") from None
+            raise ModelError(
+                f"the embedded model needs torch and transformers ({exc}); install neural-dap[model]"
+            ) from None
         if not os.path.isfile(os.path.join(self.path, "config.json")):
             raise ModelError(f"no model at {self.path} (config.json missing)")
         if self.threads:
             torch.set_num_threads(self.threads)
         self._tokenizer = PreTrainedTokenizerFast.from_pretrained(self.path)
         try:
-            model = AutoModelForCausalLM.from_pretrained(self.path, dtype=torch.float32)
+            model: Any = AutoModelForCausalLM.from_pretrained(self.path, dtype=torch.float32)
         except TypeError:
             model = AutoModelForCausalLM.from_pretrained(self.path, torch_dtype=torch.float32)
         self._model = model.to(self.device).eval()
@@ -82,13 +84,23 @@ class InProcessClient:
             out[token] = token_id
         return out
 
-    async def complete(self, prompt: list[int], *, max_tokens: int, stop_ids: list[int], n: int = 1, temperature: float = 0.0,
-                       constraint: Constraint | None = None) -> CompletionResult:
+    async def complete(
+        self,
+        prompt: list[int],
+        *,
+        max_tokens: int,
+        stop_ids: list[int],
+        n: int = 1,
+        temperature: float = 0.0,
+        constraint: Constraint | None = None,
+    ) -> CompletionResult:
         await self._ensure()
         cancel = threading.Event()
         try:
-            return await anyio.to_thread.run_sync(lambda: self._complete(prompt, max_tokens, stop_ids, n, temperature, cancel, constraint),
-                                                  abandon_on_cancel=True)
+            return await anyio.to_thread.run_sync(
+                lambda: self._complete(prompt, max_tokens, stop_ids, n, temperature, cancel, constraint),
+                abandon_on_cancel=True,
+            )
         except BaseException:
             cancel.set()
             raise
@@ -102,8 +114,16 @@ class InProcessClient:
             self._index = TokenIndex(pieces[:size] + [None] * max(0, size - len(pieces)))
         return self._index
 
-    def _complete(self, prompt: list[int], max_tokens: int, stop_ids: list[int], n: int, temperature: float, cancel: threading.Event,
-                  constraint: Constraint | None = None) -> CompletionResult:
+    def _complete(
+        self,
+        prompt: list[int],
+        max_tokens: int,
+        stop_ids: list[int],
+        n: int,
+        temperature: float,
+        cancel: threading.Event,
+        constraint: Constraint | None = None,
+    ) -> CompletionResult:
         import torch
 
         if not prompt:
@@ -124,16 +144,29 @@ class InProcessClient:
                     if k > 0:
                         _crop(self._cache, prompt_cache_len)
                         self._cached_ids = list(prompt)
-                    ids, changed = self._generate(last_logits, min(max_tokens, limit - len(prompt) - 1), stop_ids, temperature, cancel, constraint)
+                    ids, changed = self._generate(
+                        last_logits, min(max_tokens, limit - len(prompt) - 1), stop_ids, temperature, cancel, constraint
+                    )
                     generated_total += len(ids)
                     changed_total += changed
-                    text = self._tokenizer.decode([i for i in ids if i not in stop_ids], skip_special_tokens=False, clean_up_tokenization_spaces=False)  # type: ignore[union-attr]
+                    text = self._tokenizer.decode(
+                        [i for i in ids if i not in stop_ids],
+                        skip_special_tokens=False,
+                        clean_up_tokenization_spaces=False,
+                    )  # type: ignore[union-attr]
                     finish = "stop" if ids and ids[-1] in stop_ids else "length"
                     completions.append(Completion(text, finish, len(ids)))
             finally:
                 if constraint is not None and self._index is not None:
                     self._index.forget(constraint)
-            return CompletionResult(tuple(completions), len(prompt), generated_total, reused, time.monotonic() - started, constrained=changed_total)
+            return CompletionResult(
+                tuple(completions),
+                len(prompt),
+                generated_total,
+                reused,
+                time.monotonic() - started,
+                constrained=changed_total,
+            )
 
     def _prefill(self, prompt: list[int]) -> int:
         """Run the prompt through the model, reusing the cached prefix; returns how many were reused."""
@@ -141,7 +174,7 @@ class InProcessClient:
         from transformers import DynamicCache
 
         common = 0
-        for a, b in zip(self._cached_ids, prompt):
+        for a, b in zip(self._cached_ids, prompt, strict=False):
             if a != b:
                 break
             common += 1
@@ -158,8 +191,15 @@ class InProcessClient:
         self._last_logits = out.logits[0, -1]
         return common
 
-    def _generate(self, logits, max_tokens: int, stop_ids: list[int], temperature: float, cancel: threading.Event,
-                  constraint: Constraint | None = None) -> tuple[list[int], int]:
+    def _generate(
+        self,
+        logits,
+        max_tokens: int,
+        stop_ids: list[int],
+        temperature: float,
+        cancel: threading.Event,
+        constraint: Constraint | None = None,
+    ) -> tuple[list[int], int]:
         """Token ids up to a stop token; and how many choices the constraint changed."""
         import torch
 
@@ -172,7 +212,12 @@ class InProcessClient:
             if cancel.is_set():
                 raise ModelError("cancelled")
             token = self._pick(logits, temperature)
-            if index is not None and max_tokens - step <= CLOSING_ROOM and constraint.in_string(state):
+            if (
+                index is not None
+                and constraint is not None
+                and max_tokens - step <= CLOSING_ROOM
+                and constraint.in_string(state)
+            ):
                 # about to run out of room inside a value: end the string, so the frame still completes
                 closing = index.closing_mask(constraint, state)
                 if closing is not None and not closing[token]:
@@ -191,7 +236,9 @@ class InProcessClient:
             ids.append(token)
             if token in stops:
                 break
-            out = self._model(input_ids=torch.tensor([[token]], device=self.device), past_key_values=self._cache, use_cache=True)  # type: ignore[misc]
+            out = self._model(
+                input_ids=torch.tensor([[token]], device=self.device), past_key_values=self._cache, use_cache=True
+            )  # type: ignore[misc]
             self._cache = out.past_key_values
             self._cached_ids.append(token)
             logits = out.logits[0, -1]

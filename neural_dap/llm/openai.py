@@ -28,8 +28,16 @@ _PREFIX_HITS = re.compile(r"^vllm:prefix_cache_hits(?:_total)?(?:\{[^}]*\})?\s+(
 
 
 class OpenAICompatibleClient:
-    def __init__(self, url: str, model: str | None = None, *, timeout: float = 60.0, retries: int = 2, backoff: float = 0.5,
-                 transport: httpx.AsyncBaseTransport | None = None) -> None:
+    def __init__(
+        self,
+        url: str,
+        model: str | None = None,
+        *,
+        timeout: float = 60.0,
+        retries: int = 2,
+        backoff: float = 0.5,
+        transport: httpx.AsyncBaseTransport | None = None,
+    ) -> None:
         url = url.rstrip("/")
         self.base = url[:-3] if url.endswith("/v1") else url  # the server root (for /tokenize, /metrics)
         self.url = self.base + "/v1"
@@ -70,11 +78,16 @@ class OpenAICompatibleClient:
     async def _json(self, method: str, url: str, **kwargs) -> dict:
         response = await self._request(method, url, **kwargs)
         if response.status_code != 200:
-            raise ModelError(f"the model server answered HTTP {response.status_code} to {url.rsplit('/', 1)[-1]}: {_message(response)}")
+            raise ModelError(
+                f"the model server answered HTTP {response.status_code} to {url.rsplit('/', 1)[-1]}: "
+                f"{_message(response)}"
+            )
         try:
             data = response.json()
         except ValueError:
-            raise ModelError(f"the model server's answer to {url.rsplit('/', 1)[-1]} is not JSON: {response.text[:200]!r}") from None
+            raise ModelError(
+                f"the model server's answer to {url.rsplit('/', 1)[-1]} is not JSON: {response.text[:200]!r}"
+            ) from None
         if not isinstance(data, dict):
             raise ModelError(f"the model server's answer to {url.rsplit('/', 1)[-1]} is not a JSON object")
         return data
@@ -112,7 +125,9 @@ class OpenAICompatibleClient:
             self._token_cache.move_to_end(text)
             return cached
         model = await self.resolve_model()
-        data = await self._json("POST", self.base + "/tokenize", json={"model": model, "prompt": text, "add_special_tokens": False})
+        data = await self._json(
+            "POST", self.base + "/tokenize", json={"model": model, "prompt": text, "add_special_tokens": False}
+        )
         tokens = data.get("tokens")
         if not isinstance(tokens, list) or not all(isinstance(t, int) for t in tokens):
             raise ModelError("the server's /tokenize answer has no list of token ids")
@@ -146,8 +161,16 @@ class OpenAICompatibleClient:
             return None
         return float(m.group(1))
 
-    async def complete(self, prompt: list[int], *, max_tokens: int, stop_ids: list[int], n: int = 1, temperature: float = 0.0,
-                       constraint: Constraint | None = None) -> CompletionResult:
+    async def complete(
+        self,
+        prompt: list[int],
+        *,
+        max_tokens: int,
+        stop_ids: list[int],
+        n: int = 1,
+        temperature: float = 0.0,
+        constraint: Constraint | None = None,
+    ) -> CompletionResult:
         result = await self._complete(prompt, max_tokens=max_tokens, stop_ids=stop_ids, n=n, temperature=temperature)
         if constraint is None or all(constraint.accepts(c.text) for c in result.completions):
             return result
@@ -163,10 +186,19 @@ class OpenAICompatibleClient:
             completions.append(Completion(text, "stop"))
             requests += made
             repaired += 1
-        return CompletionResult(tuple(completions), result.prompt_tokens, result.generated_tokens, result.cached_tokens,
-                                result.seconds + time.monotonic() - started, constrained=repaired, requests=requests)
+        return CompletionResult(
+            tuple(completions),
+            result.prompt_tokens,
+            result.generated_tokens,
+            result.cached_tokens,
+            result.seconds + time.monotonic() - started,
+            constrained=repaired,
+            requests=requests,
+        )
 
-    async def _by_segments(self, prompt: list[int], constraint: Constraint, max_tokens: int, temperature: float) -> tuple[str, int]:
+    async def _by_segments(
+        self, prompt: list[int], constraint: Constraint, max_tokens: int, temperature: float
+    ) -> tuple[str, int]:
         """A completion made one constrained segment at a time; (its text, requests made)."""
         state = constraint.start()
         ids = list(prompt)
@@ -205,8 +237,15 @@ class OpenAICompatibleClient:
 
     async def _choose_special(self, prompt: list[int], options: list[str], temperature: float) -> str:
         allowed = await self.special_ids(options)
-        body = {"model": await self.resolve_model(), "prompt": prompt, "max_tokens": 1, "temperature": temperature,
-                "allowed_token_ids": [allowed[o] for o in options], "skip_special_tokens": False, "spaces_between_special_tokens": False}
+        body = {
+            "model": await self.resolve_model(),
+            "prompt": prompt,
+            "max_tokens": 1,
+            "temperature": temperature,
+            "allowed_token_ids": [allowed[o] for o in options],
+            "skip_special_tokens": False,
+            "spaces_between_special_tokens": False,
+        }
         data = await self._json("POST", self.url + "/completions", json=body)
         text = _first_text(data)
         for option in options:
@@ -216,12 +255,21 @@ class OpenAICompatibleClient:
 
     async def _structured(self, prompt: list[int], kind: str, what: object, temperature: float, max_tokens: int) -> str:
         constraint = {"regex": what} if kind == "regex" else {"choice": list(what)}  # type: ignore[call-overload]
-        body = {"model": await self.resolve_model(), "prompt": prompt, "max_tokens": max_tokens, "temperature": temperature,
-                "structured_outputs": constraint, "skip_special_tokens": True, "spaces_between_special_tokens": False}
+        body = {
+            "model": await self.resolve_model(),
+            "prompt": prompt,
+            "max_tokens": max_tokens,
+            "temperature": temperature,
+            "structured_outputs": constraint,
+            "skip_special_tokens": True,
+            "spaces_between_special_tokens": False,
+        }
         data = await self._json("POST", self.url + "/completions", json=body)
         return _first_text(data)
 
-    async def _complete(self, prompt: list[int], *, max_tokens: int, stop_ids: list[int], n: int = 1, temperature: float = 0.0) -> CompletionResult:
+    async def _complete(
+        self, prompt: list[int], *, max_tokens: int, stop_ids: list[int], n: int = 1, temperature: float = 0.0
+    ) -> CompletionResult:
         model = await self.resolve_model()
         hits_before = None if self._usage_has_cache else await self._prefix_hits()
         started = time.monotonic()
@@ -238,10 +286,14 @@ class OpenAICompatibleClient:
         data = await self._json("POST", self.url + "/completions", json=body)
         seconds = time.monotonic() - started
         choices = data.get("choices")
-        if not isinstance(choices, list) or not choices or not all(isinstance(c, dict) and isinstance(c.get("text"), str) for c in choices):
+        if (
+            not isinstance(choices, list)
+            or not choices
+            or not all(isinstance(c, dict) and isinstance(c.get("text"), str) for c in choices)
+        ):
             raise ModelError(f"the server's answer is not a completion (no choices with text): {str(data)[:200]}")
-        usage = data.get("usage") if isinstance(data.get("usage"), dict) else {}
-        details = usage.get("prompt_tokens_details") if isinstance(usage.get("prompt_tokens_details"), dict) else {}
+        usage: dict = data["usage"] if isinstance(data.get("usage"), dict) else {}
+        details: dict = usage["prompt_tokens_details"] if isinstance(usage.get("prompt_tokens_details"), dict) else {}
         cached = details.get("cached_tokens") if isinstance(details.get("cached_tokens"), int) else None
         if cached is not None:
             self._usage_has_cache = True
@@ -261,7 +313,12 @@ class OpenAICompatibleClient:
 
 def _first_text(data: dict) -> str:
     choices = data.get("choices")
-    if not isinstance(choices, list) or not choices or not isinstance(choices[0], dict) or not isinstance(choices[0].get("text"), str):
+    if (
+        not isinstance(choices, list)
+        or not choices
+        or not isinstance(choices[0], dict)
+        or not isinstance(choices[0].get("text"), str)
+    ):
         raise ModelError(f"the server's answer is not a completion: {str(data)[:200]}")
     return choices[0]["text"]
 

@@ -19,7 +19,7 @@ from pathlib import Path
 def vllm_available() -> bool:
     try:
         import vllm  # noqa: F401
-    except Exception:  # noqa: BLE001 (any import failure means: not usable here)
+    except Exception:
         return False
     return True
 
@@ -33,7 +33,9 @@ def free_port() -> int:
 class VllmServer:
     """`python -m vllm.entrypoints.openai.api_server` on 127.0.0.1 (see the vLLM-on-CPU notes)."""
 
-    def __init__(self, model_dir: str, log_dir: Path, port: int | None = None, max_model_len: int | None = None, name: str = "nd") -> None:
+    def __init__(
+        self, model_dir: str, log_dir: Path, port: int | None = None, max_model_len: int | None = None, name: str = "nd"
+    ) -> None:
         self.model_dir = model_dir
         self.port = port or free_port()
         self.max_model_len = max_model_len
@@ -48,13 +50,25 @@ class VllmServer:
     def start(self, timeout: float = 300.0) -> None:
         log = open(self.log_path, "ab")
         command = [
-            sys.executable, "-m", "vllm.entrypoints.openai.api_server",
-            "--model", self.model_dir, "--served-model-name", self.name,
-            "--host", "127.0.0.1", "--port", str(self.port),
-            "--dtype", "float32",
+            sys.executable,
+            "-m",
+            "vllm.entrypoints.openai.api_server",
+            "--model",
+            self.model_dir,
+            "--served-model-name",
+            self.name,
+            "--host",
+            "127.0.0.1",
+            "--port",
+            str(self.port),
+            "--dtype",
+            "float32",
             # by default the model's own context (max_position_embeddings): vLLM refuses a longer one
             *(["--max-model-len", str(self.max_model_len)] if self.max_model_len else []),
-            "--enforce-eager", "--kv-cache-memory-bytes", "64M", "--enable-prompt-tokens-details",
+            "--enforce-eager",
+            "--kv-cache-memory-bytes",
+            "64M",
+            "--enable-prompt-tokens-details",
         ]
         env = {**os.environ, "VLLM_LOGGING_LEVEL": "WARNING", "TOKENIZERS_PARALLELISM": "false"}
         self.process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, start_new_session=True, env=env)
@@ -75,7 +89,9 @@ class VllmServer:
 
     def warm_up(self) -> None:
         body = b'{"model": "%s", "prompt": [1, 2, 3], "max_tokens": 2}' % self.name.encode()
-        request = urllib.request.Request(self.url + "/completions", data=body, headers={"content-type": "application/json"})
+        request = urllib.request.Request(
+            self.url + "/completions", data=body, headers={"content-type": "application/json"}
+        )
         urllib.request.urlopen(request, timeout=120).read()
 
     def log_tail(self, n: int = 2000) -> str:
@@ -106,9 +122,19 @@ def build_garbage_model(path: Path, tokenizer_dir: str) -> str:
 
     tokenizer = PreTrainedTokenizerFast.from_pretrained(tokenizer_dir)
     torch.manual_seed(0)
-    config = LlamaConfig(vocab_size=len(tokenizer), hidden_size=64, intermediate_size=128, num_hidden_layers=2, num_attention_heads=2,
-                         num_key_value_heads=2, max_position_embeddings=2048, tie_word_embeddings=True,
-                         bos_token_id=tokenizer.bos_token_id, eos_token_id=tokenizer.eos_token_id, pad_token_id=tokenizer.pad_token_id)
+    config = LlamaConfig(
+        vocab_size=len(tokenizer),
+        hidden_size=64,
+        intermediate_size=128,
+        num_hidden_layers=2,
+        num_attention_heads=2,
+        num_key_value_heads=2,
+        max_position_embeddings=2048,
+        tie_word_embeddings=True,
+        bos_token_id=tokenizer.bos_token_id,
+        eos_token_id=tokenizer.eos_token_id,
+        pad_token_id=tokenizer.pad_token_id,
+    )
     LlamaForCausalLM(config).save_pretrained(path, safe_serialization=True)
     tokenizer.save_pretrained(path)
     return str(path)

@@ -2,18 +2,15 @@
 
 from __future__ import annotations
 
-import re
-
 from neural_dap.core.state import State
 from neural_dap.core.world import Divergence
-
-_ADDRESS = re.compile(r" at 0x[0-9a-fA-F]+(?=[>,])")
+from neural_dap.trace.child.values import without_addresses
 
 
 def normalize(text: str | None) -> str | None:
     if text is None:
         return None
-    return _ADDRESS.sub("", text).strip() if " at 0x" in text else text.strip()
+    return without_addresses(text).strip()
 
 
 def compare_states(predicted: State, actual: State) -> list[Divergence]:
@@ -23,7 +20,13 @@ def compare_states(predicted: State, actual: State) -> list[Divergence]:
     if predicted.line != actual.line:
         out.append(Divergence("line", predicted=str(predicted.line), actual=str(actual.line)))
     if predicted.function != actual.function or predicted.depth != actual.depth:
-        out.append(Divergence("stack", predicted=f"{predicted.function} (depth {predicted.depth})", actual=f"{actual.function} (depth {actual.depth})"))
+        out.append(
+            Divergence(
+                "stack",
+                predicted=f"{predicted.function} (depth {predicted.depth})",
+                actual=f"{actual.function} (depth {actual.depth})",
+            )
+        )
     if predicted.terminal and actual.terminal and normalize(predicted.value) != normalize(actual.value):
         out.append(Divergence("value", name=predicted.function, predicted=predicted.value, actual=actual.value))
     if predicted.event in ("call", "line") and actual.event in ("call", "line"):

@@ -10,7 +10,6 @@ variables`, functions, modules, classes) are dropped, so a snapshot compares wit
 from __future__ import annotations
 
 import os
-import re
 import subprocess
 import sys
 import tempfile
@@ -20,17 +19,13 @@ from dataclasses import dataclass, field
 import anyio
 
 from neural_dap.dap.client import DapClient, DapError, spawn
+from neural_dap.trace.child.values import without_addresses
 
-_ADDRESS = re.compile(r" at 0x[0-9a-fA-F]+(?=[>,])")
 _HIDDEN_TYPES = {"function", "module", "type", "builtin_function_or_method", "method", "ABCMeta"}
 _GROUPS = {"special variables", "function variables", "class variables", "protected variables"}
 
 
 RealityError = DapError  # what a failing debugpy session raises (a request failed or timed out)
-
-
-def normalize_repr(text: str) -> str:
-    return _ADDRESS.sub("", text) if " at 0x" in text else text
 
 
 @dataclass
@@ -52,8 +47,16 @@ class Snapshot:
 
 
 class DebugpyPeer:
-    def __init__(self, program: str, args: tuple[str, ...] = (), cwd: str | None = None, env: dict[str, str] | None = None,
-                 python: str | None = None, timeout: float = 30.0, entry: tuple[str, str] | None = None) -> None:
+    def __init__(
+        self,
+        program: str,
+        args: tuple[str, ...] = (),
+        cwd: str | None = None,
+        env: dict[str, str] | None = None,
+        python: str | None = None,
+        timeout: float = 30.0,
+        entry: tuple[str, str] | None = None,
+    ) -> None:
         self.program = os.path.abspath(program)
         self.args = args
         self.cwd = cwd or os.path.dirname(self.program)
@@ -68,18 +71,39 @@ class DebugpyPeer:
         self.requests = 0
         self._thread = 1
 
-    async def start(self) -> Snapshot:
+    async def start(self) -> Snapshot | None:
         program = self.program
         if self.entry is not None:
             program = self._entry_wrapper()
         command = [self.python, "-m", "debugpy.adapter"]
-        self.client = await self._stack.enter_async_context(spawn(command, timeout=self.timeout, stderr=subprocess.DEVNULL))
+        self.client = await self._stack.enter_async_context(
+            spawn(command, timeout=self.timeout, stderr=subprocess.DEVNULL)
+        )
         c = self.client
-        await self._call("initialize", {"adapterID": "debugpy", "clientID": "neural-dap", "linesStartAt1": True, "columnsStartAt1": True, "pathFormat": "path"})
+        assert c is not None
+        await self._call(
+            "initialize",
+            {
+                "adapterID": "debugpy",
+                "clientID": "neural-dap",
+                "linesStartAt1": True,
+                "columnsStartAt1": True,
+                "pathFormat": "path",
+            },
+        )
         launch = await c.send_request(
             "launch",
-            {"program": program, "args": list(self.args), "cwd": self.cwd, "env": self.env, "console": "internalConsole",
-             "stopOnEntry": self.entry is None, "justMyCode": True, "showReturnValue": True, "redirectOutput": True},
+            {
+                "program": program,
+                "args": list(self.args),
+                "cwd": self.cwd,
+                "env": self.env,
+                "console": "internalConsole",
+                "stopOnEntry": self.entry is None,
+                "justMyCode": True,
+                "showReturnValue": True,
+                "redirectOutput": True,
+            },
         )
         await c.wait_event("initialized", timeout=self.timeout)
         if self.entry is not None:
@@ -129,22 +153,31 @@ class DebugpyPeer:
         body = message.get("body") or {}
         self._thread = body.get("threadId", 1)
         frames_body = await self._call("stackTrace", {"threadId": self._thread})
-        frames = [(f["name"], f["line"], (f.get("source") or {}).get("path", "")) for f in frames_body.get("stackFrames", [])]
-        frames = [f for f in frames if os.path.abspath(f[2]) != os.path.abspath(self._tmp.name if self._tmp else "/nonexistent") and not f[2].endswith(("runpy.py",))]
+        frames = [
+            (f["name"], f["line"], (f.get("source") or {}).get("path", "")) for f in frames_body.get("stackFrames", [])
+        ]
+        frames = [
+            f
+            for f in frames
+            if os.path.abspath(f[2]) != os.path.abspath(self._tmp.name if self._tmp else "/nonexistent")
+            and not f[2].endswith(("runpy.py",))
+        ]
         top_id = frames_body["stackFrames"][0]["id"]
         scopes = (await self._call("scopes", {"frameId": top_id})).get("scopes", [])
         local_vars: dict[str, str] = {}
         returns: dict[str, str] = {}
         if scopes:
-            variables = (await self._call("variables", {"variablesReference": scopes[0]["variablesReference"]})).get("variables", [])
+            variables = (await self._call("variables", {"variablesReference": scopes[0]["variablesReference"]})).get(
+                "variables", []
+            )
             for v in variables:
                 name = v["name"]
                 if name in _GROUPS or name.startswith("__") or v.get("type") in _HIDDEN_TYPES:
                     continue
                 if name.startswith("(return) "):
-                    returns[name] = normalize_repr(v["value"])
+                    returns[name] = without_addresses(v["value"])
                     continue
-                local_vars[name] = normalize_repr(v["value"])
+                local_vars[name] = without_addresses(v["value"])
         return Snapshot(body.get("reason", ""), frames, local_vars, returns)
 
     async def close(self) -> None:

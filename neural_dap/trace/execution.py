@@ -146,7 +146,11 @@ class SkeletonExecution:
 
     def hits(self, start: int, end: int, targets: tuple[Target, ...]) -> list[int]:
         found = self.tree.hits(start, end, [line for _, line in targets])
-        return [k for k in found if any(p == "" or p == self._path(k) for p, line in targets if line == int(self.tree.lines[k]))]
+        return [
+            k
+            for k in found
+            if any(p == "" or p == self._path(k) for p, line in targets if line == int(self.tree.lines[k]))
+        ]
 
     def state(self, i: int) -> State:
         return self.recording.state(i)
@@ -166,7 +170,9 @@ class SkeletonExecution:
                 local_reprs, values = window.caller_view(inv, k - window.offset, here, s.locals, s.values)
             else:  # its latest state is before the window: its locals where the window begins
                 s = self.state(k)
-                local_reprs, values = window.snapshot_view(inv, here) if inv in window.snapshots else (s.locals, s.values)
+                local_reprs, values = (
+                    window.snapshot_view(inv, here) if inv in window.snapshots else (s.locals, s.values)
+                )
             out.append(Frame(s.function, s.line, s.source, s.invocation, s.path, local_reprs, values))
         return tuple(out)
 
@@ -191,7 +197,9 @@ def _uncaught(event: Callable[[int], str], depth: Callable[[int], int], total: i
     return [k]
 
 
-def _first_exception(raised: list[int], uncaught: list[int], start: int, end: int, filters: frozenset[str]) -> int | None:
+def _first_exception(
+    raised: list[int], uncaught: list[int], start: int, end: int, filters: frozenset[str]
+) -> int | None:
     found = None
     for kind in filters:
         points = raised if kind == "raised" else uncaught

@@ -42,6 +42,9 @@ class Limits(msgspec.Struct, frozen=True):
     max_processes: int = 16  # processes the debuggee may start (fork, subprocess, os.system)
 
 
+DEFAULT_LIMITS = Limits()
+
+
 class Program(msgspec.Struct, frozen=True, omit_defaults=True):
     """What to run: a script with argv, or one function of it called with literal argument text."""
 
@@ -82,7 +85,9 @@ class Outcome(msgspec.Struct, frozen=True, omit_defaults=True):
 class Recording:
     """One recorded execution. `states` are built on demand from the compact event log."""
 
-    def __init__(self, program: Program, log: EventLog, outcome: Outcome, fd_stdout: str, fd_stderr: str, seconds: float) -> None:
+    def __init__(
+        self, program: Program, log: EventLog, outcome: Outcome, fd_stdout: str, fd_stderr: str, seconds: float
+    ) -> None:
         self.program = program
         self.log = log
         self.outcome = outcome
@@ -142,7 +147,7 @@ class RecorderError(Exception):
 
 def record(
     program: Program,
-    limits: Limits = Limits(),
+    limits: Limits = DEFAULT_LIMITS,
     *,
     python: str | None = None,
     engine: str = "auto",
@@ -152,15 +157,29 @@ def record(
     return _record(program, limits, python=python, engine=engine, trace_all=trace_all)  # type: ignore[return-value]
 
 
-def record_skeleton(program: Program, limits: Limits = Limits(), *, python: str | None = None, engine: str = "auto",
-                    checkpoint_events: int = 1_000_000, checkpoint_seconds: float = 0.25, max_checkpoints: int = 24):
+def record_skeleton(
+    program: Program,
+    limits: Limits = DEFAULT_LIMITS,
+    *,
+    python: str | None = None,
+    engine: str = "auto",
+    checkpoint_events: int = 1_000_000,
+    checkpoint_seconds: float = 0.25,
+    max_checkpoints: int = 24,
+):
     """Run `program` recording only its skeleton, with checkpoints to materialise states from
     (see `trace.skeleton`). Returns a `SkeletonRecording`; close it to end its checkpoints."""
     from neural_dap.trace.skeleton import new_folder
 
     folder = new_folder()
-    extra = {"mode": "skeleton", "checkpoint_dir": folder, "checkpoint_events": checkpoint_events,
-             "checkpoint_seconds": checkpoint_seconds, "max_checkpoints": max_checkpoints, "owner_pid": os.getpid()}
+    extra = {
+        "mode": "skeleton",
+        "checkpoint_dir": folder,
+        "checkpoint_events": checkpoint_events,
+        "checkpoint_seconds": checkpoint_seconds,
+        "max_checkpoints": max_checkpoints,
+        "owner_pid": os.getpid(),
+    }
     try:
         return _record(program, limits, python=python, engine=engine, extra=extra, folder=folder)
     except BaseException:
@@ -170,8 +189,16 @@ def record_skeleton(program: Program, limits: Limits = Limits(), *, python: str 
         raise
 
 
-def _record(program: Program, limits: Limits, *, python: str | None, engine: str, trace_all: bool = False,
-            extra: dict | None = None, folder: str | None = None):
+def _record(
+    program: Program,
+    limits: Limits,
+    *,
+    python: str | None,
+    engine: str,
+    trace_all: bool = False,
+    extra: dict | None = None,
+    folder: str | None = None,
+):
     started = time.monotonic()
     path = os.path.abspath(program.path)
     if program.source is None and not os.path.isfile(path):
@@ -227,13 +254,21 @@ def _record(program: Program, limits: Limits, *, python: str | None, engine: str
         skeleton = SkeletonLog(folder)
         streams = _collect(proc, read_fd, started + limits.wall_time + _GRACE_SECONDS, skeleton.feed_frames)
         skeleton.close()
-        recording = SkeletonRecording(skeleton, path, time.monotonic() - started, streams.stdout.decode("utf-8", "replace"),
-                                      streams.stderr.decode("utf-8", "replace"), program)
+        recording = SkeletonRecording(
+            skeleton,
+            path,
+            time.monotonic() - started,
+            streams.stdout.decode("utf-8", "replace"),
+            streams.stderr.decode("utf-8", "replace"),
+            program,
+        )
         if skeleton.outcome is not None:
             kind, message, exit_code, value = (list(skeleton.outcome) + [None] * 4)[:4]
             recording.outcome = Outcome(kind, message or "", exit_code, None if value is None else _decode_repr(value))
         elif skeleton.corrupt:
-            recording.outcome = Outcome("crashed", "the recorder's event stream was corrupted (did the program write to its file descriptors?)")
+            recording.outcome = Outcome(
+                "crashed", "the recorder's event stream was corrupted (did the program write to its file descriptors?)"
+            )
         else:
             recording.outcome = _outcome_without_end(proc.returncode, streams, limits, None)
         return recording
@@ -251,7 +286,7 @@ def _record(program: Program, limits: Limits, *, python: str | None, engine: str
     )
 
 
-async def record_async(program: Program, limits: Limits = Limits(), **kwargs) -> Recording:
+async def record_async(program: Program, limits: Limits = DEFAULT_LIMITS, **kwargs) -> Recording:
     """`record` without blocking the event loop."""
     return await anyio.to_thread.run_sync(lambda: record(program, limits, **kwargs))
 
@@ -331,7 +366,9 @@ def _kill(proc: subprocess.Popen) -> None:
 
 def _outcome_without_end(returncode: int | None, streams: _Streams, limits: Limits, log: EventLog | None) -> Outcome:
     if log is not None and log.corrupt:
-        return Outcome("crashed", "the recorder's event stream was corrupted (did the program write to its file descriptors?)")
+        return Outcome(
+            "crashed", "the recorder's event stream was corrupted (did the program write to its file descriptors?)"
+        )
     if streams.killed:
         return Outcome("timeout", f"the program did not stop within {limits.wall_time:g} s and was killed")
     stderr = streams.stderr.decode("utf-8", "replace")
@@ -348,7 +385,11 @@ def _outcome_without_end(returncode: int | None, streams: _Streams, limits: Limi
         return Outcome("crashed", f"the interpreter was killed by {name}", exit_code=returncode)
     tail = stderr.strip().splitlines()[-3:]
     detail = f": {' / '.join(tail)}" if tail else ""
-    return Outcome("crashed", f"the interpreter exited with code {returncode} before the recording ended{detail}", exit_code=returncode)
+    return Outcome(
+        "crashed",
+        f"the interpreter exited with code {returncode} before the recording ended{detail}",
+        exit_code=returncode,
+    )
 
 
 _CHECKPOINT = 32  # every 32nd state of an invocation keeps a full copy of its locals
@@ -371,7 +412,7 @@ def _fatal_error(stderr: str, user_paths: set[str]) -> str | None:
 
 
 class _Invocation:
-    __slots__ = ("function", "path", "depth", "first_line", "lines", "states", "locals", "values", "checkpoints")
+    __slots__ = ("checkpoints", "depth", "first_line", "function", "lines", "locals", "path", "states", "values")
 
     def __init__(self, function: str, path: str, depth: int, first_line: int, lines: list[str]) -> None:
         self.function = function
@@ -421,7 +462,9 @@ class EventLog:
         self._buffer = bytearray()
         self._unread: list[tuple[bytes, bytes]] = []  # (format, payload) of batches not indexed yet
         self.offset = 0  # a materialised window: the event index of its first state
-        self.snapshots: dict[int, tuple[dict[str, str], dict[str, list], int]] = {}  # invocation -> locals at the window's start
+        self.snapshots: dict[
+            int, tuple[dict[str, str], dict[str, list], int]
+        ] = {}  # invocation -> locals at the window's start
 
     def __len__(self) -> int:
         self.materialize()
@@ -618,7 +661,9 @@ class EventLog:
             self.caught.get(index),
         )
 
-    def caller_view(self, inv_id: int, since: int, until: int, local_reprs: dict[str, str], values: dict) -> tuple[dict[str, str], dict]:
+    def caller_view(
+        self, inv_id: int, since: int, until: int, local_reprs: dict[str, str], values: dict
+    ) -> tuple[dict[str, str], dict]:
         """A caller's locals at state `until`, from its own latest state `since` plus what the
         callees that returned in between changed."""
         self.materialize()
@@ -629,7 +674,7 @@ class EventLog:
         relevant = [c for index, c in updates[start:] if since <= index <= until]
         if not relevant:
             return local_reprs, values
-        local_reprs, encoded = dict(local_reprs), {}
+        local_reprs, encoded = dict(local_reprs), dict[str, list]()
         for changes in relevant:
             _apply_in_place(local_reprs, encoded, changes)
         merged = {k: v for k, v in values.items() if k in local_reprs and k not in encoded}
@@ -725,6 +770,8 @@ def _decode_value(enc: list) -> Value:
     return Value(
         repr=text,
         type=type_name,
-        children=tuple((str(name), _decode_value(c) if type(c) is list else Value(_decode_repr(c))) for name, c in children),
+        children=tuple(
+            (str(name), _decode_value(c) if type(c) is list else Value(_decode_repr(c))) for name, c in children
+        ),
         more=int(more),
     )

@@ -23,6 +23,7 @@ import time
 from bisect import bisect_right
 from collections import OrderedDict
 from collections.abc import Sequence
+from typing import Any
 
 import msgspec
 import numpy as np
@@ -36,7 +37,9 @@ KINDS = ("call", "line", "return", "exception")
 CALL, LINE, RETURN, EXCEPTION = 0, 1, 2, 3
 HASH_EVERY = 1 << 16
 WINDOW = 4000  # events materialised on each side of the one asked for, at most...
-WINDOW_SECONDS = 0.2  # ...and about as many as full capture records in this time (lists re-repr'd at every event are slow)
+WINDOW_SECONDS = (
+    0.2  # ...and about as many as full capture records in this time (lists re-repr'd at every event are slow)
+)
 MAX_WINDOWS = 8
 
 
@@ -106,7 +109,9 @@ class SkeletonLog:
                 _, cid, name, filename, first = event
                 self.codes[cid] = (name, filename, first)
             elif tag in ("o", "e"):
-                self.outputs.append((int(event[2]) if len(event) > 2 else self.count, "stdout" if tag == "o" else "stderr", event[1]))
+                self.outputs.append(
+                    (int(event[2]) if len(event) > 2 else self.count, "stdout" if tag == "o" else "stderr", event[1])
+                )
             elif tag == "cp":
                 self.checkpoints[int(event[1])] = (event[2], int(event[3]))
             elif tag == "cpx":
@@ -263,15 +268,19 @@ class SkeletonTree:
 class SkeletonRecording:
     """One recorded execution in skeleton mode, with its checkpoints and materialised windows."""
 
-    def __init__(self, log: SkeletonLog, main_path: str, seconds: float, fd_stdout: str, fd_stderr: str, program=None) -> None:
+    def __init__(
+        self, log: SkeletonLog, main_path: str, seconds: float, fd_stdout: str, fd_stderr: str, program=None
+    ) -> None:
         self.log = log
         self.program = program
-        self.outcome = None  # set by the recorder: how the run ended
+        self.outcome: Any = None  # set by the recorder: how the run ended (an Outcome)
         self.main_path = main_path
         self.seconds = seconds
         self._fd_stdout = fd_stdout
         self._fd_stderr = fd_stderr
-        events = np.memmap(log.events_path, dtype=EVENT_DTYPE, mode="r") if log.count else np.zeros(0, dtype=EVENT_DTYPE)
+        events = (
+            np.memmap(log.events_path, dtype=EVENT_DTYPE, mode="r") if log.count else np.zeros(0, dtype=EVENT_DTYPE)
+        )
         calls_size = os.path.getsize(log.calls_path)
         calls = np.memmap(log.calls_path, dtype=CALL_DTYPE, mode="r") if calls_size else np.zeros(0, dtype=CALL_DTYPE)
         self.events = events
@@ -280,7 +289,9 @@ class SkeletonRecording:
         tree = self.tree
         zero = tree.call_index[tree.lines[tree.call_index] == 0]
         if len(zero):
-            firsts = np.array([log.codes.get(int(c), ("", "", 1))[2] for c in tree.code_of[tree.invs[zero]]], dtype=np.int32)
+            firsts = np.array(
+                [log.codes.get(int(c), ("", "", 1))[2] for c in tree.code_of[tree.invs[zero]]], dtype=np.int32
+            )
             tree.lines[zero] = firsts
         self.sources: dict[str, str] = {}
         self.source_lines: dict[str, list[str]] = {}
@@ -319,7 +330,11 @@ class SkeletonRecording:
         """Output written after event `start` up to event `end` (and everything left at the end),
         joined per event and stream as full capture joins it."""
         out: list[tuple[str, str]] = []
-        for i in range(start + 1, end + 1) if end - start < 10_000 else sorted({c for c, _, _ in self.log.outputs if start < c <= end}):
+        for i in (
+            range(start + 1, end + 1)
+            if end - start < 10_000
+            else sorted({c for c, _, _ in self.log.outputs if start < c <= end})
+        ):
             stdout, stderr = self.output_at(i)
             if stdout:
                 out.append(("stdout", stdout))
@@ -383,7 +398,11 @@ class SkeletonRecording:
         tree = self.tree
         for k in range(min(got, expected)):
             i = a + k
-            if log.kinds[k] != KINDS[int(tree.kinds[i])] or log.lines[k] != int(tree.lines[i]) or log.invs[k] != int(tree.invs[i]):
+            if (
+                log.kinds[k] != KINDS[int(tree.kinds[i])]
+                or log.lines[k] != int(tree.lines[i])
+                or log.invs[k] != int(tree.invs[i])
+            ):
                 self._diverged(i)
                 break
         else:
@@ -428,7 +447,7 @@ class SkeletonRecording:
 
     def close(self) -> None:
         """End the checkpoint processes and remove the files."""
-        for path, pid in list(self.log.checkpoints.values()):
+        for _path, pid in list(self.log.checkpoints.values()):
             try:
                 os.kill(pid, signal.SIGKILL)
             except (ProcessLookupError, PermissionError):

@@ -1,6 +1,6 @@
 """Ship a trained model as the embedded model: copy its files into the package and write its card.
 
-    python -m neural_dap.train.card RUN_DIR --data DATA_DIR [--eval results.json ...]
+python -m neural_dap.train.card RUN_DIR --data DATA_DIR [--eval results.json ...]
 """
 
 from __future__ import annotations
@@ -12,7 +12,13 @@ import shutil
 from pathlib import Path
 
 EMBEDDED = Path(__file__).resolve().parent / "embedded"
-MODEL_FILES = ("config.json", "generation_config.json", "tokenizer.json", "tokenizer_config.json", "special_tokens_map.json")
+MODEL_FILES = (
+    "config.json",
+    "generation_config.json",
+    "tokenizer.json",
+    "tokenizer_config.json",
+    "special_tokens_map.json",
+)
 
 
 def ship(run: Path, target: Path = EMBEDDED) -> list[str]:
@@ -46,7 +52,9 @@ def _passes(epochs: int) -> str:
     return "less than one pass over the data" if epochs == 0 else f"{epochs} full passes over the data"
 
 
-def card(run: Path, data: Path, evals: list[dict], target: Path = EMBEDDED, note: str = "", wall_minutes: float | None = None) -> str:
+def card(
+    run: Path, data: Path, evals: list[dict], target: Path = EMBEDDED, note: str = "", wall_minutes: float | None = None
+) -> str:
     log = json.loads((run / "train_log.json").read_text())
     manifest = json.loads((data / "manifest.json").read_text()) if (data / "manifest.json").is_file() else {}
     preset = log["preset_values"]
@@ -56,27 +64,46 @@ def card(run: Path, data: Path, evals: list[dict], target: Path = EMBEDDED, note
         "",
         "A small Llama-architecture causal language model trained from scratch by neural-dap's own",
         "pipeline to predict Python program states after debugger actions, in the `nd` trace dialect.",
-        "It is what `model: \"embedded\"` loads (in process, on the CPU); the same folder serves under vLLM.",
+        'It is what `model: "embedded"` loads (in process, on the CPU); the same folder serves under vLLM.',
         "",
         "## Model",
-        _table([
-            ("architecture", f"LlamaForCausalLM, {preset['layers']} layers, width {preset['hidden']}, {preset['heads']} heads, MLP {preset['ffn']}"),
-            ("parameters", f"{log['parameters'] / 1e6:.1f} M ({size / 1e6:.1f} MB of safetensors)"),
-            ("context", f"{preset['seq_len']} tokens"),
-            ("tokenizer", "byte-level BPE, 4096 tokens, every trace-format token special"),
-        ]),
+        _table(
+            [
+                (
+                    "architecture",
+                    f"LlamaForCausalLM, {preset['layers']} layers, width {preset['hidden']}, {preset['heads']} heads, MLP {preset['ffn']}",
+                ),
+                ("parameters", f"{log['parameters'] / 1e6:.1f} M ({size / 1e6:.1f} MB of safetensors)"),
+                ("context", f"{preset['seq_len']} tokens"),
+                ("tokenizer", "byte-level BPE, 4096 tokens, every trace-format token special"),
+            ]
+        ),
         "",
         "## Training",
-        _table([
-            ("data", f"generated programs and standard-library functions, recorded and walked by the mixed random policy (docs/training.md); {manifest.get('counts', {}).get('trajectories', '?')} trajectories of {manifest.get('counts', {}).get('recorded', '?')} programs made, never CRUXEval"),
-            # every batch is packed full, so steps x batch tokens counts a resumed run's tokens too
-            ("tokens trained", f"{log['steps'] * preset['batch_tokens'] / 1e6:.1f} M ({_passes(log['epochs'])})"),
-            ("steps", f"{log['steps']} of {preset['batch_tokens']} tokens, peak learning rate {preset['lr']}, cosine decay"),
-            ("seed", str(log["seed"])),
-            ("hardware", f"{log['device']}, {wall_minutes or log['seconds'] / 60:.0f} minutes"),
-            ("final loss", f"train {log['final_loss']}, held-out {round(log['heldout_loss'], 4) if log['heldout_loss'] else '?'} (predicted frames only)"),
-            ("reproduce", "`neural-dap dataset --out data --programs 100000 --trajectories 6` (the shipped model used the first 300,000 trajectories), then `neural-dap train --data data --out run --preset cpu --compile --time-budget 7000`"),
-        ]),
+        _table(
+            [
+                (
+                    "data",
+                    f"generated programs and standard-library functions, recorded and walked by the mixed random policy (docs/training.md); {manifest.get('counts', {}).get('trajectories', '?')} trajectories of {manifest.get('counts', {}).get('recorded', '?')} programs made, never CRUXEval",
+                ),
+                # every batch is packed full, so steps x batch tokens counts a resumed run's tokens too
+                ("tokens trained", f"{log['steps'] * preset['batch_tokens'] / 1e6:.1f} M ({_passes(log['epochs'])})"),
+                (
+                    "steps",
+                    f"{log['steps']} of {preset['batch_tokens']} tokens, peak learning rate {preset['lr']}, cosine decay",
+                ),
+                ("seed", str(log["seed"])),
+                ("hardware", f"{log['device']}, {wall_minutes or log['seconds'] / 60:.0f} minutes"),
+                (
+                    "final loss",
+                    f"train {log['final_loss']}, held-out {round(log['heldout_loss'], 4) if log['heldout_loss'] else '?'} (predicted frames only)",
+                ),
+                (
+                    "reproduce",
+                    "`neural-dap dataset --out data --programs 100000 --trajectories 6` (the shipped model used the first 300,000 trajectories), then `neural-dap train --data data --out run --preset cpu --compile --time-budget 7000`",
+                ),
+            ]
+        ),
         "",
         *([note, ""] if note else []),
         "## Measured accuracy (`neural-dap eval`)",
@@ -95,10 +122,15 @@ def card(run: Path, data: Path, evals: list[dict], target: Path = EMBEDDED, note
             ]
             lines += [_row(action, r) for action, r in result["byAction"].items()]
         elif "benchmark" in result:
-            who = "the recorded world (reference)" if result.get("model", {}).get("world") == "recorded" else "this model"
+            who = (
+                "the recorded world (reference)" if result.get("model", {}).get("world") == "recorded" else "this model"
+            )
             failures = sorted({r["error"] for r in result["results"] if not r["passed"] and r.get("error")})
             why = f" (failures: {'; '.join(failures)})" if who != "this model" and failures else ""
-            lines += ["", f"{result['benchmark']} ({result['method']}), {who}, on {result['items']} CRUXEval-dev items: **pass@1 {result['pass@1']}%**{why}"]
+            lines += [
+                "",
+                f"{result['benchmark']} ({result['method']}), {who}, on {result['items']} CRUXEval-dev items: **pass@1 {result['pass@1']}%**{why}",
+            ]
     lines += [
         "",
         "Reference points: the paper's 1.8B model trained from scratch reached 57.7% on CRUXEval-O, its",
@@ -124,10 +156,14 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("run", type=Path)
     parser.add_argument("--data", type=Path, required=True)
-    parser.add_argument("--eval", type=Path, action="append", default=[], help="JSON written by `neural-dap eval ... --out`")
+    parser.add_argument(
+        "--eval", type=Path, action="append", default=[], help="JSON written by `neural-dap eval ... --out`"
+    )
     parser.add_argument("--no-copy", action="store_true", help="only rewrite the card")
     parser.add_argument("--note", default="", help="a paragraph about this run, placed after the training table")
-    parser.add_argument("--wall-minutes", type=float, help="the run's wall time when it was resumed (the log counts the last part only)")
+    parser.add_argument(
+        "--wall-minutes", type=float, help="the run's wall time when it was resumed (the log counts the last part only)"
+    )
     opts = parser.parse_args()
     if not opts.no_copy:
         print("copied:", ", ".join(ship(opts.run)))

@@ -21,12 +21,20 @@ from neural_dap.corpus.dataset import shard_paths
 IGNORE = -100
 
 
-def encode(rows: list[list[str]], backend, special: dict[str, int], pieces_ids: list[list[int]] | None = None) -> tuple[list[int], list[int]]:
+def encode(
+    rows: list[list[str]], backend, special: dict[str, int], pieces_ids: list[list[int]] | None = None
+) -> tuple[list[int], list[int]]:
     """(input ids, labels) of one trajectory given as [[kind, text], ...] (see trajectories.py)."""
     ids: list[int] = []
     labels: list[int] = []
     texts = [text for kind, text in rows if kind in "tT"]
-    encoded = pieces_ids if pieces_ids is not None else [e.ids for e in backend.encode_batch(texts, add_special_tokens=False)] if texts else []
+    encoded = (
+        pieces_ids
+        if pieces_ids is not None
+        else [e.ids for e in backend.encode_batch(texts, add_special_tokens=False)]
+        if texts
+        else []
+    )
     k = 0
     for kind, text in rows:
         if kind in "sS":
@@ -47,7 +55,9 @@ def _read_shard(path: str) -> list[list[list[str]]]:
 class PackedStream:
     """Endless batches [(input_ids, labels)] of shape (batch, seq_len), epoch after epoch."""
 
-    def __init__(self, data_dir: str, tokenizer, seq_len: int, batch_size: int, seed: int = 0, prefetch: int = 16) -> None:
+    def __init__(
+        self, data_dir: str, tokenizer, seq_len: int, batch_size: int, seed: int = 0, prefetch: int = 16
+    ) -> None:
         from neural_dap.train.tokenizer import special_ids
 
         self.paths = shard_paths(data_dir)
@@ -143,8 +153,8 @@ def _pack_shard(args: tuple[str, str, int, int]):
 
     path, tokenizer_file, seq_len, seed = args
     tokenizer = Tokenizer.from_file(tokenizer_file)
-    special = {t: tokenizer.token_to_id(t) for t in _special_strings()}
-    pad = tokenizer.token_to_id("<|pad|>")
+    special: dict[str, int] = {t: tokenizer.token_to_id(t) or 0 for t in _special_strings()}
+    pad = tokenizer.token_to_id("<|pad|>") or 0
     trajectories = _read_shard(path)
     random.Random(seed).shuffle(trajectories)
     rows_ids: list[list[int]] = []
@@ -170,7 +180,9 @@ def _pack_shard(args: tuple[str, str, int, int]):
     if ids:
         rows_ids.append(ids + [pad] * (seq_len - len(ids)))
         rows_mask.append(mask + [0] * (seq_len - len(mask)))
-    return np.asarray(rows_ids, dtype=np.uint16 if tokenizer.get_vocab_size() < 65536 else np.int32), np.asarray(rows_mask, dtype=np.uint8)
+    return np.asarray(rows_ids, dtype=np.uint16 if tokenizer.get_vocab_size() < 65536 else np.int32), np.asarray(
+        rows_mask, dtype=np.uint8
+    )
 
 
 def _special_strings() -> list[str]:
@@ -182,7 +194,9 @@ def _special_strings() -> list[str]:
 class ShardPool:
     """Batches packed by worker processes, one shard each (for fast accelerators); epoch after epoch."""
 
-    def __init__(self, data_dir: str, tokenizer_file: str, seq_len: int, batch_size: int, seed: int = 0, workers: int = 4) -> None:
+    def __init__(
+        self, data_dir: str, tokenizer_file: str, seq_len: int, batch_size: int, seed: int = 0, workers: int = 4
+    ) -> None:
         import multiprocessing as mp
 
         import numpy as np
@@ -211,7 +225,9 @@ class ShardPool:
         self.paths = shard_paths(self.data_dir) or self.paths  # shards written meanwhile join the next epoch
         order = list(self.paths)
         random.Random(self.seed + self.epoch).shuffle(order)
-        jobs = [(p, self.tokenizer_file, self.seq_len, self.seed * 1000 + self.epoch * 100 + i) for i, p in enumerate(order)]
+        jobs = [
+            (p, self.tokenizer_file, self.seq_len, self.seed * 1000 + self.epoch * 100 + i) for i, p in enumerate(order)
+        ]
         self.pending = self.pool.imap_unordered(_pack_shard, jobs)
         self.left = len(jobs)
 

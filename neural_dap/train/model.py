@@ -41,7 +41,7 @@ def make_config(preset: Preset, vocab_size: int, bos: int, eos: int, pad: int):
         num_attention_heads=preset.heads,
         num_key_value_heads=preset.heads,
         max_position_embeddings=preset.seq_len,
-        rope_theta=10000.0,
+        rope_theta=10000.0,  # type: ignore[call-arg]  # transformers 5 reads it into rope_parameters
         rms_norm_eps=1e-5,
         tie_word_embeddings=True,
         bos_token_id=bos,

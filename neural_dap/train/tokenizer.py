@@ -65,7 +65,9 @@ def add_missing_specials(tokenizer) -> int:
     try:
         added = tokenizer.add_special_tokens({"additional_special_tokens": missing}, replace_extra_special_tokens=False)
     except TypeError:  # transformers 4.x names the flag differently
-        added = tokenizer.add_special_tokens({"additional_special_tokens": missing}, replace_additional_special_tokens=False)
+        added = tokenizer.add_special_tokens(
+            {"additional_special_tokens": missing}, replace_additional_special_tokens=False
+        )
     if tokenizer.pad_token is None:
         tokenizer.pad_token = PAD
     return added

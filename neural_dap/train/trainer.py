@@ -15,6 +15,7 @@ import random
 import sys
 import time
 from dataclasses import asdict, dataclass, field
+from typing import Any
 
 from neural_dap.train.model import PRESETS, Preset, count_parameters, make_config
 
@@ -61,7 +62,7 @@ def prepare_tokenizer(config: TrainConfig):
     if os.path.isfile(os.path.join(target, "tokenizer.json")):
         return load_tokenizer(target)
     if config.tokenizer or config.base:
-        tokenizer = load_tokenizer(config.tokenizer or config.base)
+        tokenizer = load_tokenizer(str(config.tokenizer or config.base))
         added = add_missing_specials(tokenizer)
         if added:
             _log(f"added {added} trace-format special tokens to the tokenizer")
@@ -92,10 +93,14 @@ def train(config: TrainConfig) -> dict:
     if config.base:
         model = load_base(config.base, len(tokenizer), preset.seq_len).to(device)
     else:
-        model_config = make_config(preset, len(tokenizer), tokenizer.bos_token_id, tokenizer.eos_token_id, tokenizer.pad_token_id)
-        model = LlamaForCausalLM(model_config).to(device)
+        model_config = make_config(
+            preset, len(tokenizer), tokenizer.bos_token_id, tokenizer.eos_token_id, tokenizer.pad_token_id
+        )
+        model = LlamaForCausalLM(model_config).to(device)  # type: ignore[arg-type]  # transformers' typing of .to
     n_params = count_parameters(model)
-    optimizer = torch.optim.AdamW(model.parameters(), lr=preset.lr, betas=(0.9, 0.95), weight_decay=0.1, fused=device.type == "cuda")
+    optimizer = torch.optim.AdamW(
+        model.parameters(), lr=preset.lr, betas=(0.9, 0.95), weight_decay=0.1, fused=device.type == "cuda"
+    )
     step = 0
     history: list[dict] = []
     if config.resume and os.path.isfile(checkpoint_path):
@@ -109,17 +114,26 @@ def train(config: TrainConfig) -> dict:
         _log(f"resumed from step {step}")
     batch_size = max(1, preset.batch_tokens // preset.seq_len)
     tokenizer_file = os.path.join(config.out, "tokenizer", "tokenizer.json")
-    workers = config.data_workers if config.data_workers is not None else (max(1, (os.cpu_count() or 2) - 1) if device.type == "cuda" else 0)
+    workers = (
+        config.data_workers
+        if config.data_workers is not None
+        else (max(1, (os.cpu_count() or 2) - 1) if device.type == "cuda" else 0)
+    )
+    stream: ShardPool | PackedStream
     if workers > 0:
-        stream = ShardPool(config.data, tokenizer_file, preset.seq_len, batch_size, seed=config.seed + step, workers=workers)
+        stream = ShardPool(
+            config.data, tokenizer_file, preset.seq_len, batch_size, seed=config.seed + step, workers=workers
+        )
     else:
         stream = PackedStream(config.data, tokenizer, preset.seq_len, batch_size, seed=config.seed + step)
-    heldout = heldout_batches(os.path.join(config.data.split(",")[0], "heldout.jsonl"), tokenizer, preset.seq_len, limit=64)
+    heldout = heldout_batches(
+        os.path.join(config.data.split(",")[0], "heldout.jsonl"), tokenizer, preset.seq_len, limit=64
+    )
     forward = model
     if config.compile:
         try:
             forward = torch.compile(model)
-        except Exception as exc:  # noqa: BLE001 (compilation is an optimisation, never a requirement)
+        except Exception as exc:
             _log(f"torch.compile unavailable ({exc}); running eagerly")
     autocast = torch.autocast("cuda", dtype=torch.bfloat16) if device.type == "cuda" else contextlib.nullcontext()
     _log(f"model: {n_params / 1e6:.1f}M parameters, preset {config.preset} {preset.describe()}, device {device}")
@@ -136,8 +150,14 @@ def train(config: TrainConfig) -> dict:
 
     def save_checkpoint() -> None:
         torch.save(
-            {"model": model.state_dict(), "optimizer": optimizer.state_dict(), "step": step, "history": history,
-             "python_rng": random.getstate(), "torch_rng": torch.get_rng_state()},
+            {
+                "model": model.state_dict(),
+                "optimizer": optimizer.state_dict(),
+                "step": step,
+                "history": history,
+                "python_rng": random.getstate(),
+                "torch_rng": torch.get_rng_state(),
+            },
             checkpoint_path + ".tmp",
         )
         os.replace(checkpoint_path + ".tmp", checkpoint_path)
@@ -180,7 +200,7 @@ def train(config: TrainConfig) -> dict:
         try:
             with autocast:
                 out = forward(input_ids=x, labels=y)
-        except Exception as exc:  # noqa: BLE001 (a failed compilation falls back to eager mode)
+        except Exception as exc:
             if forward is model:
                 raise
             _log(f"compiled model failed ({type(exc).__name__}: {exc}); running eagerly")
@@ -204,7 +224,10 @@ def train(config: TrainConfig) -> dict:
             left = config.time_budget - (time.monotonic() - started)
             planned["steps"] = max(step + 1, step + int(left / per_step))
             bar(step, None, done=True)
-            _log(f"{per_step * 1e3:.0f} ms per step: planning {planned['steps']} steps for the {config.time_budget:g} s budget")
+            _log(
+                f"{per_step * 1e3:.0f} ms per step: planning {planned['steps']} steps "
+                f"for the {config.time_budget:g} s budget"
+            )
             bar = _bar(planned["steps"], step)
         n_tokens = x.numel()
         tokens_done += n_tokens
@@ -212,7 +235,13 @@ def train(config: TrainConfig) -> dict:
         if step % 10 == 0 or step == planned["steps"]:
             elapsed = time.monotonic() - window_start
             rate = window_tokens / max(elapsed, 1e-9)
-            record = {"step": step, "loss": round(loss.item(), 4), "lr": lr_at(step), "tokens_per_s": round(rate), "epoch": stream.epoch}
+            record = {
+                "step": step,
+                "loss": round(loss.item(), 4),
+                "lr": lr_at(step),
+                "tokens_per_s": round(rate),
+                "epoch": stream.epoch,
+            }
             if step % config.eval_every == 0 or step == planned["steps"]:
                 record["heldout_loss"] = evaluate()
             history.append(record)
@@ -259,10 +288,10 @@ def load_base(path: str, vocab_size: int, seq_len: int):
     import torch
     from transformers import AutoModelForCausalLM
 
-    model = AutoModelForCausalLM.from_pretrained(path, dtype=torch.float32)
+    model: Any = AutoModelForCausalLM.from_pretrained(path, dtype=torch.float32)
     if model.get_input_embeddings().num_embeddings < vocab_size:
         model.resize_token_embeddings(vocab_size)
-    if getattr(model.config, "max_position_embeddings", seq_len) < seq_len:
+    if int(getattr(model.config, "max_position_embeddings", seq_len)) < seq_len:
         model.config.max_position_embeddings = seq_len
     return model
 

@@ -63,13 +63,15 @@ def bind_arguments(source: SourceInfo, function: str, args_text: str) -> dict[st
         else:
             kw_extra[kw.arg] = _value_text(kw.value)
     defaults = a.defaults
-    for name, default in zip(positional[len(positional) - len(defaults) :], defaults):
+    for name, default in zip(positional[len(positional) - len(defaults) :], defaults, strict=False):
         bound.setdefault(name, _value_text(default))
-    for p, default in zip(a.kwonlyargs, a.kw_defaults):
-        if default is not None:
-            bound.setdefault(p.arg, _value_text(default))
+    for p, kw_default in zip(a.kwonlyargs, a.kw_defaults, strict=False):
+        if kw_default is not None:
+            bound.setdefault(p.arg, _value_text(kw_default))
     if extra and a.vararg is None:
-        raise WorldError(f"{function}() takes {len(positional)} positional arguments but {len(positional) + len(extra)} were given")
+        raise WorldError(
+            f"{function}() takes {len(positional)} positional arguments but {len(positional) + len(extra)} were given"
+        )
     if a.vararg is not None:
         bound[a.vararg.arg] = "(" + ", ".join(extra) + ("," if len(extra) == 1 else "") + ")"
     if kw_extra and a.kwarg is None:
@@ -80,7 +82,12 @@ def bind_arguments(source: SourceInfo, function: str, args_text: str) -> dict[st
     if missing:
         raise WorldError(f"{function}() is missing arguments {missing}")
     # locals appear in the order of the parameters, as CPython lists them
-    order = positional + ([a.vararg.arg] if a.vararg else []) + [p.arg for p in a.kwonlyargs] + ([a.kwarg.arg] if a.kwarg else [])
+    order = (
+        positional
+        + ([a.vararg.arg] if a.vararg else [])
+        + [p.arg for p in a.kwonlyargs]
+        + ([a.kwarg.arg] if a.kwarg else [])
+    )
     return {name: bound[name] for name in order if name in bound}
 
 
@@ -88,11 +95,15 @@ def entry_state(source: SourceInfo, path: str, entry: Entry | None) -> State:
     if entry is None:  # a whole script: its module starts at line 1 with nothing defined
         return State("call", 1, source.line_text(1), "<module>", 0, 0, {}, path=path)
     node = _function_node(source, entry.function)
-    line = source.def_line(entry.function) or (min([node.lineno] + [d.lineno for d in node.decorator_list]) if node else None)
+    line = source.def_line(entry.function) or (
+        min([node.lineno] + [d.lineno for d in node.decorator_list]) if node else None
+    )
     if line is None:
         raise WorldError(f"the program defines no function {entry.function!r}")
     if entry.returns is not None:
         ret_line = source.last_return_line(entry.function) or line
-        return State("return", ret_line, source.line_text(ret_line), entry.function, 0, 0, {}, value=entry.returns, path=path)
+        return State(
+            "return", ret_line, source.line_text(ret_line), entry.function, 0, 0, {}, value=entry.returns, path=path
+        )
     local_reprs = bind_arguments(source, entry.function, entry.args or "")
     return State("call", line, source.line_text(line), entry.function, 0, 0, local_reprs, path=path)

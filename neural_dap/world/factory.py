@@ -7,27 +7,40 @@ import each other's factories (the reconciled world wraps a neural one; nothing 
 from __future__ import annotations
 
 import os
-from typing import Any
+from typing import Any, Literal
 
 import msgspec
 
-from neural_dap.core.world import LaunchSpec, WorldError, WorldModel
+from neural_dap.core.world import LaunchSpec, WorldError, WorldModel, world_options
 from neural_dap.llm.base import ModelClient
 from neural_dap.world.neural import ModelSettings
 
 
+class NeuralOptions(msgspec.Struct, frozen=True, rename="camel"):
+    """The neural world's launch keys; with a recorded reality it takes `RecordedOptions` too."""
+
+    model: Any = None  # "embedded", a URL, a model folder or {"url", "name", "dialect", ...}
+    reconcile: Literal["none", "recorded", "debugpy"] = "none"
+    trust: Literal["model", "reality"] = "model"
+
+
+def launch_keys() -> frozenset[str]:
+    """Every world's own launch keys (the DAP layer adds its shared ones): the extension's schema."""
+    from neural_dap.world.recorded import RecordedOptions
+
+    return frozenset(f.encode_name for kind in (NeuralOptions, RecordedOptions) for f in msgspec.structs.fields(kind))
+
+
 def create_world(launch: LaunchSpec) -> WorldModel:
-    world = launch.options.get("world", "recorded")
-    reconcile = launch.options.get("reconcile") or "none"
-    if world == "recorded":
+    if launch.world == "recorded":
         from neural_dap.world.recorded import RecordedWorld
 
-        if reconcile != "none":
+        if launch.options.get("reconcile", "none") != "none":
             raise WorldError("reconcile applies to world 'neural' (a recorded world is reality already)")
         return RecordedWorld()
-    if world == "neural":
+    if launch.world == "neural":
         return create_neural_world(launch)
-    raise WorldError(f"unknown world {world!r}: use 'recorded' or 'neural'")
+    raise WorldError(f"unknown world {launch.world!r}: use 'recorded' or 'neural'")
 
 
 def settings_from(model: Any) -> ModelSettings:
@@ -58,7 +71,9 @@ def make_client(settings: ModelSettings) -> ModelClient:
 
         path = embedded_model_path()
         if not os.path.isfile(os.path.join(path, "config.json")):
-            raise WorldError(f"the embedded model is not installed at {path}; train it with `neural-dap train` or give a model URL")
+            raise WorldError(
+                f"the embedded model is not installed at {path}; train it with `neural-dap train` or give a model URL"
+            )
         return InProcessClient(path)
     if settings.url.startswith(("http://", "https://")):
         from neural_dap.llm.openai import OpenAICompatibleClient
@@ -74,11 +89,11 @@ def make_client(settings: ModelSettings) -> ModelClient:
 def create_neural_world(launch: LaunchSpec) -> WorldModel:
     from neural_dap.world.neural import NeuralWorld
 
-    settings = settings_from(launch.options.get("model"))
+    options = world_options(launch, NeuralOptions, "neural")
+    settings = settings_from(options.model)
     world = NeuralWorld(make_client(settings), settings)
-    reconcile = launch.options.get("reconcile") or "none"
-    if reconcile == "none":
+    if options.reconcile == "none":
         return world
     from neural_dap.world.reconciled import ReconciledWorld
 
-    return ReconciledWorld(world, reconcile, launch.options.get("trust") or "model")
+    return ReconciledWorld(world, options.reconcile, options.trust)

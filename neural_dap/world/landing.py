@@ -26,7 +26,9 @@ from neural_dap.format.grammar import FrameConstraint, FrameContext
 from neural_dap.format.trace import TraceText
 
 
-def frame_constraint(flow: ProgramFlow, trace: TraceText, current: State, action: Action, forced: str | None = None) -> FrameConstraint | None:
+def frame_constraint(
+    flow: ProgramFlow, trace: TraceText, current: State, action: Action, forced: str | None = None
+) -> FrameConstraint | None:
     """The frames a model may write after `action` from `current` (the trace's latest frame)."""
     if not flow.available:
         return None
@@ -43,7 +45,9 @@ def frame_constraint(flow: ProgramFlow, trace: TraceText, current: State, action
     return FrameConstraint(trace.source, contexts, end=end, forced_event=forced)
 
 
-def candidate_landings(flow: ProgramFlow, trace: TraceText, current: State, action: Action) -> tuple[set[Landing], bool] | None:
+def candidate_landings(
+    flow: ProgramFlow, trace: TraceText, current: State, action: Action
+) -> tuple[set[Landing], bool] | None:
     """(event, line) candidates and whether the end of the trace may be predicted; None: unknown.
 
     A line shared by several code objects (a lambda or generator expression inside a function, a
@@ -157,7 +161,7 @@ def _calls_of(code: CodeFacts) -> set[Landing]:
 
 def _callee_ends(flow: ProgramFlow, line: int) -> set[Landing]:
     out: set[Landing] = set()
-    for event, first in flow.calls_from(line):
+    for _event, first in flow.calls_from(line):
         for callee in flow.codes:
             if callee.first_line == first or first in callee.yields:
                 out |= _ends(callee)
@@ -175,7 +179,9 @@ def _before(code: CodeFacts, current: State) -> set[int]:
 
 def _follows_call(code: CodeFacts, current: State) -> bool:
     landing = (current.event, current.line)
-    return landing in code.entry or current.event == "exception" or any(landing in code.can_follow(y) for y in code.yields)
+    return (
+        landing in code.entry or current.event == "exception" or any(landing in code.can_follow(y) for y in code.yields)
+    )
 
 
 def _contexts(flow: ProgramFlow, trace: TraceText, action: Action, landings: set[Landing]) -> list[FrameContext]:
@@ -216,12 +222,19 @@ def _contexts(flow: ProgramFlow, trace: TraceText, action: Action, landings: set
         # in that order (they are still names the scope can bind, and ".." still needs a value).
         loose = action.inverse or trace.went_back or (event, invocation, function) in guessed
         deletable = frozenset(shadow_keys) if loose else frozenset().union(*(c.deletable for c in codes))
-        contexts.append(FrameContext(event, tuple(lines), shadow_keys, deletable, tuple(names), ordered and not loose, loose))
+        contexts.append(
+            FrameContext(event, tuple(lines), shadow_keys, deletable, tuple(names), ordered and not loose, loose)
+        )
     return contexts
 
 
 def _names(code: CodeFacts, event: str, lines: list[int]) -> tuple[str, ...]:
-    if event == "call" and code.kind == "function" and not code.yields and all(line == code.first_line for line in lines):
+    if (
+        event == "call"
+        and code.kind == "function"
+        and not code.yields
+        and all(line == code.first_line for line in lines)
+    ):
         # a call shows the arguments (and a closure's variables), in CPython's order
         wanted = set(code.params) | set(code.freevars)
         return tuple(n for n in code.names if n in wanted)

@@ -28,13 +28,13 @@ import msgspec
 
 from neural_dap.core.actions import Action, Target
 from neural_dap.core.flow import ProgramFlow
-from neural_dap.core.source import SourceInfo
+from neural_dap.core.source import SourceInfo, read_source
 from neural_dap.core.state import Frame, State
 from neural_dap.core.world import Capabilities, ExceptionFilter, Exit, LaunchSpec, Stop, WorldError
-from neural_dap.format.tokens import ACTION_TOKENS, CWM_TOKENS, FRAME_SEP, Special, merge_text
-from neural_dap.format.trace import END_OF_TRACE, EndOfTrace, FormatError, TraceText, open_chain, window_from
-from neural_dap.llm.base import CompletionResult, ModelClient, ModelError
 from neural_dap.format.grammar import FrameConstraint
+from neural_dap.format.tokens import ACTION_TOKENS, CWM_TOKENS, FRAME_SEP, Special, merge_text
+from neural_dap.format.trace import Dialect, EndOfTrace, FormatError, TraceText, open_chain, window_from
+from neural_dap.llm.base import ModelClient, ModelError
 from neural_dap.trace.tree import StateTree
 from neural_dap.world.entry import entry_state
 from neural_dap.world.landing import frame_constraint
@@ -98,7 +98,7 @@ class StopStats:
 
 class NeuralWorld:
     name = "neural"
-    capabilities = Capabilities(exact=False, inverse=True, needs_runnable=False)
+    capabilities = Capabilities(exact=False, inverse=True)
 
     def __init__(self, client: ModelClient, settings: ModelSettings) -> None:
         if settings.dialect not in ("nd", "cwm"):
@@ -107,7 +107,7 @@ class NeuralWorld:
             raise WorldError("samples must be at least 1")
         self.client = client
         self.settings = settings
-        self.dialect = settings.dialect
+        self.dialect: Dialect = "cwm" if settings.dialect == "cwm" else "nd"
         self.info: SourceInfo | None = None
         self.path = ""
         self.trace: TraceText | None = None
@@ -135,22 +135,26 @@ class NeuralWorld:
         path = launch.program
         text = launch.source
         if text is None:
-            try:
-                with open(path, encoding="utf-8", errors="replace") as fh:
-                    text = fh.read()
-            except OSError as exc:
-                raise WorldError(f"cannot read {path}: {exc}") from None
+            text = read_source(path)
+            if text is None:
+                raise WorldError(f"cannot read {path}")
         self.path = path
         self.info = SourceInfo(text, path)
         self.flow = ProgramFlow(self.info) if self.settings.constrained else None
         first = entry_state(self.info, path, launch.entry)
         self.trace = self._trace_from(first)
-        needed = [str(t) for t in CWM_TOKENS] + ([str(t) for t in ACTION_TOKENS.values()] if self.dialect == "nd" else [])
+        needed = [str(t) for t in CWM_TOKENS] + (
+            [str(t) for t in ACTION_TOKENS.values()] if self.dialect == "nd" else []
+        )
         try:
             self.ids = await self.client.special_ids(needed)
             self.context_ids = await self._encode(self.trace.context())
         except ModelError as exc:
-            hint = " (a model that does not know the nd action tokens needs dialect 'cwm')" if self.dialect == "nd" and "special token" in str(exc) else ""
+            hint = (
+                " (a model that does not know the nd action tokens needs dialect 'cwm')"
+                if self.dialect == "nd" and "special token" in str(exc)
+                else ""
+            )
             raise WorldError(f"{exc}{hint}") from None
         seen = await self._commit(first, None)
         self._entry = seen
@@ -224,7 +228,9 @@ class NeuralWorld:
             await self._nd(action, stats)
         state = self.timeline[self.pos]
         hit_bp = state.event == "line" and any(line == state.line for _, line in targets)
-        hit_exc = state.event == "exception" and ("raised" in exceptions or ("uncaught" in exceptions and state.depth == 0))
+        hit_exc = state.event == "exception" and (
+            "raised" in exceptions or ("uncaught" in exceptions and state.depth == 0)
+        )
         return self._stop(state, hit_breakpoint=hit_bp, hit_exception=hit_exc)
 
     # -- known states -----------------------------------------------------------------------------------------
@@ -269,7 +275,11 @@ class NeuralWorld:
             j = tree.apply(i, action)
             if j < i and states[j].event == "line" and states[j].line in action.lines:
                 return start + j
-            return start if start == 0 and self.timeline[0] is self._entry and i > 0 and self._entry.event == "call" else None
+            return (
+                start
+                if start == 0 and self.timeline[0] is self._entry and i > 0 and self._entry.event == "call"
+                else None
+            )
         if kind == "continue":
             return start + len(states) - 1 if self._is_end(states[-1]) and i < len(states) - 1 else None
         return None
@@ -318,14 +328,16 @@ class NeuralWorld:
             self.pos = len(self.timeline) - 1
         else:
             adjacent = action.kind == "inv_step_into" and self.pos == start
-            self.timeline = [state] + self.timeline[start:]
-            self.gap_before = [True, not adjacent] + self.gap_before[start + 1 :]
+            self.timeline = [state, *self.timeline[start:]]
+            self.gap_before = [True, not adjacent, *self.gap_before[start + 1 :]]
             self.pos = 0
 
     async def _cwm(self, action, stats, exceptions, breakpoints, accept) -> None:
         """Base CWM knows no actions: each is emulated with single steps, forcing event tokens."""
         if action.inverse:
-            raise WorldError(f"the cwm dialect steps back only through states it has predicted; {action} goes further back")
+            raise WorldError(
+                f"the cwm dialect steps back only through states it has predicted; {action} goes further back"
+            )
         if self.pos < len(self.timeline) - 1:
             del self.timeline[self.pos + 1 :]
             del self.gap_before[self.pos + 1 :]
@@ -342,16 +354,27 @@ class NeuralWorld:
             forced = None
             if current.event == "call" and kind == "step_into":
                 forced = "line"  # into the body, as cwmdbg's `step` does
-            elif current.event == "call" and step > 0 and kind in ("step_over", "step_return") and current.depth > owner_depth:
+            elif (
+                current.event == "call"
+                and step > 0
+                and kind in ("step_over", "step_return")
+                and current.depth > owner_depth
+            ):
                 forced = "return"  # jump over a call, as cwmdbg's `next` does
             state = await self._cwm_step(forced, stats)
             if state is None or kind == "step_into":
                 return
-            if state.event == "exception" and ("raised" in exceptions or ("uncaught" in exceptions and state.depth == 0)):
+            if state.event == "exception" and (
+                "raised" in exceptions or ("uncaught" in exceptions and state.depth == 0)
+            ):
                 return
-            if state.event == "line" and state.line in interrupt and kind != "breakpoint":
-                if accept is None or accept(self._stop(state, hit_breakpoint=True)):
-                    return
+            if (
+                state.event == "line"
+                and state.line in interrupt
+                and kind != "breakpoint"
+                and (accept is None or accept(self._stop(state, hit_breakpoint=True)))
+            ):
+                return
             if kind == "step_over" and state.depth <= owner_depth and state.event != "call":
                 return
             if kind == "step_return" and state.terminal and state.depth == owner_depth:
@@ -395,8 +418,14 @@ class NeuralWorld:
             if attempt:
                 self.retries += 1
             try:
-                result = await self.client.complete(prompt, max_tokens=max_tokens, stop_ids=[stop_id], n=samples, temperature=temperature,
-                                                    constraint=constraint)
+                result = await self.client.complete(
+                    prompt,
+                    max_tokens=max_tokens,
+                    stop_ids=[stop_id],
+                    n=samples,
+                    temperature=temperature,
+                    constraint=constraint,
+                )
             except ModelError as exc:
                 raise WorldError(f"the model could not predict {action}: {exc}") from None
             if constraint is not None:
@@ -410,11 +439,25 @@ class NeuralWorld:
                     problems.append(str(exc))
                     self.invalid_frames += 1
             chosen, agreement = _vote(candidates)
-            stats.calls.append(CallStats(str(action), result.prompt_tokens, result.generated_tokens, result.cached_tokens, result.seconds,
-                                         len(result.completions), len(candidates), agreement, result.constrained))
+            stats.calls.append(
+                CallStats(
+                    str(action),
+                    result.prompt_tokens,
+                    result.generated_tokens,
+                    result.cached_tokens,
+                    result.seconds,
+                    len(result.completions),
+                    len(candidates),
+                    agreement,
+                    result.constrained,
+                )
+            )
             if chosen is not None:
                 return chosen
-        raise WorldError(f"the model's answer to {action} was not a valid frame after {settings.retries + 1} attempts: {problems[-1] if problems else 'no answer'}")
+        raise WorldError(
+            f"the model's answer to {action} was not a valid frame after {settings.retries + 1} attempts: "
+            f"{problems[-1] if problems else 'no answer'}"
+        )
 
     def _constraint(self, action: Action, forced: str | None) -> FrameConstraint | None:
         """The frames the program allows after `action` (None: the program does not compile)."""
@@ -422,7 +465,9 @@ class NeuralWorld:
             return None
         return frame_constraint(self.flow, self.trace, self.trace.states[-1], action, forced)
 
-    def _read(self, text: str, action: Action, forced: str | None, constraint: FrameConstraint | None) -> State | EndOfTrace:
+    def _read(
+        self, text: str, action: Action, forced: str | None, constraint: FrameConstraint | None
+    ) -> State | EndOfTrace:
         """A completion as a state; a FormatError says why it is not a valid frame here."""
         assert self.trace is not None
         if constraint is not None:
@@ -464,7 +509,7 @@ class NeuralWorld:
         self.trace, seen = window_from(self.dialect, self.info, chain, self.path, old.tracker.next_id)
         self.context_ids = await self._encode(self.trace.context())
         self.frame_ids = [await self._encode(frame) for frame in self.trace.frames]
-        for before, after in zip(chain, seen):
+        for before, after in zip(chain, seen, strict=False):
             self._alias[after.invocation] = before.invocation
         self.timeline[self.pos] = seen[-1]
         self.windows += 1
@@ -473,14 +518,27 @@ class NeuralWorld:
         """Is the predicted frame possible here? A FormatError says why not."""
         assert self.info is not None
         source = self.info
-        if source.compiles and state.event in ("line", "return", "exception") and state.line not in source.executable_lines:
+        if (
+            source.compiles
+            and state.event in ("line", "return", "exception")
+            and state.line not in source.executable_lines
+        ):
             raise FormatError(f"line {state.line} has no code: a {state.event} event cannot happen there")
-        if source.compiles and state.event in ("line", "return", "exception"):
-            if not any(span.name == state.function and state.line in span.lines for span in source.spans):
-                raise FormatError(f"line {state.line} is not in {state.function}, where this {state.event} event would happen")
+        if (
+            source.compiles
+            and state.event in ("line", "return", "exception")
+            and not any(span.name == state.function and state.line in span.lines for span in source.spans)
+        ):
+            raise FormatError(
+                f"line {state.line} is not in {state.function}, where this {state.event} event would happen"
+            )
         if state.event == "call" and source.compiles:
             starts = any(s.first_line == state.line for s in source.spans if s.name != "<module>")
-            inside_generator = any(s.contains(state.line) and "yield" in "\n".join(source.line_text(n) for n in s.lines) for s in source.spans if s.name != "<module>")
+            inside_generator = any(
+                s.contains(state.line) and "yield" in "\n".join(source.line_text(n) for n in s.lines)
+                for s in source.spans
+                if s.name != "<module>"
+            )
             if not (starts or inside_generator):
                 raise FormatError(f"a call event at line {state.line}, where no function starts")
         kind = action.kind
@@ -488,10 +546,16 @@ class NeuralWorld:
             raise FormatError("step_return must land on a return or exception")
         if kind == "inv_step_return" and state.event != "call":
             raise FormatError("inv_step_return must land on a call")
-        if kind == "breakpoint" and not ((state.event == "line" and state.line in action.lines) or (state.terminal and state.depth == 0)):
+        if kind == "breakpoint" and not (
+            (state.event == "line" and state.line in action.lines) or (state.terminal and state.depth == 0)
+        ):
             raise FormatError(f"a breakpoint action must land on line {'/'.join(map(str, action.lines))} or at the end")
-        if kind == "inv_breakpoint" and not ((state.event == "line" and state.line in action.lines) or (state.event == "call" and state.depth == 0)):
-            raise FormatError(f"an inv_breakpoint action must land on line {'/'.join(map(str, action.lines))} or at the start")
+        if kind == "inv_breakpoint" and not (
+            (state.event == "line" and state.line in action.lines) or (state.event == "call" and state.depth == 0)
+        ):
+            raise FormatError(
+                f"an inv_breakpoint action must land on line {'/'.join(map(str, action.lines))} or at the start"
+            )
         current = self.timeline[self.pos]
         if kind == "step_over" and not current.terminal and state.event == "call":
             raise FormatError("step_over cannot land in a callee")
@@ -525,7 +589,16 @@ class NeuralWorld:
         for open_ in reversed(self.trace.tracker.stack[:-1]):
             known = self._latest_before(open_.invocation)
             line = known.line if known else (open_.last_line or 0)
-            stack.append(Frame(open_.function, line, self.info.line_text(line), open_.invocation, self.path, dict(known.locals) if known else {}))
+            stack.append(
+                Frame(
+                    open_.function,
+                    line,
+                    self.info.line_text(line),
+                    open_.invocation,
+                    self.path,
+                    dict(known.locals) if known else {},
+                )
+            )
         at_end = self._is_end(state)
         exit_ = None
         if at_end:
@@ -557,11 +630,7 @@ class NeuralWorld:
     def source(self, path: str) -> str | None:
         if self.info is not None and os.path.abspath(path) == os.path.abspath(self.path):
             return self.info.text
-        try:
-            with open(path, encoding="utf-8", errors="replace") as fh:
-                return fh.read()
-        except OSError:
-            return None
+        return read_source(path)
 
     def summary(self) -> dict[str, Any]:
         per_stop = [s.totals() for s in self.stops[1:]]

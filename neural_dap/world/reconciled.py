@@ -35,7 +35,7 @@ class ReconciledWorld:
         self.model = model
         self.reality_kind = reality
         self.trust = trust
-        self.capabilities = Capabilities(exact=False, inverse=True, needs_runnable=True)
+        self.capabilities = Capabilities(exact=False, inverse=True)
         self.recorded: RecordedWorld | None = None
         self.peer: DebugpyPeer | None = None
         self.snapshots: dict[int, tuple[State, Snapshot | None]] = {}  # id(model state) -> debugpy's stop there
@@ -57,7 +57,7 @@ class ReconciledWorld:
             real = await self.recorded.start(launch)
             return await self._reconcile(stop, real.state, None)
         entry = (launch.entry.function, launch.entry.args or "") if launch.entry else None
-        self.peer = DebugpyPeer(launch.program, launch.args, launch.cwd, launch.env, python=launch.options.get("python"), entry=entry)
+        self.peer = DebugpyPeer(launch.program, launch.args, launch.cwd, launch.env, python=launch.python, entry=entry)
         try:
             snapshot = await self.peer.start()
         except (RealityError, OSError) as exc:
@@ -87,7 +87,9 @@ class ReconciledWorld:
         stop = await self.model.act(action, exceptions=exceptions, breakpoints=breakpoints, accept=recording_accept)
         if self.recorded is not None:
             replay = iter(decisions)
-            real = await self.recorded.act(action, exceptions=exceptions, breakpoints=breakpoints, accept=lambda _s: next(replay, True))
+            real = await self.recorded.act(
+                action, exceptions=exceptions, breakpoints=breakpoints, accept=lambda _s: next(replay, True)
+            )
             return await self._reconcile(stop, real.state, action)
         return await self._act_debugpy(action, before, stop)
 
@@ -95,7 +97,9 @@ class ReconciledWorld:
         divergences = compare_states(stop.state, actual)
         return await self._conclude(stop, divergences, actual if action is not None else None, action)
 
-    async def _conclude(self, stop: Stop, divergences: list[Divergence], actual: State | None, action: Action | None) -> Stop:
+    async def _conclude(
+        self, stop: Stop, divergences: list[Divergence], actual: State | None, action: Action | None
+    ) -> Stop:
         self.compared += 1
         if not divergences:
             return stop
@@ -122,7 +126,10 @@ class ReconciledWorld:
         if cached is not None and cached[0] is landed:
             return await self._reconcile_snapshot(stop, cached[1], compare_only=True)
         if action.inverse:
-            return self._note(stop, "debugpy cannot step back: predictions there are not checked until the session moves forward again")
+            return self._note(
+                stop,
+                "debugpy cannot step back: predictions there are not checked until the session moves forward again",
+            )
         if before is not self.peer_at:
             return self._note(stop, "debugpy has gone another way and cannot step back: this stop is not checked")
         command = self._debugpy_command(action, before, landed)
@@ -131,7 +138,10 @@ class ReconciledWorld:
             if command is None:
                 snapshot = self.snapshots.get(id(before), (None, None))[1]
             elif command == "continue" and action.kind == "breakpoint":
-                await self.peer._call("setBreakpoints", {"source": {"path": self.peer.program}, "breakpoints": [{"line": ln} for ln in action.lines]})
+                await self.peer._call(
+                    "setBreakpoints",
+                    {"source": {"path": self.peer.program}, "breakpoints": [{"line": ln} for ln in action.lines]},
+                )
                 snapshot = await self.peer.step("continue")
             else:
                 if command == "continue":
@@ -155,20 +165,41 @@ class ReconciledWorld:
             return "stepOut"
         return "continue"
 
-    async def _reconcile_snapshot(self, stop: Stop, snapshot: Snapshot | None, compare_only: bool = False, action: Action | None = None) -> Stop:
+    async def _reconcile_snapshot(
+        self, stop: Stop, snapshot: Snapshot | None, compare_only: bool = False, action: Action | None = None
+    ) -> Stop:
         self.snapshots[id(stop.state)] = (stop.state, snapshot)
         divergences = self._compare_snapshot(stop, snapshot)
         actual = None
-        if divergences and self.trust == "reality" and snapshot is not None and stop.state.event == "line" and not compare_only and action is not None:
-            actual = State("line", snapshot.line, stop.state.source if snapshot.line == stop.state.line else "", snapshot.function,
-                           stop.state.depth, stop.state.invocation, snapshot.locals, path=stop.state.path)
+        if (
+            divergences
+            and self.trust == "reality"
+            and snapshot is not None
+            and stop.state.event == "line"
+            and not compare_only
+            and action is not None
+        ):
+            actual = State(
+                "line",
+                snapshot.line,
+                stop.state.source if snapshot.line == stop.state.line else "",
+                snapshot.function,
+                stop.state.depth,
+                stop.state.invocation,
+                snapshot.locals,
+                path=stop.state.path,
+            )
             actual = msgspec.structs.replace(actual, source=self.model.line_text(snapshot.line))
         return await self._conclude(stop, divergences, actual, action)
 
     def _compare_snapshot(self, stop: Stop, snapshot: Snapshot | None) -> list[Divergence]:
         state = stop.state
         if snapshot is None:
-            return [] if stop.at_end else [Divergence("end", predicted=f"line {state.line}", actual="the program had ended")]
+            return (
+                []
+                if stop.at_end
+                else [Divergence("end", predicted=f"line {state.line}", actual="the program had ended")]
+            )
         if stop.at_end:
             return [Divergence("end", predicted="the program ends", actual=f"{snapshot.function} line {snapshot.line}")]
         out: list[Divergence] = []
@@ -183,8 +214,12 @@ class ReconciledWorld:
         else:
             where = (state.function, state.line)
             local_reprs = state.locals
-        if (snapshot.function, snapshot.line) != where and not (state.event == "call" and snapshot.function == state.function):
-            out.append(Divergence("line", predicted=f"{where[0]}:{where[1]}", actual=f"{snapshot.function}:{snapshot.line}"))
+        if (snapshot.function, snapshot.line) != where and not (
+            state.event == "call" and snapshot.function == state.function
+        ):
+            out.append(
+                Divergence("line", predicted=f"{where[0]}:{where[1]}", actual=f"{snapshot.function}:{snapshot.line}")
+            )
         out.extend(compare_locals(local_reprs, snapshot.locals))
         return out
 

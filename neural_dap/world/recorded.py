@@ -4,20 +4,26 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Literal
 
 import anyio
 import msgspec
 
 from neural_dap.core.actions import Action, Target
 from neural_dap.core.source import read_source
-from neural_dap.core.world import Capabilities, ExceptionFilter, Exit, LaunchSpec, Stop, WorldError
+from neural_dap.core.world import Capabilities, ExceptionFilter, Exit, LaunchSpec, Stop, WorldError, world_options
 from neural_dap.trace.execution import Execution, FullExecution, SkeletonExecution
 from neural_dap.trace.recorder import Limits, Outcome, Program, RecorderError, Recording, record_async, record_skeleton
 from neural_dap.trace.skeleton import DivergenceError
 
-LIMIT_KEYS = {"maxEvents": "max_events", "wallTime": "wall_time", "maxRepr": "max_repr", "maxOutput": "max_output", "memoryMb": "memory_mb",
-              "maxProcesses": "max_processes"}
+LIMIT_KEYS = {
+    "maxEvents": "max_events",
+    "wallTime": "wall_time",
+    "maxRepr": "max_repr",
+    "maxOutput": "max_output",
+    "memoryMb": "memory_mb",
+    "maxProcesses": "max_processes",
+}
 # What a launch may ask for: a launch comes from a client, and a recording must stay bounded.
 LIMIT_RANGES: dict[str, tuple[float, float]] = {
     "maxEvents": (1, 200_000_000),
@@ -31,13 +37,23 @@ LIMIT_RANGES: dict[str, tuple[float, float]] = {
 
 # A debug session's defaults: a skeleton recording takes millions of events (12 bytes each, states
 # materialised on demand); full capture keeps every state in memory, so it stops much sooner.
-SESSION_LIMITS = {"skeleton": Limits(max_events=50_000_000, wall_time=60.0), "full": Limits(max_events=2_000_000, wall_time=60.0)}
+SESSION_LIMITS = {
+    "skeleton": Limits(max_events=50_000_000, wall_time=60.0),
+    "full": Limits(max_events=2_000_000, wall_time=60.0),
+}
 
 
-def limits_from(options: dict[str, Any], mode: str = "skeleton") -> Limits:
-    given = options.get("limits") or {}
+class RecordedOptions(msgspec.Struct, frozen=True, rename="camel"):
+    """The recorded world's launch keys (the reconciled world's recorded reality takes them too)."""
+
+    limits: Any = None  # {"maxEvents": ..., ...}: checked key by key against LIMIT_RANGES
+    recording: Literal["auto", "full", "skeleton"] = "auto"
+
+
+def limits_from(given: Any, mode: str = "skeleton") -> Limits:
+    given = given or {}
     if not isinstance(given, dict):
-        raise WorldError("limits must be an object, e.g. {\"maxEvents\": 1000000}")
+        raise WorldError('limits must be an object, e.g. {"maxEvents": 1000000}')
     unknown = set(given) - set(LIMIT_KEYS)
     if unknown:
         raise WorldError(f"unknown limits {sorted(unknown)}; known: {sorted(LIMIT_KEYS)}")
@@ -56,7 +72,7 @@ class RecordedWorld:
     short run or a dataset wants); "skeleton" forces the first. Both give the same states and stops."""
 
     name = "recorded"
-    capabilities = Capabilities(exact=True, inverse=True, needs_runnable=True)
+    capabilities = Capabilities(exact=True, inverse=True)
 
     def __init__(self) -> None:
         self.execution: Execution | None = None
@@ -80,12 +96,10 @@ class RecordedWorld:
             cwd=launch.cwd,
             env=launch.env,
         )
-        mode = launch.options.get("recording") or "auto"
-        if mode not in ("auto", "full", "skeleton"):
-            raise WorldError(f"recording must be 'auto', 'full' or 'skeleton', not {mode!r}")
-        self.mode = mode
-        limits = limits_from(launch.options, mode)
-        python = launch.options.get("python")
+        options = world_options(launch, RecordedOptions, "recorded")
+        mode = self.mode = options.recording
+        limits = limits_from(options.limits, mode)
+        python = launch.python
         try:
             if mode == "full":
                 rec = await record_async(program, limits, python=python)
@@ -105,7 +119,9 @@ class RecordedWorld:
             execution.close()
             stderr = rec.stderr if isinstance(rec, Recording) else rec._fd_stderr
             detail = stderr.strip().splitlines()[-3:]
-            raise WorldError(f"nothing was recorded: {rec.outcome.describe()}" + (f" ({' / '.join(detail)})" if detail else ""))
+            raise WorldError(
+                f"nothing was recorded: {rec.outcome.describe()}" + (f" ({' / '.join(detail)})" if detail else "")
+            )
         self.execution = execution
         self.index = 0
         return await self._stop(0, output=execution.output(-1, 0))
@@ -153,7 +169,9 @@ class RecordedWorld:
         self.index = natural
         return await self._stop(natural, output=execution.output(start, natural) if forward else ())
 
-    async def _stop(self, i: int, output: tuple = (), hit_exception: bool = False, hit_breakpoint: bool = False) -> Stop:
+    async def _stop(
+        self, i: int, output: tuple = (), hit_exception: bool = False, hit_breakpoint: bool = False
+    ) -> Stop:
         execution = self._require()
         try:
             # materialising a skeleton's states replays from a checkpoint: off the event loop
@@ -182,12 +200,15 @@ class RecordedWorld:
             return Exit(1, f"uncaught {outcome.message}")
         if outcome.kind == "exited":
             return Exit(outcome.exit_code or 0, outcome.message)
-        return Exit(outcome.exit_code if outcome.exit_code is not None else -1, outcome.describe() + " (the recording ends here)")
+        return Exit(
+            outcome.exit_code if outcome.exit_code is not None else -1,
+            outcome.describe() + " (the recording ends here)",
+        )
 
     def source(self, path: str) -> str | None:
         execution = self.execution
         sources = getattr(getattr(execution, "recording", None), "sources", None) or {}
-        if path in sources and sources[path]:
+        if sources.get(path):
             return sources[path]
         return read_source(path)
 
@@ -206,8 +227,13 @@ class RecordedWorld:
         }
         if isinstance(self.execution, SkeletonExecution):
             rec = self.execution.recording
-            out.update({"checkpoints": len(rec.checkpoints), "materialisations": rec.materialisations,
-                        "divergedAt": rec.diverged_at})
+            out.update(
+                {
+                    "checkpoints": len(rec.checkpoints),
+                    "materialisations": rec.materialisations,
+                    "divergedAt": rec.diverged_at,
+                }
+            )
         return out
 
     async def close(self) -> None:

@@ -9,6 +9,7 @@ import os
 import threading
 import time
 
+
 class Limits:
     def __init__(self, cfg: dict) -> None:
         self.max_events = int(cfg.get("max_events", 200_000))
@@ -34,7 +35,8 @@ class Channel:
     """Batches events in memory; a background thread writes them to the parent.
 
     Frames on the wire: one format byte (m: msgpack, j: JSON; upper case for the final record), a
-    4-byte little-endian length, the encoded batch (an array of events). The flusher also enforces the wall-time and event limits:
+    4-byte little-endian length, the encoded batch (an array of events). The flusher also enforces the
+    wall-time and event limits:
     it runs whenever the debuggee releases the GIL, so an endless Python loop still ends with its
     events kept.
     """
@@ -66,7 +68,9 @@ class Channel:
                 self.exit(0)
 
     def _write(self, batch: list, last: bool = False) -> None:
-        self._write_all(self.kind.upper() if last else self.kind, self.encode(batch))  # the final record is marked: M / J
+        self._write_all(
+            self.kind.upper() if last else self.kind, self.encode(batch)
+        )  # the final record is marked: M / J
 
     def flush(self) -> None:
         with self.lock:

@@ -212,8 +212,17 @@ def ctrace_engine(rec: Recorder):
     """The settrace engine in C (3.11; built with the package when a compiler is there)."""
     from neural_dap.trace._ctracer import Tracer
 
-    return Tracer(rec.events, rec.user_cache, rec._judge, rec.code_ids, rec.code_id, rec.encode_atom, rec.encode_object,
-                  rec.value_repr, rec.reprs.repr)
+    return Tracer(
+        rec.events,
+        rec.user_cache,
+        rec._judge,
+        rec.code_ids,
+        rec.code_id,
+        rec.encode_atom,
+        rec.encode_object,
+        rec.value_repr,
+        rec.reprs.repr,
+    )
 
 
 def _choose_engine(name: str, rec: Recorder, skeleton: bool = False):

@@ -16,7 +16,7 @@ BUFFER = 65536  # events per flushed batch
 
 
 class _Entry:
-    __slots__ = ("frame", "inv", "code_id", "diff", "pending", "last", "module")
+    __slots__ = ("code_id", "diff", "frame", "inv", "last", "module", "pending")
 
     def __init__(self, frame, inv: int, code_id: int, last: int, module: bool) -> None:
         self.frame = frame
@@ -93,7 +93,16 @@ class _Skeleton:
         self.snapshotted = True
         for depth, entry in enumerate(self.stack[:upto]):
             if entry.diff is None:
-                self.emit(["s", entry.inv, entry.code_id, entry.frame.f_lineno or 0, depth, self._differ(entry)(entry.frame.f_locals)])
+                self.emit(
+                    [
+                        "s",
+                        entry.inv,
+                        entry.code_id,
+                        entry.frame.f_lineno or 0,
+                        depth,
+                        self._differ(entry)(entry.frame.f_locals),
+                    ]
+                )
 
     def call(self, frame, code) -> None:
         rec = self.rec

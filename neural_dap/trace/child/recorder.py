@@ -10,7 +10,17 @@ import sysconfig
 import types
 
 from neural_dap.trace.child.channel import Channel
-from neural_dap.trace.child.values import _ATOMS, _COMPREHENSIONS, _HIDDEN_MODULE_TYPES, _LITERAL_CONTAINERS, _MARK, _MISSING, _SMALL_INT, Reprs
+from neural_dap.trace.child.values import (
+    _ATOMS,
+    _COMPREHENSIONS,
+    _HIDDEN_MODULE_TYPES,
+    _LITERAL_CONTAINERS,
+    _MARK,
+    _MISSING,
+    _SMALL_INT,
+    Reprs,
+)
+
 
 class Capture(io.TextIOBase):
     """sys.stdout / sys.stderr of the debuggee: output lands between the events it came between."""
@@ -25,7 +35,7 @@ class Capture(io.TextIOBase):
         return self._name
 
     @property
-    def encoding(self) -> str:
+    def encoding(self) -> str:  # type: ignore[override]  # TextIOBase declares it an attribute
         return "utf-8"
 
     def writable(self) -> bool:
@@ -98,7 +108,9 @@ class Recorder:
         if self.output_left <= 0:
             if not self.output_cut:
                 self.output_cut = True
-                self.events.append([tag, f"\n[neural-dap: output beyond {self.limits.max_output} characters dropped]\n"])
+                self.events.append(
+                    [tag, f"\n[neural-dap: output beyond {self.limits.max_output} characters dropped]\n"]
+                )
             return
         if len(text) > self.output_left:
             text = text[: self.output_left]
@@ -132,8 +144,7 @@ class Recorder:
                         continue
                     enc = value if type(value) is int and -_SMALL_INT < value < _SMALL_INT else encode_atom(value)
                     objs[name] = value
-                    if name in encs:
-                        del encs[name]
+                    encs.pop(name, None)
                 else:
                     if name[0] == "." or (module_scope and _hidden_global(name, value)):
                         continue

@@ -16,6 +16,7 @@ from neural_dap.trace.child.recorder import Capture, Recorder
 from neural_dap.trace.child.skeleton import Skeleton
 from neural_dap.trace.child.values import _short
 
+
 def _parse_call_args(text: str, namespace: dict, literal_only: bool = False) -> tuple[list, dict]:
     """Turn `"[3, 1], key=None"` into (args, kwargs).
 
@@ -35,7 +36,7 @@ def _parse_call_args(text: str, namespace: dict, literal_only: bool = False) -> 
                 raise ValueError(f"the argument {ast.unparse(node)[:80]!r} is not a Python literal") from None
             expr = ast.Expression(node)
             ast.fix_missing_locations(expr)
-            return eval(compile(expr, "<entry args>", "eval"), namespace)  # noqa: S307 (user input)
+            return eval(compile(expr, "<entry args>", "eval"), namespace)
 
     args: list = []
     for node in call.args:
@@ -60,8 +61,10 @@ def _limit_processes(allowed: int) -> None:
         import resource
 
         if os.geteuid() != 0:
-            running = len(os.listdir("/proc")) if os.path.isdir("/proc") else 0  # a generous count of the user's processes
-            soft, hard = resource.getrlimit(resource.RLIMIT_NPROC)
+            running = (
+                len(os.listdir("/proc")) if os.path.isdir("/proc") else 0
+            )  # a generous count of the user's processes
+            _soft, hard = resource.getrlimit(resource.RLIMIT_NPROC)
             cap = running + allowed
             if hard != resource.RLIM_INFINITY:
                 cap = min(cap, hard)
@@ -108,7 +111,7 @@ def main() -> None:
     import faulthandler
 
     # if the interpreter dies (a segfault in C code), its stack goes to stderr for the parent
-    faulthandler.enable(file=sys.__stderr__)
+    faulthandler.enable(file=sys.__stderr__ or 2)
     channel = Channel(int(cfg["events_fd"]), limits)
     rec = Recorder(cfg, channel)
     engine_name, engine = _choose_engine(cfg.get("engine", "auto"), rec, skeleton=cfg.get("mode") == "skeleton")
@@ -183,7 +186,9 @@ def _run(cfg: dict, rec: Recorder, start, stop, channel: Channel, after_start=la
             if not callable(func):
                 return ("error", f"{path} defines no function {entry!r}", None, None)
             try:
-                args, kwargs = _parse_call_args(cfg.get("entry_args") or "", main_module.__dict__, bool(cfg.get("literal_args")))
+                args, kwargs = _parse_call_args(
+                    cfg.get("entry_args") or "", main_module.__dict__, bool(cfg.get("literal_args"))
+                )
             except (ValueError, SyntaxError) as exc:
                 return ("error", f"cannot call {entry}: {exc}", None, None)
             start()

@@ -128,7 +128,10 @@ class Skeleton:
     def _prune(self) -> None:
         """Keep at most `max_checkpoints`: the first, the latest, and evenly spread ones between."""
         while len(self.checkpoints) > self.max_checkpoints:
-            gaps = [(self.checkpoints[k + 1][0] - self.checkpoints[k - 1][0], k) for k in range(1, len(self.checkpoints) - 1)]
+            gaps = [
+                (self.checkpoints[k + 1][0] - self.checkpoints[k - 1][0], k)
+                for k in range(1, len(self.checkpoints) - 1)
+            ]
             _, k = min(gaps)
             count, pid = self.checkpoints.pop(k)
             _kill_quietly(pid)
@@ -174,8 +177,14 @@ class Skeleton:
     # -- a worker ---------------------------------------------------------------------------------
     def _become_worker(self, conn: socket.socket, request: dict, count: int) -> None:
         first, last = int(request["from"]), int(request["to"])
-        self.worker = {"conn": conn, "from": max(first, count), "to": max(last, first), "hashes": [], "range": None,
-                       "start": count}
+        self.worker = {
+            "conn": conn,
+            "from": max(first, count),
+            "to": max(last, first),
+            "hashes": [],
+            "range": None,
+            "start": count,
+        }
         _silence_output()
         del self.events[:]
         self.tracer.capture(self.worker["from"], self.worker["to"])
@@ -211,8 +220,12 @@ class Skeleton:
         assert worker is not None
         self.tracer.flush()
         self._close_range(count)
-        answer = {"events": list(self.events), "hashes": worker["hashes"], "reached": count,
-                  "outcome": list(outcome) if outcome else None}
+        answer = {
+            "events": list(self.events),
+            "hashes": worker["hashes"],
+            "reached": count,
+            "outcome": list(outcome) if outcome else None,
+        }
         try:
             data = self.channel.encode_document(answer)
             conn = worker["conn"]

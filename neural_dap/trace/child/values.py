@@ -18,7 +18,7 @@ _LITERAL_CONTAINERS = frozenset({list, tuple, dict, set, frozenset})
 _HIDDEN_MODULE_TYPES = (types.ModuleType, types.FunctionType, type, types.BuiltinFunctionType)
 
 
-def _normalize(text: str) -> str:
+def without_addresses(text: str) -> str:
     """Object addresses differ between runs; a trace must not depend on them."""
     return _ADDRESS.sub("", text) if " at 0x" in text else text
 
@@ -43,7 +43,7 @@ class Reprs:
         if type(text) is not str:
             return f"<repr of {type(value).__name__} returned {type(text).__name__}>"
         if type(value) is not str:
-            text = _normalize(text)
+            text = without_addresses(text)
         if len(text) > self.limit:
             return text[: self.limit] + _MARK
         return text
@@ -57,7 +57,13 @@ class Reprs:
             open_, close = "{", "}"
         else:
             it = (self.repr(v) for v in value)
-            open_, close = {list: "[]", tuple: "()", set: "{}", frozenset: ("frozenset({", "})")}[type(value)]
+            brackets: dict[type, tuple[str, str]] = {
+                list: ("[", "]"),
+                tuple: ("(", ")"),
+                set: ("{", "}"),
+                frozenset: ("frozenset({", "})"),
+            }
+            open_, close = brackets[type(value)]
         for piece in it:
             items.append(piece)
             size += len(piece) + 2
@@ -89,7 +95,7 @@ class Reprs:
 
 
 def _first(iterable, n: int) -> list:
-    out = []
+    out: list = []
     for item in iterable:
         if len(out) >= n:
             break
