@@ -13,6 +13,7 @@ COMMANDS = {
     "debug": ("neural_dap.cli.debug_cmd", "debug a program in the terminal (a DAP client of the server)"),
     "dataset": ("neural_dap.cli.dataset_cmd", "generate programs and debugger trajectories for training"),
     "train": ("neural_dap.cli.train_cmd", "train the embedded neural debugger"),
+    "lsp": ("neural_dap.cli.lsp_cmd", "the language server: recorded and predicted values in the editor"),
     "eval": ("neural_dap.cli.eval_cmd", "measure a world model: next-state accuracy, CRUXEval-O/-I"),
 }
 

@@ -7,7 +7,7 @@ import each other's factories (the reconciled world wraps a neural one; nothing 
 from __future__ import annotations
 
 import os
-from typing import Any, Literal
+from typing import Any, Literal, cast
 
 import msgspec
 
@@ -31,7 +31,7 @@ def launch_keys() -> frozenset[str]:
     return frozenset(f.encode_name for kind in (NeuralOptions, RecordedOptions) for f in msgspec.structs.fields(kind))
 
 
-def create_world(launch: LaunchSpec) -> WorldModel:
+def create_world(launch: LaunchSpec, pool: ClientPool | None = None) -> WorldModel:
     if launch.world == "recorded":
         from neural_dap.world.recorded import RecordedWorld
 
@@ -39,7 +39,7 @@ def create_world(launch: LaunchSpec) -> WorldModel:
             raise WorldError("reconcile applies to world 'neural' (a recorded world is reality already)")
         return RecordedWorld()
     if launch.world == "neural":
-        return create_neural_world(launch)
+        return create_neural_world(launch, pool)
     raise WorldError(f"unknown world {launch.world!r}: use 'recorded' or 'neural'")
 
 
@@ -86,14 +86,46 @@ def make_client(settings: ModelSettings) -> ModelClient:
     raise WorldError(f"model url {settings.url!r} is neither 'embedded', an http(s) URL nor a model folder")
 
 
-def create_neural_world(launch: LaunchSpec) -> WorldModel:
+def create_neural_world(launch: LaunchSpec, pool: ClientPool | None = None) -> WorldModel:
     from neural_dap.world.neural import NeuralWorld
 
     options = world_options(launch, NeuralOptions, "neural")
     settings = settings_from(options.model)
-    world = NeuralWorld(make_client(settings), settings)
+    world = NeuralWorld(pool.borrow(settings) if pool is not None else make_client(settings), settings)
     if options.reconcile == "none":
         return world
     from neural_dap.world.reconciled import ReconciledWorld
 
     return ReconciledWorld(world, options.reconcile, options.trust)
+
+
+class ClientPool:
+    """Model clients kept across worlds. A language server predicts run after run: the embedded
+    model loads once, a server's connection is reused. A world gets a borrowed client whose
+    `close()` leaves it open; `ClientPool.close()` closes them all."""
+
+    def __init__(self) -> None:
+        self._clients: dict[tuple, ModelClient] = {}
+
+    def borrow(self, settings: ModelSettings) -> ModelClient:
+        key = (settings.url, settings.name, settings.timeout)
+        client = self._clients.get(key)
+        if client is None:
+            client = self._clients[key] = make_client(settings)
+        return cast(ModelClient, _Borrowed(client))
+
+    async def close(self) -> None:
+        clients, self._clients = list(self._clients.values()), {}
+        for client in clients:
+            await client.close()
+
+
+class _Borrowed:
+    def __init__(self, client: ModelClient) -> None:
+        self._client = client
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._client, name)
+
+    async def close(self) -> None:
+        """The pool's client outlives the world that borrowed it."""
