@@ -14,6 +14,7 @@ import msgspec
 import pytest
 
 from neural_dap.dap.protocol import LAUNCH_KEYS, EntryArguments
+from neural_dap.lsp.settings import LspSettings
 from neural_dap.world.factory import launch_keys
 from neural_dap.world.neural import ModelSettings
 from neural_dap.world.recorded import LIMIT_KEYS
@@ -93,3 +94,15 @@ def test_the_readme_launch_json_examples_validate_against_the_schema():
     assert ours, "the README shows no neural-python launch configuration"
     for config in ours:
         _validate(config)
+
+
+def test_the_language_server_settings_are_the_servers_and_all_are_passed_on():
+    properties = PACKAGE["contributes"]["configuration"]["properties"]
+    declared = {key.removeprefix("neuralDap.") for key in properties}
+    server = {f.encode_name for f in msgspec.structs.fields(LspSettings)}
+    # the extension's own: the switch, and the interpreter that runs the server (and so records)
+    assert declared - {"languageServer.enabled", "python"} == server - {"python"}
+    passed = re.search(r"SERVER_KEYS = \[([^\]]*)\]", (EXTENSION / "src" / "language.ts").read_text())
+    assert passed and set(re.findall(r"'(\w+)'", passed.group(1))) == server - {"python"}
+    assert "onLanguage:python" in PACKAGE["activationEvents"]
+    assert "vscode-languageclient" in PACKAGE["dependencies"]

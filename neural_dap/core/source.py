@@ -204,11 +204,14 @@ class SourceInfo:
             return span.last_line
         return None
 
-    def with_start_marker(self, line: int) -> str:
-        """The source text with the entry line marked, as the CWM trace context wants it."""
+    def with_start_marker(self, line: int, shown: frozenset[int] | None = None) -> str:
+        """The source text with the entry line marked, as the CWM trace context wants it; with
+        `shown`, only those lines (a blank line where others were left out)."""
         out = list(self._lines)
         if 1 <= line <= len(out):
             out[line - 1] = out[line - 1] + START_MARKER
+        if shown is not None:
+            out = _only(out, shown)
         text = "\n".join(out)
         return text + "\n" if self.text.endswith("\n") or out else text
 
@@ -220,6 +223,18 @@ def read_source(path: str) -> str | None:
             return fh.read()
     except OSError:
         return None
+
+
+def _only(lines: list[str], shown: frozenset[int]) -> list[str]:
+    kept: list[str] = []
+    for number, text in enumerate(lines, start=1):
+        if number in shown:
+            kept.append(text)
+        elif kept and kept[-1].strip():
+            kept.append("")  # one blank line marks a gap, as between definitions
+    while kept and not kept[-1].strip():
+        kept.pop()
+    return kept
 
 
 def _strip_marker(line: str) -> str:

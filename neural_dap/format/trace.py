@@ -78,6 +78,7 @@ class TraceText:
     entry_line: int
     path: str = ""
     entry_function: str | None = None
+    shown_lines: frozenset[int] | None = None  # the source lines the context shows (None: all)
     tracker: InvocationTracker = field(init=False)
     shadow: dict[int, dict[str, str]] = field(default_factory=dict)
     frames: list[list[Segment]] = field(default_factory=list)  # rendered frames, action tokens included
@@ -95,7 +96,7 @@ class TraceText:
 
     # -- rendering -------------------------------------------------------------------------------
     def context(self) -> list[Segment]:
-        return [BEGIN, CONTEXT_START, self.source.with_start_marker(self.entry_line), FRAME_SEP]
+        return [BEGIN, CONTEXT_START, self.source.with_start_marker(self.entry_line, self.shown_lines), FRAME_SEP]
 
     def action_segments(self, action: Action | None) -> list[Segment]:
         """What the nd dialect writes before a frame reached by `action` (nothing in cwm)."""

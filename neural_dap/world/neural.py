@@ -28,6 +28,7 @@ import msgspec
 
 from neural_dap.core.actions import Action, Target
 from neural_dap.core.flow import ProgramFlow
+from neural_dap.core.focus import focus_lines
 from neural_dap.core.source import SourceInfo, read_source
 from neural_dap.core.state import Frame, State
 from neural_dap.core.world import Capabilities, ExceptionFilter, Exit, LaunchSpec, Stop, WorldError
@@ -109,6 +110,7 @@ class NeuralWorld:
         self.settings = settings
         self.dialect: Dialect = "cwm" if settings.dialect == "cwm" else "nd"
         self.info: SourceInfo | None = None
+        self.shown: frozenset[int] | None = None
         self.path = ""
         self.trace: TraceText | None = None
         self.frame_ids: list[list[int]] = []
@@ -140,6 +142,8 @@ class NeuralWorld:
                 raise WorldError(f"cannot read {path}")
         self.path = path
         self.info = SourceInfo(text, path)
+        # a call of one function shows the model only what the call can reach (a long module fits)
+        self.shown = focus_lines(text, launch.entry.function) if launch.entry is not None else None
         self.flow = ProgramFlow(self.info) if self.settings.constrained else None
         first = entry_state(self.info, path, launch.entry)
         self.trace = self._trace_from(first)
@@ -168,7 +172,10 @@ class NeuralWorld:
         """A new conversation whose first frame is `state` (the start marker on its function's def)."""
         assert self.info is not None
         line = state.line if state.event == "call" else (self.info.def_line(state.function) or state.line)
-        return TraceText(self.dialect, self.info, line, path=self.path, entry_function=state.function)
+        shown = self.shown if self.shown is not None and line in self.shown else None
+        return TraceText(
+            self.dialect, self.info, line, path=self.path, entry_function=state.function, shown_lines=shown
+        )
 
     async def _encode(self, segments: list[str]) -> list[int]:
         ids: list[int] = []
@@ -300,7 +307,14 @@ class NeuralWorld:
         """The cwm conversation is the known execution up to the current state."""
         assert self.trace is not None and self.info is not None
         first = self.timeline[0]
-        self.trace = TraceText("cwm", self.info, self.trace.entry_line, path=self.path, entry_function=first.function)
+        self.trace = TraceText(
+            "cwm",
+            self.info,
+            self.trace.entry_line,
+            path=self.path,
+            entry_function=first.function,
+            shown_lines=self.trace.shown_lines,
+        )
         self.frame_ids = []
         for state in self.timeline[: self.pos + 1]:
             await self._commit(state, Action("step_into"))

@@ -5,12 +5,17 @@ import { execFile } from 'child_process';
 import * as vscode from 'vscode';
 import { chooseAdapter, installHint, LaunchConfig, modelLabel, pickInterpreter, withDefaults } from './config';
 import { DivergenceEvent, DivergenceMarks } from './decorations';
+import { LanguageServerHost } from './languageClient';
 import { StatusBody, statusText, statusTooltip } from './status';
 
 export const DEBUG_TYPE = 'neural-python';
 
-export function activate(context: vscode.ExtensionContext): void {
+export function activate(context: vscode.ExtensionContext): LanguageServerHost {
   const output = vscode.window.createOutputChannel('neural-dap');
+  const language = new LanguageServerHost(
+    () => pickInterpreter({ python: vscode.workspace.getConfiguration('neuralDap').get<string>('python') }, () => pythonExtensionInterpreter(undefined)),
+    output,
+  );
   const status = vscode.window.createStatusBarItem(vscode.StatusBarAlignment.Left, 50);
   status.command = 'neuralDap.showSessionSummary';
   const marks = new DivergenceMarks();
@@ -80,7 +85,11 @@ export function activate(context: vscode.ExtensionContext): void {
       }
     }),
     vscode.window.onDidChangeVisibleTextEditors(() => redraw()),
+    language,
+    vscode.workspace.onDidChangeConfiguration((event) => language.onConfigurationChanged(event)),
   );
+  void language.sync();
+  return language;
 }
 
 export function deactivate(): void {

@@ -74,3 +74,34 @@ test('lines where predictions diverged are decorated in the visible editors', ()
   assert.match(last.ranges[0].hoverMessage.value, /predicted 1, actually 2/);
   assert.strictEqual(mock.decorationsSet.filter((d) => d.path === '/w/other.py').at(-1).ranges.length, 0);
 });
+
+test('the language server starts with `python -m neural_dap lsp` and the settings, and follows the switch', async () => {
+  const { LanguageServerHost } = require('../out/languageClient');
+  const started = [];
+  const factory = (command, args, settings) => {
+    const client = { running: false, async start() { this.running = true; started.push({ command, args, settings }); }, async stop() { this.running = false; } };
+    return client;
+  };
+  mock.settings.set('neuralDap.languageServer.enabled', true);
+  mock.settings.set('neuralDap.world', 'both');
+  const output = mock.vscode.window.createOutputChannel('t');
+  const host = new LanguageServerHost(async () => '/v/bin/python', output, factory);
+  await host.sync();
+  assert.ok(host.running);
+  assert.deepStrictEqual(started, [{ command: '/v/bin/python', args: ['-m', 'neural_dap', 'lsp'], settings: { world: 'both' } }]);
+  mock.settings.set('neuralDap.languageServer.enabled', false);
+  await host.onConfigurationChanged({ affectsConfiguration: (s) => s === 'neuralDap.languageServer.enabled' });
+  assert.ok(!host.running);
+  mock.settings.delete('neuralDap.world');
+});
+
+test('a language server that cannot start is reported, and the extension goes on', async () => {
+  const { LanguageServerHost } = require('../out/languageClient');
+  mock.settings.set('neuralDap.languageServer.enabled', true);
+  const output = mock.vscode.window.createOutputChannel('t');
+  const host = new LanguageServerHost(async () => '/no/python', output, () => ({ async start() { throw new Error('spawn ENOENT'); }, async stop() {} }));
+  await host.sync();
+  assert.ok(!host.running);
+  assert.match(mock.messages.error.at(-1), /language server did not start .*\/no\/python -m neural_dap lsp.*ENOENT/);
+  mock.settings.set('neuralDap.languageServer.enabled', false);
+});

@@ -53,3 +53,13 @@ test('divergence marks keep one entry per line, 0-based, deduplicated', () => {
   marks.clear();
   assert.deepStrictEqual(marks.marks('/a.py'), []);
 });
+
+test('the language server: its command, documents and the settings it is given', () => {
+  const { serverCommand, serverSettings, needsRestart, DOCUMENT_SELECTOR } = require('../out/language');
+  assert.deepStrictEqual(serverCommand('/v/bin/python'), { command: '/v/bin/python', args: ['-m', 'neural_dap', 'lsp'] });
+  assert.ok(DOCUMENT_SELECTOR.some((d) => d.scheme === 'untitled' && d.language === 'python'));
+  const values = { world: 'neural', maxPredictions: 32, python: '/x', 'languageServer.enabled': true };
+  assert.deepStrictEqual(serverSettings({ get: (k) => values[k] }), { world: 'neural', maxPredictions: 32 });
+  assert.ok(needsRestart((s) => s === 'neuralDap.python'));
+  assert.ok(!needsRestart((s) => s === 'neuralDap.world'));
+});

@@ -14,8 +14,9 @@ function createMock() {
   const statusItems = [];
   const decorationsSet = [];
   const events = {
-    start: emitter(), terminate: emitter(), custom: emitter(), editors: emitter(),
+    start: emitter(), terminate: emitter(), custom: emitter(), editors: emitter(), configuration: emitter(),
   };
+  const settings = new Map([['neuralDap.languageServer.enabled', false]]);
   class Range { constructor(a, b, c, d) { Object.assign(this, { startLine: a, startCharacter: b, endLine: c, endCharacter: d }); } }
   class MarkdownString { constructor(value) { this.value = value; } }
   class ThemeColor { constructor(id) { this.id = id; } }
@@ -45,12 +46,18 @@ function createMock() {
       onDidReceiveDebugSessionCustomEvent: events.custom,
     },
     extensions: { getExtension: () => undefined },
+    workspace: {
+      getConfiguration: (section) => ({
+        get: (key, fallback) => (settings.has(`${section}.${key}`) ? settings.get(`${section}.${key}`) : fallback),
+      }),
+      onDidChangeConfiguration: events.configuration,
+    },
     env: { clipboard: { writeText: async () => {} } },
   };
   function editor(path) {
     return { document: { uri: { fsPath: path }, languageId: 'python' }, setDecorations(type, ranges) { decorationsSet.push({ path, ranges }); } };
   }
-  return { vscode, registered, messages, statusItems, decorationsSet, events, editor };
+  return { vscode, registered, messages, statusItems, decorationsSet, events, editor, settings };
 }
 
 function install(mock) {
