@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 import textwrap
 from contextlib import AsyncExitStack
 from pathlib import Path
@@ -69,9 +70,10 @@ async def test_initialize_announces_every_capability_explicitly():
             "supportsTerminateRequest",
             "supportsCancelRequest",
             "supportsGotoTargetsRequest",
-            "supportsDelayedStackTraceLoading",
         ):
             assert caps[name] is True, name
+        # VS Code then asks for 20 frames at once; with delayed loading a 2-frame stack showed "Load More"
+        assert caps["supportsDelayedStackTraceLoading"] is False
         assert {f["filter"] for f in caps["exceptionBreakpointFilters"]} == {"raised", "uncaught"}
 
 
@@ -383,3 +385,33 @@ async def test_a_world_holding_tasks_is_started_and_closed_cleanly_whoever_asks(
             while not closed:
                 await anyio.sleep(0.01)
     assert closed == [True]
+
+
+async def test_a_short_stack_comes_whole_with_its_total(program):
+    async with adapter() as c:
+        await start(c, {"program": program}, breakpoints={program: [{"line": 12}]})  # in main(4): two frames
+        whole = await c.call("stackTrace", {"threadId": 1, "startFrame": 0, "levels": 20})
+        assert len(whole["stackFrames"]) == whole["totalFrames"] == 2
+
+
+async def test_the_adapter_process_ends_after_answering_disconnect_though_its_input_stays_open(program):
+    process = await anyio.open_process([sys.executable, "-m", "neural_dap", "adapter"])
+    try:
+        assert process.stdin is not None and process.stdout is not None
+        for seq, (command, args) in enumerate([("initialize", {"adapterID": "t"}), ("disconnect", {})], start=1):
+            await process.stdin.send(
+                encode_frame(
+                    msgspec.json.encode({"seq": seq, "type": "request", "command": command, "arguments": args})
+                )
+            )
+        with anyio.fail_after(10):
+            await process.wait()  # stdin is still open: the adapter ends by itself
+        assert process.returncode == 0
+        answered = b""
+        with anyio.move_on_after(2):
+            async for chunk in process.stdout:
+                answered += chunk
+        assert b'"command":"disconnect"' in answered and b'"success":true' in answered
+    finally:
+        if process.returncode is None:
+            process.kill()

@@ -106,3 +106,26 @@ def test_the_language_server_settings_are_the_servers_and_all_are_passed_on():
     assert passed and set(re.findall(r"'(\w+)'", passed.group(1))) == server - {"python"}
     assert "onLanguage:python" in PACKAGE["activationEvents"]
     assert "vscode-languageclient" in PACKAGE["dependencies"]
+
+
+def test_the_toolbar_buttons_use_vscodes_menu_id_their_own_icons_and_sit_after_step_back():
+    menus = PACKAGE["contributes"]["menus"]
+    assert "debug/toolbar" not in menus  # VS Code's id is debug/toolBar: the wrong case is silently ignored
+    buttons = {item["command"]: item for item in menus["debug/toolBar"]}
+    assert set(buttons) == {"neuralDap.stepBackInto", "neuralDap.stepBackOut"}
+    # VS Code's Step Back is navigation@50 and Reverse @55: ours come right after Step Back
+    orders = [int(buttons[c]["group"].split("@")[1]) for c in ("neuralDap.stepBackInto", "neuralDap.stepBackOut")]
+    assert 50 < orders[0] < orders[1] < 55
+    for command in PACKAGE["contributes"]["commands"]:
+        if command["command"] in buttons:
+            icon = command["icon"]
+            assert isinstance(icon, dict), "a codicon would look like VS Code's own Step Back / Step Out"
+            for theme in ("light", "dark"):
+                assert (EXTENSION / icon[theme]).is_file()
+
+
+def test_the_marketplace_page_has_what_it_shows():
+    assert (EXTENSION / PACKAGE["icon"]).read_bytes().startswith(b"\x89PNG")
+    assert PACKAGE["repository"]["url"] and "Debuggers" in PACKAGE["categories"]
+    assert (EXTENSION / "CHANGELOG.md").is_file() and (EXTENSION / "LICENSE").is_file()
+    assert "--allow-missing-repository" not in PACKAGE["scripts"]["package"]

@@ -77,7 +77,8 @@ class Capabilities(msgspec.Struct, rename="camel"):
     supports_exception_info_request: bool = True
     supports_terminate_request: bool = True
     supports_cancel_request: bool = True
-    supports_delayed_stack_trace_loading: bool = True
+    # False: VS Code then asks for 20 frames at once, and a short stack shows no "Load More" row
+    supports_delayed_stack_trace_loading: bool = False
     supports_log_points: bool = True
     supports_value_formatting_options: bool = False
     supports_set_variable: bool = False

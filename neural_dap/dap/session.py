@@ -77,6 +77,7 @@ class DebugSession:
         self.seq = 0
         self.client = p.InitializeArguments()
         self.initialized = False
+        self.initialize_read = False  # requests read after `initialize` are served (a client may pipeline them)
         self.plain: plain_run.PlainRun | None = None  # a launch with noDebug
         self.world: WorldModel | None = None
         self.launch_args: p.LaunchArguments | None = None
@@ -134,6 +135,16 @@ class DebugSession:
     async def run(self, messages, task_group: anyio.abc.TaskGroup) -> None:
         """Serve until the client disconnects. `messages` yields decoded requests or problems."""
         self._task_group = task_group
+        with anyio.CancelScope() as reading:
+            task_group.start_soon(self._stop_reading_when_closing, reading)
+            await self._read(messages, task_group)
+
+    async def _stop_reading_when_closing(self, reading: anyio.CancelScope) -> None:
+        """After `disconnect` is answered the session ends, though the client may keep its end open."""
+        await self.closing.wait()
+        reading.cancel()
+
+    async def _read(self, messages, task_group: anyio.abc.TaskGroup) -> None:
         async for item in messages:
             if isinstance(item, FramingProblem):
                 if not item.before_first_frame:  # a client that spoke DAP is told why; anything else is not
@@ -141,7 +152,9 @@ class DebugSession:
                 log.warning("closing the connection: %s", item.what)
                 break
             if isinstance(item, p.Request):
-                if not self.initialized and item.command != "initialize":
+                if item.command == "initialize":
+                    self.initialize_read = True
+                elif not self.initialize_read:
                     await self.fail(item.seq, item.command, "the first request must be 'initialize'")
                     continue
                 task_group.start_soon(self.handle, item)
@@ -192,7 +205,7 @@ class DebugSession:
     async def on_initialize(self, request: p.Request) -> None:
         if self.initialized:
             raise RequestError("the session is already initialized")
-        self.initialized = True  # later requests are served from now on (none before this answer)
+        self.initialized = True
         self.client = self._args(request, p.InitializeArguments)
         await self.respond(request, p.Capabilities(exception_breakpoint_filters=EXCEPTION_FILTERS))
         await self.event("initialized")

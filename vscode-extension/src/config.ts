@@ -46,7 +46,7 @@ export function chooseAdapter(config: LaunchConfig, interpreter: string): Adapte
 }
 
 export function installHint(interpreter: string): string {
-  return `neural-dap is not installed in ${interpreter}. Install it with: ${interpreter} -m pip install neural-dap (or, in a clone of neural-dap: bash scripts/setup.sh, then set "python" to its .venv/bin/python).`;
+  return `neural-dap is not installed in ${interpreter}. Set it up from a clone of neural-dap (bash scripts/setup.sh) or install its wheel (${interpreter} -m pip install neural_dap-*.whl), then set "python" in launch.json, or the setting neuralDap.python, to that interpreter (in a clone: .venv/bin/python).`;
 }
 
 /** A short name for the model of a configuration (status bar, summaries). */

@@ -124,6 +124,28 @@ class ConfigurationProvider implements vscode.DebugConfigurationProvider {
     }
     return resolved as vscode.DebugConfiguration;
   }
+
+  /** Checked here, not in the adapter factory: returning undefined ends the launch quietly, so the
+   * user sees one message (a factory that throws adds VS Code's own modal to ours). */
+  async resolveDebugConfigurationWithSubstitutedVariables(
+    folder: vscode.WorkspaceFolder | undefined,
+    config: vscode.DebugConfiguration,
+  ): Promise<vscode.DebugConfiguration | undefined> {
+    const launch = config as LaunchConfig;
+    if (chooseAdapter(launch, 'python3').kind === 'server') {
+      return config;
+    }
+    const interpreter = await pickInterpreter(launch, () => pythonExtensionInterpreter(folder?.uri));
+    if (!(await isInstalled(interpreter))) {
+      void vscode.window.showErrorMessage(installHint(interpreter), 'Open Settings').then((picked) => {
+        if (picked) {
+          void vscode.commands.executeCommand('workbench.action.openSettings', 'neuralDap.python');
+        }
+      });
+      return undefined;
+    }
+    return { ...config, python: interpreter };
+  }
 }
 
 class AdapterFactory implements vscode.DebugAdapterDescriptorFactory {
@@ -133,15 +155,6 @@ class AdapterFactory implements vscode.DebugAdapterDescriptorFactory {
     const choice = chooseAdapter(config, interpreter);
     if (choice.kind === 'server') {
       return new vscode.DebugAdapterServer(choice.port, choice.host);
-    }
-    if (!(await isInstalled(interpreter))) {
-      const message = installHint(interpreter);
-      void vscode.window.showErrorMessage(message, 'Copy install command').then((picked) => {
-        if (picked) {
-          void vscode.env.clipboard.writeText(`${interpreter} -m pip install neural-dap`);
-        }
-      });
-      throw new Error(message);
     }
     return new vscode.DebugAdapterExecutable(choice.command, choice.args, { cwd: session.workspaceFolder?.uri.fsPath });
   }

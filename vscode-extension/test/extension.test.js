@@ -27,15 +27,30 @@ test('a configured port connects to a running server', async () => {
   assert.strictEqual(descriptor.host, '127.0.0.1');
 });
 
-test('an interpreter without neural-dap gets a clear message with the install command', async () => {
-  const factory = mock.registered.factories.get('neural-python');
-  await assert.rejects(factory.createDebugAdapterDescriptor(session({ python: '/nonexistent/python' })), /not installed in \/nonexistent\/python/);
-  assert.match(mock.messages.error.at(-1), /-m pip install neural-dap/);
+test('an interpreter without neural-dap: one message that says what works, and the launch ends quietly', async () => {
+  const provider = mock.registered.providers.get('neural-python');
+  const before = mock.messages.error.length;
+  const resolved = await provider.resolveDebugConfigurationWithSubstitutedVariables(undefined, { type: 'neural-python', program: '/p.py', python: '/nonexistent/python' });
+  assert.strictEqual(resolved, undefined);
+  const shown = mock.messages.error.slice(before);
+  assert.strictEqual(shown.length, 1);
+  assert.match(shown[0], /not installed in \/nonexistent\/python/);
+  assert.match(shown[0], /scripts\/setup\.sh/);
+  assert.doesNotMatch(shown[0], /pip install neural-dap\b/); // not on PyPI: that would install nothing
+});
+
+test('a configured port skips the interpreter check', async () => {
+  const provider = mock.registered.providers.get('neural-python');
+  const config = { type: 'neural-python', program: '/p.py', port: 4711, python: '/nonexistent/python' };
+  assert.deepStrictEqual(await provider.resolveDebugConfigurationWithSubstitutedVariables(undefined, config), config);
 });
 
 test('an interpreter with neural-dap starts `python -m neural_dap adapter`', async () => {
   const python = process.env.NEURAL_DAP_PYTHON;
   if (!python) return; // set by the Python test that runs these (tests/test_vscode_extension.py)
+  const provider = mock.registered.providers.get('neural-python');
+  const resolved = await provider.resolveDebugConfigurationWithSubstitutedVariables(undefined, { type: 'neural-python', program: '/p.py', python });
+  assert.strictEqual(resolved.python, python);
   const descriptor = await mock.registered.factories.get('neural-python').createDebugAdapterDescriptor(session({ python }));
   assert.strictEqual(descriptor.command, python);
   assert.deepStrictEqual(descriptor.args, ['-m', 'neural_dap', 'adapter']);

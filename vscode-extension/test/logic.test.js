@@ -18,8 +18,12 @@ test('a port means a running server on 127.0.0.1, else the adapter runs as a chi
   assert.strictEqual(chooseAdapter({ port: -1 }, 'p').kind, 'executable');
 });
 
-test('the install hint names the interpreter and the command', () => {
-  assert.match(installHint('/usr/bin/python3'), /\/usr\/bin\/python3 -m pip install neural-dap/);
+test('the install hint names the interpreter and what works: the set-up script or the wheel, then the setting', () => {
+  const hint = installHint('/usr/bin/python3');
+  assert.match(hint, /not installed in \/usr\/bin\/python3/);
+  assert.match(hint, /bash scripts\/setup\.sh/);
+  assert.match(hint, /\/usr\/bin\/python3 -m pip install neural_dap-\*\.whl/);
+  assert.match(hint, /neuralDap\.python/);
 });
 
 test('model labels are short', () => {
