@@ -5,7 +5,10 @@ from __future__ import annotations
 
 import argparse
 import logging
+import signal
 import sys
+from collections.abc import Awaitable, Callable
+from functools import partial
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -37,20 +40,33 @@ def run(parser: argparse.ArgumentParser, argv: list[str]) -> int:
 
     if opts.port is not None and opts.socket:
         parser.error("--port and --socket exclude each other")
-    import signal
-
-    # SIGTERM ends the server as Ctrl-C does: sessions close their worlds, the socket file goes
-    signal.signal(signal.SIGTERM, signal.default_int_handler)
+    if opts.socket:
+        serve = partial(serve_unix, create_world, opts.socket, announce)
+    elif opts.port is not None:
+        serve = partial(serve_tcp, create_world, opts.host, opts.port, announce)
+    else:
+        serve = partial(serve_stdio, create_world)
     try:
-        if opts.socket:
-            anyio.run(lambda: serve_unix(create_world, opts.socket, announce))
-        elif opts.port is not None:
-            anyio.run(lambda: serve_tcp(create_world, opts.host, opts.port, announce))
-        else:
-            anyio.run(serve_stdio, create_world)
+        anyio.run(until_signalled, serve)
     except OSError as exc:
         print(f"neural-dap adapter: {exc}", file=sys.stderr)
         return 1
-    except KeyboardInterrupt:
-        return 130
     return 0
+
+
+async def until_signalled(serve: Callable[[], Awaitable[None]]) -> None:
+    """Serve until done, or until SIGTERM / SIGINT: then sessions close their worlds and the socket
+    file goes, as on a normal end (a signal turned into KeyboardInterrupt would land anywhere)."""
+    import anyio
+
+    async with anyio.create_task_group() as tg:
+
+        async def watch() -> None:
+            with anyio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
+                async for _ in signals:
+                    tg.cancel_scope.cancel()
+                    return
+
+        tg.start_soon(watch)
+        await serve()
+        tg.cancel_scope.cancel()

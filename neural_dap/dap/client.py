@@ -189,6 +189,10 @@ async def spawn(
             yield client
     finally:
         with anyio.CancelScope(shield=True):
+            if process.returncode is None and process.stdin is not None:
+                await process.stdin.aclose()  # an adapter ends by itself when its input closes
+                with anyio.move_on_after(3):
+                    await process.wait()
             if process.returncode is None:
                 process.terminate()
                 with anyio.move_on_after(5):
