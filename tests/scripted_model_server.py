@@ -2,11 +2,14 @@
 
     python tests/scripted_model_server.py SCRIPT.json     prints "http://127.0.0.1:PORT/v1", then serves
 
-SCRIPT.json: {"completions": [text, ...], "delay": seconds}. Each /v1/completions request without
-structured outputs answers the next text of the list, then "???" once the list is used up;
+SCRIPT.json: {"completions": [text, ...], "delay": seconds, "by_position": false}. Each
+/v1/completions request without structured outputs answers the next text of the list, then "???" once
+the list is used up; with "by_position", the text for the prompt's frame count instead (the n-th
+predicted frame of a session gets completions[n]), so replicas of one script answer alike;
 constrained requests (allowed_token_ids, structured_outputs) always get "???", so a refused frame
 cannot be repaired: the step fails, as with a model server that answers garbage. /tokenize gives
-one id per character (special tokens one id each); /v1/models lists one model.
+one id per character (special tokens one id each); /v1/models lists one model; /stats counts the
+completion requests served.
 """
 
 from __future__ import annotations
@@ -57,16 +60,23 @@ def tokenize(text: str) -> list[int]:
 
 
 class Script:
-    def __init__(self, completions: list[str], delay: float) -> None:
+    def __init__(self, completions: list[str], delay: float, by_position: bool = False) -> None:
         self.completions = list(completions)
         self.delay = delay
+        self.by_position = by_position
         self.lock = threading.Lock()
         self.requests = 0
 
-    def next(self, constrained: bool) -> str:
+    def next(self, constrained: bool, prompt: list[int]) -> str:
         with self.lock:
             self.requests += 1
-            if constrained or not self.completions:
+            if constrained:
+                return "???"
+            if self.by_position:
+                # the context and the session's first frame end with a frame separator each
+                n = prompt.count(IDS["<|frame_sep|>"]) - 2
+                return self.completions[n] if 0 <= n < len(self.completions) else "???"
+            if not self.completions:
                 return "???"
             return self.completions.pop(0)
 
@@ -87,6 +97,8 @@ def handler_for(script: Script):
         def do_GET(self) -> None:
             if self.path.rstrip("/").endswith("/v1/models"):
                 self._send({"data": [{"id": "scripted", "max_model_len": 4096}]})
+            elif self.path.rstrip("/").endswith("/stats"):
+                self._send({"requests": script.requests})
             else:
                 self.send_error(404)
 
@@ -97,7 +109,8 @@ def handler_for(script: Script):
             elif self.path.endswith("/v1/completions"):
                 time.sleep(script.delay)
                 constrained = "allowed_token_ids" in body or "structured_outputs" in body
-                text = script.next(constrained)
+                prompt = body.get("prompt", [])
+                text = script.next(constrained, prompt if isinstance(prompt, list) else [])
                 n = int(body.get("n", 1))
                 self._send(
                     {
@@ -114,7 +127,7 @@ def handler_for(script: Script):
 def main() -> None:
     with open(sys.argv[1]) as fh:
         spec = json.load(fh)
-    script = Script(spec.get("completions", []), float(spec.get("delay", 0)))
+    script = Script(spec.get("completions", []), float(spec.get("delay", 0)), bool(spec.get("by_position")))
     server = ThreadingHTTPServer(("127.0.0.1", 0), handler_for(script))
     print(f"http://127.0.0.1:{server.server_address[1]}/v1", flush=True)
     server.serve_forever()

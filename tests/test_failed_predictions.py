@@ -22,17 +22,25 @@ PROGRAM = str(EXAMPLES / "bubble_sort.py")
 
 
 @contextmanager
-def scripted_model(tmp_path, completions: list[str], delay: float = 0.0):
-    spec = tmp_path / "script.json"
-    spec.write_text(json.dumps({"completions": completions, "delay": delay}))
+def scripted_server(tmp_path, completions: list[str], delay: float = 0.0, by_position: bool = False, name: str = "s"):
+    """(its URL, its process)"""
+    spec = tmp_path / f"{name}.json"
+    spec.write_text(json.dumps({"completions": completions, "delay": delay, "by_position": by_position}))
     server = subprocess.Popen(
         [sys.executable, str(ROOT / "tests" / "scripted_model_server.py"), str(spec)], stdout=subprocess.PIPE, text=True
     )
     try:
-        yield server.stdout.readline().strip()  # type: ignore[union-attr]
+        yield server.stdout.readline().strip(), server  # type: ignore[union-attr]
     finally:
-        server.terminate()
+        if server.poll() is None:
+            server.terminate()
         server.wait(10)
+
+
+@contextmanager
+def scripted_model(tmp_path, completions: list[str], delay: float = 0.0):
+    with scripted_server(tmp_path, completions, delay) as (url, _):
+        yield url
 
 
 def true_frames(count: int) -> list[str]:
@@ -117,3 +125,41 @@ async def test_requests_during_a_step_are_answered_from_the_last_stop(tmp_path):
             assert (await c.response(step, "stepIn"))["success"]
             assert (await c.wait_event("stopped"))["body"]["reason"] == "step"
             assert (await where(c))[1] == 11
+
+
+def _served(url: str) -> int:
+    import httpx
+
+    try:
+        return int(httpx.get(url.removesuffix("/v1") + "/stats", timeout=5).json()["requests"])
+    except httpx.HTTPError:
+        return -1
+
+
+async def test_a_session_on_two_replicas_survives_the_one_it_uses_being_killed(tmp_path):
+    frames = true_frames(8)
+    with (
+        scripted_server(tmp_path, frames, by_position=True, name="a") as (url_a, server_a),
+        scripted_server(tmp_path, frames, by_position=True, name="b") as (url_b, server_b),
+    ):
+        async with adapter() as c:
+            launch = neural_launch(url_a)
+            launch["model"] = {"url": [url_a, url_b], "retries": 0}
+            await start(c, launch)
+            seen = []
+            for _ in range(3):
+                await c.call("stepIn", {"threadId": 1})
+                await c.wait_event("stopped")
+                seen.append((await where(c))[1])
+            used, other = ((url_a, server_a), (url_b, server_b))[:: 1 if _served(url_a) > 0 else -1]
+            assert _served(used[0]) > 0 and _served(other[0]) == 0  # the session sticks to one replica
+            used[1].kill()
+            used[1].wait(10)
+            for _ in range(3):
+                response = await c.request("stepIn", {"threadId": 1})
+                assert response["success"], response
+                await c.wait_event("stopped")
+                seen.append((await where(c))[1])
+            assert _served(other[0]) > 0
+            truth = [s.line for s in record(Program(PROGRAM, entry="bubble_sort", entry_args="[3, 1, 2]")).states]
+            assert seen == truth[2:8]  # the entry stop is the first line (truth[1]); then one line a step

@@ -15,6 +15,7 @@ where the model's own choices were allowed.
 
 from __future__ import annotations
 
+import random
 import re
 import time
 from collections import OrderedDict
@@ -28,9 +29,13 @@ _PREFIX_HITS = re.compile(r"^vllm:prefix_cache_hits(?:_total)?(?:\{[^}]*\})?\s+(
 
 
 class OpenAICompatibleClient:
+    """One debug session's client of an OpenAI-compatible server (vLLM), or of several replicas of
+    one: the session sticks to one replica, so that replica's prefix cache keeps serving its
+    history, and moves to the next when that one cannot be reached."""
+
     def __init__(
         self,
-        url: str,
+        url: str | list[str],
         model: str | None = None,
         *,
         timeout: float = 60.0,
@@ -38,9 +43,12 @@ class OpenAICompatibleClient:
         backoff: float = 0.5,
         transport: httpx.AsyncBaseTransport | None = None,
     ) -> None:
-        url = url.rstrip("/")
-        self.base = url[:-3] if url.endswith("/v1") else url  # the server root (for /tokenize, /metrics)
-        self.url = self.base + "/v1"
+        urls = [url] if isinstance(url, str) else list(url)
+        if not urls:
+            raise ValueError("no model server URL")
+        self.replicas = [_root(u) for u in urls]  # server roots (for /tokenize, /metrics)
+        self.current = random.randrange(len(self.replicas))  # sessions spread over the replicas
+        self.failovers = 0
         self.model = model
         self.name = model or "?"
         self.timeout = timeout
@@ -52,14 +60,39 @@ class OpenAICompatibleClient:
         self._usage_has_cache = False  # the server reports cached tokens itself: no /metrics round trips
         self._listed: list[dict] | None = None
 
+    @property
+    def base(self) -> str:
+        return self.replicas[self.current]
+
+    @property
+    def url(self) -> str:
+        return self.base + "/v1"
+
     def describe(self) -> dict:
-        return {"client": "openai", "url": self.url, "model": self.name}
+        described: dict = {"client": "openai", "url": self.url, "model": self.name}
+        if len(self.replicas) > 1:
+            described.update(replicas=len(self.replicas), failovers=self.failovers)
+        return described
 
     async def close(self) -> None:
         await self.http.aclose()
 
     # -- HTTP with retries ----------------------------------------------------------------------------
-    async def _request(self, method: str, url: str, **kwargs) -> httpx.Response:
+    async def _request(self, method: str, path: str, **kwargs) -> httpx.Response:
+        """`path` on the current replica; one that cannot be reached hands the session to the next."""
+        unreachable: list[str] = []
+        while True:
+            try:
+                return await self._on_replica(method, self.base + path, **kwargs)
+            except _Unreachable as exc:
+                unreachable.append(f"{self.base} ({exc})")
+                if len(unreachable) >= len(self.replicas):
+                    where = "; ".join(unreachable)
+                    raise ModelError(f"no model server is reachable: {where}") from None
+                self.current = (self.current + 1) % len(self.replicas)
+                self.failovers += 1
+
+    async def _on_replica(self, method: str, url: str, **kwargs) -> httpx.Response:
         attempt = 0
         while True:
             try:
@@ -68,34 +101,34 @@ class OpenAICompatibleClient:
                 raise ModelError(f"the model server at {self.base} did not answer within {self.timeout:g} s") from None
             except (httpx.ConnectError, httpx.RemoteProtocolError, httpx.ReadError, httpx.WriteError) as exc:
                 if attempt >= self.retries:
-                    raise ModelError(f"the model server at {self.base} is not reachable ({_short(exc)})") from None
+                    raise _Unreachable(_short(exc)) from None
             else:
                 if response.status_code < 500 or attempt >= self.retries:
                     return response
             attempt += 1
             await anyio.sleep(self.backoff * 2 ** (attempt - 1))
 
-    async def _json(self, method: str, url: str, **kwargs) -> dict:
-        response = await self._request(method, url, **kwargs)
+    async def _json(self, method: str, path: str, **kwargs) -> dict:
+        response = await self._request(method, path, **kwargs)
         if response.status_code != 200:
             raise ModelError(
-                f"the model server answered HTTP {response.status_code} to {url.rsplit('/', 1)[-1]}: "
+                f"the model server answered HTTP {response.status_code} to {path.rsplit('/', 1)[-1]}: "
                 f"{_message(response)}"
             )
         try:
             data = response.json()
         except ValueError:
             raise ModelError(
-                f"the model server's answer to {url.rsplit('/', 1)[-1]} is not JSON: {response.text[:200]!r}"
+                f"the model server's answer to {path.rsplit('/', 1)[-1]} is not JSON: {response.text[:200]!r}"
             ) from None
         if not isinstance(data, dict):
-            raise ModelError(f"the model server's answer to {url.rsplit('/', 1)[-1]} is not a JSON object")
+            raise ModelError(f"the model server's answer to {path.rsplit('/', 1)[-1]} is not a JSON object")
         return data
 
     # -- the API --------------------------------------------------------------------------------------
     async def _models(self) -> list[dict]:
         if self._listed is None:
-            data = await self._json("GET", self.url + "/models")
+            data = await self._json("GET", "/v1/models")
             models = data.get("data") or []
             self._listed = [m for m in models if isinstance(m, dict) and "id" in m]
         return self._listed
@@ -125,9 +158,7 @@ class OpenAICompatibleClient:
             self._token_cache.move_to_end(text)
             return cached
         model = await self.resolve_model()
-        data = await self._json(
-            "POST", self.base + "/tokenize", json={"model": model, "prompt": text, "add_special_tokens": False}
-        )
+        data = await self._json("POST", "/tokenize", json={"model": model, "prompt": text, "add_special_tokens": False})
         tokens = data.get("tokens")
         if not isinstance(tokens, list) or not all(isinstance(t, int) for t in tokens):
             raise ModelError("the server's /tokenize answer has no list of token ids")
@@ -246,7 +277,7 @@ class OpenAICompatibleClient:
             "skip_special_tokens": False,
             "spaces_between_special_tokens": False,
         }
-        data = await self._json("POST", self.url + "/completions", json=body)
+        data = await self._json("POST", "/v1/completions", json=body)
         text = _first_text(data)
         for option in options:
             if text.startswith(option):
@@ -264,7 +295,7 @@ class OpenAICompatibleClient:
             "skip_special_tokens": True,
             "spaces_between_special_tokens": False,
         }
-        data = await self._json("POST", self.url + "/completions", json=body)
+        data = await self._json("POST", "/v1/completions", json=body)
         return _first_text(data)
 
     async def _complete(
@@ -283,7 +314,7 @@ class OpenAICompatibleClient:
             "skip_special_tokens": False,
             "spaces_between_special_tokens": False,
         }
-        data = await self._json("POST", self.url + "/completions", json=body)
+        data = await self._json("POST", "/v1/completions", json=body)
         seconds = time.monotonic() - started
         choices = data.get("choices")
         if (
@@ -321,6 +352,15 @@ def _first_text(data: dict) -> str:
     ):
         raise ModelError(f"the server's answer is not a completion: {str(data)[:200]}")
     return choices[0]["text"]
+
+
+class _Unreachable(Exception):
+    """A replica that did not take the connection (after its retries)."""
+
+
+def _root(url: str) -> str:
+    url = url.rstrip("/")
+    return url[:-3] if url.endswith("/v1") else url
 
 
 def _short(exc: Exception) -> str:

@@ -66,6 +66,14 @@ def embedded_model_path() -> str:
 
 
 def make_client(settings: ModelSettings) -> ModelClient:
+    if isinstance(settings.url, list):
+        if not settings.url or not all(
+            isinstance(u, str) and u.startswith(("http://", "https://")) for u in settings.url
+        ):
+            raise WorldError("a list of model URLs must hold http(s) URLs of replicas of one served model")
+        from neural_dap.llm.openai import OpenAICompatibleClient
+
+        return OpenAICompatibleClient(settings.url, settings.name, timeout=settings.timeout)
     if settings.url == "embedded":
         from neural_dap.llm.inprocess import InProcessClient
 
@@ -108,7 +116,8 @@ class ClientPool:
         self._clients: dict[tuple, ModelClient] = {}
 
     def borrow(self, settings: ModelSettings) -> ModelClient:
-        key = (settings.url, settings.name, settings.timeout)
+        url = tuple(settings.url) if isinstance(settings.url, list) else settings.url
+        key = (url, settings.name, settings.timeout)
         client = self._clients.get(key)
         if client is None:
             client = self._clients[key] = make_client(settings)

@@ -50,7 +50,9 @@ FRAME_ROOM = 160
 
 
 class ModelSettings(msgspec.Struct, frozen=True, omit_defaults=True):
-    url: str = "embedded"  # "embedded", or an OpenAI-compatible server, e.g. http://127.0.0.1:8000/v1
+    # "embedded", a model folder, an OpenAI-compatible server (http://127.0.0.1:8000/v1), or a list of
+    # replicas of one (a session sticks to one and moves on when it fails)
+    url: str | list[str] = "embedded"
     name: str | None = None
     dialect: str = "nd"
     temperature: float = 0.0
