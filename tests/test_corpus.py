@@ -5,8 +5,12 @@ from __future__ import annotations
 import random
 import re
 
+import os
+
+import pytest
+
 from neural_dap.core.source import SourceInfo
-from neural_dap.corpus.dataset import DatasetConfig, build, read_heldout, read_trajectories
+from neural_dap.corpus.dataset import DatasetConfig, build, merge, read_heldout, read_trajectories, shard_paths
 from neural_dap.corpus.programs import generate
 from neural_dap.corpus.stdlib import TARGETS, extract, generate_stdlib
 from neural_dap.corpus.trajectories import Trajectory, sample
@@ -86,3 +90,54 @@ def test_the_dataset_builder_shards_holds_programs_out_and_counts_drops(tmp_path
     assert len(trained) == counts["trajectories"] > 50
     heldout_sources = {h["source"] for h in heldout}
     assert all(h["id"] % 10 == 0 for h in heldout) and heldout_sources
+
+
+def _lines(data_dir: str) -> list[str]:
+    import gzip
+
+    out = []
+    for path in shard_paths(data_dir):
+        with gzip.open(path, "rt") as fh:
+            out += fh.read().splitlines()
+    return sorted(out)
+
+
+def test_shards_made_apart_and_merged_equal_the_dataset_made_at_once(tmp_path):
+    config = {"programs": 30, "workers": 2, "heldout_every": 7, "trajectories_per_program": 2}
+    whole = build(str(tmp_path / "whole"), DatasetConfig(**config), progress=False)
+    parts = []
+    for index in (1, 0):  # the order parts finish in does not matter
+        part = str(tmp_path / f"part{index}")
+        build(part, DatasetConfig(**config, shard_index=index, num_shards=2), progress=False)
+        parts.append(part)
+    merged = merge(str(tmp_path / "merged"), parts)
+    assert _lines(str(tmp_path / "merged")) == _lines(str(tmp_path / "whole"))
+    assert read_heldout(str(tmp_path / "merged")) == sorted(
+        read_heldout(str(tmp_path / "whole")), key=lambda r: r["id"]
+    )
+    assert merged["counts"] == whole["counts"]
+    with pytest.raises(ValueError, match="not the 2 shards"):
+        merge(str(tmp_path / "again"), parts[:1])
+
+
+def test_programs_do_not_depend_on_the_processes_hash_seed():
+    import subprocess
+    import sys
+
+    code = (
+        "import hashlib\n"
+        "from neural_dap.corpus.dataset import DatasetConfig, make_program\n"
+        "c = DatasetConfig()\n"
+        "print(hashlib.sha256(''.join(make_program(i, c).source for i in range(200)).encode()).hexdigest())\n"
+    )
+    digests = {
+        subprocess.run(
+            [sys.executable, "-c", code],
+            capture_output=True,
+            text=True,
+            check=True,
+            env={**os.environ, "PYTHONHASHSEED": h},
+        ).stdout
+        for h in ("1", "2")
+    }
+    assert len(digests) == 1  # set iteration order once made the programs differ between workers

@@ -17,12 +17,23 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--script-fraction", type=float, default=0.35, help="share of whole scripts (the rest: functions with an input)"
     )
+    parser.add_argument("--shard-index", type=int, default=0, help="make part I of --num-shards (a job array)")
+    parser.add_argument("--num-shards", type=int, default=1, help="parts the programs are split into (by id)")
+    parser.add_argument("--merge", nargs="+", metavar="PART", help="merge the parts made with --shard-index into --out")
     parser.add_argument("--quiet", action="store_true")
 
 
 def run(parser: argparse.ArgumentParser, argv: list[str]) -> int:
     opts = parser.parse_args(argv)
-    from neural_dap.corpus.dataset import DatasetConfig, build
+    from neural_dap.corpus.dataset import DatasetConfig, build, merge
+
+    if opts.merge:
+        try:
+            manifest = merge(opts.out, opts.merge)
+        except (OSError, ValueError) as exc:
+            parser.error(str(exc))
+        print(json.dumps(manifest["counts"], indent=2))
+        return 0
 
     config = DatasetConfig(
         programs=opts.programs,
@@ -31,9 +42,14 @@ def run(parser: argparse.ArgumentParser, argv: list[str]) -> int:
         heldout_every=opts.heldout_every,
         shard_size=opts.shard_size,
         script_fraction=opts.script_fraction,
+        shard_index=opts.shard_index,
+        num_shards=opts.num_shards,
     )
     if opts.workers:
         config.workers = opts.workers
-    manifest = build(opts.out, config, progress=not opts.quiet)
+    try:
+        manifest = build(opts.out, config, progress=not opts.quiet)
+    except ValueError as exc:
+        parser.error(str(exc))
     print(json.dumps(manifest["counts"], indent=2))
     return 0

@@ -14,6 +14,7 @@ import json
 import multiprocessing as mp
 import os
 import random
+import shutil
 import sys
 import time
 from collections import Counter
@@ -43,6 +44,11 @@ class DatasetConfig:
     shard_size: int = 20000  # trajectories per shard
     workers: int = max(1, (os.cpu_count() or 2))
     policy: Policy = field(default_factory=Policy)
+    shard_index: int = 0  # this part makes the programs whose id % num_shards == shard_index
+    num_shards: int = 1
+
+    def program_ids(self) -> range:
+        return range(self.shard_index, self.programs, self.num_shards)
 
 
 def make_program(program_id: int, config: DatasetConfig) -> Program | None:
@@ -102,11 +108,14 @@ def _worker(args: tuple[list[int], DatasetConfig]) -> list[dict]:
 
 
 def _chunks(config: DatasetConfig, size: int = 20) -> Iterator[tuple[list[int], DatasetConfig]]:
-    for start in range(0, config.programs, size):
-        yield list(range(start, min(config.programs, start + size))), config
+    ids = config.program_ids()
+    for start in range(0, len(ids), size):
+        yield list(ids[start : start + size]), config
 
 
 def build(out_dir: str, config: DatasetConfig, progress: bool = True) -> dict:
+    if not 0 <= config.shard_index < config.num_shards:
+        raise ValueError(f"shard index {config.shard_index} is not in 0..{config.num_shards - 1}")
     os.makedirs(out_dir, exist_ok=True)
     counts: Counter = Counter()
     features: Counter = Counter()
@@ -115,7 +124,7 @@ def build(out_dir: str, config: DatasetConfig, progress: bool = True) -> dict:
     in_shard = 0
     heldout = open(os.path.join(out_dir, "heldout.jsonl"), "w")
     started = time.monotonic()
-    bar = _progress(config.programs, progress)
+    bar = _progress(len(config.program_ids()), progress)
 
     shard_path = ""
 
@@ -195,6 +204,55 @@ def _progress(total: int, enabled: bool):
                 print(f"\r{seen[0]}/{total} programs", end="\n" if done else "", file=sys.stderr, flush=True)
 
         return update
+
+
+def merge(out_dir: str, parts: list[str]) -> dict:
+    """One dataset from the parts `--shard-index I --num-shards N` made (a job array on a cluster).
+
+    The parts must be all N of one configuration. Their shards are hard-linked into `out_dir` (copied
+    across file systems), held-out programs are gathered in id order, and the counts are summed.
+    """
+    manifests = []
+    for part in parts:
+        with open(os.path.join(part, "manifest.json")) as fh:
+            manifests.append(json.load(fh))
+    configs = [dict(m["config"]) for m in manifests]
+    shape = {k: v for k, v in configs[0].items() if k != "shard_index"}
+    if any({k: v for k, v in c.items() if k != "shard_index"} != shape for c in configs):
+        raise ValueError("the parts were made with different settings")
+    indices = sorted(c.get("shard_index", 0) for c in configs)
+    if indices != list(range(shape.get("num_shards", 1))):
+        raise ValueError(f"parts {indices} are not the {shape.get('num_shards', 1)} shards of one dataset")
+    os.makedirs(out_dir, exist_ok=True)
+    files = 0
+    heldout: list[dict] = []
+    counts: Counter = Counter()
+    features: Counter = Counter()
+    for part, manifest in zip(parts, manifests, strict=True):
+        index = manifest["config"].get("shard_index", 0)
+        for k, path in enumerate(shard_paths(part)):
+            target = os.path.join(out_dir, f"train-{index:04d}-{k:05d}.jsonl.gz")
+            try:
+                os.link(path, target)
+            except OSError:
+                shutil.copyfile(path, target)
+            files += 1
+        heldout += read_heldout(part)
+        counts.update(manifest["counts"])
+        features.update(manifest.get("features", {}))
+    with open(os.path.join(out_dir, "heldout.jsonl"), "w") as fh:
+        for record in sorted(heldout, key=lambda r: r["id"]):
+            fh.write(json.dumps(record) + "\n")
+    merged = {
+        "config": {**shape, "shard_index": 0, "num_shards": 1, "merged_from": shape.get("num_shards", 1)},
+        "counts": dict(sorted(counts.items())),
+        "features": dict(features.most_common()),
+        "seconds": max(m.get("seconds", 0) for m in manifests),
+        "shards": files,
+    }
+    with open(os.path.join(out_dir, "manifest.json"), "w") as fh:
+        json.dump(merged, fh, indent=2)
+    return merged
 
 
 def shard_paths(data_dirs: str) -> list[str]:

@@ -450,7 +450,7 @@ class _Gen:
             branches.append(c)
         # names defined in only some branches stay out of scope afterwards
         common = set.intersection(*(set(b.vars) for b in branches)) if len(branches) > 1 and lines[-1] else set()
-        for name in common:
+        for name in [n for n in branches[0].vars if n in common]:  # in order: a set's order depends on hashing
             if name not in scope.vars:
                 scope.vars[name] = branches[0].vars[name]
         return lines
@@ -512,7 +512,7 @@ class _Gen:
         budget = [n_statements]
         lines = [f"def {name}({', '.join(p for p, _ in params)}):"]
         lines += self.body(scope, 1, budget, False, n_statements)
-        kinds = [k for k in (ret_kind,) if k] or [self.rng.choice(list(set(scope.vars.values())))]
+        kinds = [k for k in (ret_kind,) if k] or [self.rng.choice(list(dict.fromkeys(scope.vars.values())))]
         candidates = scope.of(kinds[0])
         ret = self.rng.choice(candidates) if candidates else self.expr(scope, kinds[0])
         if self.rng.random() < 0.2 and len(scope.vars) > 1:
