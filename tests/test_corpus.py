@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
+import os
 import random
 import re
-
-import os
 
 import pytest
 
