@@ -189,3 +189,52 @@ async def test_reconciliation_compares_every_stop_with_reality(embedded_server, 
             assert c.events_named("invalidated")
         status = c.events_named("neuralDap/status")[-1]["body"]
         assert status["divergences"] == summary["divergences"]
+
+
+@pytest.fixture(scope="module")
+def finetuned_server(tmp_path_factory):
+    """A Qwen2-style base fine-tuned with LoRA by `neural-dap train` (merged), served by vLLM."""
+    _require()
+    from neural_dap.corpus.dataset import DatasetConfig, build
+    from neural_dap.train.trainer import TrainConfig, train
+
+    from .test_finetune import make_base
+
+    work = tmp_path_factory.mktemp("finetune")
+    build(
+        str(work / "data"), DatasetConfig(programs=30, workers=1, heldout_every=10, trajectories_per_program=2), False
+    )
+    base = make_base(work / "base", "qwen2")
+    train(
+        TrainConfig(
+            data=str(work / "data"),
+            out=str(work / "run"),
+            preset="tiny",
+            steps=20,
+            base=str(base),
+            lora=8,
+            device="cpu",
+            eval_every=20,
+            save_dtype="float32",
+            extra={"lr": 2e-2},
+        )
+    )
+    server = VllmServer(str(work / "run" / "model"), work)
+    server.start()
+    yield server
+    server.stop()
+
+
+async def test_a_finetuned_folder_served_by_vllm_drives_a_session(finetuned_server):
+    program = str(EXAMPLES / "bubble_sort.py")
+    async with adapter() as c:
+        launch = neural_launch(finetuned_server, program, {"function": "bubble_sort", "args": "[3, 1, 2]"})
+        stopped = await start(c, launch)
+        assert stopped["body"]["reason"] == "entry"
+        answered = 0
+        for _ in range(3):
+            ok, message = await drive(c, "stepIn")
+            answered += 1
+            assert ok or message["message"], message  # a step lands, or says why it could not
+        _, line, _ = await where(c)
+        assert line >= 9 and answered == 3

@@ -24,6 +24,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--base", help="start from this model folder (weights and tokenizer), e.g. neural_dap/train/embedded"
     )
+    parser.add_argument(
+        "--lora",
+        type=int,
+        metavar="RANK",
+        help="with --base: train LoRA adapters of this rank (peft)",
+    )
     parser.add_argument("--vocab-size", type=int, default=4096)
     parser.add_argument("--device", help="cpu or cuda (default: cuda when present)")
     parser.add_argument(
@@ -48,6 +54,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(parser: argparse.ArgumentParser, argv: list[str]) -> int:
     opts = parser.parse_args(argv)
+    if opts.lora and not opts.base:
+        parser.error("--lora fine-tunes a pretrained model: give it with --base")
     from neural_dap.train.trainer import TrainConfig, train
 
     extra = {}
@@ -63,6 +71,7 @@ def run(parser: argparse.ArgumentParser, argv: list[str]) -> int:
         resume=opts.resume,
         tokenizer=opts.tokenizer,
         base=opts.base,
+        lora=opts.lora,
         vocab_size=opts.vocab_size,
         device=opts.device,
         compile=opts.compile,

@@ -1,13 +1,14 @@
-"""The training loop: a Llama causal LM from scratch on nd-dialect trajectories, loss on predicted frames.
+"""The training loop: a causal LM on nd-dialect trajectories, loss on predicted frames only.
 
-The same command runs on a 2-core CPU (preset `cpu`) and on a GPU (preset `gpu`, bf16 autocast).
+From scratch (a small Llama), or fine-tuning any Hugging Face causal LM (`base`), fully or with LoRA
+adapters (peft). On accelerate: one CPU, one GPU (bf16), or many processes under `torchrun` /
+`accelerate launch` (DDP; FSDP through an accelerate config).
 Deterministic from its seed; checkpoints every `checkpoint_every` steps and `--resume` continues
 from the last one; a progress bar shows the loss and tokens per second.
 """
 
 from __future__ import annotations
 
-import contextlib
 import json
 import math
 import os
@@ -18,6 +19,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from neural_dap.train.model import PRESETS, Preset, count_parameters, make_config
+from neural_dap.train.tokenizer import special_ids
 
 
 @dataclass
@@ -30,6 +32,7 @@ class TrainConfig:
     resume: bool = False
     tokenizer: str | None = None  # an existing tokenizer folder; default: train one on the data
     base: str | None = None  # a model folder to start from (its weights and tokenizer) instead of random weights
+    lora: int | None = None  # LoRA rank: train adapters (and the new tokens' embeddings), not the base
     vocab_size: int = 4096
     checkpoint_every: int = 200
     eval_every: int = 100
@@ -75,49 +78,69 @@ def prepare_tokenizer(config: TrainConfig):
 
 
 def train(config: TrainConfig) -> dict:
+    """Train on one device, or on many under `torchrun` / `accelerate launch` (DDP; FSDP from an
+    accelerate config): every rank builds the same global batches from the seed and trains on its
+    slice of rows, so N processes take the steps one process would; the main rank logs, evaluates,
+    checkpoints and exports."""
     import torch
+    from accelerate import Accelerator
+    from accelerate.utils import broadcast_object_list, set_seed
     from transformers import LlamaForCausalLM
 
     from neural_dap.train.data import IGNORE, PackedStream, ShardPool, heldout_batches
 
     started = time.monotonic()
+    use_cpu = config.device == "cpu" or not torch.cuda.is_available()
+    accelerator = Accelerator(cpu=use_cpu, mixed_precision="no" if use_cpu else "bf16")
+    main = accelerator.is_main_process
+    rank, world = accelerator.process_index, accelerator.num_processes
+    device = accelerator.device
     os.makedirs(config.out, exist_ok=True)
     random.seed(config.seed)
-    torch.manual_seed(config.seed)
+    set_seed(config.seed)  # the same initial weights on every rank
     preset = config.preset_values()
-    device = torch.device(config.device or ("cuda" if torch.cuda.is_available() else "cpu"))
-    if device.type == "cpu":
+    if device.type == "cpu" and world == 1:
         torch.set_num_threads(max(1, os.cpu_count() or 1))
-    tokenizer = prepare_tokenizer(config)
-    checkpoint_path = os.path.join(config.out, "checkpoint.pt")
+    with accelerator.main_process_first():  # the main rank writes the run's tokenizer, the others read it
+        tokenizer = prepare_tokenizer(config)
     if config.base:
-        model = load_base(config.base, len(tokenizer), preset.seq_len).to(device)
+        model = load_base(config.base, len(tokenizer), preset.seq_len)
     else:
         model_config = make_config(
             preset, len(tokenizer), tokenizer.bos_token_id, tokenizer.eos_token_id, tokenizer.pad_token_id
         )
-        model = LlamaForCausalLM(model_config).to(device)  # type: ignore[arg-type]  # transformers' typing of .to
+        model = LlamaForCausalLM(model_config)
+    if config.lora:
+        from neural_dap.train.lora import with_lora
+
+        model = with_lora(model, config.lora, trainable_tokens=new_token_ids(config, tokenizer))
     n_params = count_parameters(model)
+    n_trainable = sum(p.numel() for p in model.parameters() if p.requires_grad)
     optimizer = torch.optim.AdamW(
-        model.parameters(), lr=preset.lr, betas=(0.9, 0.95), weight_decay=0.1, fused=device.type == "cuda"
+        [p for p in model.parameters() if p.requires_grad],
+        lr=preset.lr,
+        betas=(0.9, 0.95),
+        weight_decay=0.1,
+        fused=device.type == "cuda",
     )
+    model, optimizer = accelerator.prepare(model, optimizer)
     step = 0
     history: list[dict] = []
-    if config.resume and os.path.isfile(checkpoint_path):
-        state = torch.load(checkpoint_path, map_location=device, weights_only=False)
-        model.load_state_dict(state["model"])
-        optimizer.load_state_dict(state["optimizer"])
-        step = state["step"]
-        history = state.get("history", [])
-        random.setstate(state["python_rng"])
-        torch.set_rng_state(state["torch_rng"])
-        _log(f"resumed from step {step}")
-    batch_size = max(1, preset.batch_tokens // preset.seq_len)
+    checkpoint_dir = os.path.join(config.out, "checkpoint")
+    if config.resume and os.path.isfile(os.path.join(checkpoint_dir, "trainer_state.json")):
+        accelerator.load_state(checkpoint_dir)
+        with open(os.path.join(checkpoint_dir, "trainer_state.json")) as fh:
+            state = json.load(fh)
+        step, history = state["step"], state["history"]
+        _log(f"resumed from step {step}") if main else None
+    if preset.batch_tokens // preset.seq_len % world:
+        raise ValueError(f"{preset.batch_tokens // preset.seq_len} rows a step do not split over {world} processes")
+    batch_size = max(world, preset.batch_tokens // preset.seq_len)  # rows of one global batch
     tokenizer_file = os.path.join(config.out, "tokenizer", "tokenizer.json")
     workers = (
         config.data_workers
         if config.data_workers is not None
-        else (max(1, (os.cpu_count() or 2) - 1) if device.type == "cuda" else 0)
+        else (max(1, (os.cpu_count() or 2) // world - 1) if device.type == "cuda" else 0)
     )
     stream: ShardPool | PackedStream
     if workers > 0:
@@ -126,17 +149,22 @@ def train(config: TrainConfig) -> dict:
         )
     else:
         stream = PackedStream(config.data, tokenizer, preset.seq_len, batch_size, seed=config.seed + step)
-    heldout = heldout_batches(
-        os.path.join(config.data.split(",")[0], "heldout.jsonl"), tokenizer, preset.seq_len, limit=64
+    heldout = (
+        heldout_batches(os.path.join(config.data.split(",")[0], "heldout.jsonl"), tokenizer, preset.seq_len, limit=64)
+        if main
+        else []
     )
     forward = model
-    if config.compile:
+    if config.compile and world == 1:
         try:
             forward = torch.compile(model)
         except Exception as exc:
             _log(f"torch.compile unavailable ({exc}); running eagerly")
-    autocast = torch.autocast("cuda", dtype=torch.bfloat16) if device.type == "cuda" else contextlib.nullcontext()
-    _log(f"model: {n_params / 1e6:.1f}M parameters, preset {config.preset} {preset.describe()}, device {device}")
+    if main:
+        _log(
+            f"model: {n_params / 1e6:.1f}M parameters ({n_trainable / 1e6:.2f}M trained), preset {config.preset} "
+            f"{preset.describe()}, {world} process{'es' if world > 1 else ''} on {device}"
+        )
 
     planned = {"steps": preset.steps}
 
@@ -149,37 +177,30 @@ def train(config: TrainConfig) -> dict:
         return preset.lr * (0.1 + 0.9 * 0.5 * (1 + math.cos(math.pi * min(1.0, progress))))
 
     def save_checkpoint() -> None:
-        torch.save(
-            {
-                "model": model.state_dict(),
-                "optimizer": optimizer.state_dict(),
-                "step": step,
-                "history": history,
-                "python_rng": random.getstate(),
-                "torch_rng": torch.get_rng_state(),
-            },
-            checkpoint_path + ".tmp",
-        )
-        os.replace(checkpoint_path + ".tmp", checkpoint_path)
+        accelerator.save_state(checkpoint_dir)  # every rank takes part; the main one writes
+        if main:
+            with open(os.path.join(checkpoint_dir, "trainer_state.json"), "w") as fh:
+                json.dump({"step": step, "history": history}, fh)
 
     def evaluate() -> float | None:
         if not heldout:
             return None
-        model.eval()
+        inner = accelerator.unwrap_model(model)
+        inner.eval()
         total, count = 0.0, 0
-        with torch.no_grad(), autocast:
+        with torch.no_grad(), accelerator.autocast():
             for ids, labels in heldout:
                 x = torch.tensor([ids], device=device)
                 y = torch.tensor([labels], device=device)
                 if (y != IGNORE).sum() == 0:
                     continue
-                out = forward(input_ids=x, labels=y)
-                total += float(out.loss)
+                total += float(inner(input_ids=x, labels=y).loss)
                 count += 1
-        model.train()
+        inner.train()
         return total / max(1, count)
 
-    bar = _bar(preset.steps, step)
+    initial_eval = evaluate() if step == 0 else None  # what the base (or random weights) knew
+    bar = _bar(preset.steps, step) if main else _quiet
     model.train()
     train_started = None
     measure_from = step + 5  # the first steps include compilation and warm-up
@@ -190,27 +211,26 @@ def train(config: TrainConfig) -> dict:
     while step < planned["steps"]:
         ids, labels = stream.next()
         if isinstance(stream, ShardPool):  # numpy arrays: ids, and a mask of predicted tokens
-            x = torch.from_numpy(ids.astype("int64")).to(device, non_blocking=True)
-            y = torch.where(torch.from_numpy(labels.astype("bool")).to(device, non_blocking=True), x, IGNORE)
+            x = torch.from_numpy(ids[rank::world].astype("int64")).to(device, non_blocking=True)
+            mask = torch.from_numpy(labels[rank::world].astype("bool")).to(device, non_blocking=True)
+            y = torch.where(mask, x, IGNORE)
         else:
-            x = torch.tensor(ids, device=device)
-            y = torch.tensor(labels, device=device)
+            x = torch.tensor(ids[rank::world], device=device)
+            y = torch.tensor(labels[rank::world], device=device)
         for group in optimizer.param_groups:
             group["lr"] = lr_at(step)
         try:
-            with autocast:
-                out = forward(input_ids=x, labels=y)
+            out = forward(input_ids=x, labels=y)
         except Exception as exc:
             if forward is model:
                 raise
             _log(f"compiled model failed ({type(exc).__name__}: {exc}); running eagerly")
             forward = model
-            with autocast:
-                out = forward(input_ids=x, labels=y)
+            out = forward(input_ids=x, labels=y)
         loss = out.loss
         optimizer.zero_grad(set_to_none=True)
-        loss.backward()
-        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        accelerator.backward(loss)
+        accelerator.clip_grad_norm_(model.parameters(), 1.0)
         optimizer.step()
         step += 1
         if step == measure_from:
@@ -222,22 +242,26 @@ def train(config: TrainConfig) -> dict:
                 torch.cuda.synchronize()
             per_step = (time.monotonic() - train_started) / 20
             left = config.time_budget - (time.monotonic() - started)
-            planned["steps"] = max(step + 1, step + int(left / per_step))
-            bar(step, None, done=True)
-            _log(
-                f"{per_step * 1e3:.0f} ms per step: planning {planned['steps']} steps "
-                f"for the {config.time_budget:g} s budget"
-            )
-            bar = _bar(planned["steps"], step)
-        n_tokens = x.numel()
+            plan = [max(step + 1, step + int(left / per_step))]
+            broadcast_object_list(plan)  # every rank takes the main rank's plan
+            planned["steps"] = plan[0]
+            if main:
+                bar(step, None, done=True)
+                _log(
+                    f"{per_step * 1e3:.0f} ms per step: planning {planned['steps']} steps "
+                    f"for the {config.time_budget:g} s budget"
+                )
+                bar = _bar(planned["steps"], step)
+        n_tokens = x.numel() * world
         tokens_done += n_tokens
         window_tokens += n_tokens
         if step % 10 == 0 or step == planned["steps"]:
+            step_loss = float(accelerator.reduce(loss.detach(), reduction="mean"))
             elapsed = time.monotonic() - window_start
             rate = window_tokens / max(elapsed, 1e-9)
             record = {
                 "step": step,
-                "loss": round(loss.item(), 4),
+                "loss": round(step_loss, 4),
                 "lr": lr_at(step),
                 "tokens_per_s": round(rate),
                 "epoch": stream.epoch,
@@ -249,21 +273,26 @@ def train(config: TrainConfig) -> dict:
             window_start, window_tokens = time.monotonic(), 0
         if step % config.checkpoint_every == 0:
             save_checkpoint()
-        if config.time_limit is not None and time.monotonic() - started > config.time_limit:
-            _log(f"time limit reached at step {step}")
-            stopped_early = True
-            break
+        if config.time_limit is not None:
+            over = [time.monotonic() - started > config.time_limit]
+            broadcast_object_list(over)
+            if over[0]:
+                _log(f"time limit reached at step {step}") if main else None
+                stopped_early = True
+                break
     bar(step, None, done=True)
     if isinstance(stream, ShardPool):
         stream.close()
     save_checkpoint()
     final_eval = evaluate()
-    export_dir = os.path.join(config.out, "model")
-    export(model, tokenizer, export_dir, config.save_dtype)
+    accelerator.wait_for_everyone()
     summary = {
         "preset": config.preset,
         "preset_values": preset.describe(),
         "parameters": n_params,
+        "trained_parameters": n_trainable,
+        "lora": config.lora,
+        "processes": world,
         "steps": step,
         "stopped_early": stopped_early,
         "tokens": tokens_done,
@@ -271,15 +300,41 @@ def train(config: TrainConfig) -> dict:
         "examples_seen": stream.examples_seen,
         "truncated_examples": stream.truncated,
         "final_loss": history[-1]["loss"] if history else None,
+        "initial_heldout_loss": initial_eval,
         "heldout_loss": final_eval,
         "seconds": round(time.monotonic() - started, 1),
         "device": str(device),
         "seed": config.seed,
         "history": history,
     }
-    with open(os.path.join(config.out, "train_log.json"), "w") as fh:
-        json.dump(summary, fh, indent=2)
+    if main:
+        inner = accelerator.unwrap_model(model)
+        if config.lora:
+            from neural_dap.train.lora import merged
+
+            inner.save_pretrained(os.path.join(config.out, "adapter"))  # for vLLM's LoRA serving
+            tokenizer.save_pretrained(os.path.join(config.out, "adapter"))
+            inner = merged(inner)
+        export(inner, tokenizer, os.path.join(config.out, "model"), config.save_dtype)
+        with open(os.path.join(config.out, "train_log.json"), "w") as fh:
+            json.dump(summary, fh, indent=2)
+    accelerator.wait_for_everyone()
+    accelerator.end_training()
     return summary
+
+
+def new_token_ids(config: TrainConfig, tokenizer) -> list[int]:
+    """Ids of the trace-format tokens the base did not have (their embeddings must be trained)."""
+    if not config.base:
+        return []
+    from transformers import AutoConfig
+
+    base_vocab = int(getattr(AutoConfig.from_pretrained(config.base), "vocab_size", len(tokenizer)))
+    return [i for t, i in special_ids(tokenizer).items() if i >= base_vocab]
+
+
+def _quiet(*args, **kwargs) -> None:
+    return None
 
 
 def load_base(path: str, vocab_size: int, seq_len: int):
