@@ -307,6 +307,8 @@ def train(config: TrainConfig) -> dict:
         "seed": config.seed,
         "history": history,
     }
+    sharded = accelerator.distributed_type.name == "FSDP" and not config.lora
+    whole = accelerator.get_state_dict(model) if sharded else None  # every rank takes part in gathering
     if main:
         inner = accelerator.unwrap_model(model)
         if config.lora:
@@ -315,7 +317,7 @@ def train(config: TrainConfig) -> dict:
             inner.save_pretrained(os.path.join(config.out, "adapter"))  # for vLLM's LoRA serving
             tokenizer.save_pretrained(os.path.join(config.out, "adapter"))
             inner = merged(inner)
-        export(inner, tokenizer, os.path.join(config.out, "model"), config.save_dtype)
+        export(inner, tokenizer, os.path.join(config.out, "model"), config.save_dtype, whole)
         with open(os.path.join(config.out, "train_log.json"), "w") as fh:
             json.dump(summary, fh, indent=2)
     accelerator.wait_for_everyone()
@@ -351,16 +353,21 @@ def load_base(path: str, vocab_size: int, seq_len: int):
     return model
 
 
-def export(model, tokenizer, path: str, dtype: str = "float16") -> None:
-    """safetensors + config + tokenizer: loads in transformers and in `vllm serve`."""
+def export(model, tokenizer, path: str, dtype: str = "float16", state_dict: dict | None = None) -> None:
+    """safetensors + config + tokenizer: loads in transformers and in `vllm serve`. `state_dict`: the
+    whole weights when the model's own are sharded across processes (FSDP)."""
     import torch
 
     os.makedirs(path, exist_ok=True)
     target = {"float16": torch.float16, "bfloat16": torch.bfloat16, "float32": torch.float32}[dtype]
-    original = next(model.parameters()).dtype
-    model.to(target)
-    model.save_pretrained(path, safe_serialization=True, max_shard_size="15MB")  # small files travel well
-    model.to(original)
+    if state_dict is not None:
+        weights = {k: v.to(target) if v.is_floating_point() else v for k, v in state_dict.items()}
+        model.save_pretrained(path, state_dict=weights, safe_serialization=True, max_shard_size="15MB")
+    else:
+        original = next(model.parameters()).dtype
+        model.to(target)
+        model.save_pretrained(path, safe_serialization=True, max_shard_size="15MB")  # small files travel well
+        model.to(original)
     tokenizer.save_pretrained(path)
 
 
