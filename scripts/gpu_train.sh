@@ -7,7 +7,9 @@ set -euo pipefail
 BUDGET=${BUDGET:-480}
 PRESET=${PRESET:-gpu}
 PY=${PY:-python3}
-if ! $PY -c "import msgspec" 2>/dev/null && ls .whl/*.whl >/dev/null 2>&1; then
+# .whl/ holds the wheels the machine lacks (nothing installs there from an index): msgspec, anyio's
+# deps, accelerate, peft...: `pip download --only-binary=:all: --no-deps -d .whl msgspec accelerate peft ...`
+if ! $PY -c "import msgspec, accelerate" 2>/dev/null && ls .whl/*.whl >/dev/null 2>&1; then
     $PY -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl
     export PYTHONPATH=/tmp/site:$PWD
 else
