@@ -10,6 +10,7 @@ import sys
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--stdio", action="store_true", help="serve on stdin/stdout (the default; clients pass it)")
     parser.add_argument("--tcp", action="store_true", help="serve on TCP instead of stdio")
     parser.add_argument("--host", default="127.0.0.1", help="TCP address (default 127.0.0.1, this machine only)")
     parser.add_argument("--port", type=int, default=2087, help="TCP port (default 2087)")

@@ -10,7 +10,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     from neural_dap.train.model import PRESETS
 
     parser.add_argument("--data", required=True, help="a folder made by `neural-dap dataset`")
-    parser.add_argument("--out", required=True, help="run folder: tokenizer/, checkpoint/, model/ (adapter/ with --lora), train_log.json")
+    parser.add_argument(
+        "--out", required=True, help="run folder: tokenizer/, checkpoint/, model/, adapter/ (LoRA), train_log.json"
+    )
     parser.add_argument(
         "--preset",
         choices=sorted(PRESETS),

@@ -11,6 +11,7 @@ asks the client to refresh its hints. Long work reports cancellable work-done pr
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import itertools
 import logging
 import os
@@ -48,6 +49,17 @@ class NeuralDapLanguageServer(LanguageServer):
         self.automatic: dict[str, tuple[int, asyncio.Task[None]]] = {}  # uri -> (version, its runs)
         self.progress_tasks: dict[str, asyncio.Task[Any]] = {}  # work-done token -> the work
         self.tokens = itertools.count(1)
+
+    def report_server_error(self, error: Exception, source: Any) -> None:
+        """Work we cancelled is no error to show the user: an edit cancels the runs of the old
+        version, and the client's answer to a request made for them (a progress bar) then finds its
+        future cancelled. Anything else is shown."""
+        cancelled = isinstance(error, (asyncio.CancelledError, concurrent.futures.CancelledError))
+        answered_late = isinstance(error, (asyncio.InvalidStateError, concurrent.futures.InvalidStateError))
+        if cancelled or (answered_late and str(error).startswith("CANCELLED")):
+            log.debug("a cancelled request finished: %s", error)
+            return
+        super().report_server_error(error, source)
 
     # -- documents and automatic runs ---------------------------------------------------------------
     def document(self, uri: str) -> Document | None:

@@ -13,7 +13,7 @@ export const DEBUG_TYPE = 'neural-python';
 export function activate(context: vscode.ExtensionContext): LanguageServerHost {
   const output = vscode.window.createOutputChannel('neural-dap');
   const language = new LanguageServerHost(
-    () => pickInterpreter({ python: vscode.workspace.getConfiguration('neuralDap').get<string>('python') }, () => pythonExtensionInterpreter(undefined)),
+    () => pickInterpreter({ python: settingPython() }, () => pythonExtensionInterpreter(undefined)),
     output,
   );
   const status = vscode.window.createStatusBarItem(vscode.StatusBarAlignment.Left, 50);
@@ -135,7 +135,7 @@ class ConfigurationProvider implements vscode.DebugConfigurationProvider {
     if (chooseAdapter(launch, 'python3').kind === 'server') {
       return config;
     }
-    const interpreter = await pickInterpreter(launch, () => pythonExtensionInterpreter(folder?.uri));
+    const interpreter = await pickInterpreter(withSettingPython(launch), () => pythonExtensionInterpreter(folder?.uri));
     if (!(await isInstalled(interpreter))) {
       void vscode.window.showErrorMessage(installHint(interpreter), 'Open Settings').then((picked) => {
         if (picked) {
@@ -151,13 +151,24 @@ class ConfigurationProvider implements vscode.DebugConfigurationProvider {
 class AdapterFactory implements vscode.DebugAdapterDescriptorFactory {
   async createDebugAdapterDescriptor(session: vscode.DebugSession): Promise<vscode.DebugAdapterDescriptor> {
     const config = session.configuration as LaunchConfig;
-    const interpreter = await pickInterpreter(config, () => pythonExtensionInterpreter(session.workspaceFolder?.uri));
+    const interpreter = await pickInterpreter(withSettingPython(config), () => pythonExtensionInterpreter(session.workspaceFolder?.uri));
     const choice = chooseAdapter(config, interpreter);
     if (choice.kind === 'server') {
       return new vscode.DebugAdapterServer(choice.port, choice.host);
     }
     return new vscode.DebugAdapterExecutable(choice.command, choice.args, { cwd: session.workspaceFolder?.uri.fsPath });
   }
+}
+
+/** The setting neuralDap.python, when set: the interpreter that has neural-dap. */
+function settingPython(): string | undefined {
+  const value = vscode.workspace.getConfiguration('neuralDap').get<string>('python');
+  return value && value.trim() ? value.trim() : undefined;
+}
+
+/** A launch's own "python" first, then the setting. */
+function withSettingPython(config: LaunchConfig): LaunchConfig {
+  return typeof config.python === 'string' && config.python.trim() ? config : { ...config, python: settingPython() };
 }
 
 async function pythonExtensionInterpreter(resource: vscode.Uri | undefined): Promise<string | undefined> {

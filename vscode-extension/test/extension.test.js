@@ -120,3 +120,13 @@ test('a language server that cannot start is reported, and the extension goes on
   assert.match(mock.messages.error.at(-1), /language server did not start .*\/no\/python -m neural_dap lsp.*ENOENT/);
   mock.settings.set('neuralDap.languageServer.enabled', false);
 });
+
+test('the setting neuralDap.python is the interpreter when the launch names none', async () => {
+  const python = process.env.NEURAL_DAP_PYTHON;
+  if (!python) return; // set by tests/test_vscode_extension.py
+  mock.settings.set('neuralDap.python', python);
+  const provider = mock.registered.providers.get('neural-python');
+  const resolved = await provider.resolveDebugConfigurationWithSubstitutedVariables(undefined, { type: 'neural-python', program: '/p.py' });
+  assert.strictEqual(resolved.python, python);
+  mock.settings.delete('neuralDap.python');
+});
