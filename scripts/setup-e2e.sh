@@ -1,0 +1,41 @@
+#!/usr/bin/env bash
+# The tools of the real-VS-Code test (tests/test_vscode_real.py), which it skips without them:
+# Debian's Chromium, code-server (VS Code served to a browser) in .e2e/, Python Playwright in .venv.
+# Run after scripts/setup.sh. Safe to run again; about 15 minutes the first time (code-server builds
+# native modules, hence libkrb5-dev).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+CODE_SERVER_VERSION=4.100.3
+PLAYWRIGHT_VERSION=1.65.2
+
+if ! command -v chromium >/dev/null || ! command -v rg >/dev/null || [ ! -e /usr/include/krb5.h ]; then
+    as_root=()
+    [ "$(id -u)" = 0 ] || as_root=(sudo -n)
+    "${as_root[@]}" apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive "${as_root[@]}" apt-get install -y -qq chromium libkrb5-dev ripgrep >/dev/null
+fi
+
+# code-server's @vscode/ripgrep downloads a ripgrep binary from GitHub when it installs; with only
+# the package registries reachable, hand it Debian's ripgrep through the cache it looks in first.
+case "$(uname -m)" in
+    x86_64) target=x86_64-unknown-linux-musl ;;
+    aarch64) target=aarch64-unknown-linux-gnu ;;
+    *) target="" ;;
+esac
+if [ -n "$target" ]; then
+    cache="$(node -e 'console.log(require("os").tmpdir())')/vscode-ripgrep-cache-1.15.11"
+    mkdir -p "$cache"
+    staged="$(mktemp -d)"
+    cp "$(command -v rg)" "$staged/rg"
+    tar -czf "$cache/ripgrep-v13.0.0-10-$target.tar.gz" -C "$staged" rg
+    rm -r "$staged"
+fi
+
+if [ ! -x .e2e/node_modules/.bin/code-server ]; then
+    mkdir -p .e2e
+    (cd .e2e && npm_config_yes=true npm_config_unsafe_perm=true \
+        npm install --no-audit --no-fund --loglevel=error "code-server@$CODE_SERVER_VERSION")
+fi
+.venv/bin/pip install --quiet "playwright==$PLAYWRIGHT_VERSION"
+echo "the real-VS-Code test's tools are in .e2e and .venv"
