@@ -166,3 +166,25 @@ def test_masked_decoding_never_reaches_a_dead_end(recorded):
                 break
             seen, i = trace.append(states[j], action), j
     assert finished > 30
+
+
+def test_a_segment_cut_off_by_a_token_budget_is_ended_the_shortest_way_the_frame_allows():
+    """A model server's constrained output can stop at its token budget mid-segment (a long string
+    value, say); the frame is then finished the shortest valid way instead of failing the step."""
+    source = SourceInfo("def f(xs):\n    total = 0\n    for x in xs:\n        total += x\n    return total\n")
+    from neural_dap.core.actions import Action
+    from neural_dap.core.state import State
+
+    trace = TraceText("nd", source, 1, entry_function="f")
+    trace.append(State("call", 1, "def f(xs):", "f", 0, 0, {"xs": "[1]"}))
+    seen = trace.append(State("line", 2, "    total = 0", "f", 0, 0, {"xs": "[1]"}), Action("step_into"))
+    c = frame_constraint(ProgramFlow(source), trace, seen, Action("step_over"))
+    assert c is not None
+    in_a_value = c.run('<|line_sep|>{"xs": "..", "total": "12345', complete=False)
+    assert c.close_segment(in_a_value) == b'"}'
+    before_a_key = c.run("<|line_sep|>{", complete=False)
+    assert c.close_segment(before_a_key) == b'"xs": ""}'  # xs cannot vanish: its key is written
+    in_a_line = c.run('<|line_sep|>{"xs": "..", "total": "0"}<|action_sep|>    for', complete=False)
+    assert c.close_segment(in_a_line) == b" x in xs:\n"
+    whole = '<|line_sep|>{"xs": "..", "total": "12345"}<|action_sep|>    for x in xs:\n'
+    assert c.accepts(whole) and c.close_segment(c.run(whole, complete=False)) == b""

@@ -147,7 +147,9 @@ async def test_the_model_server_killed_mid_session_then_back(tmp_path):
             before = await where(c)
             server.kill()
             ok, response = await drive(c, "next")
-            assert not ok and "not reachable" in response["message"]  # an error on the step, which clients show
+            assert (
+                not ok and "no model server is reachable" in response["message"]
+            )  # an error on the step, which clients show
             assert await where(c) == before and (await c.call("threads"))["threads"]  # alive, at the same stop
             server.start()
             ok, event = await drive(c, "next")

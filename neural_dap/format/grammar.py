@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections import deque
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
@@ -35,6 +36,8 @@ from neural_dap.format.tokens import (
 )
 
 State = tuple
+# States a search for the end of a segment may visit: far more than a frame's automaton has.
+_CLOSE_SEARCH_STATES = 20_000
 
 _QUOTE, _BACKSLASH = 0x22, 0x5C
 _COLON = b': "'
@@ -359,6 +362,40 @@ class FrameConstraint:
                 return "special", (FRAME_SEP,)
             return "regex", '"' + _CONTENT + '*"'
         raise ValueError(f"no segment starts at {state[0]}")
+
+    def close_segment(self, state: State) -> bytes | None:
+        """The shortest printable bytes from `state` to the end of its text segment (a string
+        closed, the locals object closed with the keys it must still have, a whole source line).
+        A breadth-first walk of the automaton: its states do not hold the text already written, so
+        there are few of them."""
+        seen = {state}
+        queue: deque[tuple[State, bytes]] = deque([(state, b"")])
+        while queue and len(seen) < _CLOSE_SEARCH_STATES:
+            current, written = queue.popleft()
+            if self._segment_ended(current):
+                return written
+            for byte in self._closing_bytes(current):
+                after = self.step_byte(current, byte)
+                if after is not None and after not in seen:
+                    seen.add(after)
+                    queue.append((after, written + bytes([byte])))
+        return None
+
+    def _closing_bytes(self, state: State) -> Iterable[int]:
+        """Bytes worth trying: a source line's own next bytes (any text, newline included), else
+        printable ASCII (JSON keys, punctuation, string content)."""
+        if state[0] == "line":
+            prefix = state[2]
+            return sorted({o[len(prefix)] for o in self._line_options(state[3]) if len(o) > len(prefix)})
+        return range(0x20, 0x7F)
+
+    def _segment_ended(self, state: State) -> bool:
+        if self.done(state):
+            return True
+        try:
+            return self.segment(state)[0] == "special"
+        except ValueError:  # in the middle of the locals object
+            return False
 
     def _locals_regex(self, alive: Iterable) -> str:
         return r"\{(?:" + "|".join(_context_regex(self.contexts[k]) for k, *_ in sorted(alive)) + r")\}"

@@ -6,6 +6,10 @@ from typing import Any, Protocol, runtime_checkable
 
 import msgspec
 
+# Tokens kept for the end of a constrained frame: inside a value with fewer left than this, the
+# string is ended, so the closing brace, the source line and the separator still fit.
+CLOSING_ROOM = 48
+
 
 class ModelError(Exception):
     """The model could not answer: down, too slow, or it answered something that is not a completion."""
@@ -61,6 +65,11 @@ class Constraint(Protocol):
 
     def segment(self, state: ConstraintState) -> tuple[str, object]:
         """For servers: ("special", specials) | ("regex", pattern) | ("choice", strings) next."""
+        ...
+
+    def close_segment(self, state: ConstraintState) -> bytes | None:
+        """The shortest bytes that finish the text segment `state` is in (b"" at a segment's end);
+        None where none can. A server's constrained output cut off by its token budget ends this way."""
         ...
 
 

@@ -16,11 +16,7 @@ from typing import Any
 
 import anyio
 
-from neural_dap.llm.base import Completion, CompletionResult, Constraint, ModelError
-
-# Tokens kept for the end of a constrained frame: inside a value with fewer left than this, the
-# string is ended, so the closing brace, the source line and the separator still fit.
-CLOSING_ROOM = 48
+from neural_dap.llm.base import CLOSING_ROOM, Completion, CompletionResult, Constraint, ModelError
 
 
 class InProcessClient:

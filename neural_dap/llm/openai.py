@@ -23,7 +23,7 @@ from collections import OrderedDict
 import anyio
 import httpx
 
-from neural_dap.llm.base import Completion, CompletionResult, Constraint, ModelError
+from neural_dap.llm.base import CLOSING_ROOM, Completion, CompletionResult, Constraint, ModelError
 
 _PREFIX_HITS = re.compile(r"^vllm:prefix_cache_hits(?:_total)?(?:\{[^}]*\})?\s+([0-9.eE+]+)", re.M)
 
@@ -254,11 +254,19 @@ class OpenAICompatibleClient:
                 ids.append((await self.special_ids([token]))[token])
                 pieces.append(token)
                 continue
-            text = await self._structured(ids, kind, what, temperature, max(1, budget))
+            text = await self._structured(ids, kind, what, temperature, max(1, budget - CLOSING_ROOM // 2))
             requests += 1
             nxt = constraint.step_bytes(state, text.encode())
             if nxt is None:
                 raise ModelError(f"the server's {kind}-constrained output {text[:80]!r} does not fit the frame")
+            # cut off by the token budget mid-segment (a long string value, say): end it the
+            # shortest way the frame allows, so the frame still completes
+            closing = constraint.close_segment(nxt)
+            if closing is None:
+                raise ModelError(f"the server's {kind}-constrained output {text[:80]!r} cannot be completed")
+            if closing:
+                text += closing.decode()
+                nxt = constraint.step_bytes(nxt, closing)
             state = nxt
             pieces.append(text)
             new_ids = await self.tokenize(text)

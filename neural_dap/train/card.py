@@ -48,12 +48,55 @@ def _row(name: str, r: dict) -> str:
     return f"| {name} | " + " | ".join(cells) + " |"
 
 
+def _pair(a: dict | None, b: dict | None, key: str) -> str:
+    def one(r: dict | None) -> str:
+        return f"{r[key]:.1f}%" if r is not None and r.get(key) is not None else "-"
+
+    return f"{one(a)} / {one(b)}"
+
+
+def _side_by_side(result: dict) -> list[str]:
+    """Held-out generated programs beside real code, per action: the gap the corpus alone hides."""
+    heldout, real = result.get("heldout"), result.get("real")
+    decoding = "program-aware decoding" if result.get("constrained", True) else "unconstrained decoding"
+    described = []
+    if heldout:
+        described.append(f"{heldout['programs']} held-out generated programs ({heldout['overall']['frames']} frames)")
+    if real:
+        described.append(
+            f"real code: CRUXEval-dev functions on their inputs and the scripts of `examples/` "
+            f"({real['programs']} programs, {real['overall']['frames']} frames)"
+        )
+    lines = [
+        "",
+        f"Next-state accuracy, teacher-forced, {decoding}, held-out / real: " + "; ".join(described) + ".",
+        "",
+        "| action | whole frame | event | line | locals | value | valid frame | ms per prediction |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    rows = [("forward actions", "forward"), ("all actions", "overall")]
+    actions = sorted(set((heldout or {}).get("byAction", {})) | set((real or {}).get("byAction", {})))
+    for label, key in rows + [(a, a) for a in actions]:
+        a = (heldout or {}).get(key) if key in ("forward", "overall") else (heldout or {}).get("byAction", {}).get(key)
+        b = (real or {}).get(key) if key in ("forward", "overall") else (real or {}).get("byAction", {}).get(key)
+        cells = [_pair(a, b, k) for k in ("exact", "event", "line", "locals", "value", "valid")]
+        ms = _pair(a, b, "medianMs").replace("%", "")
+        lines.append(f"| {label} | " + " | ".join(cells) + f" | {ms} |")
+    return lines
+
+
 def _passes(epochs: int) -> str:
     return "less than one pass over the data" if epochs == 0 else f"{epochs} full passes over the data"
 
 
 def card(
-    run: Path, data: Path, evals: list[dict], target: Path = EMBEDDED, note: str = "", wall_minutes: float | None = None
+    run: Path,
+    data: Path,
+    evals: list[dict],
+    target: Path = EMBEDDED,
+    note: str = "",
+    wall_minutes: float | None = None,
+    reproduce: str = "",
 ) -> str:
     log = json.loads((run / "train_log.json").read_text())
     manifest = json.loads((data / "manifest.json").read_text()) if (data / "manifest.json").is_file() else {}
@@ -98,10 +141,7 @@ def card(
                     "final loss",
                     f"train {log['final_loss']}, held-out {round(log['heldout_loss'], 4) if log['heldout_loss'] else '?'} (predicted frames only)",
                 ),
-                (
-                    "reproduce",
-                    "`neural-dap dataset --out data --programs 100000 --trajectories 6` (the shipped model used the first 300,000 trajectories), then `neural-dap train --data data --out run --preset cpu --compile --time-budget 7000`",
-                ),
+                *([("reproduce", reproduce)] if reproduce else []),
             ]
         ),
         "",
@@ -109,7 +149,9 @@ def card(
         "## Measured accuracy (`neural-dap eval`)",
     ]
     for result in evals:
-        if "overall" in result:
+        if "heldout" in result or "real" in result:
+            lines += _side_by_side(result)
+        elif "overall" in result:
             f, o = result["forward"], result["overall"]
             lines += [
                 "",
@@ -161,6 +203,7 @@ def main() -> None:
     )
     parser.add_argument("--no-copy", action="store_true", help="only rewrite the card")
     parser.add_argument("--note", default="", help="a paragraph about this run, placed after the training table")
+    parser.add_argument("--reproduce", default="", help="the commands that made this run, for the card")
     parser.add_argument(
         "--wall-minutes", type=float, help="the run's wall time when it was resumed (the log counts the last part only)"
     )
@@ -168,7 +211,7 @@ def main() -> None:
     if not opts.no_copy:
         print("copied:", ", ".join(ship(opts.run)))
     evals = [json.loads(p.read_text()) for p in opts.eval if p.is_file()]
-    card(opts.run, opts.data, evals, note=opts.note, wall_minutes=opts.wall_minutes)
+    card(opts.run, opts.data, evals, note=opts.note, wall_minutes=opts.wall_minutes, reproduce=opts.reproduce)
     print(f"wrote {os.path.relpath(EMBEDDED / 'MODEL_CARD.md')}")
 
 
