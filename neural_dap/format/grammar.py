@@ -202,9 +202,12 @@ class FrameConstraint:
             return state[1] == "value" and state[2][0] == 0
         return state[0] == "value" and state[1] == 1 and state[2] == 0
 
-    def in_string(self, state: State) -> bool:
-        """Inside a JSON string value, the one part of a frame whose length the program does not bound."""
-        return (state[0] == "locals" and state[1] == "value") or (state[0] == "value" and state[1] == 1)
+    def in_values(self, state: State) -> bool:
+        """In the locals object or a returned/raised value, before its end: the parts of a frame a
+        model can make as long as it likes (more keys, longer strings)."""
+        return (state[0] == "locals" and state[1] not in ("open", "closed")) or (
+            state[0] == "value" and state[1] in (0, 1)
+        )
 
     def _line_options(self, lines: frozenset) -> dict[bytes, tuple[int, ...]]:
         """The text of each candidate line (with its newline) -> the lines that have that text."""

@@ -53,8 +53,8 @@ class Constraint(Protocol):
 
     def done(self, state: ConstraintState) -> bool: ...
 
-    def in_string(self, state: ConstraintState) -> bool:
-        """Inside free text whose length the constraint does not bound (a JSON string value)."""
+    def in_values(self, state: ConstraintState) -> bool:
+        """In the locals object or a value, before its end (text a model can make as long as it likes)."""
         ...
 
     def accepts(self, text: str) -> bool:

@@ -130,16 +130,17 @@ class TokenIndex:
         cache[state] = allowed
         return allowed
 
-    def closing_mask(self, constraint: Any, state: Hashable):
-        """Inside a string value, the tokens that end it (for a generation about to run out of room);
-        None where no token can (the caller then uses the whole mask)."""
+    def toward_mask(self, target: bytes):
+        """The text tokens that begin `target` (the shortest way out of a segment); None if none do."""
         import numpy as np
 
         allowed = np.zeros(self.size, dtype=bool)
-        for i in self.unplain:
-            after = constraint.step_bytes(state, self.pieces[i])
-            if after is not None and not constraint.in_string(after):
-                allowed[i] = True
+        node: dict | None = self.trie
+        for byte in target:
+            node = node.get(byte) if node is not None else None
+            if node is None:
+                break
+            allowed[node.get(None, [])] = True
         return allowed if allowed.any() else None
 
     def _walk(self, constraint: Any, node: dict, state: Hashable, allowed) -> None:

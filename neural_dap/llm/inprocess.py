@@ -212,10 +212,13 @@ class InProcessClient:
                 index is not None
                 and constraint is not None
                 and max_tokens - step <= CLOSING_ROOM
-                and constraint.in_string(state)
+                and constraint.in_values(state)
             ):
-                # about to run out of room inside a value: end the string, so the frame still completes
-                closing = index.closing_mask(constraint, state)
+                # about to run out of room in the locals or a value: take the shortest way out (end
+                # the string, write only the keys still required, close the object), so the frame
+                # still completes
+                way_out = constraint.close_segment(state)
+                closing = index.toward_mask(way_out) if way_out else None
                 if closing is not None and not closing[token]:
                     token = self._pick(logits, temperature, torch.from_numpy(closing))
                     changed += 1
