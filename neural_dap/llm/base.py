@@ -9,6 +9,9 @@ import msgspec
 # Tokens kept for the end of a constrained frame: inside a value with fewer left than this, the
 # string is ended, so the closing brace, the source line and the separator still fit.
 CLOSING_ROOM = 48
+# Tokens one string value may take before it is ended: the datasets keep reprs to 300 characters
+# (corpus.dataset.RECORD_LIMITS), about 100 tokens, so a longer one is a model repeating itself.
+MAX_VALUE_TOKENS = 160
 
 
 class ModelError(Exception):

@@ -16,7 +16,7 @@ from typing import Any
 
 import anyio
 
-from neural_dap.llm.base import CLOSING_ROOM, Completion, CompletionResult, Constraint, ModelError
+from neural_dap.llm.base import CLOSING_ROOM, MAX_VALUE_TOKENS, Completion, CompletionResult, Constraint, ModelError
 
 
 class InProcessClient:
@@ -204,19 +204,22 @@ class InProcessClient:
         index = self._token_index() if constraint is not None else None
         state = constraint.start() if constraint is not None else None
         changed = 0
+        in_text = 0  # tokens written inside the current string value
         for step in range(max(0, max_tokens)):
             if cancel.is_set():
                 raise ModelError("cancelled")
             token = self._pick(logits, temperature)
+            in_text = in_text + 1 if constraint is not None and constraint.free_text(state) else 0
             if (
                 index is not None
                 and constraint is not None
-                and max_tokens - step <= CLOSING_ROOM
+                and (max_tokens - step <= CLOSING_ROOM or in_text > MAX_VALUE_TOKENS)
                 and constraint.in_values(state)
             ):
-                # about to run out of room in the locals or a value: take the shortest way out (end
-                # the string, write only the keys still required, close the object), so the frame
-                # still completes
+                # about to run out of room in the locals or a value, or a value running on past any
+                # repr the model was trained on (a small model can loop on one piece): take the
+                # shortest way out (end the string, write only the keys still required, close the
+                # object), so the frame still completes
                 way_out = constraint.close_segment(state)
                 closing = index.toward_mask(way_out) if way_out else None
                 if closing is not None and not closing[token]:
