@@ -179,15 +179,14 @@ def card(
         "32B fine-tuned CWM 83.2% (O) and 66.5% (I).",
         "",
         "## Limits",
-        "A model of this size learns the format, the events and much of the control flow of short",
-        "functions, and the values of string and list operations much less well; long jumps (continue,",
-        "breakpoints far ahead) are harder than single steps, and errors compound when it runs free.",
-        "Trained only on short generated functions, it copies unfamiliar code poorly: a program with",
-        "imports, module-level code or variable names unlike the corpus's often gets misspelt source lines",
-        "(read as the closest program line and counted as `repairedLines`) or invalid frames (a clear",
-        "error on that step). It is a demonstration of the pipeline, not a useful debugger: check its",
-        "predictions against reality (`reconcile`), and train the `gpu` preset (`scripts/gpu_train.sh`)",
-        "or serve a large model for real use.",
+        "A model of this size learns the format, the events and much of the control flow, and the",
+        "values of string and list operations much less well; long jumps (continue, breakpoints far",
+        "ahead) are harder than single steps, and errors compound when it runs free. Program-aware",
+        "decoding makes every frame one the program allows (a real line, names the scope can hold), not",
+        "a right one: on real code about half of its single steps are exactly right, and a value it",
+        "cannot predict can come out as plausible-looking nonsense. Check its predictions against",
+        "reality (`reconcile`), and train the `gpu` preset (`scripts/gpu_train.sh`) or serve a large",
+        "model for real use.",
     ]
     text = "\n".join(lines) + "\n"
     (target / "MODEL_CARD.md").write_text(text)
