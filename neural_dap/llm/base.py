@@ -6,8 +6,8 @@ from typing import Any, Protocol, runtime_checkable
 
 import msgspec
 
-# Tokens kept for the end of a constrained frame: inside a value with fewer left than this, the
-# string is ended, so the closing brace, the source line and the separator still fit.
+# Tokens kept for the end of a constrained frame: in the locals or a value with fewer left than
+# this, decoding takes the shortest way out, so the source line and the separator still fit.
 CLOSING_ROOM = 48
 # Tokens one string value may take before it is ended: the datasets keep reprs to 300 characters
 # (corpus.dataset.RECORD_LIMITS), about 100 tokens, so a longer one is a model repeating itself.
