@@ -8,6 +8,7 @@ import re
 import shutil
 import subprocess
 import sys
+import textwrap
 from pathlib import Path
 
 import pytest
@@ -45,3 +46,31 @@ def modern_nvim() -> str | None:
             if match and int(match.group(1)) >= 11:
                 return str(candidate)
     return None
+
+
+# A script the editor tests debug: two functions, a loop, module-level code and output ("total 14").
+SQUARES_PROGRAM = textwrap.dedent(
+    """\
+    def square(x):
+        y = x * x
+        return y
+
+
+    def main(limit):
+        total = 0
+        for i in range(limit):
+            total += square(i)
+        print("total", total)
+        return total
+
+
+    main(4)
+    """
+)
+
+
+def adapter_processes() -> list[str]:
+    """Running `neural-dap adapter` / `python -m neural_dap adapter` processes (none should outlive
+    a session)."""
+    out = subprocess.run(["pgrep", "-af", "neural[-_]dap adapter"], capture_output=True, text=True).stdout
+    return [line for line in out.splitlines() if "pgrep" not in line]

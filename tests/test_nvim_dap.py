@@ -12,31 +12,11 @@ import json
 import os
 import subprocess
 import sys
-import textwrap
 from pathlib import Path
 
 import pytest
 
-from .conftest import ROOT, modern_nvim
-
-PROGRAM = textwrap.dedent(
-    """\
-    def square(x):
-        y = x * x
-        return y
-
-
-    def main(limit):
-        total = 0
-        for i in range(limit):
-            total += square(i)
-        print("total", total)
-        return total
-
-
-    main(4)
-    """
-)
+from .conftest import ROOT, SQUARES_PROGRAM, adapter_processes, modern_nvim
 
 
 def _nvim_dap() -> Path | None:
@@ -44,17 +24,12 @@ def _nvim_dap() -> Path | None:
     return where if (where / "lua" / "dap.lua").is_file() else None
 
 
-def _adapters() -> list[str]:
-    out = subprocess.run(["pgrep", "-af", "neural-dap adapter"], capture_output=True, text=True).stdout
-    return [line for line in out.splitlines() if "pgrep" not in line]
-
-
 def test_nvim_dap_as_the_readme_configures_it(tmp_path):
     nvim, plugin = modern_nvim(), _nvim_dap()
     if nvim is None or plugin is None:
         pytest.skip("needs Neovim 0.11+ (dev extra) and an nvim-dap checkout at $NEURAL_DAP_NVIM_DAP or .e2e/nvim-dap")
     neural_dap = Path(sys.executable).with_name("neural-dap")
-    (tmp_path / "prog.py").write_text(PROGRAM)
+    (tmp_path / "prog.py").write_text(SQUARES_PROGRAM)
     out = tmp_path / "seen.json"
     env = {**os.environ, "ND_NVIM_DAP": str(plugin), "ND_OUT": str(out), "ND_NEURAL_DAP": str(neural_dap)}
     script = ROOT / "tests" / "nvim" / "dap_session.lua"
@@ -88,4 +63,4 @@ def test_nvim_dap_as_the_readme_configures_it(tmp_path):
     assert seen["evaluate"] == "30"  # x * 10 at the hit where x == 3
     assert seen["output"] == "total 14\n"
     assert seen["terminated"] is True
-    assert _adapters() == [], "the adapter outlived the session"
+    assert adapter_processes() == [], "the adapter outlived the session"

@@ -23,31 +23,13 @@ from pathlib import Path
 
 import pytest
 
-from .conftest import ROOT
+from .conftest import ROOT, SQUARES_PROGRAM, adapter_processes
 
 pytestmark = pytest.mark.slow
 
 CODE_SERVER = ROOT / ".e2e" / "node_modules" / ".bin" / "code-server"
 VSIX = ROOT / "vscode-extension" / "neural-dap.vsix"
 SERVE = ["--auth", "none", "--disable-telemetry", "--disable-update-check", "--disable-workspace-trust"]
-PROGRAM = textwrap.dedent(
-    """\
-    def square(x):
-        y = x * x
-        return y
-
-
-    def main(limit):
-        total = 0
-        for i in range(limit):
-            total += square(i)
-        print("total", total)
-        return total
-
-
-    main(4)
-    """
-)
 CALC = textwrap.dedent(
     """\
     def total(xs):  # neural-dap: total([3, 1, 2])
@@ -84,11 +66,6 @@ def _free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
-
-
-def _adapters() -> list[str]:
-    out = subprocess.run(["pgrep", "-af", "neural_dap adapter"], capture_output=True, text=True).stdout
-    return [line for line in out.splitlines() if "pgrep" not in line]
 
 
 class Editor:
@@ -192,7 +169,7 @@ def editor(tmp_path):
     shots.mkdir(parents=True, exist_ok=True)
     workspace = tmp_path / "workspace"
     (workspace / ".vscode").mkdir(parents=True)
-    (workspace / "prog.py").write_text(PROGRAM)
+    (workspace / "prog.py").write_text(SQUARES_PROGRAM)
     (workspace / "calc.py").write_text(CALC)
     launch = {
         "type": "neural-python",
@@ -319,9 +296,9 @@ def test_a_user_debugs_and_time_travels_in_a_real_vscode(editor):
     ed.shot("output")
     ed.button("Continue")  # finish
     deadline = time.monotonic() + 20
-    while _adapters() and time.monotonic() < deadline:
+    while adapter_processes() and time.monotonic() < deadline:
         time.sleep(0.3)
-    assert not _adapters(), "the adapter process outlived the session"
+    assert not adapter_processes(), "the adapter process outlived the session"
     assert ed.errors() == []
 
 
