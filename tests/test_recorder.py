@@ -226,8 +226,10 @@ def _python(version: str) -> str | None:
     return None
 
 
+@pytest.mark.parametrize("engine", ["cmonitoring", "monitoring"])
 @pytest.mark.parametrize("version", ["3.12", "3.13"])
-def test_sys_monitoring_engine_records_the_same_states(version):
+def test_sys_monitoring_engines_record_the_same_states(version, engine):
+    """The sys.monitoring engines (the C tracer's callbacks, and the Python ones) record what settrace does."""
     python = _python(version)
     if python is None:
         pytest.skip(f"no python{version} on this machine")
@@ -238,7 +240,19 @@ def test_sys_monitoring_engine_records_the_same_states(version):
                 raise ValueError(n)
             return n * 2
 
+        def numbers():
+            try:
+                yield 1
+            except KeyError:
+                return 2
+
         def f(xs):
+            g = numbers()
+            first = next(g)
+            try:
+                g.throw(KeyError)  # resumes the generator: a call, as settrace reports it
+            except StopIteration as stop:
+                second = stop.value
             out = []
             for x in xs:
                 try:
@@ -246,13 +260,13 @@ def test_sys_monitoring_engine_records_the_same_states(version):
                 except ValueError:
                     out.append(-1)
             total = sum(v for v in out if v > 0)
-            return out, total
+            return out, total, first, second
         """
     )
     program = Program("/virtual/prog.py", source=source, entry="f", entry_args="[1, 2, 3]")
-    new = record(program, python=python)
+    new = record(program, python=python, engine=engine)
     old = record(program, engine="settrace")
-    assert new.engine == "monitoring" and new.python.startswith(version)
+    assert new.engine == engine and new.python.startswith(version)
     assert [s.format_view() for s in new.states] == [s.format_view() for s in old.states]
 
 

@@ -78,10 +78,16 @@ def test_both_recordings_agree_on_every_example():
 def test_the_python_engines_record_the_same_skeleton():
     program = Program(str(EXAMPLES / "bubble_sort.py"))
     _compare(program, random.Random(2), engine="settrace")
-    python = _python("3.12")
+
+
+@pytest.mark.parametrize("engine", ["cmonitoring", "monitoring"])
+@pytest.mark.parametrize("version", ["3.12", "3.13"])
+def test_the_sys_monitoring_engines_record_the_same_skeleton(version, engine):
+    python = _python(version)
     if python is None:
-        pytest.skip("no python3.12 on this machine for the sys.monitoring engine")
-    _compare(program, random.Random(3), python=python)
+        pytest.skip(f"no python{version} on this machine for the sys.monitoring engines")
+    for name in ("bubble_sort.py", "recursion.py", "inventory.py", "exceptions.py"):
+        _compare(Program(str(EXAMPLES / name)), random.Random(3), python=python, engine=engine)
 
 
 def test_a_long_run_records_its_skeleton_and_rebuilds_far_states(tmp_path):

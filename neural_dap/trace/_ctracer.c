@@ -1,26 +1,53 @@
-/* The recording tracer in C, for CPython 3.11 (PyEval_SetTrace). The pure-Python engines in
- * child.py define the behaviour; this does the same per event without running Python code for the
- * common cases (an unchanged or changed int / str / float / bool / None local). Values that need a
- * repr or a structure are handed to the recorder's own Python functions, so both engines encode
- * values identically.
+/* The recording tracer in C: one event-recording core with two front ends,
+ *   - PyEval_SetTrace (CPython 3.11), and
+ *   - sys.monitoring callbacks (CPython 3.12+): C functions the child registers as the callbacks,
+ *     so no Python code runs for the common events.
+ * The pure-Python engines in child/engines.py and child/pyskeleton.py define the behaviour; this
+ * does the same per event. Values that need a repr or a structure are handed to the recorder's
+ * own Python functions, so every engine encodes values identically.
  *
- * Full capture: events appended to the recorder's list are the tuples child.py documents:
+ * Built against the limited API of 3.11 (one .abi3.so): the recording child may run under another
+ * interpreter than the one neural-dap is installed in (the `python` launch key), and a 3.12 or 3.13
+ * child loads the same build. The one call outside the limited API is PyEval_SetTrace, declared
+ * below by hand: only the 3.11 front end calls it, and its signature has not changed since 2.x.
+ *
+ * Full capture: events appended to the recorder's list are the tuples child/__init__.py documents:
  *   ("c", inv, code_id, line, depth, changes)  ("l", inv, line, changes, caught)
  *   ("r", inv, line, value)  ("x", inv, line, value)  ("u", inv, changes)
  *
  * Skeleton mode records only what the debugger actions need, in fixed-size binary records (see
- * child.py: 12 bytes an event, 8 more a call), and no locals at all; every `hook_every` events (or
- * at `hook_at`) it calls the recorder's hook, which takes checkpoints and enforces limits. Inside
- * a capture window [capture_from, capture_to] (a materialisation replaying from a checkpoint) it
- * also does the full capture, starting with a snapshot ("s", inv, code_id, line, depth, changes)
- * of every frame already on the stack.
+ * child/skeleton.py: 12 bytes an event, 8 more a call), and no locals at all; every `hook_every`
+ * events (or at `hook_at`) it calls the recorder's hook, which takes checkpoints and enforces
+ * limits. Inside a capture window [capture_from, capture_to] (a materialisation replaying from a
+ * checkpoint) it also does the full capture, starting with a snapshot
+ * ("s", inv, code_id, line, depth, changes) of every frame already on the stack.
  */
+#ifndef Py_LIMITED_API
+#define Py_LIMITED_API 0x030B0000
+#endif
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
-#include <frameobject.h>
+
+/* Not in the limited API (see above); the 3.11 front end only. */
+typedef int (*Py_tracefunc)(PyObject *, PyFrameObject *, int, PyObject *);
+PyAPI_FUNC(void) PyEval_SetTrace(Py_tracefunc, PyObject *);
+#define TRACE_CALL 0
+#define TRACE_EXCEPTION 1
+#define TRACE_LINE 2
+#define TRACE_RETURN 3
+
+#define SET_REF(slot, value)          \
+    do {                              \
+        PyObject *old_ = (PyObject *)(slot); \
+        (slot) = (value);             \
+        Py_XDECREF(old_);             \
+    } while (0)
 
 typedef struct {
-    PyFrameObject *frame; /* borrowed: the frame is alive while it is on our stack */
+    PyObject *code;       /* a reference while the invocation is on our stack */
+    PyFrameObject *frame; /* a reference, or NULL (sys.monitoring: found when its locals are needed) */
+    const int *lines;     /* sys.monitoring: the code's line of each instruction (see line_table) */
+    Py_ssize_t n_lines;
     long long inv;
     PyObject *objs;       /* name -> object last seen (NULL in skeleton mode until captured) */
     PyObject *encs;       /* name -> encoding, for objects that can change in place */
@@ -44,6 +71,18 @@ typedef struct {
 } CallRecord;
 #pragma pack(pop)
 
+/* What the tracer knows of a code object, found by its address: a dict keyed by code objects
+ * would hash the code's contents (its constants, names, bytecode) at every lookup, which costs
+ * more than all the rest of a call event. */
+typedef struct {
+    PyObject *code;       /* a reference (NULL: an empty slot) */
+    int user;             /* the user's code (traced) */
+    int enabled;          /* sys.monitoring: its local events are on */
+    long code_id;         /* -1: none yet */
+    const int *lines;     /* sys.monitoring: its line table (owned by Tracer.line_tables) */
+    Py_ssize_t n_lines;   /* -1: not made yet */
+} CodeInfo;
+
 typedef struct {
     PyObject_HEAD
     PyObject *events;        /* list */
@@ -55,11 +94,21 @@ typedef struct {
     PyObject *encode_object; /* callable(value) -> encoding */
     PyObject *value_repr;    /* callable(value) -> encoding of a return value */
     PyObject *bounded;       /* callable(value) -> repr str */
+    CodeInfo *codes;         /* open addressing by address, a power of two slots */
+    Py_ssize_t codes_len, codes_cap;
     Entry *stack;
     Py_ssize_t depth;
     Py_ssize_t capacity;
     long long next_inv;
     int active;
+    PyThreadState *thread;   /* the thread traced: events of others are ignored */
+    /* the sys.monitoring front end */
+    int monitoring;
+    PyObject *disable;       /* sys.monitoring.DISABLE */
+    PyObject *enable;        /* callable(code): turn its local events on */
+    PyObject *jump_line;     /* callable(code, offset, target) -> a line, or DISABLE */
+    PyObject *line_tables;   /* list of bytes: each code's int line per 2-byte instruction (-1: none) */
+    PyObject *make_line_table; /* callable(code) -> that bytes */
     /* skeleton mode */
     int skeleton;
     long long count;          /* events so far */
@@ -77,7 +126,7 @@ typedef struct {
     long long ev_first;       /* index of ev[0] */
 } Tracer;
 
-static PyObject *TAG_C, *TAG_L, *TAG_R, *TAG_X, *TAG_U, *TAG_S, *EMPTY_TUPLE;
+static PyObject *TAG_C, *TAG_L, *TAG_R, *TAG_X, *TAG_U, *TAG_S, *FUNCTION_TYPE, *CO_NAME, *F_LOCALS;
 static const long long SMALL_INT = 1LL << 53;
 
 static int is_atom(PyObject *v) {
@@ -86,11 +135,20 @@ static int is_atom(PyObject *v) {
            v == Py_None || t == &PyBytes_Type || t == &PyComplex_Type;
 }
 
-static int hidden_global(PyObject *name, PyObject *value) {
-    if (PyUnicode_GetLength(name) >= 2 && PyUnicode_READ_CHAR(name, 0) == '_' && PyUnicode_READ_CHAR(name, 1) == '_')
-        return 1;
-    return PyModule_Check(value) || PyFunction_Check(value) || PyType_Check(value) || PyCFunction_Check(value);
+static int starts_with(PyObject *name, Py_UCS4 a, Py_UCS4 b) {
+    Py_ssize_t n = PyUnicode_GetLength(name);
+    if (n < 1 || PyUnicode_ReadChar(name, 0) != a)
+        return 0;
+    return b == 0 || (n >= 2 && PyUnicode_ReadChar(name, 1) == b);
 }
+
+static int hidden_global(PyObject *name, PyObject *value) {
+    if (starts_with(name, '_', '_'))
+        return 1;
+    return PyModule_Check(value) || (PyObject *)Py_TYPE(value) == FUNCTION_TYPE || PyType_Check(value) || PyCFunction_Check(value);
+}
+
+static PyObject *call1(PyObject *fn, PyObject *arg) { return PyObject_CallFunctionObjArgs(fn, arg, NULL); }
 
 static PyObject *encode(Tracer *t, PyObject *value, int atom) {
     if (atom) {
@@ -106,9 +164,15 @@ static PyObject *encode(Tracer *t, PyObject *value, int atom) {
             Py_INCREF(value);
             return value;
         }
-        return PyObject_CallOneArg(t->encode_atom, value);
+        return call1(t->encode_atom, value);
     }
-    return PyObject_CallOneArg(t->encode_object, value);
+    return call1(t->encode_object, value);
+}
+
+static int append_change(PyObject **changes, PyObject *name, PyObject *enc) {
+    if (*changes == NULL && (*changes = PyList_New(0)) == NULL)
+        return -1;
+    return PyList_Append(*changes, name) < 0 || PyList_Append(*changes, enc) < 0 ? -1 : 0;
 }
 
 /* The changed locals as a flat list [name, enc, ...], or None; NULL on error. */
@@ -122,7 +186,7 @@ static PyObject *diff(Tracer *t, Entry *e, PyObject *locals) {
         int atom = is_atom(value);
         PyObject *enc;
         if (atom) {
-            if (e->module_scope && PyUnicode_GetLength(name) >= 2 && PyUnicode_READ_CHAR(name, 0) == '_' && PyUnicode_READ_CHAR(name, 1) == '_')
+            if (e->module_scope && starts_with(name, '_', '_'))
                 continue;
             seen++;
             if (PyDict_GetItemWithError(e->objs, name) == value)
@@ -132,16 +196,13 @@ static PyObject *diff(Tracer *t, Entry *e, PyObject *locals) {
             enc = encode(t, value, 1);
             if (enc == NULL)
                 goto error;
-            if (PyDict_SetItem(e->objs, name, value) < 0) {
-                Py_DECREF(enc);
-                goto error;
-            }
-            if (PyDict_Contains(e->encs, name) == 1 && PyDict_DelItem(e->encs, name) < 0) {
+            if (PyDict_SetItem(e->objs, name, value) < 0 ||
+                (PyDict_Contains(e->encs, name) == 1 && PyDict_DelItem(e->encs, name) < 0)) {
                 Py_DECREF(enc);
                 goto error;
             }
         } else {
-            if (PyUnicode_GetLength(name) > 0 && PyUnicode_READ_CHAR(name, 0) == '.')
+            if (starts_with(name, '.', 0))
                 continue;
             if (e->module_scope && hidden_global(name, value))
                 continue;
@@ -173,44 +234,40 @@ static PyObject *diff(Tracer *t, Entry *e, PyObject *locals) {
                 goto error;
             }
         }
-        if (changes == NULL && (changes = PyList_New(0)) == NULL) {
-            Py_DECREF(enc);
-            goto error;
-        }
-        int bad = PyList_Append(changes, name) < 0 || PyList_Append(changes, enc) < 0;
+        int bad = append_change(&changes, name, enc);
         Py_DECREF(enc);
-        if (bad)
+        if (bad < 0)
             goto error;
     }
-    if (e->module_scope || PyDict_GET_SIZE(e->objs) > seen) {
+    if (e->module_scope || PyDict_Size(e->objs) > seen) {
+        /* something may have been deleted */
         PyObject *keys = PyDict_Keys(e->objs);
         if (keys == NULL)
             goto error;
-        for (Py_ssize_t i = 0; i < PyList_GET_SIZE(keys); i++) {
-            PyObject *key = PyList_GET_ITEM(keys, i);
+        for (Py_ssize_t i = 0; i < PyList_Size(keys); i++) {
+            PyObject *key = PyList_GetItem(keys, i);
             int has = PyDict_Contains(locals, key);
-            if (has < 0) {
-                Py_DECREF(keys);
-                goto error;
-            }
+            if (has < 0)
+                goto keys_error;
             if (has)
                 continue;
-            if (PyDict_DelItem(e->objs, key) < 0 || (PyDict_Contains(e->encs, key) == 1 && PyDict_DelItem(e->encs, key) < 0)) {
-                Py_DECREF(keys);
-                goto error;
-            }
+            if (PyDict_DelItem(e->objs, key) < 0 || (PyDict_Contains(e->encs, key) == 1 && PyDict_DelItem(e->encs, key) < 0))
+                goto keys_error;
             PyObject *gone = PyList_New(0);
-            if (changes == NULL)
-                changes = PyList_New(0);
-            if (gone == NULL || changes == NULL || PyList_Append(changes, key) < 0 || PyList_Append(changes, gone) < 0) {
-                Py_XDECREF(gone);
-                Py_DECREF(keys);
-                goto error;
-            }
+            if (gone == NULL)
+                goto keys_error;
+            int bad = append_change(&changes, key, gone);
             Py_DECREF(gone);
+            if (bad < 0)
+                goto keys_error;
         }
         Py_DECREF(keys);
+        goto done;
+    keys_error:
+        Py_DECREF(keys);
+        goto error;
     }
+done:
     if (changes == NULL)
         Py_RETURN_NONE;
     return changes;
@@ -219,11 +276,29 @@ error:
     return NULL;
 }
 
+/* The frame's locals as a dict (3.13 gives a write-through proxy for a function's frame). */
+static PyObject *frame_locals(PyFrameObject *frame) {
+    PyObject *locals = PyObject_GetAttr((PyObject *)frame, F_LOCALS);
+    if (locals == NULL || PyDict_Check(locals))
+        return locals;
+    PyObject *copy = PyDict_New();
+    if (copy != NULL && PyDict_Update(copy, locals) < 0)
+        Py_CLEAR(copy);
+    Py_DECREF(locals);
+    return copy;
+}
+
+static int find_frames(Tracer *t);
+
 static PyObject *frame_diff(Tracer *t, Entry *e) {
-    PyObject *locals = PyFrame_GetLocals(e->frame);
+    if (e->frame == NULL && find_frames(t) < 0)
+        return NULL;
+    if (e->frame == NULL) /* not found (see find_frames): no locals to show */
+        Py_RETURN_NONE;
+    PyObject *locals = frame_locals(e->frame);
     if (locals == NULL)
         return NULL;
-    PyObject *changes = PyDict_Check(locals) ? diff(t, e, locals) : (Py_INCREF(Py_None), Py_None);
+    PyObject *changes = diff(t, e, locals);
     Py_DECREF(locals);
     return changes;
 }
@@ -298,7 +373,7 @@ static int counted(Tracer *t) {
         PyObject *arg = PyLong_FromLongLong(n);
         if (arg == NULL)
             return -1;
-        PyObject *next = PyObject_CallOneArg(t->hook, arg);
+        PyObject *next = call1(t->hook, arg);
         Py_DECREF(arg);
         if (next == NULL)
             return -1;
@@ -313,12 +388,26 @@ static int counted(Tracer *t) {
 
 static int capturing(Tracer *t) {
     /* the event about to be counted is number t->count (0-based) */
-    return t->skeleton && t->count >= t->capture_from && t->count <= t->capture_to;
+    return !t->skeleton || (t->count >= t->capture_from && t->count <= t->capture_to);
 }
 
+static int is_module_code(PyObject *code) {
+    PyObject *name = PyObject_GetAttr(code, CO_NAME);
+    if (name == NULL)
+        return -1;
+    int module = PyUnicode_Check(name) && PyUnicode_CompareWithASCIIString(name, "<module>") == 0;
+    Py_DECREF(name);
+    return module;
+}
+
+/* The locals shadow of a frame: made when the frame is first captured. */
 static int ensure_dicts(Entry *e) {
     if (e->objs != NULL)
         return 0;
+    int module = is_module_code(e->code);
+    if (module < 0)
+        return -1;
+    e->module_scope = module;
     e->objs = PyDict_New();
     e->encs = PyDict_New();
     if (e->objs == NULL || e->encs == NULL) {
@@ -331,7 +420,7 @@ static int ensure_dicts(Entry *e) {
 
 /* At the first captured event: every frame already on the stack, with all its locals. */
 static int snapshot_stack(Tracer *t, Py_ssize_t upto) {
-    if (t->snapshotted)
+    if (t->snapshotted || !t->skeleton)
         return 0;
     t->snapshotted = 1;
     for (Py_ssize_t d = 0; d < upto; d++) {
@@ -343,99 +432,115 @@ static int snapshot_stack(Tracer *t, Py_ssize_t upto) {
         PyObject *changes = frame_diff(t, e);
         if (changes == NULL)
             return -1;
-        if (emit(t, Py_BuildValue("(OLliNN)", TAG_S, e->inv, e->code_id, PyFrame_GetLineNumber(e->frame), PyLong_FromSsize_t(d), changes)) < 0)
+        int line = e->frame != NULL ? PyFrame_GetLineNumber(e->frame) : 0;
+        if (emit(t, Py_BuildValue("(OLliNN)", TAG_S, e->inv, e->code_id, line, PyLong_FromSsize_t(d), changes)) < 0)
             return -1;
     }
     return 0;
 }
 
-/* -- events -------------------------------------------------------------------------------------- */
+/* -- events (both front ends) ------------------------------------------------------------------- */
 
-static int on_call(Tracer *t, PyFrameObject *frame) {
-    PyCodeObject *code = PyFrame_GetCode(frame);
-    PyObject *user = PyDict_GetItemWithError(t->user_cache, (PyObject *)code);
+static size_t address_hash(PyObject *code) { return (size_t)(((uintptr_t)code >> 4) * 0x9E3779B97F4A7C15ull); }
+
+static CodeInfo *find_slot(CodeInfo *codes, Py_ssize_t cap, PyObject *code) {
+    size_t mask = (size_t)cap - 1, k = address_hash(code) & mask;
+    while (codes[k].code != NULL && codes[k].code != code)
+        k = (k + 1) & mask;
+    return &codes[k];
+}
+
+static int grow_codes(Tracer *t) {
+    Py_ssize_t cap = t->codes_cap ? t->codes_cap * 2 : 256;
+    CodeInfo *codes = PyMem_Calloc(cap, sizeof(CodeInfo));
+    if (codes == NULL) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    for (Py_ssize_t i = 0; i < t->codes_cap; i++)
+        if (t->codes[i].code != NULL)
+            *find_slot(codes, cap, t->codes[i].code) = t->codes[i];
+    PyMem_Free(t->codes);
+    t->codes = codes;
+    t->codes_cap = cap;
+    return 0;
+}
+
+/* The tracer's knowledge of `code`, judged (user's or not) on first sight; NULL: error. */
+static CodeInfo *code_info(Tracer *t, PyObject *code) {
+    if (t->codes_cap > 0) {
+        CodeInfo *info = find_slot(t->codes, t->codes_cap, code);
+        if (info->code == code)
+            return info;
+    }
+    /* first sight: the recorder's judge says (and caches for its own use) */
+    PyObject *user = PyDict_GetItemWithError(t->user_cache, code);
     if (user == NULL) {
-        if (PyErr_Occurred()) {
-            Py_DECREF(code);
-            return -1;
-        }
-        user = PyObject_CallOneArg(t->judge, (PyObject *)code);
-        if (user == NULL || PyDict_SetItem(t->user_cache, (PyObject *)code, user) < 0) {
-            Py_XDECREF(user);
-            Py_DECREF(code);
-            return -1;
-        }
+        if (PyErr_Occurred())
+            return NULL;
+        user = call1(t->judge, code);
+        if (user == NULL)
+            return NULL;
+        int rc = PyDict_SetItem(t->user_cache, code, user);
         Py_DECREF(user); /* the cache keeps it */
+        if (rc < 0)
+            return NULL;
     }
-    if (user != Py_True) {
-        Py_DECREF(code);
-        /* no line events for code that is not the user's */
-        return PyObject_SetAttrString((PyObject *)frame, "f_trace_lines", Py_False);
-    }
-    PyObject *cid = PyDict_GetItemWithError(t->code_ids, (PyObject *)code);
-    if (cid == NULL) {
-        if (PyErr_Occurred()) {
-            Py_DECREF(code);
-            return -1;
-        }
-        cid = PyObject_CallOneArg(t->code_id, (PyObject *)code);
-        if (cid == NULL) {
-            Py_DECREF(code);
-            return -1;
-        }
-    } else {
+    if (2 * (t->codes_len + 1) > t->codes_cap && grow_codes(t) < 0)
+        return NULL;
+    CodeInfo *info = find_slot(t->codes, t->codes_cap, code);
+    Py_INCREF(code);
+    info->code = code;
+    info->user = user == Py_True;
+    info->enabled = 0;
+    info->code_id = -1;
+    info->lines = NULL;
+    info->n_lines = -1;
+    t->codes_len++;
+    return info;
+}
+
+static long code_id_of(Tracer *t, CodeInfo *info) {
+    if (info->code_id >= 0)
+        return info->code_id;
+    PyObject *cid = PyDict_GetItemWithError(t->code_ids, info->code);
+    if (cid != NULL)
         Py_INCREF(cid);
-    }
-    int module_scope = PyUnicode_CompareWithASCIIString(code->co_name, "<module>") == 0;
-    Py_DECREF(code);
+    else if (PyErr_Occurred() || (cid = call1(t->code_id, info->code)) == NULL)
+        return -1;
+    long id = PyLong_AsLong(cid);
+    Py_DECREF(cid);
+    if (id >= 0)
+        info->code_id = id;
+    return id;
+}
+
+static Entry *push(Tracer *t, PyObject *code, PyFrameObject *frame) {
     if (t->depth == t->capacity) {
         Py_ssize_t capacity = t->capacity ? t->capacity * 2 : 64;
         Entry *grown = PyMem_Realloc(t->stack, capacity * sizeof(Entry));
         if (grown == NULL) {
-            Py_DECREF(cid);
             PyErr_NoMemory();
-            return -1;
+            return NULL;
         }
         t->stack = grown;
         t->capacity = capacity;
     }
-    long long index = t->count;
-    Entry *e = &t->stack[t->depth];
+    Entry *e = &t->stack[t->depth++];
+    Py_INCREF(code);
+    e->code = code;
+    Py_XINCREF((PyObject *)frame);
     e->frame = frame;
+    e->lines = NULL;
+    e->n_lines = 0;
     e->inv = t->next_inv++;
     e->objs = NULL;
     e->encs = NULL;
     e->pending = NULL;
-    e->module_scope = module_scope;
-    e->code_id = PyLong_AsLong(cid);
-    e->last = index;
-    Py_ssize_t depth = t->depth++;
-    if (t->skeleton) {
-        long long caller_last = depth > 0 ? t->stack[depth - 1].last : -1;
-        int capture = capturing(t);
-        if (record_event(t, e->inv, PyFrame_GetLineNumber(frame), 0) < 0 || record_call(t, e->code_id, caller_last) < 0 || counted(t) < 0) {
-            Py_DECREF(cid);
-            return -1;
-        }
-        if (!capture) {
-            Py_DECREF(cid);
-            return 0;
-        }
-        if (snapshot_stack(t, depth) < 0) {
-            Py_DECREF(cid);
-            return -1;
-        }
-    }
-    if (ensure_dicts(e) < 0) {
-        Py_DECREF(cid);
-        return -1;
-    }
-    PyObject *changes = frame_diff(t, e);
-    if (changes == NULL) {
-        Py_DECREF(cid);
-        return -1;
-    }
-    return emit(t, Py_BuildValue("(OLNiNN)", TAG_C, e->inv, cid, PyFrame_GetLineNumber(frame), PyLong_FromSsize_t(depth), changes));
+    e->module_scope = 0;
+    e->last = t->count;
+    e->code_id = 0;
+    return e;
 }
 
 static void pop(Tracer *t) {
@@ -443,48 +548,54 @@ static void pop(Tracer *t) {
     Py_CLEAR(e->objs);
     Py_CLEAR(e->encs);
     Py_CLEAR(e->pending);
+    Py_CLEAR(e->frame);
+    Py_CLEAR(e->code);
 }
 
-static int trace(PyObject *self, PyFrameObject *frame, int what, PyObject *arg) {
-    Tracer *t = (Tracer *)self;
-    if (!t->active)
-        return 0;
-    if (what == PyTrace_CALL)
-        return on_call(t, frame);
-    if (t->depth == 0 || t->stack[t->depth - 1].frame != frame)
-        return 0; /* not a frame we trace (or another thread) */
-    Entry *e = &t->stack[t->depth - 1];
-    int line = PyFrame_GetLineNumber(frame);
-    if (what == PyTrace_EXCEPTION) {
-        PyObject *value = PyTuple_Check(arg) && PyTuple_GET_SIZE(arg) >= 2 ? PyTuple_GET_ITEM(arg, 1) : Py_None;
-        Py_INCREF(value);
-        Py_XSETREF(e->pending, value);
-        return 0;
-    }
-    int capture = 1;
-    if (t->skeleton && (what == PyTrace_LINE || what == PyTrace_RETURN)) {
-        long long index = t->count;
-        capture = capturing(t);
-        unsigned char kind;
-        if (what == PyTrace_LINE)
-            kind = e->pending != NULL ? 0x81 : 1;
-        else
-            kind = (e->pending != NULL && (arg == NULL || arg == Py_None)) ? 3 : 2;
-        if (record_event(t, e->inv, line, kind) < 0)
+/* A call of the user's code at `line`: a new invocation on the stack. `frame` may be NULL
+ * (sys.monitoring): it is found when its locals are needed. */
+static int call_event(Tracer *t, PyFrameObject *frame, CodeInfo *info, int line) {
+    PyObject *code = info->code;
+    long code_id = code_id_of(t, info);
+    if (code_id == -1 && PyErr_Occurred())
+        return -1;
+    int capture = capturing(t);
+    if (capture && frame == NULL)
+        frame = PyEval_GetFrame(); /* borrowed: the frame that starts */
+    Entry *e = push(t, code, frame);
+    if (e == NULL)
+        return -1;
+    e->code_id = code_id;
+    e->lines = info->lines;
+    e->n_lines = info->n_lines;
+    Py_ssize_t depth = t->depth - 1;
+    if (t->skeleton) {
+        long long caller_last = depth > 0 ? t->stack[depth - 1].last : -1;
+        if (record_event(t, e->inv, line, 0) < 0 || record_call(t, code_id, caller_last) < 0)
             return -1;
-        e->last = index;
-        if (capture && (snapshot_stack(t, t->depth) < 0 || ensure_dicts(e) < 0))
-            return -1;
-        if (!capture) {
-            if (what == PyTrace_LINE)
-                Py_CLEAR(e->pending);
-            else
-                pop(t);
-            return counted(t);
-        }
-        /* captured: the full event below, then count it */
     }
-    if (what == PyTrace_LINE) {
+    if (capture) {
+        if (snapshot_stack(t, depth) < 0 || ensure_dicts(e) < 0)
+            return -1;
+        PyObject *changes = frame_diff(t, e);
+        if (changes == NULL)
+            return -1;
+        if (emit(t, Py_BuildValue("(OLliNN)", TAG_C, e->inv, code_id, line, PyLong_FromSsize_t(depth), changes)) < 0)
+            return -1;
+    }
+    return t->skeleton ? counted(t) : 0;
+}
+
+static int line_event(Tracer *t, Entry *e, int line) {
+    int capture = capturing(t);
+    if (t->skeleton) {
+        if (record_event(t, e->inv, line, e->pending != NULL ? 0x81 : 1) < 0)
+            return -1;
+        e->last = t->count;
+    }
+    if (capture) {
+        if (snapshot_stack(t, t->depth) < 0 || ensure_dicts(e) < 0)
+            return -1;
         PyObject *changes = frame_diff(t, e);
         if (changes == NULL)
             return -1;
@@ -492,8 +603,7 @@ static int trace(PyObject *self, PyFrameObject *frame, int what, PyObject *arg) 
         Py_INCREF(caught);
         if (e->pending != NULL) {
             Py_DECREF(caught);
-            caught = PyObject_CallOneArg(t->bounded, e->pending);
-            Py_CLEAR(e->pending);
+            caught = call1(t->bounded, e->pending);
             if (caught == NULL) {
                 Py_DECREF(changes);
                 return -1;
@@ -501,45 +611,322 @@ static int trace(PyObject *self, PyFrameObject *frame, int what, PyObject *arg) 
         }
         if (emit(t, Py_BuildValue("(OLiNN)", TAG_L, e->inv, line, changes, caught)) < 0)
             return -1;
-        return t->skeleton ? counted(t) : 0;
     }
-    if (what == PyTrace_RETURN) {
-        int rc;
-        if (e->pending != NULL && (arg == NULL || arg == Py_None)) {
-            PyObject *text = PyObject_CallOneArg(t->bounded, e->pending);
+    Py_CLEAR(e->pending);
+    return t->skeleton ? counted(t) : 0;
+}
+
+/* The top frame returns `value`, or exits by the exception `raised` (not NULL). */
+static int leave_event(Tracer *t, int line, PyObject *value, PyObject *raised) {
+    Entry *e = &t->stack[t->depth - 1];
+    int capture = capturing(t);
+    if (t->skeleton) {
+        if (record_event(t, e->inv, line, raised != NULL ? 3 : 2) < 0)
+            return -1;
+        e->last = t->count;
+    }
+    int rc = 0;
+    if (capture) {
+        if (snapshot_stack(t, t->depth) < 0)
+            return -1;
+        if (raised != NULL) {
+            PyObject *text = call1(t->bounded, raised);
             rc = text == NULL ? -1 : emit(t, Py_BuildValue("(OLiN)", TAG_X, e->inv, line, text));
         } else {
-            PyObject *enc = PyObject_CallOneArg(t->value_repr, arg == NULL ? Py_None : arg);
+            PyObject *enc = call1(t->value_repr, value);
             rc = enc == NULL ? -1 : emit(t, Py_BuildValue("(OLiN)", TAG_R, e->inv, line, enc));
         }
-        pop(t);
-        if (rc < 0)
+    }
+    pop(t);
+    if (rc < 0)
+        return -1;
+    if (capture && t->depth > 0 && t->stack[t->depth - 1].objs != NULL) {
+        /* what the callee changed in its caller's objects shows in the caller right away */
+        Entry *caller = &t->stack[t->depth - 1];
+        PyObject *changes = frame_diff(t, caller);
+        if (changes == NULL)
             return -1;
-        if (t->depth > 0 && t->stack[t->depth - 1].objs != NULL) {
-            /* what the callee changed in its caller's objects shows in the caller right away */
-            Entry *caller = &t->stack[t->depth - 1];
-            PyObject *changes = frame_diff(t, caller);
-            if (changes == NULL)
-                return -1;
-            if (changes == Py_None)
-                Py_DECREF(changes);
-            else if (emit(t, Py_BuildValue("(OLN)", TAG_U, caller->inv, changes)) < 0)
-                return -1;
+        if (changes == Py_None)
+            Py_DECREF(changes);
+        else if (emit(t, Py_BuildValue("(OLN)", TAG_U, caller->inv, changes)) < 0)
+            return -1;
+    }
+    return t->skeleton ? counted(t) : 0;
+}
+
+static void set_pending(Entry *e, PyObject *exc) {
+    Py_INCREF(exc);
+    SET_REF(e->pending, exc);
+}
+
+/* The entry of `frame` when it is the top of our stack, in the traced thread; else NULL. */
+static Entry *top_entry(Tracer *t, PyFrameObject *frame) {
+    if (!t->active || t->depth == 0 || t->stack[t->depth - 1].frame != frame || PyThreadState_Get() != t->thread)
+        return NULL;
+    return &t->stack[t->depth - 1];
+}
+
+/* sys.monitoring: the top entry when `code` runs it. Every start of the user's code pushes an
+ * entry and every exit pops it, so the innermost user frame of the traced thread is the top entry
+ * and comparing code objects is enough: no frame object has to be made per call. */
+static Entry *top_entry_of_code(Tracer *t, PyObject *code) {
+    if (!t->active || t->depth == 0 || t->stack[t->depth - 1].code != code || PyThreadState_Get() != t->thread)
+        return NULL;
+    return &t->stack[t->depth - 1];
+}
+
+/* sys.monitoring: the frame of every entry that has none yet, walking out from the running frame.
+ * The user frames on the thread's stack are our entries, in order; an entry whose frame is not
+ * found keeps NULL (its locals show as none). */
+static int find_frames(Tracer *t) {
+    PyFrameObject *current = PyEval_GetFrame();
+    PyObject *frame = (PyObject *)current;
+    Py_XINCREF(frame);
+    Py_ssize_t d = t->depth - 1;
+    while (frame != NULL && frame != Py_None && d >= 0) {
+        PyObject *code = (PyObject *)PyFrame_GetCode((PyFrameObject *)frame);
+        int match = code == t->stack[d].code;
+        Py_DECREF(code);
+        if (match) {
+            if (t->stack[d].frame == NULL) {
+                Py_INCREF(frame);
+                t->stack[d].frame = (PyFrameObject *)frame;
+            }
+            d--;
         }
-        return t->skeleton ? counted(t) : 0;
+        PyObject *back = PyObject_GetAttrString(frame, "f_back");
+        Py_DECREF(frame);
+        if (back == NULL)
+            return -1;
+        frame = back;
+    }
+    Py_XDECREF(frame);
+    return 0;
+}
+
+/* sys.monitoring: the code's line table, made once per code object by the Python helper. */
+static int ensure_line_table(Tracer *t, CodeInfo *info) {
+    if (info->n_lines >= 0)
+        return 0;
+    PyObject *table = call1(t->make_line_table, info->code);
+    if (table == NULL)
+        return -1;
+    if (!PyBytes_Check(table)) {
+        Py_DECREF(table);
+        PyErr_SetString(PyExc_TypeError, "a line table is bytes");
+        return -1;
+    }
+    int rc = PyList_Append(t->line_tables, table); /* the list keeps it */
+    Py_DECREF(table);
+    if (rc < 0)
+        return -1;
+    info->lines = (const int *)PyBytes_AsString(table);
+    info->n_lines = PyBytes_Size(table) / (Py_ssize_t)sizeof(int);
+    return 0;
+}
+
+/* The line of the instruction at byte `offset`; -1: it has none, -2: error. */
+static int line_in(const int *lines, Py_ssize_t n_lines, PyObject *offset_obj) {
+    long offset = PyLong_AsLong(offset_obj);
+    if (offset == -1 && PyErr_Occurred())
+        return -2;
+    long unit = offset / 2;
+    return lines != NULL && unit >= 0 && unit < n_lines ? lines[unit] : -1;
+}
+
+/* The line an exit of the top entry happens at; -2: error. */
+static int exit_line(Tracer *t, Entry *e, PyObject *offset_obj) {
+    int line = line_in(e->lines, e->n_lines, offset_obj);
+    if (line == -1) { /* an instruction with no line of its own: ask the frame, as f_lineno does */
+        if (e->frame == NULL && find_frames(t) < 0)
+            return -2;
+        line = e->frame != NULL ? PyFrame_GetLineNumber(e->frame) : 0;
+    }
+    return line;
+}
+
+/* -- the PyEval_SetTrace front end (3.11) -------------------------------------------------------- */
+
+static int trace(PyObject *self, PyFrameObject *frame, int what, PyObject *arg) {
+    Tracer *t = (Tracer *)self;
+    if (!t->active)
+        return 0;
+    if (what == TRACE_CALL) {
+        PyObject *code = (PyObject *)PyFrame_GetCode(frame);
+        CodeInfo *info = code_info(t, code);
+        Py_DECREF(code); /* the code table keeps it */
+        if (info == NULL)
+            return -1;
+        if (info->user)
+            return call_event(t, frame, info, PyFrame_GetLineNumber(frame));
+        /* no line events for code that is not the user's */
+        return PyObject_SetAttrString((PyObject *)frame, "f_trace_lines", Py_False);
+    }
+    Entry *e = top_entry(t, frame);
+    if (e == NULL)
+        return 0; /* not a frame we trace */
+    if (what == TRACE_EXCEPTION) {
+        PyObject *value = PyTuple_Check(arg) && PyTuple_Size(arg) >= 2 ? PyTuple_GetItem(arg, 1) : Py_None;
+        set_pending(e, value);
+        return 0;
+    }
+    if (what == TRACE_LINE)
+        return line_event(t, e, PyFrame_GetLineNumber(frame));
+    if (what == TRACE_RETURN) {
+        int line = PyFrame_GetLineNumber(frame);
+        if (e->pending != NULL && (arg == NULL || arg == Py_None)) {
+            PyObject *raised = e->pending;
+            Py_INCREF(raised);
+            int rc = leave_event(t, line, NULL, raised);
+            Py_DECREF(raised);
+            return rc;
+        }
+        return leave_event(t, line, arg == NULL ? Py_None : arg, NULL);
     }
     return 0;
 }
 
+/* -- the sys.monitoring front end (3.12+): the callbacks ---------------------------------------- */
+
+static PyObject *done(Tracer *t, int rc) {
+    (void)t;
+    if (rc < 0)
+        return NULL;
+    Py_RETURN_NONE;
+}
+
+static PyObject *disable(Tracer *t) {
+    Py_INCREF(t->disable);
+    return t->disable;
+}
+
+/* PY_START and PY_RESUME: (code, offset) */
+static PyObject *mon_start(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    Tracer *t = (Tracer *)self;
+    if (nargs < 1 || !t->active || PyThreadState_Get() != t->thread)
+        Py_RETURN_NONE;
+    CodeInfo *info = code_info(t, args[0]);
+    if (info == NULL)
+        return NULL;
+    if (!info->user)
+        return disable(t);
+    if (!info->enabled) {
+        PyObject *rc = call1(t->enable, info->code);
+        if (rc == NULL)
+            return NULL;
+        Py_DECREF(rc);
+        info->enabled = 1;
+        if (ensure_line_table(t, info) < 0)
+            return NULL;
+    }
+    int line = nargs >= 2 ? line_in(info->lines, info->n_lines, args[1]) : -1;
+    if (line == -2)
+        return NULL;
+    if (line == -1) {
+        PyFrameObject *frame = PyEval_GetFrame(); /* the frame that starts */
+        line = frame != NULL ? PyFrame_GetLineNumber(frame) : 0;
+    }
+    return done(t, call_event(t, NULL, info, line));
+}
+
+/* LINE: (code, line) */
+static PyObject *mon_line(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    Tracer *t = (Tracer *)self;
+    Entry *e = nargs >= 2 ? top_entry_of_code(t, args[0]) : NULL;
+    if (e == NULL)
+        Py_RETURN_NONE;
+    int line = (int)PyLong_AsLong(args[1]);
+    if (line == -1 && PyErr_Occurred())
+        return NULL;
+    return done(t, line_event(t, e, line));
+}
+
+/* JUMP: (code, offset, target). settrace reports a backward jump within one line as a new line
+ * event (a one-line loop); LINE does not. The Python helper says which jumps are such lines (only
+ * in generator expressions: see child/engines.py); every other jump is DISABLEd where it is. */
+static PyObject *mon_jump(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    Tracer *t = (Tracer *)self;
+    if (nargs < 3)
+        Py_RETURN_NONE;
+    long offset = PyLong_AsLong(args[1]), target = PyLong_AsLong(args[2]);
+    if (PyErr_Occurred())
+        return NULL;
+    if (target > offset)
+        return disable(t);
+    PyObject *line = PyObject_CallFunctionObjArgs(t->jump_line, args[0], args[1], args[2], NULL);
+    if (line == NULL || line == t->disable)
+        return line;
+    long number = PyLong_AsLong(line);
+    Py_DECREF(line);
+    if (number == -1 && PyErr_Occurred())
+        return NULL;
+    Entry *e = top_entry_of_code(t, args[0]);
+    if (e == NULL)
+        Py_RETURN_NONE;
+    return done(t, line_event(t, e, (int)number));
+}
+
+/* PY_RETURN and PY_YIELD: (code, offset, value); PY_UNWIND: (code, offset, exception) */
+static PyObject *leave(PyObject *self, PyObject *const *args, Py_ssize_t nargs, int raised) {
+    Tracer *t = (Tracer *)self;
+    Entry *e = nargs >= 3 ? top_entry_of_code(t, args[0]) : NULL;
+    if (e == NULL)
+        Py_RETURN_NONE;
+    int line = exit_line(t, e, args[1]);
+    if (line == -2)
+        return NULL;
+    return done(t, raised ? leave_event(t, line, NULL, args[2]) : leave_event(t, line, args[2], NULL));
+}
+
+static PyObject *mon_return(PyObject *self, PyObject *const *args, Py_ssize_t nargs) { return leave(self, args, nargs, 0); }
+
+static PyObject *mon_unwind(PyObject *self, PyObject *const *args, Py_ssize_t nargs) { return leave(self, args, nargs, 1); }
+
+/* EXCEPTION_HANDLED: (code, offset, exception) */
+static PyObject *mon_handled(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    Tracer *t = (Tracer *)self;
+    Entry *e = nargs >= 3 ? top_entry_of_code(t, args[0]) : NULL;
+    if (e != NULL && nargs >= 3)
+        set_pending(e, args[2]);
+    Py_RETURN_NONE;
+}
+
+/* -- the Tracer's methods --------------------------------------------------------------------------- */
+
 static PyObject *tracer_start(PyObject *self, PyObject *Py_UNUSED(ignored)) {
-    ((Tracer *)self)->active = 1;
-    PyEval_SetTrace(trace, self);
+    Tracer *t = (Tracer *)self;
+    t->active = 1;
+    t->thread = PyThreadState_Get();
+    if (!t->monitoring)
+        PyEval_SetTrace(trace, self);
     Py_RETURN_NONE;
 }
 
 static PyObject *tracer_stop(PyObject *self, PyObject *Py_UNUSED(ignored)) {
-    ((Tracer *)self)->active = 0;
-    PyEval_SetTrace(NULL, NULL);
+    Tracer *t = (Tracer *)self;
+    t->active = 0;
+    if (!t->monitoring)
+        PyEval_SetTrace(NULL, NULL);
+    Py_RETURN_NONE;
+}
+
+static PyObject *tracer_monitoring(PyObject *self, PyObject *args) {
+    Tracer *t = (Tracer *)self;
+    PyObject *disable_, *enable, *jump_line, *make_line_table, *line_tables = PyList_New(0);
+    if (line_tables == NULL)
+        return NULL;
+    if (!PyArg_ParseTuple(args, "OOOO", &disable_, &enable, &jump_line, &make_line_table)) {
+        Py_DECREF(line_tables);
+        return NULL;
+    }
+    PyObject **slots[] = {&t->disable, &t->enable, &t->jump_line, &t->make_line_table};
+    PyObject *values[] = {disable_, enable, jump_line, make_line_table};
+    for (size_t i = 0; i < sizeof(values) / sizeof(values[0]); i++) {
+        Py_INCREF(values[i]);
+        SET_REF(*slots[i], values[i]);
+    }
+    SET_REF(t->line_tables, line_tables);
+    t->monitoring = 1;
     Py_RETURN_NONE;
 }
 
@@ -553,8 +940,8 @@ static PyObject *tracer_skeleton(PyObject *self, PyObject *args, PyObject *kwarg
         return NULL;
     Py_INCREF(hook);
     Py_INCREF(flush);
-    Py_XSETREF(t->hook, hook);
-    Py_XSETREF(t->flush, flush);
+    SET_REF(t->hook, hook);
+    SET_REF(t->flush, flush);
     t->hook_every = hook_every;
     t->hook_at = hook_at;
     if (t->ev == NULL) {
@@ -594,19 +981,17 @@ static PyObject *tracer_count(PyObject *self, PyObject *Py_UNUSED(ignored)) {
 
 static int tracer_init(Tracer *self, PyObject *args, PyObject *kwargs) {
     static char *names[] = {"events", "user_cache", "judge", "code_ids", "code_id", "encode_atom", "encode_object", "value_repr", "bounded", NULL};
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O!O!OO!OOOOO", names, &PyList_Type, &self->events, &PyDict_Type, &self->user_cache,
-                                     &self->judge, &PyDict_Type, &self->code_ids, &self->code_id, &self->encode_atom, &self->encode_object,
-                                     &self->value_repr, &self->bounded))
+    PyObject *events, *user_cache, *judge_, *code_ids, *code_id, *encode_atom, *encode_object, *value_repr, *bounded;
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O!O!OO!OOOOO", names, &PyList_Type, &events, &PyDict_Type, &user_cache,
+                                     &judge_, &PyDict_Type, &code_ids, &code_id, &encode_atom, &encode_object, &value_repr, &bounded))
         return -1;
-    Py_INCREF(self->events);
-    Py_INCREF(self->user_cache);
-    Py_INCREF(self->judge);
-    Py_INCREF(self->code_ids);
-    Py_INCREF(self->code_id);
-    Py_INCREF(self->encode_atom);
-    Py_INCREF(self->encode_object);
-    Py_INCREF(self->value_repr);
-    Py_INCREF(self->bounded);
+    PyObject **slots[] = {&self->events, &self->user_cache, &self->judge, &self->code_ids, &self->code_id,
+                          &self->encode_atom, &self->encode_object, &self->value_repr, &self->bounded};
+    PyObject *values[] = {events, user_cache, judge_, code_ids, code_id, encode_atom, encode_object, value_repr, bounded};
+    for (size_t i = 0; i < sizeof(values) / sizeof(values[0]); i++) {
+        Py_INCREF(values[i]);
+        SET_REF(*slots[i], values[i]);
+    }
     return 0;
 }
 
@@ -614,25 +999,34 @@ static void tracer_dealloc(Tracer *self) {
     while (self->depth > 0)
         pop(self);
     PyMem_Free(self->stack);
-    Py_XDECREF(self->events);
-    Py_XDECREF(self->user_cache);
-    Py_XDECREF(self->judge);
-    Py_XDECREF(self->code_ids);
-    Py_XDECREF(self->code_id);
-    Py_XDECREF(self->encode_atom);
-    Py_XDECREF(self->encode_object);
-    Py_XDECREF(self->value_repr);
-    Py_XDECREF(self->bounded);
-    Py_XDECREF(self->hook);
-    Py_XDECREF(self->flush);
+    for (Py_ssize_t i = 0; i < self->codes_cap; i++)
+        Py_XDECREF(self->codes[i].code);
+    PyMem_Free(self->codes);
+    PyObject *refs[] = {self->events, self->user_cache, self->judge, self->code_ids, self->code_id, self->encode_atom,
+                        self->encode_object, self->value_repr, self->bounded, self->hook, self->flush,
+                        self->disable, self->enable, self->jump_line, self->line_tables,
+                        self->make_line_table};
+    for (size_t i = 0; i < sizeof(refs) / sizeof(refs[0]); i++)
+        Py_XDECREF(refs[i]);
     PyMem_Free(self->ev);
     PyMem_Free(self->calls);
-    Py_TYPE(self)->tp_free((PyObject *)self);
+    PyTypeObject *type = Py_TYPE((PyObject *)self);
+    freefunc free_ = (freefunc)PyType_GetSlot(type, Py_tp_free);
+    free_(self);
+    Py_DECREF(type);
 }
 
 static PyMethodDef tracer_methods[] = {
-    {"start", tracer_start, METH_NOARGS, "Trace this thread from now on."},
+    {"start", tracer_start, METH_NOARGS, "Trace this thread from now on (sys.monitoring: once the callbacks are registered)."},
     {"stop", tracer_stop, METH_NOARGS, "Stop tracing."},
+    {"monitoring", tracer_monitoring, METH_VARARGS,
+     "monitoring(DISABLE, enable, jump_line, line_table): be the sys.monitoring callbacks (on_*), not a settrace function."},
+    {"on_start", (PyCFunction)(void (*)(void))mon_start, METH_FASTCALL, "PY_START / PY_RESUME callback."},
+    {"on_line", (PyCFunction)(void (*)(void))mon_line, METH_FASTCALL, "LINE callback."},
+    {"on_jump", (PyCFunction)(void (*)(void))mon_jump, METH_FASTCALL, "JUMP callback."},
+    {"on_return", (PyCFunction)(void (*)(void))mon_return, METH_FASTCALL, "PY_RETURN / PY_YIELD callback."},
+    {"on_unwind", (PyCFunction)(void (*)(void))mon_unwind, METH_FASTCALL, "PY_UNWIND callback."},
+    {"on_handled", (PyCFunction)(void (*)(void))mon_handled, METH_FASTCALL, "EXCEPTION_HANDLED callback."},
     {"skeleton", (PyCFunction)(void (*)(void))tracer_skeleton, METH_VARARGS | METH_KEYWORDS,
      "skeleton(hook, flush, hook_every, hook_at): record only the skeleton from now on."},
     {"capture", tracer_capture, METH_VARARGS, "capture(first, last): full capture for events first..last."},
@@ -641,37 +1035,47 @@ static PyMethodDef tracer_methods[] = {
     {NULL, NULL, 0, NULL},
 };
 
-static PyTypeObject TracerType = {
-    PyVarObject_HEAD_INIT(NULL, 0)
-    .tp_name = "neural_dap.trace._ctracer.Tracer",
-    .tp_basicsize = sizeof(Tracer),
-    .tp_flags = Py_TPFLAGS_DEFAULT,
-    .tp_new = PyType_GenericNew,
-    .tp_init = (initproc)tracer_init,
-    .tp_dealloc = (destructor)tracer_dealloc,
-    .tp_methods = tracer_methods,
-    .tp_doc = "The recording tracer (see child.py for what it records).",
+static PyType_Slot tracer_slots[] = {
+    {Py_tp_new, PyType_GenericNew},
+    {Py_tp_init, tracer_init},
+    {Py_tp_dealloc, tracer_dealloc},
+    {Py_tp_methods, tracer_methods},
+    {Py_tp_doc, "The recording tracer (see child/engines.py for what it records)."},
+    {0, NULL},
+};
+
+static PyType_Spec tracer_spec = {
+    .name = "neural_dap.trace._ctracer.Tracer",
+    .basicsize = sizeof(Tracer),
+    .flags = Py_TPFLAGS_DEFAULT,
+    .slots = tracer_slots,
 };
 
 static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_ctracer", "The recording tracer in C.", -1, NULL};
 
 PyMODINIT_FUNC PyInit__ctracer(void) {
-    if (PyType_Ready(&TracerType) < 0)
-        return NULL;
     TAG_C = PyUnicode_InternFromString("c");
     TAG_L = PyUnicode_InternFromString("l");
     TAG_R = PyUnicode_InternFromString("r");
     TAG_X = PyUnicode_InternFromString("x");
     TAG_U = PyUnicode_InternFromString("u");
     TAG_S = PyUnicode_InternFromString("s");
-    EMPTY_TUPLE = PyTuple_New(0);
-    PyObject *m = PyModule_Create(&module);
-    if (m == NULL)
+    CO_NAME = PyUnicode_InternFromString("co_name");
+    F_LOCALS = PyUnicode_InternFromString("f_locals");
+    PyObject *types = PyImport_ImportModule("types");
+    if (types == NULL)
         return NULL;
-    Py_INCREF(&TracerType);
-    if (PyModule_AddObject(m, "Tracer", (PyObject *)&TracerType) < 0) {
-        Py_DECREF(&TracerType);
-        Py_DECREF(m);
+    FUNCTION_TYPE = PyObject_GetAttrString(types, "FunctionType");
+    Py_DECREF(types);
+    if (FUNCTION_TYPE == NULL)
+        return NULL;
+    PyObject *type = PyType_FromSpec(&tracer_spec);
+    if (type == NULL)
+        return NULL;
+    PyObject *m = PyModule_Create(&module);
+    if (m == NULL || PyModule_AddObject(m, "Tracer", type) < 0) {
+        Py_DECREF(type);
+        Py_XDECREF(m);
         return NULL;
     }
     return m;

@@ -40,6 +40,7 @@ WINDOW = 4000  # events materialised on each side of the one asked for, at most.
 WINDOW_SECONDS = (
     0.2  # ...and about as many as full capture records in this time (lists re-repr'd at every event are slow)
 )
+FIRST_WINDOW = 512  # before that cost is known: list-heavy code captures ~0.1-0.4 ms an event
 MAX_WINDOWS = 8
 
 
@@ -142,14 +143,12 @@ class SkeletonTree:
         caller_last = np.ascontiguousarray(calls["caller_last"][:count]).astype(np.int64)
         self.caller_last = caller_last
         self.parent = np.where(caller_last >= 0, self.invs[np.clip(caller_last, 0, max(n - 1, 0))], -1)
-        depth = np.zeros(count, dtype=np.int64)
-        parents = self.parent.tolist()
-        for inv in range(count):  # a parent is always called before its callees
-            p = parents[inv]
-            if p >= 0:
-                depth[inv] = depth[p] + 1
-        self.depth = depth
         terminal = np.flatnonzero(self.kinds >= RETURN)
+        # An invocation's depth is how many are open when it starts: every call opens one and every
+        # return or exception closes the latest (a stack), so it is calls minus ends before it.
+        opened = np.arange(count, dtype=np.int64)
+        closed = np.searchsorted(terminal, self.call_index)
+        self.depth = opened - closed
         self.end_index = np.full(count, -1, dtype=np.int64)
         self.end_index[self.invs[terminal]] = terminal
         self.line_events = np.flatnonzero(self.kinds == LINE)
@@ -305,7 +304,7 @@ class SkeletonRecording:
         self.materialisations = 0
         self._hashes: dict[tuple[int, int], str] = {}
         self._output_index: dict[int, list[tuple[str, str]]] | None = None
-        self.window = WINDOW  # adapted to what capturing this program costs
+        self.window = FIRST_WINDOW  # adapted to what capturing this program costs
 
     def __len__(self) -> int:
         return self.tree.n

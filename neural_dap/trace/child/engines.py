@@ -4,6 +4,7 @@ Each records the same events (see `neural_dap.trace.child`). Standard library on
 from __future__ import annotations
 
 import sys
+from array import array
 
 from neural_dap.trace.child.recorder import Recorder
 
@@ -80,9 +81,7 @@ def monitoring_engine(rec: Recorder):
     """sys.monitoring (3.12+): events enabled per user code object; other code is DISABLEd."""
     mon = sys.monitoring  # type: ignore[attr-defined]
     E = mon.events
-    tool = next((t for t in (4, 3, 5, 2, 1) if mon.get_tool(t) is None), None)
-    if tool is None:
-        raise RuntimeError("no free sys.monitoring tool id")
+    tool = _free_tool(mon)
     DISABLE = mon.DISABLE
     emit = rec.events.append
     is_user = rec.is_user
@@ -93,7 +92,7 @@ def monitoring_engine(rec: Recorder):
     enabled: set = set()
     line_tables: dict = {}
 
-    def on_start(code, offset):
+    def on_start(code, offset, *thrown):  # PY_START, PY_RESUME and PY_THROW (an exception thrown in)
         return start_invocation(code)
 
     def start_invocation(code):
@@ -124,17 +123,8 @@ def monitoring_engine(rec: Recorder):
             top[3] = None
 
     def on_jump(code, offset, target):
-        # settrace reports a backward jump within one line as a new line event (a one-line loop);
-        # LINE does not. Mirror that (as CPython's own settrace emulation does) for generator
-        # expressions, which are frames on every version; inlined comprehensions (3.12+) stay one
-        # step, as their separate, untraced frames are on 3.11.
-        if target > offset or code.co_name != "<genexpr>":
-            return DISABLE
-        table = line_tables.get(code)
-        if table is None:
-            table = line_tables[code] = _offset_lines(code)
-        line = table.get(target)
-        if line is None or line != table.get(offset):
+        line = _genexpr_loop_line(line_tables, code, offset, target, DISABLE)
+        if line is DISABLE:
             return DISABLE
         on_line_at(code, line, getframe(1))
 
@@ -173,13 +163,14 @@ def monitoring_engine(rec: Recorder):
         mon.use_tool_id(tool, "neural-dap")
         mon.register_callback(tool, E.PY_START, on_start)
         mon.register_callback(tool, E.PY_RESUME, on_start)
+        mon.register_callback(tool, E.PY_THROW, on_start)
         mon.register_callback(tool, E.LINE, on_line)
         mon.register_callback(tool, E.JUMP, on_jump)
         mon.register_callback(tool, E.PY_RETURN, on_return)
         mon.register_callback(tool, E.PY_YIELD, on_return)
         mon.register_callback(tool, E.PY_UNWIND, on_unwind)
         mon.register_callback(tool, E.EXCEPTION_HANDLED, on_handled)
-        mon.set_events(tool, E.PY_START | E.PY_RESUME | E.PY_UNWIND | E.EXCEPTION_HANDLED)
+        mon.set_events(tool, E.PY_START | E.PY_RESUME | E.PY_THROW | E.PY_UNWIND | E.EXCEPTION_HANDLED)
 
     def stop():
         mon.set_events(tool, 0)
@@ -208,8 +199,7 @@ class Engine:
         self.stop = stop
 
 
-def ctrace_engine(rec: Recorder):
-    """The settrace engine in C (3.11; built with the package when a compiler is there)."""
+def _c_tracer(rec: Recorder):
     from neural_dap.trace._ctracer import Tracer
 
     return Tracer(
@@ -225,8 +215,112 @@ def ctrace_engine(rec: Recorder):
     )
 
 
+def ctrace_engine(rec: Recorder):
+    """The settrace engine in C (3.11; built with the package when a compiler is there)."""
+    return _c_tracer(rec)
+
+
+class CMonitoring:
+    """The C tracer as the sys.monitoring callbacks (3.12+): the same events as `monitoring_engine`
+    (and, in skeleton mode, as `MonitoringSkeleton`), without running Python code per event."""
+
+    def __init__(self, rec: Recorder) -> None:
+        self.tracer = _c_tracer(rec)
+        self.mon = sys.monitoring  # type: ignore[attr-defined]
+        self.tool = _free_tool(self.mon)
+        self.enabled: set = set()
+        self.skeleton = self.tracer.skeleton
+        self.capture = self.tracer.capture
+        self.flush = self.tracer.flush
+        self.count = self.tracer.count
+
+    def start(self) -> None:
+        mon, E, tool, tracer = self.mon, self.mon.events, self.tool, self.tracer
+        local_events = E.LINE | E.PY_RETURN | E.PY_YIELD | E.PY_RESUME | E.JUMP
+        line_tables: dict = {}
+
+        def enable(code) -> None:
+            self.enabled.add(code)
+            mon.set_local_events(tool, code, local_events)
+
+        def jump_line(code, offset, target):
+            return _genexpr_loop_line(line_tables, code, offset, target, mon.DISABLE)
+
+        tracer.monitoring(mon.DISABLE, enable, jump_line, _line_table)
+        mon.use_tool_id(tool, "neural-dap")
+        for event, callback in (
+            (E.PY_START, tracer.on_start),
+            (E.PY_RESUME, tracer.on_start),
+            (E.PY_THROW, tracer.on_start),
+            (E.LINE, tracer.on_line),
+            (E.JUMP, tracer.on_jump),
+            (E.PY_RETURN, tracer.on_return),
+            (E.PY_YIELD, tracer.on_return),
+            (E.PY_UNWIND, tracer.on_unwind),
+            (E.EXCEPTION_HANDLED, tracer.on_handled),
+        ):
+            mon.register_callback(tool, event, callback)
+        tracer.start()
+        mon.set_events(tool, E.PY_START | E.PY_RESUME | E.PY_THROW | E.PY_UNWIND | E.EXCEPTION_HANDLED)
+
+    def stop(self) -> None:
+        mon = self.mon
+        mon.set_events(self.tool, 0)
+        for code in self.enabled:
+            mon.set_local_events(self.tool, code, 0)
+        mon.free_tool_id(self.tool)
+        self.tracer.stop()
+
+
+def _line_table(code) -> bytes:
+    """The line of each 2-byte instruction of `code` (-1: none), as native ints: the C tracer's
+    table for the line of a start or an exit (what f_lineno would say, without a frame object)."""
+    table = array("i", [-1]) * (len(code.co_code) // 2)
+    for start, end, line in code.co_lines():
+        if line is not None:
+            for offset in range(start, end, 2):
+                table[offset // 2] = line
+    return table.tobytes()
+
+
+def _free_tool(mon) -> int:
+    tool = next((t for t in (4, 3, 5, 2, 1) if mon.get_tool(t) is None), None)
+    if tool is None:
+        raise RuntimeError("no free sys.monitoring tool id")
+    return tool
+
+
+def _genexpr_loop_line(line_tables: dict, code, offset: int, target: int, disable):
+    """The line of a JUMP that settrace reports as a line event, or `disable`.
+
+    settrace reports a backward jump within one line as a new line event (a one-line loop); LINE
+    does not. Mirror that (as CPython's own settrace emulation does) for generator expressions,
+    which are frames on every version; inlined comprehensions (3.12+) stay one step, as their
+    separate, untraced frames are on 3.11.
+    """
+    if target > offset or code.co_name != "<genexpr>":
+        return disable
+    table = line_tables.get(code)
+    if table is None:
+        table = line_tables[code] = _offset_lines(code)
+    line = table.get(target)
+    if line is None or line != table.get(offset):
+        return disable
+    return line
+
+
 def _choose_engine(name: str, rec: Recorder, skeleton: bool = False):
-    """(name, engine); skeleton mode needs an engine that has it (see child.skeleton)."""
+    """(name, engine); skeleton mode needs an engine that has it (see child.skeleton).
+
+    "auto" picks the C tracer where it is built (sys.monitoring on 3.12+, settrace on 3.11) and
+    the Python engine of the same kind where it is not.
+    """
+    if name in ("auto", "cmonitoring") and hasattr(sys, "monitoring"):
+        try:
+            return "cmonitoring", CMonitoring(rec)
+        except ImportError:
+            if name == "cmonitoring":
+                raise
     if name == "monitoring" or (name == "auto" and hasattr(sys, "monitoring")):
         if skeleton:
             from neural_dap.trace.child.pyskeleton import MonitoringSkeleton

@@ -10,6 +10,7 @@ from __future__ import annotations
 import sys
 from array import array
 
+from neural_dap.trace.child.engines import _free_tool, _genexpr_loop_line
 from neural_dap.trace.child.recorder import Recorder
 
 BUFFER = 65536  # events per flushed batch
@@ -161,9 +162,7 @@ class MonitoringSkeleton(_Skeleton):
     def __init__(self, rec: Recorder) -> None:
         super().__init__(rec)
         self.mon = sys.monitoring  # type: ignore[attr-defined]
-        self.tool = next((t for t in (4, 3, 5, 2, 1) if self.mon.get_tool(t) is None), None)
-        if self.tool is None:
-            raise RuntimeError("no free sys.monitoring tool id")
+        self.tool = _free_tool(self.mon)
         self.enabled: set = set()
         self.line_tables: dict = {}
 
@@ -175,7 +174,7 @@ class MonitoringSkeleton(_Skeleton):
         stack = self.stack
         local_events = E.LINE | E.PY_RETURN | E.PY_YIELD | E.PY_RESUME | E.JUMP
 
-        def on_start(code, offset):
+        def on_start(code, offset, *thrown):  # PY_START, PY_RESUME and PY_THROW (an exception thrown in)
             if not is_user(code):
                 return DISABLE
             if code not in self.enabled:
@@ -189,16 +188,9 @@ class MonitoringSkeleton(_Skeleton):
 
         def on_jump(code, offset, target):
             # a backward jump within one line of a generator expression is a line event, as settrace
-            # reports it (see the full engine)
-            if target > offset or code.co_name != "<genexpr>":
-                return DISABLE
-            from neural_dap.trace.child.engines import _offset_lines
-
-            table = self.line_tables.get(code)
-            if table is None:
-                table = self.line_tables[code] = _offset_lines(code)
-            line = table.get(target)
-            if line is None or line != table.get(offset):
+            # reports it (see child.engines)
+            line = _genexpr_loop_line(self.line_tables, code, offset, target, DISABLE)
+            if line is DISABLE:
                 return DISABLE
             if stack and stack[-1].frame is getframe(1):
                 self.line(stack[-1], line)
@@ -220,13 +212,14 @@ class MonitoringSkeleton(_Skeleton):
         mon.use_tool_id(tool, "neural-dap")
         mon.register_callback(tool, E.PY_START, on_start)
         mon.register_callback(tool, E.PY_RESUME, on_start)
+        mon.register_callback(tool, E.PY_THROW, on_start)
         mon.register_callback(tool, E.LINE, on_line)
         mon.register_callback(tool, E.JUMP, on_jump)
         mon.register_callback(tool, E.PY_RETURN, on_return)
         mon.register_callback(tool, E.PY_YIELD, on_return)
         mon.register_callback(tool, E.PY_UNWIND, on_unwind)
         mon.register_callback(tool, E.EXCEPTION_HANDLED, on_handled)
-        mon.set_events(tool, E.PY_START | E.PY_RESUME | E.PY_UNWIND | E.EXCEPTION_HANDLED)
+        mon.set_events(tool, E.PY_START | E.PY_RESUME | E.PY_THROW | E.PY_UNWIND | E.EXCEPTION_HANDLED)
 
     def stop(self) -> None:
         mon = self.mon
