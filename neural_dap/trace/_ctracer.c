@@ -640,7 +640,9 @@ static int leave_event(Tracer *t, int line, PyObject *value, PyObject *raised) {
     pop(t);
     if (rc < 0)
         return -1;
-    if (capture && t->depth > 0 && t->stack[t->depth - 1].objs != NULL) {
+    /* (a caller with no frame: its frame was not found when first captured; looking again now would
+     * start from the callee's frame, which a recursive call cannot tell from the caller's) */
+    if (capture && t->depth > 0 && t->stack[t->depth - 1].objs != NULL && t->stack[t->depth - 1].frame != NULL) {
         /* what the callee changed in its caller's objects shows in the caller right away */
         Entry *caller = &t->stack[t->depth - 1];
         PyObject *changes = frame_diff(t, caller);

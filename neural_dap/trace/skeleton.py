@@ -127,23 +127,70 @@ class SkeletonLog:
         self._calls.close()
 
 
+_CHUNK = 1 << 20  # events read or indexed at a time
+
+
+def _positions(mask: np.ndarray) -> np.ndarray:
+    """np.flatnonzero as int32 where the indices fit (half the memory of int64 for the millions of
+    line events a long run has), a chunk at a time so no int64 array of them all is ever made."""
+    if len(mask) >= 1 << 31:
+        return np.flatnonzero(mask)
+    parts = [np.flatnonzero(mask[k : k + _CHUNK]).astype(np.int32) + k for k in range(0, len(mask), _CHUNK)]
+    return np.concatenate(parts) if parts else np.zeros(0, dtype=np.int32)
+
+
 class SkeletonTree:
     """The nine actions on a skeleton (numpy arrays): `trace.tree.StateTree`'s semantics, exactly."""
 
     def __init__(self, events: np.ndarray, calls: np.ndarray) -> None:
-        self.kinds = (events["kind"] & 0x7F).astype(np.uint8)
-        self.caught_flags = (events["kind"] & 0x80) != 0
+        self.kinds = np.bitwise_and(events["kind"], 0x7F)
+        self.caught_flags = events["kind"] >= 0x80
         self.lines = np.ascontiguousarray(events["line"])
-        self.invs = np.ascontiguousarray(events["inv"]).astype(np.int64)
+        self.invs = np.ascontiguousarray(events["inv"])
+        self._index(calls)
+
+    @classmethod
+    def from_file(cls, path: str, count: int, calls: np.ndarray) -> SkeletonTree:
+        """The tree of the first `count` records of an events file, read a chunk at a time: mapping
+        the whole file would keep all of it resident in the adapter (120 MB for 10^7 events), and
+        the tree needs 10 of its 12 bytes per event, in columns."""
+        tree = cls.__new__(cls)
+        tree.kinds = np.empty(count, dtype=np.uint8)
+        tree.caught_flags = np.empty(count, dtype=bool)
+        tree.lines = np.empty(count, dtype=np.int32)
+        tree.invs = np.empty(count, dtype=np.uint32)
+        end = 0
+        with open(path, "rb") as f:
+            while end < count:
+                chunk = np.fromfile(f, dtype=EVENT_DTYPE, count=min(_CHUNK, count - end))
+                if not len(chunk):
+                    break  # a shorter file than its count: the tree ends where the records do
+                start, end = end, end + len(chunk)
+                np.bitwise_and(chunk["kind"], 0x7F, out=tree.kinds[start:end])
+                np.greater_equal(chunk["kind"], 0x80, out=tree.caught_flags[start:end])
+                tree.lines[start:end] = chunk["line"]
+                tree.invs[start:end] = chunk["inv"]
+        if end < count:
+            tree.kinds, tree.caught_flags, tree.lines, tree.invs = (
+                tree.kinds[:end],
+                tree.caught_flags[:end],
+                tree.lines[:end],
+                tree.invs[:end],
+            )
+        tree._index(calls)
+        return tree
+
+    def _index(self, calls: np.ndarray) -> None:
         n = len(self.kinds)
         self.n = n
-        self.call_index = np.flatnonzero(self.kinds == CALL)
+        self.call_index = _positions(self.kinds == CALL)
         count = len(self.call_index)
         self.code_of = np.ascontiguousarray(calls["code"][:count]).astype(np.int64)
         caller_last = np.ascontiguousarray(calls["caller_last"][:count]).astype(np.int64)
         self.caller_last = caller_last
-        self.parent = np.where(caller_last >= 0, self.invs[np.clip(caller_last, 0, max(n - 1, 0))], -1)
-        terminal = np.flatnonzero(self.kinds >= RETURN)
+        callers = self.invs[np.clip(caller_last, 0, max(n - 1, 0))].astype(np.int64)
+        self.parent = np.where(caller_last >= 0, callers, -1)
+        terminal = _positions(self.kinds >= RETURN)
         # An invocation's depth is how many are open when it starts: every call opens one and every
         # return or exception closes the latest (a stack), so it is calls minus ends before it.
         opened = np.arange(count, dtype=np.int64)
@@ -151,7 +198,7 @@ class SkeletonTree:
         self.depth = opened - closed
         self.end_index = np.full(count, -1, dtype=np.int64)
         self.end_index[self.invs[terminal]] = terminal
-        self.line_events = np.flatnonzero(self.kinds == LINE)
+        self.line_events = _positions(self.kinds == LINE)
 
     def __len__(self) -> int:
         return self.n
@@ -282,8 +329,10 @@ class SkeletonRecording:
         )
         calls_size = os.path.getsize(log.calls_path)
         calls = np.memmap(log.calls_path, dtype=CALL_DTYPE, mode="r") if calls_size else np.zeros(0, dtype=CALL_DTYPE)
-        self.events = events
-        self.tree = SkeletonTree(events, calls)
+        self.events = events  # mapped for hashing the ranges a replay checks; the tree reads the file
+        self.tree = (
+            SkeletonTree.from_file(log.events_path, log.count, calls) if log.count else SkeletonTree(events, calls)
+        )
         # a module's call event says line 0: it is at the code's first line, as full capture says
         tree = self.tree
         zero = tree.call_index[tree.lines[tree.call_index] == 0]
