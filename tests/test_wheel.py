@@ -4,6 +4,7 @@ terminal and serves a DAP session."""
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -18,6 +19,7 @@ from neural_dap.dap.client import spawn
 
 from .conftest import EXAMPLES, ROOT
 from .dap_helpers import start, step, where
+from .test_recorder import _python
 
 pytestmark = pytest.mark.slow
 
@@ -91,6 +93,23 @@ def test_the_installed_wheel_debugs_an_example_from_the_terminal(installed, tmp_
     )
     assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-2000:]
     assert "[3, 1, 2]" in result.stdout and "bubble_sort" in result.stdout
+
+
+@pytest.mark.parametrize("version", ["3.12", "3.13"])
+def test_the_installed_wheels_c_tracer_records_under_a_newer_interpreter(installed, tmp_path, version):
+    """One build (the limited API of 3.11) serves a recording child of 3.12 or 3.13: its
+    sys.monitoring callbacks are the C tracer's, not the Python engine's."""
+    python = _python(version)
+    if python is None:
+        pytest.skip(f"no python{version} on this machine")
+    program = tmp_path / "bubble_sort.py"
+    shutil.copy(EXAMPLES / "bubble_sort.py", program)
+    neural_dap = str(installed.with_name("neural-dap"))
+    command = [neural_dap, "trace", str(program), "--python", python, "--engine", "cmonitoring"]
+    result = subprocess.run(command, capture_output=True, text=True, cwd=tmp_path, env=clean_env(), timeout=120)
+    assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-2000:]
+    states = [json.loads(line) for line in result.stdout.splitlines() if line.startswith("{")]
+    assert len(states) > 20 and states[-1]["event"] == "return", result.stdout[-2000:]
 
 
 async def test_the_installed_wheel_serves_a_dap_session(installed, tmp_path):

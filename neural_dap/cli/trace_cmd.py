@@ -35,7 +35,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default="json",
         help="output: one JSON object per state (default), or trace text",
     )
-    parser.add_argument("--python", help="interpreter to record with (default: this one; 3.12+ uses sys.monitoring)")
+    parser.add_argument(
+        "--python", help="interpreter to record with (default: this one; 3.12+ records through sys.monitoring)"
+    )
     parser.add_argument("--engine", choices=["auto", "ctrace", "cmonitoring", "settrace", "monitoring"], default="auto")
     parser.add_argument("--max-events", type=int, default=200_000)
     parser.add_argument("--timeout", type=float, default=10.0, help="wall-time limit in seconds")

@@ -204,6 +204,7 @@ def _record(
     if program.source is None and not os.path.isfile(path):
         raise RecorderError(f"no such program: {program.path}")
     read_fd, write_fd = os.pipe()
+    _widen_pipe(write_fd)
     cfg = {
         "path": path,
         "source": program.source,
@@ -297,6 +298,21 @@ class _Streams(msgspec.Struct):
     killed: bool
 
 
+_PIPE_BYTES = 1 << 20
+
+
+def _widen_pipe(fd: int) -> None:
+    """A 1 MiB event pipe (Linux; 64 KiB by default): the recording child hands over its skeleton
+    records in batches of about that size, and with a narrow pipe it would wait on the adapter
+    reading each 64 KiB of them."""
+    try:
+        import fcntl
+
+        fcntl.fcntl(fd, fcntl.F_SETPIPE_SZ, _PIPE_BYTES)  # type: ignore[attr-defined]
+    except (ImportError, AttributeError, OSError):
+        pass  # another platform, or a lower limit (/proc/sys/fs/pipe-max-size): the default works
+
+
 def _collect(proc: subprocess.Popen, events_fd: int, deadline: float, on_events) -> _Streams:
     """Read the event pipe and the child's own stdout/stderr until all close or the deadline.
 
@@ -328,7 +344,7 @@ def _collect(proc: subprocess.Popen, events_fd: int, deadline: float, on_events)
             continue
         for key, _ in sel.select(timeout=min(left, 0.5)):
             try:
-                chunk = os.read(key.fd, 1 << 16)
+                chunk = os.read(key.fd, _PIPE_BYTES)
             except BlockingIOError:
                 continue
             name = names[key.fd]

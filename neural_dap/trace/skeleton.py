@@ -71,29 +71,32 @@ class SkeletonLog:
     def feed_frames(self, chunk: bytes) -> None:
         self.wire_bytes += len(chunk)
         self._buffer += chunk
-        data = self._buffer
         pos = 0
-        while len(data) - pos >= 5 and not self.corrupt:
-            kind = data[pos : pos + 1]
-            size = int.from_bytes(data[pos + 1 : pos + 5], "little")
-            if len(data) - pos - 5 < size:
-                break
-            payload = bytes(data[pos + 5 : pos + 5 + size])
-            pos += 5 + size
-            if kind == b"b":
-                self._records(payload)
-            elif kind in (b"m", b"j", b"M", b"J"):
-                try:
-                    batch = msgspec.msgpack.decode(payload) if kind in (b"m", b"M") else msgspec.json.decode(payload)
-                except (msgspec.DecodeError, ValueError):
-                    self.corrupt = True
+        with memoryview(self._buffer) as data:  # frames are read in place: records are megabytes
+            while len(data) - pos >= 5 and not self.corrupt:
+                kind = data[pos : pos + 1].tobytes()
+                size = int.from_bytes(data[pos + 1 : pos + 5], "little")
+                if len(data) - pos - 5 < size:
                     break
-                self._messages(batch)
-            else:
-                self.corrupt = True
+                with data[pos + 5 : pos + 5 + size] as payload:  # released before the buffer shrinks
+                    pos += 5 + size
+                    self._frame(kind, payload)
         del self._buffer[:pos]
 
-    def _records(self, payload: bytes) -> None:
+    def _frame(self, kind: bytes, payload: memoryview) -> None:
+        if kind == b"b":
+            self._records(payload)
+        elif kind in (b"m", b"j", b"M", b"J"):
+            try:
+                batch = (msgspec.msgpack.decode if kind in (b"m", b"M") else msgspec.json.decode)(payload)
+            except (msgspec.DecodeError, ValueError):
+                self.corrupt = True
+                return
+            self._messages(batch)
+        else:
+            self.corrupt = True
+
+    def _records(self, payload: memoryview) -> None:
         first = int.from_bytes(payload[:8], "little")
         size = int.from_bytes(payload[8:12], "little")
         if first != self.count:

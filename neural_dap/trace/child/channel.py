@@ -93,22 +93,29 @@ class Channel:
             except (OSError, ValueError, TypeError):
                 self.closed = True
 
-    def write_records(self, first: int, events: bytes, calls: bytes) -> None:
-        """Skeleton records (see child.skeleton): frame kind b, the first event's index, then both arrays."""
-        payload = first.to_bytes(8, "little") + len(events).to_bytes(4, "little") + events + calls
+    def write_records(self, first: int, events, calls) -> None:
+        """Skeleton records (see child.skeleton): frame kind b, the first event's index, then both
+        arrays. `events` and `calls` are bytes-like (the C tracer lends views of its buffers for the
+        length of this call: they are written, never kept)."""
+        size = 12 + len(events) + len(calls)
+        header = b"b" + size.to_bytes(4, "little") + first.to_bytes(8, "little") + len(events).to_bytes(4, "little")
         with self.lock:
             if self.closed:
                 return
             try:
-                self._write_all(b"b", payload)
+                for part in (header, events, calls):
+                    self._write_bytes(part)
             except (OSError, ValueError):
                 self.closed = True
 
     def _write_all(self, kind: bytes, payload: bytes) -> None:
-        view = memoryview(kind + len(payload).to_bytes(4, "little") + payload)
-        while view:
-            written = os.write(self.fd, view)
-            view = view[written:]
+        self._write_bytes(kind + len(payload).to_bytes(4, "little") + payload)
+
+    def _write_bytes(self, data) -> None:
+        with memoryview(data) as view:
+            while view:
+                written = os.write(self.fd, view)
+                view = view[written:]
 
     def encode_document(self, value) -> bytes:
         """One value, encoded the way batches are (the first byte says how)."""
