@@ -1,7 +1,7 @@
 """Recording overhead, side by side: a plain run, skeleton recording, full capture; and what the
 first stop costs after a far jump in a skeleton recording.
 
-Run: python benchmarks/recording.py [--python PATH ...] [--repeat N] [--scale K] [--no-full]
+Run: python benchmarks/recording.py [--python PATH ...] [--repeat N] [--scale K] [--no-full] [--engine E]
 All runs happen in fresh child processes of the same interpreter; the plain run executes the
 program without a tracer (`python -c`). Timings are wall-clock medians over --repeat runs, the
 fixed cost of a recording (interpreter start-up, an empty traced call) subtracted. "skeleton" is
@@ -97,9 +97,9 @@ def startup_seconds(python: str, path: Path, func: str, skeleton: bool) -> float
     return time.perf_counter() - t
 
 
-def skeleton_seconds(python: str, program: Program, limits: Limits) -> tuple[float, int, float]:
+def skeleton_seconds(python: str, program: Program, limits: Limits, engine: str) -> tuple[float, int, float]:
     t = time.perf_counter()
-    rec = record_skeleton(program, limits, python=python)
+    rec = record_skeleton(program, limits, python=python, engine=engine)
     seconds = time.perf_counter() - t
     assert rec.outcome.kind == "finished", rec.outcome
     bytes_per_event = (Path(rec.log.events_path).stat().st_size + Path(rec.log.calls_path).stat().st_size) / len(rec)
@@ -132,6 +132,11 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--scale", type=int, default=1, help="multiply the programs' sizes (1: ~0.5-2 M events each)")
     parser.add_argument("--no-full", action="store_true", help="skip full capture (slow on big programs)")
+    parser.add_argument(
+        "--engine",
+        default="auto",
+        help="the skeleton recording's engine: auto (the C tracer), or monitoring / settrace (the Python ones)",
+    )
     opts = parser.parse_args()
     pythons = opts.python or [sys.executable]
     # about a million events each at scale 1: long enough that a ratio measures the per-event cost,
@@ -159,7 +164,7 @@ def main() -> None:
                 path.write_text(source)
                 program = Program(str(path), entry=func, entry_args=args)
                 plain = statistics.median(plain_seconds(python, path, func, args) for _ in range(opts.repeat))
-                runs = [skeleton_seconds(python, program, limits) for _ in range(opts.repeat)]
+                runs = [skeleton_seconds(python, program, limits, opts.engine) for _ in range(opts.repeat)]
                 skeleton = statistics.median(r[0] for r in runs) - base_skeleton
                 events, per_event = runs[0][1], runs[0][2]
                 late, back = far_stops(python, program, limits)
