@@ -7,6 +7,7 @@ import os
 import random
 import textwrap
 
+import numpy as np
 import pytest
 
 from neural_dap.core.actions import ACTION_KINDS, Action
@@ -94,6 +95,48 @@ def test_the_sys_monitoring_engines_record_the_same_skeleton(version, engine):
         pytest.skip(f"no python{version} on this machine for the sys.monitoring engines")
     for name in ("bubble_sort.py", "recursion.py", "inventory.py", "exceptions.py"):
         _compare(Program(str(EXAMPLES / name)), random.Random(3), python=python, engine=engine)
+
+
+@pytest.mark.parametrize("version", [None, "3.12", "3.13"])
+def test_a_window_rebuilt_deep_in_a_recursion_starts_with_every_callers_locals(tmp_path, version):
+    """A window that starts deep in a recursion snapshots the frames already on the stack; under
+    sys.monitoring the C tracer finds those frames only then (walking out from the running one,
+    where every frame of the recursion has the same code)."""
+    python = None if version is None else _python(version)
+    if version is not None and python is None:
+        pytest.skip(f"no python{version} on this machine")
+    path = tmp_path / "walk.py"
+    path.write_text(
+        textwrap.dedent(
+            """\
+            def walk(node, depth):
+                total = node
+                if depth < 8:
+                    for child in range(2):
+                        total += walk(node * 2 + child, depth + 1)
+                return total
+
+            print(walk(1, 0))
+            """
+        )
+    )
+    program = Program(str(path))
+    full = FullExecution(record(program, Limits(wall_time=10), python=python))
+    skeleton = SkeletonExecution(record_skeleton(program, Limits(wall_time=10), python=python))
+    try:
+        deep = [i for i in range(len(full)) if full.state(i).depth == 8]
+        i = deep[len(deep) * 3 // 4]
+        window = skeleton.recording.window_for(i)
+        assert window.offset > 0 and len(window.snapshots) >= 8  # the window began with the recursion deep
+        invs = skeleton.tree.invs[: window.offset]
+        for inv, (local_reprs, _values, line) in window.snapshots.items():
+            latest = int(np.flatnonzero(invs == inv)[-1])  # the frame's last event before the window
+            expected = full.state(latest)
+            assert line == expected.line, (inv, line, expected.line)
+            assert {k: local_reprs.get(k) for k in expected.locals} == expected.locals, (inv, local_reprs)
+        assert _compare(program, random.Random(4), sample=60, python=python) == 60
+    finally:
+        skeleton.close()
 
 
 def test_a_long_run_records_its_skeleton_and_rebuilds_far_states(tmp_path):
