@@ -235,6 +235,8 @@ def test_sys_monitoring_engines_record_the_same_states(version, engine):
         pytest.skip(f"no python{version} on this machine")
     source = textwrap.dedent(
         """
+        import threading
+
         def helper(n):
             if n > 2:
                 raise ValueError(n)
@@ -246,7 +248,13 @@ def test_sys_monitoring_engines_record_the_same_states(version, engine):
             except KeyError:
                 return 2
 
+        def in_a_thread(results):
+            for n in range(50):  # not recorded: settrace traces the thread that started it, and so do they
+                results.append(n)
+
         def f(xs):
+            results = []
+            thread = threading.Thread(target=in_a_thread, args=(results,)); thread.start(); thread.join(); del thread
             g = numbers()
             first = next(g)
             try:

@@ -4,6 +4,7 @@ Each records the same events (see `neural_dap.trace.child`). Standard library on
 from __future__ import annotations
 
 import sys
+from _thread import get_ident
 from array import array
 
 from neural_dap.trace.child.recorder import Recorder
@@ -92,7 +93,11 @@ def monitoring_engine(rec: Recorder):
     enabled: set = set()
     line_tables: dict = {}
 
+    traced_thread = [0]  # the thread that started tracing: settrace traces only it, and so do we
+
     def on_start(code, offset, *thrown):  # PY_START, PY_RESUME and PY_THROW (an exception thrown in)
+        if get_ident() != traced_thread[0]:
+            return None
         return start_invocation(code)
 
     def start_invocation(code):
@@ -160,6 +165,7 @@ def monitoring_engine(rec: Recorder):
             stack[-1][3] = exc
 
     def start():
+        traced_thread[0] = get_ident()
         mon.use_tool_id(tool, "neural-dap")
         mon.register_callback(tool, E.PY_START, on_start)
         mon.register_callback(tool, E.PY_RESUME, on_start)

@@ -8,6 +8,7 @@ record them, after a snapshot of the frames already on the stack. Standard libra
 from __future__ import annotations
 
 import sys
+from _thread import get_ident
 from array import array
 
 from neural_dap.trace.child.engines import _free_tool, _genexpr_loop_line
@@ -173,8 +174,11 @@ class MonitoringSkeleton(_Skeleton):
         is_user = self.rec.is_user
         stack = self.stack
         local_events = E.LINE | E.PY_RETURN | E.PY_YIELD | E.PY_RESUME | E.JUMP
+        traced_thread = get_ident()  # settrace traces only the thread that started it, and so do we
 
         def on_start(code, offset, *thrown):  # PY_START, PY_RESUME and PY_THROW (an exception thrown in)
+            if get_ident() != traced_thread:
+                return None
             if not is_user(code):
                 return DISABLE
             if code not in self.enabled:
