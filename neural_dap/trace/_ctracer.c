@@ -814,7 +814,7 @@ static PyObject *disable(Tracer *t) {
     return t->disable;
 }
 
-/* PY_START and PY_RESUME: (code, offset) */
+/* PY_START and PY_RESUME: (code, offset); PY_THROW: (code, offset, exception), a resume too */
 static PyObject *mon_start(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
     Tracer *t = (Tracer *)self;
     if (nargs < 1 || !t->active || PyThreadState_Get() != t->thread)
