@@ -802,8 +802,7 @@ static int trace(PyObject *self, PyFrameObject *frame, int what, PyObject *arg) 
 
 /* -- the sys.monitoring front end (3.12+): the callbacks ---------------------------------------- */
 
-static PyObject *done(Tracer *t, int rc) {
-    (void)t;
+static PyObject *done(int rc) {
     if (rc < 0)
         return NULL;
     Py_RETURN_NONE;
@@ -840,7 +839,7 @@ static PyObject *mon_start(PyObject *self, PyObject *const *args, Py_ssize_t nar
         PyFrameObject *frame = PyEval_GetFrame(); /* the frame that starts */
         line = frame != NULL ? PyFrame_GetLineNumber(frame) : 0;
     }
-    return done(t, call_event(t, NULL, info, line));
+    return done(call_event(t, NULL, info, line));
 }
 
 /* LINE: (code, line) */
@@ -852,7 +851,7 @@ static PyObject *mon_line(PyObject *self, PyObject *const *args, Py_ssize_t narg
     int line = (int)PyLong_AsLong(args[1]);
     if (line == -1 && PyErr_Occurred())
         return NULL;
-    return done(t, line_event(t, e, line));
+    return done(line_event(t, e, line));
 }
 
 /* JUMP: (code, offset, target). settrace reports a backward jump within one line as a new line
@@ -877,7 +876,7 @@ static PyObject *mon_jump(PyObject *self, PyObject *const *args, Py_ssize_t narg
     Entry *e = top_entry_of_code(t, args[0]);
     if (e == NULL)
         Py_RETURN_NONE;
-    return done(t, line_event(t, e, (int)number));
+    return done(line_event(t, e, (int)number));
 }
 
 /* PY_RETURN and PY_YIELD: (code, offset, value); PY_UNWIND: (code, offset, exception) */
@@ -889,7 +888,7 @@ static PyObject *leave(PyObject *self, PyObject *const *args, Py_ssize_t nargs, 
     int line = exit_line(t, e, args[1]);
     if (line == -2)
         return NULL;
-    return done(t, raised ? leave_event(t, line, NULL, args[2]) : leave_event(t, line, args[2], NULL));
+    return done(raised ? leave_event(t, line, NULL, args[2]) : leave_event(t, line, args[2], NULL));
 }
 
 static PyObject *mon_return(PyObject *self, PyObject *const *args, Py_ssize_t nargs) { return leave(self, args, nargs, 0); }

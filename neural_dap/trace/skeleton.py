@@ -145,23 +145,14 @@ def _positions(mask: np.ndarray) -> np.ndarray:
 class SkeletonTree:
     """The nine actions on a skeleton (numpy arrays): `trace.tree.StateTree`'s semantics, exactly."""
 
-    def __init__(self, events: np.ndarray, calls: np.ndarray) -> None:
-        self.kinds = np.bitwise_and(events["kind"], 0x7F)
-        self.caught_flags = events["kind"] >= 0x80
-        self.lines = np.ascontiguousarray(events["line"])
-        self.invs = np.ascontiguousarray(events["inv"])
-        self._index(calls)
-
-    @classmethod
-    def from_file(cls, path: str, count: int, calls: np.ndarray) -> SkeletonTree:
+    def __init__(self, path: str, count: int, calls: np.ndarray) -> None:
         """The tree of the first `count` records of an events file, read a chunk at a time: mapping
         the whole file would keep all of it resident in the adapter (120 MB for 10^7 events), and
         the tree needs 10 of its 12 bytes per event, in columns."""
-        tree = cls.__new__(cls)
-        tree.kinds = np.empty(count, dtype=np.uint8)
-        tree.caught_flags = np.empty(count, dtype=bool)
-        tree.lines = np.empty(count, dtype=np.int32)
-        tree.invs = np.empty(count, dtype=np.uint32)
+        self.kinds = np.empty(count, dtype=np.uint8)
+        self.caught_flags = np.empty(count, dtype=bool)
+        self.lines = np.empty(count, dtype=np.int32)
+        self.invs = np.empty(count, dtype=np.uint32)
         end = 0
         with open(path, "rb") as f:
             while end < count:
@@ -169,19 +160,14 @@ class SkeletonTree:
                 if not len(chunk):
                     break  # a shorter file than its count: the tree ends where the records do
                 start, end = end, end + len(chunk)
-                np.bitwise_and(chunk["kind"], 0x7F, out=tree.kinds[start:end])
-                np.greater_equal(chunk["kind"], 0x80, out=tree.caught_flags[start:end])
-                tree.lines[start:end] = chunk["line"]
-                tree.invs[start:end] = chunk["inv"]
+                np.bitwise_and(chunk["kind"], 0x7F, out=self.kinds[start:end])
+                np.greater_equal(chunk["kind"], 0x80, out=self.caught_flags[start:end])
+                self.lines[start:end] = chunk["line"]
+                self.invs[start:end] = chunk["inv"]
         if end < count:
-            tree.kinds, tree.caught_flags, tree.lines, tree.invs = (
-                tree.kinds[:end],
-                tree.caught_flags[:end],
-                tree.lines[:end],
-                tree.invs[:end],
-            )
-        tree._index(calls)
-        return tree
+            self.kinds, self.caught_flags = self.kinds[:end], self.caught_flags[:end]
+            self.lines, self.invs = self.lines[:end], self.invs[:end]
+        self._index(calls)
 
     def _index(self, calls: np.ndarray) -> None:
         n = len(self.kinds)
@@ -333,9 +319,7 @@ class SkeletonRecording:
         calls_size = os.path.getsize(log.calls_path)
         calls = np.memmap(log.calls_path, dtype=CALL_DTYPE, mode="r") if calls_size else np.zeros(0, dtype=CALL_DTYPE)
         self.events = events  # mapped for hashing the ranges a replay checks; the tree reads the file
-        self.tree = (
-            SkeletonTree.from_file(log.events_path, log.count, calls) if log.count else SkeletonTree(events, calls)
-        )
+        self.tree = SkeletonTree(log.events_path, log.count, calls)
         # a module's call event says line 0: it is at the code's first line, as full capture says
         tree = self.tree
         zero = tree.call_index[tree.lines[tree.call_index] == 0]

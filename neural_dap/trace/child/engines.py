@@ -81,7 +81,6 @@ def settrace_engine(rec: Recorder):
 def monitoring_engine(rec: Recorder):
     """sys.monitoring (3.12+): events enabled per user code object; other code is DISABLEd."""
     mon = sys.monitoring  # type: ignore[attr-defined]
-    E = mon.events
     tool = _free_tool(mon)
     DISABLE = mon.DISABLE
     emit = rec.events.append
@@ -89,7 +88,6 @@ def monitoring_engine(rec: Recorder):
     value_repr = rec.value_repr
     getframe = sys._getframe
     stack: list = []  # [frame, inv, diff, pending] per active traced frame
-    local_events = E.LINE | E.PY_RETURN | E.PY_YIELD | E.PY_RESUME | E.JUMP
     enabled: set = set()
     line_tables: dict = {}
 
@@ -105,7 +103,7 @@ def monitoring_engine(rec: Recorder):
             return DISABLE
         if code not in enabled:
             enabled.add(code)
-            mon.set_local_events(tool, code, local_events)
+            mon.set_local_events(tool, code, LOCAL_EVENTS)
         frame = getframe(2)  # 0: here, 1: on_start, 2: the code that started
         inv = rec.next_invocation
         rec.next_invocation = inv + 1
@@ -166,34 +164,46 @@ def monitoring_engine(rec: Recorder):
 
     def start():
         traced_thread[0] = get_ident()
-        mon.use_tool_id(tool, "neural-dap")
-        mon.register_callback(tool, E.PY_START, on_start)
-        mon.register_callback(tool, E.PY_RESUME, on_start)
-        mon.register_callback(tool, E.PY_THROW, on_start)
-        mon.register_callback(tool, E.LINE, on_line)
-        mon.register_callback(tool, E.JUMP, on_jump)
-        mon.register_callback(tool, E.PY_RETURN, on_return)
-        mon.register_callback(tool, E.PY_YIELD, on_return)
-        mon.register_callback(tool, E.PY_UNWIND, on_unwind)
-        mon.register_callback(tool, E.EXCEPTION_HANDLED, on_handled)
-        mon.set_events(tool, E.PY_START | E.PY_RESUME | E.PY_THROW | E.PY_UNWIND | E.EXCEPTION_HANDLED)
+        monitor(mon, tool, on_start, on_line, on_jump, on_return, on_unwind, on_handled)
 
-    def stop():
-        mon.set_events(tool, 0)
-        for code in enabled:
-            mon.set_local_events(tool, code, 0)
-        mon.free_tool_id(tool)
-
-    return start, stop
+    return start, lambda: unmonitor(mon, tool, enabled)
 
 
-def _offset_lines(code) -> dict:
-    table = {}
-    for start, end, line in code.co_lines():
-        if line is not None:
-            for offset in range(start, end, 2):
-                table[offset] = line
-    return table
+# -- what every sys.monitoring engine registers ------------------------------------------------------
+
+LOCAL_EVENTS = 0
+if hasattr(sys, "monitoring"):
+    _E = sys.monitoring.events
+    LOCAL_EVENTS = _E.LINE | _E.PY_RETURN | _E.PY_YIELD | _E.PY_RESUME | _E.JUMP  # per user code object
+
+
+def monitor(mon, tool: int, on_start, on_line, on_jump, on_return, on_unwind, on_handled) -> None:
+    """Take `tool` and register a recording's callbacks: a start, resume or throw into the user's
+    code starts an invocation (the callback enables LOCAL_EVENTS on that code, or DISABLEs it);
+    returns and yields end one; an exception unwinds one."""
+    E = mon.events
+    mon.use_tool_id(tool, "neural-dap")
+    for event, callback in (
+        (E.PY_START, on_start),
+        (E.PY_RESUME, on_start),
+        (E.PY_THROW, on_start),
+        (E.LINE, on_line),
+        (E.JUMP, on_jump),
+        (E.PY_RETURN, on_return),
+        (E.PY_YIELD, on_return),
+        (E.PY_UNWIND, on_unwind),
+        (E.EXCEPTION_HANDLED, on_handled),
+    ):
+        mon.register_callback(tool, event, callback)
+    mon.set_events(tool, E.PY_START | E.PY_RESUME | E.PY_THROW | E.PY_UNWIND | E.EXCEPTION_HANDLED)
+
+
+def unmonitor(mon, tool: int, enabled: set) -> None:
+    """Turn every event `monitor` (and the callbacks) turned on off again, and free the tool."""
+    mon.set_events(tool, 0)
+    for code in enabled:
+        mon.set_local_events(tool, code, 0)
+    mon.free_tool_id(tool)
 
 
 class Engine:
@@ -205,7 +215,9 @@ class Engine:
         self.stop = stop
 
 
-def _c_tracer(rec: Recorder):
+def c_tracer(rec: Recorder):
+    """The C tracer (built with the package when a compiler is there): the settrace engine on 3.11
+    as it is, the sys.monitoring one through `CMonitoring`."""
     from neural_dap.trace._ctracer import Tracer
 
     return Tracer(
@@ -221,17 +233,12 @@ def _c_tracer(rec: Recorder):
     )
 
 
-def ctrace_engine(rec: Recorder):
-    """The settrace engine in C (3.11; built with the package when a compiler is there)."""
-    return _c_tracer(rec)
-
-
 class CMonitoring:
     """The C tracer as the sys.monitoring callbacks (3.12+): the same events as `monitoring_engine`
     (and, in skeleton mode, as `MonitoringSkeleton`), without running Python code per event."""
 
     def __init__(self, rec: Recorder) -> None:
-        self.tracer = _c_tracer(rec)
+        self.tracer = c_tracer(rec)
         self.mon = sys.monitoring  # type: ignore[attr-defined]
         self.tool = _free_tool(self.mon)
         self.enabled: set = set()
@@ -241,52 +248,35 @@ class CMonitoring:
         self.count = self.tracer.count
 
     def start(self) -> None:
-        mon, E, tool, tracer = self.mon, self.mon.events, self.tool, self.tracer
-        local_events = E.LINE | E.PY_RETURN | E.PY_YIELD | E.PY_RESUME | E.JUMP
+        mon, tool, tracer = self.mon, self.tool, self.tracer
         line_tables: dict = {}
 
         def enable(code) -> None:
             self.enabled.add(code)
-            mon.set_local_events(tool, code, local_events)
+            mon.set_local_events(tool, code, LOCAL_EVENTS)
 
         def jump_line(code, offset, target):
             return _genexpr_loop_line(line_tables, code, offset, target, mon.DISABLE)
 
-        tracer.monitoring(mon.DISABLE, enable, jump_line, _line_table)
-        mon.use_tool_id(tool, "neural-dap")
-        for event, callback in (
-            (E.PY_START, tracer.on_start),
-            (E.PY_RESUME, tracer.on_start),
-            (E.PY_THROW, tracer.on_start),
-            (E.LINE, tracer.on_line),
-            (E.JUMP, tracer.on_jump),
-            (E.PY_RETURN, tracer.on_return),
-            (E.PY_YIELD, tracer.on_return),
-            (E.PY_UNWIND, tracer.on_unwind),
-            (E.EXCEPTION_HANDLED, tracer.on_handled),
-        ):
-            mon.register_callback(tool, event, callback)
+        tracer.monitoring(mon.DISABLE, enable, jump_line, lambda code: _instruction_lines(code).tobytes())
         tracer.start()
-        mon.set_events(tool, E.PY_START | E.PY_RESUME | E.PY_THROW | E.PY_UNWIND | E.EXCEPTION_HANDLED)
+        t = tracer
+        monitor(mon, tool, t.on_start, t.on_line, t.on_jump, t.on_return, t.on_unwind, t.on_handled)
 
     def stop(self) -> None:
-        mon = self.mon
-        mon.set_events(self.tool, 0)
-        for code in self.enabled:
-            mon.set_local_events(self.tool, code, 0)
-        mon.free_tool_id(self.tool)
+        unmonitor(self.mon, self.tool, self.enabled)
         self.tracer.stop()
 
 
-def _line_table(code) -> bytes:
-    """The line of each 2-byte instruction of `code` (-1: none), as native ints: the C tracer's
-    table for the line of a start or an exit (what f_lineno would say, without a frame object)."""
+def _instruction_lines(code) -> array:
+    """The line of each 2-byte instruction of `code` (-1: none). As bytes, the C tracer's table for
+    the line of a start or an exit (what f_lineno would say, without a frame object)."""
     table = array("i", [-1]) * (len(code.co_code) // 2)
     for start, end, line in code.co_lines():
         if line is not None:
             for offset in range(start, end, 2):
                 table[offset // 2] = line
-    return table.tobytes()
+    return table
 
 
 def _free_tool(mon) -> int:
@@ -308,9 +298,9 @@ def _genexpr_loop_line(line_tables: dict, code, offset: int, target: int, disabl
         return disable
     table = line_tables.get(code)
     if table is None:
-        table = line_tables[code] = _offset_lines(code)
-    line = table.get(target)
-    if line is None or line != table.get(offset):
+        table = line_tables[code] = _instruction_lines(code)
+    line = table[target // 2]
+    if line < 0 or line != table[offset // 2]:
         return disable
     return line
 
@@ -335,7 +325,7 @@ def _choose_engine(name: str, rec: Recorder, skeleton: bool = False):
         return "monitoring", Engine(*monitoring_engine(rec))
     if name in ("auto", "ctrace") and sys.version_info[:2] == (3, 11):
         try:
-            return "ctrace", ctrace_engine(rec)
+            return "ctrace", c_tracer(rec)
         except ImportError:
             if name == "ctrace":
                 raise

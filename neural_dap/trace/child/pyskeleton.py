@@ -11,7 +11,7 @@ import sys
 from _thread import get_ident
 from array import array
 
-from neural_dap.trace.child.engines import _free_tool, _genexpr_loop_line
+from neural_dap.trace.child.engines import LOCAL_EVENTS, _free_tool, _genexpr_loop_line, monitor, unmonitor
 from neural_dap.trace.child.recorder import Recorder
 
 BUFFER = 65536  # events per flushed batch
@@ -168,12 +168,11 @@ class MonitoringSkeleton(_Skeleton):
         self.line_tables: dict = {}
 
     def start(self) -> None:
-        mon, E, tool = self.mon, self.mon.events, self.tool
+        mon, tool = self.mon, self.tool
         DISABLE = mon.DISABLE
         getframe = sys._getframe
         is_user = self.rec.is_user
         stack = self.stack
-        local_events = E.LINE | E.PY_RETURN | E.PY_YIELD | E.PY_RESUME | E.JUMP
         traced_thread = get_ident()  # settrace traces only the thread that started it, and so do we
 
         def on_start(code, offset, *thrown):  # PY_START, PY_RESUME and PY_THROW (an exception thrown in)
@@ -183,7 +182,7 @@ class MonitoringSkeleton(_Skeleton):
                 return DISABLE
             if code not in self.enabled:
                 self.enabled.add(code)
-                mon.set_local_events(tool, code, local_events)
+                mon.set_local_events(tool, code, LOCAL_EVENTS)
             self.call(getframe(1), code)
 
         def on_line(code, line):
@@ -213,24 +212,10 @@ class MonitoringSkeleton(_Skeleton):
             if stack and stack[-1].frame is getframe(1):
                 stack[-1].pending = exc
 
-        mon.use_tool_id(tool, "neural-dap")
-        mon.register_callback(tool, E.PY_START, on_start)
-        mon.register_callback(tool, E.PY_RESUME, on_start)
-        mon.register_callback(tool, E.PY_THROW, on_start)
-        mon.register_callback(tool, E.LINE, on_line)
-        mon.register_callback(tool, E.JUMP, on_jump)
-        mon.register_callback(tool, E.PY_RETURN, on_return)
-        mon.register_callback(tool, E.PY_YIELD, on_return)
-        mon.register_callback(tool, E.PY_UNWIND, on_unwind)
-        mon.register_callback(tool, E.EXCEPTION_HANDLED, on_handled)
-        mon.set_events(tool, E.PY_START | E.PY_RESUME | E.PY_THROW | E.PY_UNWIND | E.EXCEPTION_HANDLED)
+        monitor(mon, tool, on_start, on_line, on_jump, on_return, on_unwind, on_handled)
 
     def stop(self) -> None:
-        mon = self.mon
-        mon.set_events(self.tool, 0)
-        for code in self.enabled:
-            mon.set_local_events(self.tool, code, 0)
-        mon.free_tool_id(self.tool)
+        unmonitor(self.mon, self.tool, self.enabled)
 
 
 class SettraceSkeleton(_Skeleton):
