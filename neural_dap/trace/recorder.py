@@ -46,7 +46,9 @@ DEFAULT_LIMITS = Limits()
 
 
 class Program(msgspec.Struct, frozen=True, omit_defaults=True):
-    """What to run: a script with argv, or one function of it called with literal argument text."""
+    """What to run: a script with argv, one function of it called with literal argument text, or a
+    module as `python -m MODULE argv...` runs it (then `path` only names a fallback main file: the
+    child resolves the module in `cwd`, and the recording's `main_path` is the module's file)."""
 
     path: str
     source: str | None = None  # run this text as if it were the file at `path`
@@ -56,6 +58,7 @@ class Program(msgspec.Struct, frozen=True, omit_defaults=True):
     literal_args: bool = False  # entry_args must be Python literals (text that came from a model)
     cwd: str | None = None
     env: dict[str, str] | None = None
+    module: str | None = None  # run `python -m module *argv` (in cwd); the user's code is what lies in cwd
 
 
 class Outcome(msgspec.Struct, frozen=True, omit_defaults=True):
@@ -95,6 +98,7 @@ class Recording:
         self._fd_stderr = fd_stderr
         self.seconds = seconds
         self.states: StateList = StateList(log)
+        self.module_file: str | None = None  # a module launch: the file `python -m` ran
 
     @property
     def stdout(self) -> str:
@@ -129,6 +133,9 @@ class Recording:
 
     @property
     def main_path(self) -> str:
+        if self.program.module:
+            self.log.materialize()
+            return self.log.main_file or self.module_file or os.path.abspath(self.program.path)
         return os.path.abspath(self.program.path)
 
     @property
@@ -201,7 +208,11 @@ def _record(
 ):
     started = time.monotonic()
     path = os.path.abspath(program.path)
-    if program.source is None and not os.path.isfile(path):
+    if program.module:
+        # the child resolves the module (in its interpreter, its cwd) and reports the file it ran;
+        # until then (and if it never reports) the file this interpreter would find stands in
+        path = _module_file(program.module, program.cwd) or path
+    elif program.source is None and not os.path.isfile(path):
         raise RecorderError(f"no such program: {program.path}")
     read_fd, write_fd = os.pipe()
     _widen_pipe(write_fd)
@@ -213,6 +224,7 @@ def _record(
         "entry_args": program.entry_args,
         "literal_args": program.literal_args,
         "cwd": program.cwd,
+        "module": program.module,
         "events_fd": write_fd,
         "engine": engine,
         "trace_all": trace_all,
@@ -255,6 +267,8 @@ def _record(
         skeleton = SkeletonLog(folder)
         streams = _collect(proc, read_fd, started + limits.wall_time + _GRACE_SECONDS, skeleton.feed_frames)
         skeleton.close()
+        if program.module and skeleton.outcome is not None and len(skeleton.outcome) > 4 and skeleton.outcome[4]:
+            path = str(skeleton.outcome[4])  # the module's file, as the child resolved it
         recording = SkeletonRecording(
             skeleton,
             path,
@@ -277,7 +291,7 @@ def _record(
     # batches are decoded as they arrive, on this core, while the child runs on the other
     streams = _collect(proc, read_fd, started + limits.wall_time + _GRACE_SECONDS, log.feed_frames)
     outcome = log.outcome or _outcome_without_end(proc.returncode, streams, limits, log)
-    return Recording(
+    full = Recording(
         program,
         log,
         outcome,
@@ -285,6 +299,26 @@ def _record(
         fd_stderr=streams.stderr.decode("utf-8", "replace"),
         seconds=time.monotonic() - started,
     )
+    full.module_file = path if program.module else None
+    return full
+
+
+def _module_file(module: str, cwd: str | None) -> str | None:
+    """The file `python -m module` would run, found without importing anything (a package's
+    `__init__` is not run, so a package that extends its own __path__ is not followed): the
+    recording's main file until the child reports the one it really ran."""
+    from importlib.machinery import PathFinder
+
+    search: list[str] = [os.path.abspath(cwd or os.getcwd()), *(p for p in sys.path[1:] if p)]
+    spec = None
+    for part in module.split("."):
+        spec = PathFinder.find_spec(part, search)
+        if spec is None:
+            return None
+        search = list(spec.submodule_search_locations or [])
+    if spec is not None and spec.submodule_search_locations is not None:
+        spec = PathFinder.find_spec("__main__", list(spec.submodule_search_locations))  # `python -m package`
+    return spec.origin if spec is not None and spec.origin and os.path.isfile(spec.origin) else None
 
 
 async def record_async(program: Program, limits: Limits = DEFAULT_LIMITS, **kwargs) -> Recording:
@@ -473,6 +507,7 @@ class EventLog:
         self.outcome: Outcome | None = None
         self.engine = ""
         self.python = ""
+        self.main_file: str | None = None
         self.corrupt = False
         self.wire_bytes = 0
         self._buffer = bytearray()
@@ -579,8 +614,10 @@ class EventLog:
             elif tag == "engine":
                 self.engine, self.python = event[1], event[2]
             elif tag == "end":
-                _, kind, message, exit_code, value = event
+                _, kind, message, exit_code, value = event[:5]
                 self.outcome = Outcome(kind, message, exit_code, None if value is None else _decode_repr(value))
+                if len(event) > 5 and event[5]:
+                    self.main_file = str(event[5])  # a module launch: the file the child ran
 
     def _load_source(self, filename: str) -> None:
         if filename in self.sources:

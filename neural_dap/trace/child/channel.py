@@ -53,6 +53,7 @@ class Channel:
         self.closed = False
         self.thread = threading.Thread(target=self._run, name="neural-dap-flusher", daemon=True)
         self.exit = os._exit  # kept before the debuggee can replace it
+        self.main: str | None = None  # a module launch: the module's file, sent with the end record
 
     def start(self) -> None:
         self.thread.start()
@@ -128,7 +129,8 @@ class Channel:
             if self.closed:
                 return
             try:
-                self._write([("end", outcome, message, exit_code, value)], last=True)
+                end: tuple = ("end", outcome, message, exit_code, value)
+                self._write([(*end, self.main) if self.main else end], last=True)
             except (OSError, ValueError, TypeError):
                 pass
             self.closed = True

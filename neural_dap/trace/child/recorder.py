@@ -73,6 +73,19 @@ class Recorder:
         self.output_cut = False
         self.count = None  # skeleton mode: a function giving the number of events so far
 
+    def set_main(self, path: str, roots: list[str]) -> None:
+        """A module launch: the main file is known once the module is found; the user's code is
+        what lies under `roots` (the working folder), not the module's own folder."""
+        if not self.cfg.get("roots"):
+            self.roots = [os.path.realpath(r) for r in roots]
+        real = os.path.realpath(path)
+        inside = any(real.startswith(r + os.sep) for r in self.roots) and not any(
+            real.startswith(p) for p in self.excluded
+        )
+        # `python -m pytest`: pytest's own __main__ is not the user's code, the tests it runs are
+        self.program = path if inside or self.trace_all else ""
+        self.user_cache.clear()
+
     # -- what is the user's code -----------------------------------------------------------------
     def is_user(self, code: types.CodeType) -> bool:
         found = self.user_cache.get(code)

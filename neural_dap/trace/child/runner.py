@@ -93,6 +93,38 @@ def _limit_processes(allowed: int) -> None:
         pass
 
 
+def _find_module(name: str, rest: list[str], argv: list, main_module: types.ModuleType):
+    """Find `name` as `python -m name` does (runpy's _run_module_as_main: the working folder first
+    on sys.path, a package runs its __main__, argv[0] is the module's file) and prepare `__main__`'s
+    globals; returns (code, file) or what `python -m` would have said. Packages above the module are
+    imported here, untraced, as runpy imports them before the module runs."""
+    import runpy
+
+    sys.path[:] = [os.getcwd(), *rest]
+    sys.argv = ["-m", *argv]  # what the program sees while runpy looks (as under `python -m`)
+    try:
+        _name, spec, code = runpy._get_module_details(name)  # type: ignore[attr-defined]
+    except ImportError as exc:
+        return f"{sys.executable}: {exc}"
+    except Exception as exc:  # a package above the module raised while it was imported
+        return f"{sys.executable}: error while finding module specification for {name!r} ({type(exc).__name__}: {exc})"
+    path = spec.origin
+    sys.argv[0] = path
+    main_module.__dict__.update(
+        {
+            "__name__": "__main__",
+            "__file__": path,
+            "__cached__": spec.cached,
+            "__doc__": None,
+            "__loader__": spec.loader,
+            "__package__": spec.parent,
+            "__spec__": spec,
+            "__builtins__": builtins,
+        }
+    )
+    return code, path
+
+
 def main() -> None:
     cfg = json.loads(sys.stdin.read())
     devnull = os.open(os.devnull, os.O_RDONLY)
@@ -153,28 +185,42 @@ def main() -> None:
 
 
 def _run(cfg: dict, rec: Recorder, start, stop, channel: Channel, after_start=lambda: None) -> tuple:
-    path = rec.program
-    source = cfg.get("source")
-    try:
-        if source is None:
-            with open(path, "rb") as fh:
-                source = fh.read()
-        code = compile(source, path, "exec", dont_inherit=True)
-    except (OSError, SyntaxError, ValueError) as exc:
-        return ("error", f"cannot compile {path}: {type(exc).__name__}: {exc}", None, None)
-
     main_module = types.ModuleType("__main__")
-    main_module.__dict__.update({"__file__": path, "__builtins__": builtins, "__cached__": None})
-    sys.modules["__main__"] = main_module
-    sys.argv = [path, *cfg.get("argv", [])]
-    # as `python program.py` would: the program's folder first, not ours
     ours = cfg.get("own_path")
-    sys.path[:] = [os.path.dirname(path)] + [p for p in sys.path[1:] if p != ours]
-    if cfg.get("cwd"):
+    rest = [p for p in sys.path[1:] if p != ours]
+    module = cfg.get("module")
+    if module:
+        if cfg.get("cwd"):
+            try:
+                os.chdir(cfg["cwd"])
+            except OSError as exc:
+                return ("error", f"cannot change directory to {cfg['cwd']}: {exc}", None, None)
+        found = _find_module(module, rest, cfg.get("argv", []), main_module)
+        if isinstance(found, str):
+            return ("error", found, 1, None)
+        code, path = found
+        rec.set_main(path, [os.getcwd()])
+        channel.main = path
+    else:
+        path = rec.program
+        source = cfg.get("source")
         try:
-            os.chdir(cfg["cwd"])
-        except OSError as exc:
-            return ("error", f"cannot change directory to {cfg['cwd']}: {exc}", None, None)
+            if source is None:
+                with open(path, "rb") as fh:
+                    source = fh.read()
+            code = compile(source, path, "exec", dont_inherit=True)
+        except (OSError, SyntaxError, ValueError) as exc:
+            return ("error", f"cannot compile {path}: {type(exc).__name__}: {exc}", None, None)
+        main_module.__dict__.update({"__file__": path, "__builtins__": builtins, "__cached__": None})
+        sys.argv = [path, *cfg.get("argv", [])]
+        # as `python program.py` would: the program's folder first, not ours
+        sys.path[:] = [os.path.dirname(path), *rest]
+        if cfg.get("cwd"):
+            try:
+                os.chdir(cfg["cwd"])
+            except OSError as exc:
+                return ("error", f"cannot change directory to {cfg['cwd']}: {exc}", None, None)
+    sys.modules["__main__"] = main_module
     stdout, stderr = sys.stdout, sys.stderr
     sys.stdout = Capture("o", rec, "<stdout>")
     sys.stderr = Capture("e", rec, "<stderr>")
