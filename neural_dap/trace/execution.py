@@ -2,18 +2,20 @@
 
 `FullExecution` holds every state (full capture: short runs, datasets); `SkeletonExecution` holds
 the skeleton and materialises states on demand from checkpoints (`trace.skeleton`: millions of
-events). Both answer the same questions the same way: where an action leads (`tree`), the state
-and the call stack at an event, the output between two events, the exceptions on the way.
+events). Both answer the same questions the same way: where an action leads and where breakpoints are hit
+(`semantics`: one `trace.actions.ActionSemantics` over each recording's columns), the state and
+the call stack at an event, the output between two events, the exceptions on the way.
 """
 
 from __future__ import annotations
 
-from bisect import bisect_left, bisect_right
+from bisect import bisect_right
 from collections.abc import Callable
 from typing import Protocol
 
 from neural_dap.core.actions import Action, Target
 from neural_dap.core.state import Frame, State
+from neural_dap.trace.actions import ActionSemantics
 from neural_dap.trace.recorder import Recording
 from neural_dap.trace.skeleton import SkeletonRecording, SkeletonTree
 from neural_dap.trace.tree import StateTree
@@ -25,10 +27,16 @@ class Execution(Protocol):
     @property
     def last(self) -> int: ...
 
+    @property
+    def semantics(self) -> ActionSemantics:
+        """The actions and breakpoint hits over this recording's columns."""
+        ...
+
     def apply(self, i: int, action: Action) -> int: ...
 
     def hits(self, start: int, end: int, targets: tuple[Target, ...]) -> list[int]:
-        """Line events at the targets strictly after `start` up to `end`, in the walking direction."""
+        """Line events at the (path, line) targets strictly after `start` up to `end`, in the
+        walking direction."""
         ...
 
     def state(self, i: int) -> State: ...
@@ -59,20 +67,15 @@ class FullExecution:
     def last(self) -> int:
         return self.tree.last
 
+    @property
+    def semantics(self) -> ActionSemantics:
+        return self.tree.semantics
+
     def apply(self, i: int, action: Action) -> int:
         return self.tree.apply(i, action)
 
     def hits(self, start: int, end: int, targets: tuple[Target, ...]) -> list[int]:
-        if not targets or start == end:
-            return []
-        lo, hi = (start + 1, end) if end > start else (end, start - 1)
-        found: set[int] = set()
-        for line in {line for _, line in targets}:
-            indices = self.tree.by_line.get(line, [])
-            for k in indices[bisect_left(indices, lo) : bisect_right(indices, hi)]:
-                if self.tree._matches(k, targets):
-                    found.add(k)
-        return sorted(found, reverse=end < start)
+        return self.tree.semantics.hits(start, end, targets)
 
     def state(self, i: int) -> State:
         return self.tree.states[i]
@@ -137,20 +140,15 @@ class SkeletonExecution:
     def last(self) -> int:
         return self.tree.last
 
+    @property
+    def semantics(self) -> ActionSemantics:
+        return self.tree.semantics
+
     def apply(self, i: int, action: Action) -> int:
         return self.tree.apply(i, action)
 
-    def _path(self, k: int) -> str:
-        code = self.recording.log.codes.get(int(self.tree.code_of[self.tree.invs[k]]))
-        return code[1] if code else ""
-
     def hits(self, start: int, end: int, targets: tuple[Target, ...]) -> list[int]:
-        found = self.tree.hits(start, end, [line for _, line in targets])
-        return [
-            k
-            for k in found
-            if any(p == "" or p == self._path(k) for p, line in targets if line == int(self.tree.lines[k]))
-        ]
+        return self.tree.semantics.hits(start, end, targets)
 
     def state(self, i: int) -> State:
         return self.recording.state(i)

@@ -12,6 +12,7 @@ beyond the divergence is not trusted.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import os
@@ -22,7 +23,7 @@ import tempfile
 import time
 from bisect import bisect_right
 from collections import OrderedDict
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import msgspec
@@ -30,6 +31,7 @@ import numpy as np
 
 from neural_dap.core.actions import Action, Target
 from neural_dap.core.state import State
+from neural_dap.trace.actions import ActionSemantics, Columns, positions
 
 EVENT_DTYPE = np.dtype([("inv", "<u4"), ("line", "<i4"), ("kind", "u1"), ("pad", "V3")])
 CALL_DTYPE = np.dtype([("code", "<u4"), ("caller_last", "<i4")])
@@ -130,22 +132,17 @@ class SkeletonLog:
         self._calls.close()
 
 
-_CHUNK = 1 << 20  # events read or indexed at a time
-
-
-def _positions(mask: np.ndarray) -> np.ndarray:
-    """np.flatnonzero as int32 where the indices fit (half the memory of int64 for the millions of
-    line events a long run has), a chunk at a time so no int64 array of them all is ever made."""
-    if len(mask) >= 1 << 31:
-        return np.flatnonzero(mask)
-    parts = [np.flatnonzero(mask[k : k + _CHUNK]).astype(np.int32) + k for k in range(0, len(mask), _CHUNK)]
-    return np.concatenate(parts) if parts else np.zeros(0, dtype=np.int32)
+_CHUNK = 1 << 20  # events read at a time
+_positions = positions  # kept under its old name for readers of this module
 
 
 class SkeletonTree:
-    """The nine actions on a skeleton (numpy arrays): `trace.tree.StateTree`'s semantics, exactly."""
+    """A skeleton's columns (numpy arrays) and the call stack; the actions on them are
+    `trace.actions.ActionSemantics`, the full recording's."""
 
-    def __init__(self, path: str, count: int, calls: np.ndarray) -> None:
+    def __init__(
+        self, path: str, count: int, calls: np.ndarray, codes: Mapping[int, tuple[str, str, int]] | None = None
+    ) -> None:
         """The tree of the first `count` records of an events file, read a chunk at a time: mapping
         the whole file would keep all of it resident in the adapter (120 MB for 10^7 events), and
         the tree needs 10 of its 12 bytes per event, in columns."""
@@ -168,6 +165,7 @@ class SkeletonTree:
             self.kinds, self.caught_flags = self.kinds[:end], self.caught_flags[:end]
             self.lines, self.invs = self.lines[:end], self.invs[:end]
         self._index(calls)
+        self.semantics = ActionSemantics(self._columns(codes or {}))
 
     def _index(self, calls: np.ndarray) -> None:
         n = len(self.kinds)
@@ -187,7 +185,33 @@ class SkeletonTree:
         self.depth = opened - closed
         self.end_index = np.full(count, -1, dtype=np.int64)
         self.end_index[self.invs[terminal]] = terminal
-        self.line_events = _positions(self.kinds == LINE)
+
+    @functools.cached_property
+    def line_events(self) -> np.ndarray:
+        """The positions of the `line` events (made when asked: the actions index lines per target)."""
+        return _positions(self.kinds == LINE)
+
+    def _columns(self, codes: Mapping[int, tuple[str, str, int]]) -> Columns:
+        """The columns the actions read: invocations are numbered by their calls already; code ids
+        become indices into (function, path) pairs, an id the recording never named into ("", "")."""
+        ids = sorted(codes)
+        known = np.array(ids, dtype=np.int64)
+        k = np.searchsorted(known, self.code_of)
+        named = k < len(known)
+        named[named] = known[k[named]] == self.code_of[named]
+        code_index = np.where(named, k, len(ids))
+        if len(code_index) < len(self.call_index):  # calls past the last call record: unnamed
+            code_index = np.concatenate([code_index, np.full(len(self.call_index) - len(code_index), len(ids))])
+        return Columns(
+            kinds=self.kinds,
+            lines=self.lines,
+            invs=self.invs,
+            call_index=self.call_index,
+            end_index=self.end_index,
+            parent=self.parent,
+            code_of=code_index,
+            codes=(*((codes[c][0], codes[c][1]) for c in ids), ("", "")),
+        )
 
     def __len__(self) -> int:
         return self.n
@@ -208,82 +232,20 @@ class SkeletonTree:
     def invocation(self, i: int) -> int:
         return int(self.invs[i])
 
-    # -- the actions -----------------------------------------------------------------------------
+    # -- the actions (defined in trace.actions) ---------------------------------------------------
     def apply(self, i: int, action: Action) -> int:
-        kind = action.kind
-        if kind == "step_into":
-            return min(i + 1, self.last)
-        if kind == "inv_step_into":
-            return max(i - 1, 0)
-        if kind == "step_over":
-            return self._next_of(i, self._owner_forward(i), self.last)
-        if kind == "inv_step_over":
-            return self._previous_of(i, self._owner_backward(i))
-        if kind == "step_return":
-            owner = self._owner_forward(i)
-            if owner < 0:
-                return self.last
-            end = int(self.end_index[owner])
-            return end if end >= i else self.last
-        if kind == "inv_step_return":
-            owner = self._owner_backward(i)
-            return 0 if owner < 0 else int(self.call_index[owner])
-        if kind == "breakpoint":
-            found = self.next_line_at(i, action.targets)
-            return self.last if found is None else found
-        if kind == "inv_breakpoint":
-            found = self.previous_line_at(i, action.targets)
-            return 0 if found is None else found
-        if kind == "continue":
-            return self.last
-        raise ValueError(f"unknown action {kind}")
-
-    def _owner_forward(self, i: int) -> int:
-        inv = int(self.invs[i])
-        return int(self.parent[inv]) if self.is_terminal(i) else inv
-
-    def _owner_backward(self, i: int) -> int:
-        inv = int(self.invs[i])
-        return int(self.parent[inv]) if self.is_call(i) else inv
-
-    def _next_of(self, i: int, owner: int, default: int) -> int:
-        if owner < 0:
-            return default
-        end = int(self.end_index[owner])
-        stop = self.n if end < 0 else end + 1
-        found = np.flatnonzero(self.invs[i + 1 : stop] == owner)
-        return i + 1 + int(found[0]) if len(found) else default
-
-    def _previous_of(self, i: int, owner: int) -> int:
-        if owner < 0:
-            return 0
-        begin = int(self.call_index[owner])
-        found = np.flatnonzero(self.invs[begin:i] == owner)
-        return begin + int(found[-1]) if len(found) else 0
+        return self.semantics.apply(i, action)
 
     def next_line_at(self, i: int, targets: Sequence[Target]) -> int | None:
-        lines = sorted({line for _, line in targets})
-        k = np.searchsorted(self.line_events, i, side="right")
-        candidates = self.line_events[k:]
-        hits = candidates[np.isin(self.lines[candidates], lines)]
-        return int(hits[0]) if len(hits) else None
+        return self.semantics.next_hit(i, targets)
 
     def previous_line_at(self, i: int, targets: Sequence[Target]) -> int | None:
-        lines = sorted({line for _, line in targets})
-        k = np.searchsorted(self.line_events, i, side="left")
-        candidates = self.line_events[:k]
-        hits = candidates[np.isin(self.lines[candidates], lines)]
-        return int(hits[-1]) if len(hits) else None
+        return self.semantics.previous_hit(i, targets)
 
-    def hits(self, start: int, end: int, lines: Sequence[int]) -> list[int]:
-        """Line events at `lines` strictly after `start` up to `end`, in the walking direction."""
-        if start == end or not lines:
-            return []
-        lo, hi = (start + 1, end) if end > start else (end, start - 1)
-        a, b = np.searchsorted(self.line_events, lo, side="left"), np.searchsorted(self.line_events, hi, side="right")
-        candidates = self.line_events[a:b]
-        found = candidates[np.isin(self.lines[candidates], sorted(set(lines)))].tolist()
-        return found if end > start else found[::-1]
+    def hits(self, start: int, end: int, targets: Sequence[Target]) -> list[int]:
+        """Line events at the (path, line) targets strictly after `start` up to `end`, in the
+        walking direction."""
+        return self.semantics.hits(start, end, targets)
 
     # -- the call stack ----------------------------------------------------------------------------
     def stack(self, i: int) -> list[int]:
@@ -319,7 +281,7 @@ class SkeletonRecording:
         calls_size = os.path.getsize(log.calls_path)
         calls = np.memmap(log.calls_path, dtype=CALL_DTYPE, mode="r") if calls_size else np.zeros(0, dtype=CALL_DTYPE)
         self.events = events  # mapped for hashing the ranges a replay checks; the tree reads the file
-        self.tree = SkeletonTree(log.events_path, log.count, calls)
+        self.tree = SkeletonTree(log.events_path, log.count, calls, log.codes)
         # a module's call event says line 0: it is at the code's first line, as full capture says
         tree = self.tree
         zero = tree.call_index[tree.lines[tree.call_index] == 0]

@@ -13,6 +13,7 @@ from neural_dap.core.actions import Action, Target
 from neural_dap.core.source import read_source
 from neural_dap.core.world import Capabilities, ExceptionFilter, Exit, LaunchSpec, Stop, WorldError, world_options
 from neural_dap.trace.execution import Execution, FullExecution, SkeletonExecution
+from neural_dap.trace.queries import RecordingQueries
 from neural_dap.trace.recorder import Limits, Outcome, Program, RecorderError, Recording, record_async, record_skeleton
 from neural_dap.trace.skeleton import DivergenceError
 
@@ -83,6 +84,7 @@ class RecordedWorld:
         self.engine = ""
         self.python = ""
         self.program = ""
+        self._queries: RecordingQueries | None = None
 
     async def start(self, launch: LaunchSpec) -> Stop:
         if launch.entry is not None and launch.entry.returns is not None:
@@ -130,6 +132,21 @@ class RecordedWorld:
         if self.execution is None:
             raise WorldError("the program has not been launched")
         return self.execution
+
+    @property
+    def queries(self) -> RecordingQueries:
+        """Questions about the whole recorded run (where lines ran, locals changed, calls were made)."""
+        execution = self._require()
+        if self._queries is None or self._queries.execution is not execution:
+            self._queries = RecordingQueries(execution)
+        return self._queries
+
+    def hit_number(self, stop: Stop) -> int | None:
+        """How many times the stop's (path, line) has run in the recorded run up to and including
+        this stop's event (1 the first time): a fact of the run, the same whichever way the user
+        walked to the stop, so a hit condition ("3", ">=5", "%2") means the same forward and in
+        reverse. None where the stop is not at a line event (a call, a return)."""
+        return self._require().semantics.hit_number(stop.index)
 
     async def act(
         self,

@@ -1,0 +1,306 @@
+"""The meaning of every debugger action, defined once, over a recording's columns.
+
+Both recordings describe an execution by the same columns: per event its kind, line and
+invocation; per invocation its first and terminal events, its caller and its code (function and
+path). The full recording builds them from its states (`trace.tree.StateTree`), the skeleton has
+them as numpy arrays already (`trace.skeleton.SkeletonTree`); both hand them to `ActionSemantics`,
+which is the only place that says where an action leads.
+
+| action             | from event i, go to ...                                                     |
+|--------------------|-----------------------------------------------------------------------------|
+| step_into          | the next event                                                              |
+| step_over          | the next event of the same invocation (of the caller, from a terminal)      |
+| step_return        | the terminal event of the invocation (of the caller's, from a terminal)     |
+| breakpoint(T)      | the next `line` event at one of the (path, line) targets T, else the last   |
+| continue           | the last event (the end of the traced scope)                                |
+| inv_step_into      | the previous event                                                          |
+| inv_step_over      | the previous event of the same invocation (of the caller, from a call)      |
+| inv_step_return    | the call event of the invocation (of the caller's, from a call)             |
+| inv_breakpoint(T)  | the previous `line` event at one of T, else the first event                 |
+At the first or last event an action that cannot move stays where it is. A target matches a line
+event when the lines are equal and the paths are equal, or the target's path is empty (a
+single-file context: the neural world model, the trace format).
+
+Runs go past 10^7 events, so nothing here loops over events in Python: breakpoint targets get a
+sorted index of their line events (built once per (path, line), then binary searched), and the
+steps search the invocation column in growing slices (a step's answer is usually near).
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from collections.abc import Iterable
+
+import msgspec
+import numpy as np
+
+from neural_dap.core.actions import Action, Target
+
+KINDS = ("call", "line", "return", "exception")
+CALL, LINE, RETURN, EXCEPTION = 0, 1, 2, 3
+KIND_CODES = {kind: code for code, kind in enumerate(KINDS)}
+
+_FIRST_SLICE = 256  # events searched first by a step; each further slice is 8 times larger
+_MAX_SLICE = 1 << 22
+_CHUNK = 1 << 20  # events indexed at a time
+_LINE_INDEXES = 64  # (path, line) indexes kept: breakpoints and queries are few
+
+
+class Columns(msgspec.Struct, frozen=True):
+    """An execution as the actions need it. Invocations are numbered 0..m-1 (`invs` holds that
+    number, not the recorder's invocation id), so per-invocation columns are plain arrays."""
+
+    kinds: np.ndarray  # per event: CALL, LINE, RETURN or EXCEPTION (uint8)
+    lines: np.ndarray  # per event: its line (int32)
+    invs: np.ndarray  # per event: its invocation's number
+    call_index: np.ndarray  # per invocation: its first event (its call, in a whole recording)
+    end_index: np.ndarray  # per invocation: its last terminal event, -1 where it never ended
+    parent: np.ndarray  # per invocation: its caller's number, -1 for none
+    code_of: np.ndarray  # per invocation: the index of its code in `codes`
+    codes: tuple[tuple[str, str], ...]  # per code: (function name, path)
+
+
+def positions(mask: np.ndarray) -> np.ndarray:
+    """np.flatnonzero as int32 where the indices fit (half the memory of int64 for the millions of
+    line events a long run has), a chunk at a time so no int64 array of them all is ever made."""
+    if len(mask) >= 1 << 31:
+        return np.flatnonzero(mask)
+    parts = [np.flatnonzero(mask[k : k + _CHUNK]).astype(np.int32) + k for k in range(0, len(mask), _CHUNK)]
+    return np.concatenate(parts) if parts else np.zeros(0, dtype=np.int32)
+
+
+def first_equal(values: np.ndarray, value: int, start: int, stop: int) -> int:
+    """The first k in [start, stop) with values[k] == value, else -1: slices grow from small, so a
+    near answer costs little and a far one costs one pass."""
+    size = _FIRST_SLICE
+    while start < stop:
+        end = min(stop, start + size)
+        found = np.flatnonzero(values[start:end] == value)
+        if len(found):
+            return start + int(found[0])
+        start, size = end, min(size * 8, _MAX_SLICE)
+    return -1
+
+
+def last_equal(values: np.ndarray, value: int, start: int, stop: int) -> int:
+    """The last k in [start, stop) with values[k] == value, else -1 (searching backwards)."""
+    size = _FIRST_SLICE
+    while start < stop:
+        begin = max(start, stop - size)
+        found = np.flatnonzero(values[begin:stop] == value)
+        if len(found):
+            return begin + int(found[-1])
+        stop, size = begin, min(size * 8, _MAX_SLICE)
+    return -1
+
+
+class ActionSemantics:
+    """Where each action leads from each event, and where the breakpoints of a run are hit."""
+
+    def __init__(self, columns: Columns) -> None:
+        self.columns = columns
+        self.n = len(columns.kinds)
+        self.paths: tuple[str, ...] = tuple(sorted({path for _, path in columns.codes}))
+        self._path_ids = {path: k for k, path in enumerate(self.paths)}
+        code_paths = np.array([self._path_ids[path] for _, path in columns.codes], dtype=np.int32)
+        # per invocation: the index of its path in `paths`
+        self.path_of = code_paths[columns.code_of] if len(columns.code_of) else np.zeros(0, dtype=np.int32)
+        self._line_indexes: OrderedDict[tuple[str, int], np.ndarray] = OrderedDict()
+
+    def __len__(self) -> int:
+        return self.n
+
+    @property
+    def last(self) -> int:
+        return self.n - 1
+
+    def kind(self, i: int) -> int:
+        return int(self.columns.kinds[i])
+
+    def path(self, i: int) -> str:
+        """The path of event i's code."""
+        return self.paths[int(self.path_of[self.columns.invs[i]])]
+
+    # -- the actions -----------------------------------------------------------------------------
+    def apply(self, i: int, action: Action) -> int:
+        kind = action.kind
+        if kind == "step_into":
+            return min(i + 1, self.last)
+        if kind == "inv_step_into":
+            return max(i - 1, 0)
+        if kind == "step_over":
+            return self.step_over(i)
+        if kind == "inv_step_over":
+            return self.inv_step_over(i)
+        if kind == "step_return":
+            return self.step_return(i)
+        if kind == "inv_step_return":
+            return self.inv_step_return(i)
+        if kind == "breakpoint":
+            found = self.next_hit(i, action.targets)
+            return self.last if found is None else found
+        if kind == "inv_breakpoint":
+            found = self.previous_hit(i, action.targets)
+            return 0 if found is None else found
+        if kind == "continue":
+            return self.last
+        raise ValueError(f"unknown action {kind}")
+
+    def _owner_forward(self, i: int) -> int:
+        """Whose events step_over / step_return move through from event i (-1: nobody's)."""
+        inv = int(self.columns.invs[i])
+        return int(self.columns.parent[inv]) if self.kind(i) >= RETURN else inv
+
+    def _owner_backward(self, i: int) -> int:
+        inv = int(self.columns.invs[i])
+        return int(self.columns.parent[inv]) if self.kind(i) == CALL else inv
+
+    def step_over(self, i: int) -> int:
+        owner = self._owner_forward(i)
+        if owner < 0:
+            return self.last
+        end = int(self.columns.end_index[owner])
+        stop = end + 1 if end >= i else self.n  # nothing of the owner's comes after its end
+        found = first_equal(self.columns.invs, owner, i + 1, stop)
+        return found if found >= 0 else self.last
+
+    def inv_step_over(self, i: int) -> int:
+        owner = self._owner_backward(i)
+        if owner < 0:
+            return 0
+        found = last_equal(self.columns.invs, owner, int(self.columns.call_index[owner]), i)
+        return found if found >= 0 else 0
+
+    def step_return(self, i: int) -> int:
+        owner = self._owner_forward(i)
+        if owner < 0:
+            return self.last
+        end = int(self.columns.end_index[owner])
+        return end if end >= i else self.last
+
+    def inv_step_return(self, i: int) -> int:
+        owner = self._owner_backward(i)
+        return 0 if owner < 0 else int(self.columns.call_index[owner])
+
+    # -- breakpoints -------------------------------------------------------------------------------
+    def line_index(self, path: str, line: int) -> np.ndarray:
+        """The `line` events at (path, line) in run order (any file's for an empty path), built by
+        one pass over the columns the first time it is asked for, then kept."""
+        key = (path, line)
+        index = self._line_indexes.get(key)
+        if index is not None:
+            self._line_indexes.move_to_end(key)
+            return index
+        cols = self.columns
+        if path and path not in self._path_ids:
+            index = np.zeros(0, dtype=np.int32)
+        else:
+            index = positions((cols.lines == line) & (cols.kinds == LINE))
+            if path:
+                index = index[self.path_of[cols.invs[index]] == self._path_ids[path]]
+        index.flags.writeable = False  # handed out by queries: shared, never to be changed
+        self._line_indexes[key] = index
+        while len(self._line_indexes) > _LINE_INDEXES:
+            self._line_indexes.popitem(last=False)
+        return index
+
+    def _indexes(self, targets: Iterable[Target]) -> list[np.ndarray]:
+        return [self.line_index(path, line) for path, line in set(targets)]
+
+    def next_hit(self, i: int, targets: Iterable[Target]) -> int | None:
+        """The first line event at a target after event i."""
+        best: int | None = None
+        for index in self._indexes(targets):
+            k = int(np.searchsorted(index, i, side="right"))
+            if k < len(index) and (best is None or int(index[k]) < best):
+                best = int(index[k])
+        return best
+
+    def previous_hit(self, i: int, targets: Iterable[Target]) -> int | None:
+        """The last line event at a target before event i."""
+        best: int | None = None
+        for index in self._indexes(targets):
+            k = int(np.searchsorted(index, i, side="left")) - 1
+            if k >= 0 and (best is None or int(index[k]) > best):
+                best = int(index[k])
+        return best
+
+    def hits(self, start: int, end: int, targets: Iterable[Target]) -> list[int]:
+        """Line events at the targets strictly after `start` up to `end`, in the walking direction."""
+        if start == end:
+            return []
+        lo, hi = (start + 1, end) if end > start else (end, start - 1)
+        parts = [
+            index[np.searchsorted(index, lo, side="left") : np.searchsorted(index, hi, side="right")]
+            for index in self._indexes(targets)
+        ]
+        if not parts:
+            return []
+        found = np.unique(np.concatenate(parts)).tolist() if len(parts) > 1 else parts[0].tolist()
+        return found if end > start else found[::-1]
+
+    def hit_number(self, i: int) -> int | None:
+        """How many times event i's (path, line) has run up to and including event i (1 the first
+        time): a fact of the run, whichever way the user walked to it. None if i is not a line event."""
+        if not 0 <= i < self.n or self.kind(i) != LINE:
+            return None
+        index = self.line_index(self.path(i), int(self.columns.lines[i]))
+        return int(np.searchsorted(index, i, side="right"))
+
+    def nth_hit(self, target: Target, n: int) -> int | None:
+        """The event of the n-th run (from 1) of a target's line, if it ran that often."""
+        index = self.line_index(*target)
+        return int(index[n - 1]) if 1 <= n <= len(index) else None
+
+    def next_line_event(self, i: int, *, forward: bool) -> int | None:
+        """The nearest `line` event after (or before) event i, of any line."""
+        kinds = self.columns.kinds
+        found = first_equal(kinds, LINE, i + 1, self.n) if forward else last_equal(kinds, LINE, 0, i)
+        return found if found >= 0 else None
+
+
+def columns_of(
+    kinds: Iterable[str], lines: Iterable[int], invocations: Iterable[int], codes: Iterable[tuple[str, str]]
+) -> Columns:
+    """Columns from per-event kind names, lines, invocation ids and (function, path) pairs, in run
+    order (the full recording's states, a model's predicted ones). An invocation begins at its first
+    event, its caller is the innermost invocation open there and it ends at its last terminal event."""
+    kind_codes: list[int] = []
+    line_list: list[int] = []
+    inv_list: list[int] = []
+    number: dict[int, int] = {}
+    call_index: list[int] = []
+    end_index: list[int] = []
+    parent: list[int] = []
+    code_of: list[int] = []
+    code_number: dict[tuple[str, str], int] = {}
+    open_stack: list[int] = []
+    for i, (kind, line, inv_id, code) in enumerate(zip(kinds, lines, invocations, codes, strict=True)):
+        inv = number.get(inv_id)
+        if inv is None:
+            inv = number[inv_id] = len(call_index)
+            call_index.append(i)
+            end_index.append(-1)
+            parent.append(open_stack[-1] if open_stack else -1)
+            code_of.append(code_number.setdefault(code, len(code_number)))
+            open_stack.append(inv)
+        k = KIND_CODES[kind]
+        kind_codes.append(k)
+        line_list.append(line)
+        inv_list.append(inv)
+        if k >= RETURN:
+            end_index[inv] = i
+            if open_stack and open_stack[-1] == inv:
+                open_stack.pop()
+            elif inv in open_stack:
+                del open_stack[open_stack.index(inv) :]
+    return Columns(
+        kinds=np.array(kind_codes, dtype=np.uint8),
+        lines=np.array(line_list, dtype=np.int32),
+        invs=np.array(inv_list, dtype=np.int64),
+        call_index=np.array(call_index, dtype=np.int64),
+        end_index=np.array(end_index, dtype=np.int64),
+        parent=np.array(parent, dtype=np.int64),
+        code_of=np.array(code_of, dtype=np.int64),
+        codes=tuple(code_number),
+    )
