@@ -1,4 +1,4 @@
-"""The stepping policy (dap/stepping.py) on its own: DAP requests become world actions so stops land
+"""The stepping policy (debugger/stepping.py) on its own: DAP requests become world actions so stops land
 where debugpy's do. Driven over a real recorded execution, without any DAP."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ import pytest
 from neural_dap.core.actions import Action
 from neural_dap.core.state import Frame
 from neural_dap.core.world import Stop
-from neural_dap.dap.stepping import UnknownExecution, drive
+from neural_dap.debugger.stepping import UnknownExecution, drive
 from neural_dap.trace.recorder import Program, record
 from neural_dap.trace.tree import StateTree
 

@@ -29,8 +29,10 @@ class LaunchSpec(msgspec.Struct, frozen=True, omit_defaults=True):
     """What to debug (the keys every world shares) and the launch's other keys, which belong to the
     world that was asked for: each world declares and validates its own (`world_options`)."""
 
-    program: str  # absolute path
+    program: str  # absolute path (for a module launch: the module's file, as `python -m` would run it)
     args: tuple[str, ...] = ()
+    module: str | None = None  # `python -m MODULE`: run this module as __main__ (pytest, a package's CLI)
+    python_args: tuple[str, ...] = ()  # interpreter options before the program (`-X dev`, `-W error`)
     cwd: str | None = None
     env: dict[str, str] | None = None
     entry: Entry | None = None

@@ -22,11 +22,21 @@ _CALL_ENTRY = (
 )
 
 
-def command(program: str, args: list[str], python: str | None, entry: tuple[str, str] | None) -> list[str]:
-    interpreter = python or sys.executable
+def command(
+    program: str,
+    args: list[str],
+    python: str | None,
+    entry: tuple[str, str] | None,
+    *,
+    module: str | None = None,
+    python_args: list[str] | None = None,
+) -> list[str]:
+    interpreter = [python or sys.executable, *(python_args or [])]
+    if module is not None:
+        return [*interpreter, "-m", module, *args]
     if entry is None:
-        return [interpreter, program, *args]
-    return [interpreter, "-c", _CALL_ENTRY, program, entry[0], entry[1]]
+        return [*interpreter, program, *args]
+    return [*interpreter, "-c", _CALL_ENTRY, program, entry[0], entry[1]]
 
 
 class PlainRun:

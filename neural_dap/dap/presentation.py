@@ -190,7 +190,8 @@ class StopView:
         mark = self.marked.get(name)
         if mark is not None:
             value = f"{text}   \u26a0 reality: {mark.actual}"
-            hint = p.VariablePresentationHint(kind="data", attributes=["hasDataBreakpoint"])
+            # the mark is in the text: `hasDataBreakpoint` belongs to real data breakpoints
+            hint = p.VariablePresentationHint(kind="data")
         return p.Variable(
             name=name,
             value=value,

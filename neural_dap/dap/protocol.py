@@ -175,9 +175,12 @@ class LaunchArguments(_Wire):
     The VS Code extension's schema lists both (a test compares them)."""
 
     program: str | None = None
+    module: str | None = None  # `python -m MODULE` (e.g. "pytest"), instead of a program
     args: list[str] = []
     cwd: str | None = None
     env: dict[str, str] = {}
+    env_file: str | None = None  # a dotenv file; `env` overrides it
+    python_args: list[str] = []  # interpreter options, e.g. ["-X", "dev"]
     stop_on_entry: bool = False
     stop_at_end: bool = True
     entry: EntryArguments | None = None

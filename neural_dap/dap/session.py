@@ -1,20 +1,10 @@
-"""One debug session: DAP requests in, responses and events out, a `WorldModel` underneath.
+"""One DAP connection: requests in, responses and events out, a debugger core underneath.
 
-The session never imports a world implementation: it gets a factory that makes a `WorldModel`
-from the launch arguments. Requests run concurrently (so `pause` and `cancel` can reach a long
-step), but only one execution request moves the world at a time.
-
-How DAP requests map to debugger actions, so that stops land where debugpy's do:
-  next            step_over (a return is stepped past into the caller, as debugpy does)
-  stepIn          step_into (a call is stepped through to the callee's first line)
-  stepOut         step_return (shown in the caller with the `(return)` value)
-  continue        breakpoint(enabled lines), or continue to the end
-  stepBack        inv_step_over (a call state is stepped past into the caller)
-  reverseContinue inv_breakpoint(enabled lines), or back to the start
-  restartFrame    inv_step_return until the frame's call
-  stepBackInto    inv_step_into          (custom request)
-  stepBackOut     inv_step_return, then one state back into the caller's line (custom request)
-  goto            run to the target line (forward, else its last run)
+The session translates; the `Debugger` (neural_dap/debugger) owns the world, the current stop, the
+breakpoints and why each stop is made, and the session never imports a world implementation (it
+gets a factory). Requests run concurrently (so `pause` and `cancel` can reach a long step); the
+core lets one execution request move the world at a time. How DAP requests map to actions, so that
+stops land where debugpy's do, is the stepping policy's docstring (debugger/stepping.py).
 """
 
 from __future__ import annotations
@@ -22,6 +12,7 @@ from __future__ import annotations
 import logging
 import os
 import re
+import traceback
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -29,16 +20,16 @@ import anyio
 import msgspec
 
 from neural_dap.core import reprs
-from neural_dap.core.actions import Action
-from neural_dap.core.evaluator import Budget, EvaluationError, evaluate
 from neural_dap.core.source import SourceInfo, read_source
 from neural_dap.core.world import Entry, LaunchSpec, Stop, WorldError, WorldModel
 from neural_dap.dap import plain_run
 from neural_dap.dap import protocol as p
-from neural_dap.dap.breakpoints import BreakpointTable, hit_condition_met, interpolate
 from neural_dap.dap.framing import FramingProblem
 from neural_dap.dap.presentation import StopView
-from neural_dap.dap.stepping import FORWARD, Outcome, UnknownExecution, drive
+from neural_dap.debugger.breakpoints import BreakpointSpec
+from neural_dap.debugger.core import Busy, Debugger, Report
+from neural_dap.debugger.launch import Launch, LaunchError, LaunchRequest, build_launch
+from neural_dap.debugger.stepping import UnknownExecution
 
 log = logging.getLogger("neural_dap.dap")
 
@@ -62,44 +53,37 @@ EXCEPTION_FILTERS = [
 ]
 
 
-# Conditions and log points run at every hit, inside a step: each gets a small budget of its own.
-CONDITION_BUDGET = Budget(steps=20_000, seconds=0.1)
-
-
 class RequestError(Exception):
     """Turns into an error response with this message."""
 
 
 class DebugSession:
     def __init__(self, world_factory: WorldFactory, send: Send) -> None:
-        self.world_factory = world_factory
+        self.debugger = Debugger(world_factory)
         self._send_struct = send
         self.seq = 0
         self.client = p.InitializeArguments()
         self.initialized = False
         self.initialize_read = False  # requests read after `initialize` are served (a client may pipeline them)
         self.plain: plain_run.PlainRun | None = None  # a launch with noDebug
-        self.world: WorldModel | None = None
-        self.launch_args: p.LaunchArguments | None = None
         self.view: StopView | None = None
-        self.stop: Stop | None = None
-        self.breakpoints = BreakpointTable()
-        self.exception_filters: frozenset[str] = frozenset({"uncaught"})
         self.configured = anyio.Event()
         self.launched = anyio.Event()
-        self.ended = False
         self.terminated = False
         self.closing = anyio.Event()
-        self.exec_lock = anyio.Lock()
-        self.running: anyio.CancelScope | None = None
         self.in_flight: dict[int, anyio.CancelScope] = {}
         self._open: set[int] = set()  # requests not answered yet
         self.goto_lines: dict[int, tuple[str, int]] = {}
         self.progress_counter = 0
-        self._pending_output: list[tuple[str, str]] = []  # log points and notes met during an action
         self._task_group: anyio.abc.TaskGroup | None = None
-        self._world_released = anyio.Event()  # tells the world's host task to close it
-        self._world_closed = anyio.Event()
+
+    @property
+    def world(self) -> WorldModel | None:
+        return self.debugger.world
+
+    @property
+    def stop(self) -> Stop | None:
+        return self.debugger.stop
 
     # -- sending ------------------------------------------------------------------------------------
     def _next_seq(self) -> int:
@@ -214,22 +198,22 @@ class DebugSession:
         args = self._args(request, p.LaunchArguments)
         if self.world is not None or self.plain is not None:
             raise RequestError("this session has already launched a program")
-        launch = self._launch_spec(args, request.arguments)
+        launch = await self._launch_spec(args, request.arguments)
+        for note in launch.notes:
+            await self.output(note + "\n", "important")
         if args.no_debug:
-            await self._launch_plainly(request, launch)
+            await self._launch_plainly(request, launch.spec)
             return
-        world = self.world_factory(launch)
-        progress = await self._progress_start(f"Starting the {world.name} world model")
+        debugger = self.debugger
+        debugger.stop_on_entry, debugger.stop_at_end = args.stop_on_entry, args.stop_at_end
+        progress = await self._progress_start(f"Starting the {launch.spec.world} world model")
         try:
-            stop = await self._start_world(world, launch)
+            await debugger.start(launch.spec, self._task_group)
         finally:
             await self._progress_end(progress)
-        self.world = world
-        self.launch_args = args
-        self.stop = stop
         await self.respond(request)
         await self.event(
-            "process", p.ProcessEventBody(name=launch.program, start_method="launch", is_local_process=True)
+            "process", p.ProcessEventBody(name=_process_name(launch.spec), start_method="launch", is_local_process=True)
         )
         await self.event("thread", p.ThreadEventBody(reason="started", thread_id=THREAD_ID))
         await self._after_launch_breakpoints()
@@ -237,25 +221,26 @@ class DebugSession:
         assert self._task_group is not None
         self._task_group.start_soon(self._first_stop)
 
-    def _launch_spec(self, args: p.LaunchArguments, request_arguments: Any) -> LaunchSpec:
-        if not args.program:
-            raise RequestError("launch needs 'program': the Python file to debug")
-        cwd = args.cwd or os.getcwd()
-        program = os.path.abspath(os.path.join(cwd, os.path.expanduser(args.program)))
-        if not os.path.isfile(program):
-            raise RequestError(f"the program {program} does not exist")
+    async def _launch_spec(self, args: p.LaunchArguments, request_arguments: Any) -> Launch:
         entry = Entry(args.entry.function, args.entry.args, args.entry.returns) if args.entry else None
         options = {k: v for k, v in (request_arguments or {}).items() if k not in p.LAUNCH_KEYS}
-        return LaunchSpec(
-            program=program,
+        wanted = LaunchRequest(
+            program=args.program,
+            module=args.module,
             args=tuple(args.args),
-            cwd=cwd,
-            env=dict(args.env) or None,
+            cwd=args.cwd,
+            env=dict(args.env),
+            env_file=args.env_file,
             entry=entry,
             world=args.world,
             python=args.python,
+            python_args=tuple(args.python_args),
             options=options,
         )
+        try:  # a module launch asks the interpreter where the module is: off the event loop
+            return await anyio.to_thread.run_sync(build_launch, wanted)
+        except LaunchError as exc:
+            raise RequestError(str(exc)) from None
 
     async def _launch_plainly(self, request: p.Request, launch: LaunchSpec) -> None:
         """Run Without Debugging: the program runs untraced; its output streams; then it ends."""
@@ -267,11 +252,13 @@ class DebugSession:
             list(launch.args),
             launch.python,
             (entry.function, entry.args or "") if entry else None,
+            module=launch.module,
+            python_args=list(launch.python_args),
         )
         self.plain = plain_run.PlainRun(argv, launch.cwd, launch.env)
         await self.respond(request)
         await self.event(
-            "process", p.ProcessEventBody(name=launch.program, start_method="launch", is_local_process=True)
+            "process", p.ProcessEventBody(name=_process_name(launch), start_method="launch", is_local_process=True)
         )
         assert self._task_group is not None
         self._task_group.start_soon(self._run_plainly, self.plain)
@@ -296,32 +283,14 @@ class DebugSession:
         """After configurationDone: stop on entry, or run to the first breakpoint. No request is open
         here, so a failure is told as an `important` output and the session stops at the entry."""
         await self.configured.wait()
-        async with self.exec_lock:
-            with anyio.CancelScope() as scope:
-                self.running = scope
-                try:
-                    outcome = await self._first_outcome()
-                except (WorldError, Exception) as exc:
-                    if not isinstance(exc, WorldError):
-                        log.exception("the first stop failed")
-                    await self.output(f"neural-dap: {_failure_text(exc)}\n", "important")
-                    await self._present(self.stop, "entry", description=_failure_text(exc))
-                    return
-                finally:
-                    self.running = None
-            if scope.cancelled_caught:
-                await self._present(self.stop, "entry")
-            else:
-                await self._conclude(outcome)
-
-    async def _first_outcome(self) -> Outcome:
-        assert self.launch_args is not None and self.stop is not None
-        stop = self.stop
-        if self.launch_args.stop_on_entry or stop.state.terminal:
-            if stop.state.event == "call" and not stop.at_end:
-                stop = await self._act(Action("step_into"))
-            return Outcome(stop, "entry")
-        return await self._move("continue", initial=True)
+        report = await self.debugger.first_stop()
+        if report.failure is not None:
+            await self._flush(report.output)
+            await self.output(f"neural-dap: {report.failure}\n", "important")
+            report.reason, report.description = "entry", report.failure
+        elif report.reason == "pause":
+            report.reason = "entry"
+        await self._conclude(report)
 
     async def on_disconnect(self, request: p.Request) -> None:
         await self._shutdown()
@@ -332,62 +301,16 @@ class DebugSession:
         await self.respond(request)
         if self.plain is not None:
             self.plain.kill()
-        await self._finish(reason="terminated by the client")
-
-    async def _start_world(self, world: WorldModel, launch: LaunchSpec) -> Stop:
-        """Start `world` in a task of its own, which also closes it.
-
-        A world may hold cancel scopes (a debugpy client's reader, a model server process), and anyio
-        requires a scope to be left in the task that entered it: request handlers are short-lived
-        tasks, so neither the launch handler nor the disconnect handler may own the world.
-        """
-        if self._task_group is None:  # driven without `run` (unit tests): no task to host it
-            return await world.start(launch)
-        return await self._task_group.start(self._host_world, world, launch)
-
-    async def _host_world(
-        self, world: WorldModel, launch: LaunchSpec, *, task_status=anyio.TASK_STATUS_IGNORED
-    ) -> None:
-        try:
-            with anyio.CancelScope() as scope:
-                try:
-                    task_status.started(await world.start(launch))
-                    await self._world_released.wait()
-                finally:  # released, failed to start, or the connection's tasks cancelled
-                    # Close at the depth `start` ran at (a world's own scopes must be left in the
-                    # order they were entered, so no new scope around this call), shielded from
-                    # the connection's cancellation, for at most 5 s.
-                    scope.shield = True
-                    scope.deadline = anyio.current_time() + 5
-                    try:
-                        await world.close()
-                    except Exception:
-                        log.exception("closing the %s world failed", world.name)
-        finally:
-            self._world_closed.set()
+        await self._finish()
 
     async def _shutdown(self) -> None:
         if self.plain is not None:
             self.plain.kill()
-        if self.running is not None:
-            self.running.cancel()
-        if self.world is None:
-            return
-        if self._task_group is None:
-            with anyio.move_on_after(5, shield=True):
-                await self.world.close()
-            return
-        self._world_released.set()
-        with anyio.move_on_after(6, shield=True):
-            await self._world_closed.wait()
+        await self.debugger.close()
 
     # -- breakpoints ---------------------------------------------------------------------------------
     def _source_text(self, path: str) -> str | None:
-        if self.world is not None:
-            text = self.world.source(path)
-            if text is not None:
-                return text
-        return read_source(path)
+        return self.debugger.source(path) or read_source(path)
 
     async def on_set_breakpoints(self, request: p.Request) -> None:
         args = self._args(request, p.SetBreakpointsArguments)
@@ -400,18 +323,18 @@ class DebugSession:
             if args.breakpoints is not None
             else [p.SourceBreakpoint(line=ln) for ln in args.lines or []]
         )
-        specs = self.breakpoints.set_lines(path, requested, self._source_text(path))
-        await self.respond(request, {"breakpoints": [s.to_dap() for s in specs]})
+        specs = self.debugger.breakpoints.set_lines(path, requested, self._source_text(path))
+        await self.respond(request, {"breakpoints": [_breakpoint(s) for s in specs]})
 
     async def on_set_function_breakpoints(self, request: p.Request) -> None:
         args = self._args(request, p.SetFunctionBreakpointsArguments)
-        specs = self.breakpoints.set_functions(args.breakpoints, self._known_sources())
-        await self.respond(request, {"breakpoints": [s.to_dap() for s in specs]})
+        specs = self.debugger.breakpoints.set_functions(args.breakpoints, self._known_sources())
+        await self.respond(request, {"breakpoints": [_breakpoint(s) for s in specs]})
 
     def _known_sources(self) -> dict[str, str]:
-        paths = set(self.breakpoints.by_path)
-        if self.launch_args and self.launch_args.program:
-            paths.add(os.path.abspath(os.path.join(self.launch_args.cwd or os.getcwd(), self.launch_args.program)))
+        paths = set(self.debugger.breakpoints.by_path)
+        if self.debugger.launch is not None:
+            paths.add(self.debugger.launch.program)
         out = {}
         for path in sorted(paths):
             text = self._source_text(path)
@@ -420,17 +343,18 @@ class DebugSession:
         return out
 
     async def _after_launch_breakpoints(self) -> None:
-        changed = self.breakpoints.reverify(self._source_text)
-        if self.breakpoints.functions:
-            changed += self.breakpoints.reresolve_functions(self._known_sources())
+        table = self.debugger.breakpoints
+        changed = table.reverify(self._source_text)
+        if table.functions:
+            changed += table.reresolve_functions(self._known_sources())
         for spec in changed:
-            await self.event("breakpoint", {"reason": "changed", "breakpoint": spec.to_dap()})
+            await self.event("breakpoint", {"reason": "changed", "breakpoint": _breakpoint(spec)})
 
     async def on_set_exception_breakpoints(self, request: p.Request) -> None:
         args = self._args(request, p.SetExceptionBreakpointsArguments)
         known = {f.filter for f in EXCEPTION_FILTERS}
         unknown = [f for f in args.filters if f not in known]
-        self.exception_filters = frozenset(f for f in args.filters if f in known)
+        self.debugger.exception_filters = frozenset(f for f in args.filters if f in known)
         body = {
             "breakpoints": [
                 {"verified": f in known, "message": None if f in known else f"unknown filter {f!r}"}
@@ -477,17 +401,14 @@ class DebugSession:
         frame = view.frame(args.frame_id)
         if frame is None:
             raise RequestError("no such frame")
-        names = frame.variable_reprs()
         try:
-            # in a worker thread, within its budget: a heavy watch never holds up pause, cancel or stepping
-            value = await anyio.to_thread.run_sync(evaluate, args.expression, names, abandon_on_cancel=True)
-        except EvaluationError as exc:
+            value = await self.debugger.evaluate(args.expression, frame.variable_reprs())
+        except WorldError as exc:
             raise RequestError(str(exc)) from None
-        text = reprs.show(value)
         await self.respond(
             request,
             {
-                "result": text,
+                "result": reprs.show(value),
                 "type": reprs.type_name(value) or None,
                 "variablesReference": view.expandable(value, args.expression),
             },
@@ -505,19 +426,7 @@ class DebugSession:
         stop = self.stop
         if stop is None or not (stop.state.event == "exception" or stop.state.caught):
             raise RequestError("the program is not stopped at an exception")
-        text = stop.state.value if stop.state.event == "exception" else stop.state.caught
-        name = re.match(r"[\w.]+", text or "")
-        type_name = name.group(0) if name else "Exception"
-        mode = "unhandled" if stop.at_end else "always"
-        await self.respond(
-            request,
-            {
-                "exceptionId": type_name,
-                "description": text,
-                "breakMode": mode,
-                "details": p.ExceptionDetails(message=text, type_name=type_name),
-            },
-        )
+        await self.respond(request, exception_info(stop, self.debugger.exception_filters))
 
     async def on_goto_targets(self, request: p.Request) -> None:
         args = self._args(request, p.GotoTargetsArguments)
@@ -534,47 +443,46 @@ class DebugSession:
 
     # -- execution ----------------------------------------------------------------------------------
     async def on_next(self, request: p.Request) -> None:
-        await self._start_execution(request, "next")
+        await self._execute(request, "next")
 
     async def on_step_in(self, request: p.Request) -> None:
-        await self._start_execution(request, "stepIn")
+        await self._execute(request, "stepIn")
 
     async def on_step_out(self, request: p.Request) -> None:
-        await self._start_execution(request, "stepOut")
+        await self._execute(request, "stepOut")
 
     async def on_continue(self, request: p.Request) -> None:
-        await self._start_execution(request, "continue", body={"allThreadsContinued": True})
+        await self._execute(request, "continue", body={"allThreadsContinued": True})
 
     async def on_step_back(self, request: p.Request) -> None:
-        await self._start_execution(request, "stepBack")
+        await self._execute(request, "stepBack")
 
     async def on_reverse_continue(self, request: p.Request) -> None:
-        await self._start_execution(request, "reverseContinue")
+        await self._execute(request, "reverseContinue")
 
     async def on_step_back_into(self, request: p.Request) -> None:
-        await self._start_execution(request, "stepBackInto")
+        await self._execute(request, "stepBackInto")
 
     async def on_step_back_out(self, request: p.Request) -> None:
-        await self._start_execution(request, "stepBackOut")
+        await self._execute(request, "stepBackOut")
 
     async def on_restart_frame(self, request: p.Request) -> None:
         args = self._args(request, p.RestartFrameArguments)
         frame = self._require_view().frame(args.frame_id)
         if frame is None:
             raise RequestError(f"no frame {args.frame_id} at this stop")
-        await self._start_execution(request, "restartFrame", invocation=frame.invocation)
+        await self._execute(request, "restartFrame", invocation=frame.invocation)
 
     async def on_goto(self, request: p.Request) -> None:
         args = self._args(request, p.GotoArguments)
         target = self.goto_lines.get(args.target_id)
         if target is None:
             raise RequestError(f"unknown goto target {args.target_id}")
-        await self._start_execution(request, "goto", path=target[0], line=target[1])
+        await self._execute(request, "goto", path=target[0], line=target[1])
 
     async def on_pause(self, request: p.Request) -> None:
         await self.respond(request)
-        if self.running is not None:
-            self.running.cancel()
+        self.debugger.pause()
 
     async def on_cancel(self, request: p.Request) -> None:
         args = self._args(request, p.CancelArguments)
@@ -582,7 +490,7 @@ class DebugSession:
         if args.request_id is not None and args.request_id in self.in_flight:
             self.in_flight[args.request_id].cancel()
 
-    async def _start_execution(self, request: p.Request, kind: str, body: Any = None, **extra: Any) -> None:
+    async def _execute(self, request: p.Request, kind: str, body: Any = None, **extra: Any) -> None:
         """Run one execution request. An exact world answers at once and then stops; a predicted one
         answers when its prediction is in, so a failed prediction is an error response to the
         request itself (which every client shows) and the session stays at its last stop."""
@@ -590,187 +498,58 @@ class DebugSession:
             raise RequestError("no program has been launched")
         if self.terminated:
             raise RequestError("the program has ended")
-        if self.exec_lock.locked():
+        if self.debugger.busy:
             raise RequestError("the program is already running; pause it first")
-        async with self.exec_lock:
-            answer_first = self.world.capabilities.exact
-            if answer_first:
-                await self.respond(request, body)
-            outcome: Outcome | None = None
-            failure: BaseException | None = None
-            before = self.stop
-            with anyio.CancelScope() as scope:
-                self.running = scope
-                try:
-                    outcome = await self._move(kind, **extra)
-                except (WorldError, Exception) as exc:
-                    if not isinstance(exc, WorldError):
-                        log.exception("%s failed", kind)
-                    failure = exc
-                finally:
-                    self.running = None
-            if failure is not None:
-                await self._flush_pending_output()
-                text = f"{kind} failed: {_failure_text(failure)}"
-                if answer_first or self.stop is not before:
-                    # answered already, or part of the step was taken (a stepIn that reached the
-                    # call): say it where clients show it, and stop where the world stands
-                    if not answer_first:
-                        await self.respond(request, body)
-                    await self.output(f"neural-dap: {text}\n", "important")
-                    await self._present(self.stop, "pause", description=text)
-                else:  # nothing moved: the request fails, and the client stays at its stop
-                    await self.fail(request.seq, request.command, text)
-                return
-            if scope.cancelled_caught:  # paused: back at the last stop
-                if not answer_first:
-                    await self.respond(request, body)
-                if not self.terminated:
-                    await self._present(self.stop, "pause")
-                return
-            if not answer_first:
-                await self.respond(request, body)
-            assert outcome is not None
-            await self._conclude(outcome)
-
-    async def _move(
-        self,
-        kind: str,
-        *,
-        initial: bool = False,
-        invocation: int | None = None,
-        line: int | None = None,
-        path: str = "",
-    ) -> Outcome:
-        """Apply the stepping policy from the current stop."""
-        self._pending_output = []
-        assert self.stop is not None and self.world is not None
-        if kind in FORWARD and self.stop.at_end and not initial:
-            return Outcome(self.stop, "end", finished=True)
-        if not self.world.capabilities.inverse and kind not in FORWARD:
-            raise WorldError(f"the {self.world.name} world model cannot step backwards")
-
-        async def act(action: Action, interrupt: bool) -> Stop:
-            return await self._act(action, interrupt=interrupt)
-
-        stop_at_end = self.launch_args.stop_at_end if self.launch_args is not None else True
+        answer_first = self.debugger.exact
+        if answer_first:
+            await self.respond(request, body)
+        progress = None if answer_first else await self._progress_start(kind)
         try:
-            return await drive(
-                kind,
-                self.stop,
-                act,
-                self.breakpoints.targets(),
-                stop_at_end=stop_at_end,
-                invocation=invocation,
-                line=line,
-                path=path,
-            )
+            report = await self.debugger.execute(kind, **extra)
+        except Busy as exc:
+            raise RequestError(str(exc)) from None
         except UnknownExecution as exc:
             raise RequestError(str(exc)) from None
-
-    async def _conclude(self, outcome: Outcome) -> None:
-        await self._flush_pending_output()
-        if outcome.finished:
-            if outcome.stop is not self.stop or not self.stop.at_end or outcome.reason != "end":
-                await self._emit_output(outcome.stop)
-            self.stop = outcome.stop
-            await self._finish()
-            return
-        await self._present(outcome.stop, outcome.reason)
-
-    async def _act(self, action: Action, *, interrupt: bool = True) -> Stop:
-        assert self.world is not None
-        forward = not action.inverse
-        targets = self.breakpoints.targets() if interrupt else ()
-        progress = await self._progress_start(f"{action}") if not self.world.capabilities.exact else None
-        try:
-            stop = await self.world.act(
-                action,
-                exceptions=self.exception_filters if forward else frozenset(),  # type: ignore[arg-type]
-                breakpoints=targets if action.kind not in ("breakpoint", "inv_breakpoint") else (),
-                accept=self._accept if forward or action.kind == "inv_breakpoint" or targets else None,
-            )
         finally:
             await self._progress_end(progress)
-        self.stop = stop
-        return stop
+        if report.failure is not None and not answer_first and not report.moved:
+            await self._flush(report.output)  # nothing moved: the request fails; the client stays put
+            await self.fail(request.seq, request.command, f"{kind} failed: {report.failure}")
+            return
+        if not answer_first:
+            await self.respond(request, body)
+        if report.failure is not None:  # answered already, or part of the step was taken
+            await self._flush(report.output)
+            report.output = [("important", f"neural-dap: {kind} failed: {report.failure}\n")]
+            report.description = f"{kind} failed: {report.failure}"
+        await self._conclude(report)
 
-    def _accept(self, stop: Stop) -> bool:
-        """At a breakpoint on the way: conditions, hit counts and log points decide."""
-        state = stop.state
-        specs = self.breakpoints.at(state.path, state.line)
-        if not specs:
-            return True
-        names = {**state.locals}
-        stops = False
-        for spec in specs:
-            if spec.condition:
-                try:
-                    if not evaluate(spec.condition, names, CONDITION_BUDGET):
-                        continue
-                except EvaluationError as exc:
-                    self._pending_output.append(
-                        (f"neural-dap: breakpoint condition {spec.condition!r} failed: {exc}; stopping\n", "important")
-                    )
-            spec.hits += 1
-            if not hit_condition_met(spec.hit_condition, spec.hits):
-                continue
-            if spec.log_message is not None:
-                text = interpolate(spec.log_message, lambda e: evaluate(e, names, CONDITION_BUDGET))
-                self._pending_output.append((text + "\n", "console"))
-                continue
-            stops = True
-        return stops
+    async def _conclude(self, report: Report) -> None:
+        await self._flush(report.output)
+        if report.finished:
+            await self._finish()
+            return
+        if not self.terminated:
+            await self._present(report)
 
-    async def _flush_pending_output(self) -> None:
-        pending, self._pending_output = self._pending_output, []
-        for text, category in pending:
+    async def _flush(self, output: list[tuple[str, str]]) -> None:
+        for category, text in output:
             await self.output(text, category)
 
-    async def _emit_output(self, stop: Stop) -> None:
-        for stream, text in stop.output:
-            await self.output(text, "stdout" if stream == "stdout" else "stderr")
-
-    async def _present(self, stop: Stop | None, reason: str, description: str | None = None) -> None:
-        if stop is None:
-            return
-        self.stop = stop
-        await self._emit_output(stop)
-        if stop.note:
-            await self.output(stop.note + "\n", "console")
+    async def _present(self, report: Report) -> None:
+        stop = report.stop
         self.view = StopView(stop, stop.divergences)
-        hit_ids = (
-            [s.id for s in self.breakpoints.at(stop.state.path, stop.state.line)] if reason == "breakpoint" else None
-        )
-        text = None
-        if reason == "exception":
-            text = stop.state.value if stop.state.event == "exception" else stop.state.caught
-            description = description or f"Exception: {text}"
-        if reason == "end":
-            exit_ = stop.exit
-            code = exit_.code if exit_ else 0
-            detail = f": {exit_.description}" if exit_ and exit_.description else ""
-            description = (
-                f"End of the program (exit code {code}{detail}). Step back to travel in time; continue to finish."
-            )
-        if reason == "function breakpoint" or (
-            reason == "breakpoint" and hit_ids and any(self._is_function_bp(i) for i in hit_ids)
-        ):
-            reason = "function breakpoint"
-        if stop.predicted and description is None and reason != "pause":
-            description = "predicted by the model"
         await self.event(
             "stopped",
             p.StoppedEventBody(
-                reason=reason,
+                reason=report.reason,
                 thread_id=THREAD_ID,
                 all_threads_stopped=True,
-                description=description,
-                text=text,
-                hit_breakpoint_ids=hit_ids or None,
+                description=report.description,
+                text=report.text,
+                hit_breakpoint_ids=report.hit_breakpoint_ids,
             ),
         )
-
         if stop.divergences:
             await self.event("invalidated", p.InvalidatedEventBody(areas=["variables"], thread_id=THREAD_ID))
             top = self.view.frames[0] if self.view.frames else None
@@ -789,10 +568,7 @@ class DebugSession:
                 },
             )
 
-    def _is_function_bp(self, bp_id: int) -> bool:
-        return any(s.id == bp_id for s in self.breakpoints.functions)
-
-    async def _finish(self, reason: str = "") -> None:
+    async def _finish(self) -> None:
         if self.terminated:
             return
         self.terminated = True
@@ -821,14 +597,58 @@ class DebugSession:
 
     # -- custom requests ------------------------------------------------------------------------------
     async def on_session_summary(self, request: p.Request) -> None:
-        summary = self.world.summary() if self.world is not None else {}
-        await self.respond(request, summary)
+        await self.respond(request, self.debugger.summary())
 
 
-def _failure_text(exc: BaseException) -> str:
-    if isinstance(exc, WorldError):
-        return str(exc)
-    return f"internal error: {type(exc).__name__}: {exc}"
+def _breakpoint(spec: BreakpointSpec) -> p.Breakpoint:
+    return p.Breakpoint(
+        verified=spec.verified,
+        id=spec.id,
+        message=spec.message,
+        source=p.Source(name=os.path.basename(spec.path), path=spec.path) if spec.kind == "line" else None,
+        line=spec.shown_line,
+        reason=None if spec.verified else "failed",
+    )
+
+
+def _process_name(launch: LaunchSpec) -> str:
+    return f"python -m {launch.module}" if launch.module else launch.program
+
+
+def exception_info(stop: Stop, filters: frozenset[str]) -> dict[str, Any]:
+    """DAP's exceptionInfo as debugpy answers it: the type (short and qualified), the message, how
+    the stop was made (`unhandled`: the exception ends the program; `always`: the `raised` filter)
+    and the stack the exception is passing through, innermost call last as Python prints it."""
+    text = (stop.state.value if stop.state.event == "exception" else stop.state.caught) or ""
+    name = re.match(r"[\w.]+", text)
+    full_type = name.group(0) if name else "Exception"
+    type_name = full_type.rsplit(".", 1)[-1]
+    message = text[len(full_type) :].lstrip(":( ").rstrip(")") if text.startswith(full_type) else text
+    mode = "unhandled" if stop.at_end or "raised" not in filters else "always"
+    frames = [
+        traceback.FrameSummary(frame.path, frame.line, frame.function, line=_line_of(frame.path, frame.line))
+        for frame in reversed(stop.stack)
+    ]
+    trace = "Traceback (most recent call last):\n" + "".join(traceback.format_list(frames))
+    return {
+        "exceptionId": full_type,
+        "description": text,
+        "breakMode": mode,
+        "details": p.ExceptionDetails(
+            message=message or text,
+            type_name=type_name,
+            full_type_name=full_type,
+            stack_trace=trace + f"{text}\n",
+        ),
+    }
+
+
+def _line_of(path: str, line: int) -> str:
+    text = read_source(path)
+    if text is None:
+        return ""
+    lines = text.splitlines()
+    return lines[line - 1].strip() if 0 < line <= len(lines) else ""
 
 
 def _is_command(command: str) -> bool:

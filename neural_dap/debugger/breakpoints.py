@@ -3,19 +3,21 @@
 Lines are verified against the lines that have code (the source is compiled, not run). A line
 without code moves to the next line with code in the same function, as most debuggers do.
 Conditions and log-message expressions are evaluated by the safe evaluator over the stop's values.
+The table knows no protocol: a front end passes anything with a requested breakpoint's fields
+(`LineRequest`) and shows `BreakpointSpec`s its own way.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from typing import Protocol
 
 from neural_dap.core.actions import Target
 from neural_dap.core.evaluator import EvaluationError
 from neural_dap.core.reprs import show
 from neural_dap.core.source import SourceInfo
-from neural_dap.dap import protocol as p
 
 _HIT = re.compile(r"^\s*(==|>=|>|<=|<|%)?\s*(\d+)\s*$")
 _MOVE_WINDOW = 5
@@ -34,17 +36,36 @@ class BreakpointSpec:
     verified: bool = False
     message: str | None = None
     name: str | None = None  # function breakpoints
-    hits: int = 0
+    hits: int = 0  # hits seen so far, where the world cannot say which hit of the run a stop is
 
-    def to_dap(self) -> p.Breakpoint:
-        return p.Breakpoint(
-            verified=self.verified,
-            id=self.id,
-            message=self.message,
-            source=p.Source(name=self.path.rsplit("/", 1)[-1], path=self.path) if self.kind == "line" else None,
-            line=(self.lines[0] if self.lines else self.requested_line) if self.kind == "line" else None,
-            reason=None if self.verified else "failed",
-        )
+    @property
+    def shown_line(self) -> int | None:
+        """The line a client shows it at (a function breakpoint has none of its own)."""
+        if self.kind != "line":
+            return None
+        return self.lines[0] if self.lines else self.requested_line
+
+
+class LineRequest(Protocol):
+    """A requested line breakpoint, as any front end words it (DAP's SourceBreakpoint is one)."""
+
+    @property
+    def line(self) -> int: ...
+    @property
+    def condition(self) -> str | None: ...
+    @property
+    def hit_condition(self) -> str | None: ...
+    @property
+    def log_message(self) -> str | None: ...
+
+
+class FunctionRequest(Protocol):
+    @property
+    def name(self) -> str: ...
+    @property
+    def condition(self) -> str | None: ...
+    @property
+    def hit_condition(self) -> str | None: ...
 
 
 def hit_condition_met(condition: str | None, hits: int) -> bool:
@@ -106,7 +127,7 @@ class BreakpointTable:
         self.next_id += 1
         return value
 
-    def set_lines(self, path: str, requested: list[p.SourceBreakpoint], source: str | None) -> list[BreakpointSpec]:
+    def set_lines(self, path: str, requested: Sequence[LineRequest], source: str | None) -> list[BreakpointSpec]:
         info = SourceInfo(source, path) if source is not None else None
         specs = []
         for bp in requested:
@@ -153,7 +174,7 @@ class BreakpointTable:
                     changed.append(spec)
         return changed
 
-    def set_functions(self, requested: list[p.FunctionBreakpoint], sources: dict[str, str]) -> list[BreakpointSpec]:
+    def set_functions(self, requested: Sequence[FunctionRequest], sources: dict[str, str]) -> list[BreakpointSpec]:
         self.functions = []
         for bp in requested:
             spec = BreakpointSpec(self._id(), "function", "", 0, [], bp.condition, bp.hit_condition, name=bp.name)

@@ -1,0 +1,336 @@
+"""The debugger core: one program being debugged, whatever protocol asks.
+
+It owns the world model, the current stop (nothing else writes it), the breakpoints and their hit
+counts, the exception filters and the execution lock, and it decides why each stop is made. A
+front end (DAP, the terminal, MCP) only translates requests into `execute`/`evaluate` calls and
+`Report`s into its own messages, the way vscode-mock-debug's session translates its runtime.
+
+Hit counts: in an exact world a breakpoint's hit number is a fact of the run (the nth execution of
+its line, asked of the world with `hit_number`), so a hit condition means the same thing after any
+travel back and forth. A world that cannot say (a model predicting) counts the hits it has shown.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, Protocol, runtime_checkable
+
+import anyio
+import anyio.abc
+
+from neural_dap.core import reprs
+from neural_dap.core.actions import Action
+from neural_dap.core.evaluator import Budget, EvaluationError, evaluate
+from neural_dap.core.world import LaunchSpec, Stop, WorldError, WorldModel
+from neural_dap.debugger.breakpoints import BreakpointSpec, BreakpointTable, hit_condition_met, interpolate
+from neural_dap.debugger.stepping import FORWARD, Outcome, UnknownExecution, drive
+
+log = logging.getLogger("neural_dap.debugger")
+
+WorldFactory = Callable[[LaunchSpec], WorldModel]
+
+# Conditions and log points run at every hit, inside a step: each gets a small budget of its own.
+CONDITION_BUDGET = Budget(steps=20_000, seconds=0.1)
+EXCEPTION_FILTERS = ("raised", "uncaught")
+
+
+@runtime_checkable
+class KnowsHits(Protocol):
+    """An exact world that can say which execution of its line a stop is (1 for the first)."""
+
+    def hit_number(self, stop: Stop) -> int | None: ...
+
+
+class Busy(Exception):
+    """An execution request while another one runs."""
+
+
+@dataclass
+class Report:
+    """What a front end shows after an execution request."""
+
+    stop: Stop
+    reason: str  # entry, step, breakpoint, function breakpoint, exception, pause, end, goto, restart
+    description: str | None = None
+    text: str | None = None  # an exception's text
+    hit_breakpoint_ids: list[int] | None = None
+    output: list[tuple[str, str]] = field(default_factory=list)  # (category, text): program output, log points
+    finished: bool = False  # the program ended and the session ends (stopAtEnd is false)
+    failure: str | None = None  # the request failed; `moved` says whether the stop changed anyway
+    moved: bool = True
+
+
+class Debugger:
+    def __init__(self, world_factory: WorldFactory) -> None:
+        self.world_factory = world_factory
+        self.world: WorldModel | None = None
+        self.launch: LaunchSpec | None = None
+        self.stop_on_entry = False
+        self.stop_at_end = True
+        self.breakpoints = BreakpointTable()
+        self.exception_filters: frozenset[str] = frozenset({"uncaught"})
+        self._stop: Stop | None = None
+        self._lock = anyio.Lock()
+        self._running: anyio.CancelScope | None = None
+        self._output: list[tuple[str, str]] = []  # collected during one request
+        self._released = anyio.Event()
+        self._closed = anyio.Event()
+        self._task_group: anyio.abc.TaskGroup | None = None
+
+    # -- state -------------------------------------------------------------------------------------
+    @property
+    def stop(self) -> Stop | None:
+        return self._stop
+
+    @property
+    def busy(self) -> bool:
+        return self._lock.locked()
+
+    @property
+    def exact(self) -> bool:
+        return self.world is not None and self.world.capabilities.exact
+
+    def source(self, path: str) -> str | None:
+        return self.world.source(path) if self.world is not None else None
+
+    # -- launch and end ----------------------------------------------------------------------------
+    async def start(self, launch: LaunchSpec, task_group: anyio.abc.TaskGroup | None = None) -> Stop:
+        """Start the world asked for; its first stop (the program's start) becomes the current one.
+
+        With a task group the world lives in a task of its own, which also closes it: a world may
+        hold cancel scopes (a debugpy client's reader, a model server process), and anyio requires
+        a scope to be left in the task that entered it, so no short-lived request task may own it.
+        """
+        if self.world is not None:
+            raise WorldError("this session has already launched a program")
+        world = self.world_factory(launch)
+        self._task_group = task_group
+        if task_group is None:
+            stop = await world.start(launch)
+        else:
+            stop = await task_group.start(self._host, world, launch)
+        self.world, self.launch, self._stop = world, launch, stop
+        return stop
+
+    async def _host(self, world: WorldModel, launch: LaunchSpec, *, task_status=anyio.TASK_STATUS_IGNORED) -> None:
+        try:
+            with anyio.CancelScope() as scope:
+                try:
+                    task_status.started(await world.start(launch))
+                    await self._released.wait()
+                finally:  # released, failed to start, or the connection's tasks cancelled
+                    # Close at the depth `start` ran at (a world's own scopes must be left in the
+                    # order they were entered), shielded from cancellation, for at most 5 s.
+                    scope.shield = True
+                    scope.deadline = anyio.current_time() + 5
+                    try:
+                        await world.close()
+                    except Exception:
+                        log.exception("closing the %s world failed", world.name)
+        finally:
+            self._closed.set()
+
+    async def close(self) -> None:
+        if self._running is not None:
+            self._running.cancel()
+        if self.world is None:
+            return
+        if self._task_group is None:
+            with anyio.move_on_after(5, shield=True):
+                await self.world.close()
+            return
+        self._released.set()
+        with anyio.move_on_after(6, shield=True):
+            await self._closed.wait()
+
+    def pause(self) -> None:
+        """Interrupt the running request: it ends at the last stop with reason `pause`."""
+        if self._running is not None:
+            self._running.cancel()
+
+    # -- execution ---------------------------------------------------------------------------------
+    async def first_stop(self) -> Report:
+        """After configuration: stop on entry, or run to the first breakpoint."""
+        return await self._run(self._first_outcome)
+
+    async def _first_outcome(self) -> Outcome:
+        stop = self._require_stop()
+        self._collect_output(stop)  # what the program wrote before its first traced line
+        if self.stop_on_entry or stop.state.terminal:
+            if stop.state.event == "call" and not stop.at_end:
+                stop = await self._act(Action("step_into"))
+            return Outcome(stop, "entry")
+        return await self._move("continue", initial=True)
+
+    async def execute(self, kind: str, **extra: Any) -> Report:
+        """One execution request (the stepping policy's names: next, stepIn, stepOut, continue,
+        stepBack, reverseContinue, stepBackInto, stepBackOut, restartFrame, goto)."""
+        if self.world is None:
+            raise WorldError("no program has been launched")
+        if self._lock.locked():
+            raise Busy("the program is already running; pause it first")
+        return await self._run(lambda: self._move(kind, **extra))
+
+    async def _run(self, move: Callable[[], Any]) -> Report:
+        async with self._lock:
+            before = self._stop
+            self._output = []
+            outcome: Outcome | None = None
+            failure: BaseException | None = None
+            with anyio.CancelScope() as scope:
+                self._running = scope
+                try:
+                    outcome = await move()
+                except UnknownExecution:
+                    raise
+                except (WorldError, Exception) as exc:
+                    if not isinstance(exc, WorldError):
+                        log.exception("an execution request failed")
+                    failure = exc
+                finally:
+                    self._running = None
+            stop = self._require_stop()
+            output, self._output = self._output, []
+            if failure is not None:
+                text = failure_text(failure)
+                return Report(stop, "pause", text, output=output, failure=text, moved=stop is not before)
+            if scope.cancelled_caught or outcome is None:
+                return Report(stop, "pause", output=output)
+            return self._report(outcome, output)
+
+    async def _move(
+        self,
+        kind: str,
+        *,
+        initial: bool = False,
+        invocation: int | None = None,
+        line: int | None = None,
+        path: str = "",
+    ) -> Outcome:
+        stop = self._require_stop()
+        assert self.world is not None
+        if kind in FORWARD and stop.at_end and not initial:
+            return Outcome(stop, "end", finished=True)
+        if not self.world.capabilities.inverse and kind not in FORWARD:
+            raise WorldError(f"the {self.world.name} world model cannot step backwards")
+
+        async def act(action: Action, interrupt: bool) -> Stop:
+            return await self._act(action, interrupt=interrupt)
+
+        return await drive(
+            kind,
+            stop,
+            act,
+            self.breakpoints.targets(),
+            stop_at_end=self.stop_at_end,
+            invocation=invocation,
+            line=line,
+            path=path,
+        )
+
+    async def _act(self, action: Action, *, interrupt: bool = True) -> Stop:
+        assert self.world is not None
+        forward = not action.inverse
+        targets = self.breakpoints.targets() if interrupt else ()
+        stop = await self.world.act(
+            action,
+            exceptions=self.exception_filters if forward else frozenset(),  # type: ignore[arg-type]
+            breakpoints=targets if action.kind not in ("breakpoint", "inv_breakpoint") else (),
+            accept=self._accept if forward or action.kind == "inv_breakpoint" or targets else None,
+        )
+        # every stop on the way hands over the output written since the last one, so a request of
+        # several actions (a `next` over a return) loses none of it
+        self._collect_output(stop)
+        self._stop = stop
+        return stop
+
+    def _collect_output(self, stop: Stop) -> None:
+        self._output.extend(("stdout" if stream == "stdout" else "stderr", text) for stream, text in stop.output)
+
+    def _accept(self, stop: Stop) -> bool:
+        """At a breakpoint on the way: conditions, hit counts and log points decide."""
+        state = stop.state
+        specs = self.breakpoints.at(state.path, state.line)
+        if not specs:
+            return True
+        names = {**state.locals}
+        hit = self.world.hit_number(stop) if isinstance(self.world, KnowsHits) else None
+        stops = False
+        for spec in specs:
+            if spec.condition and not self._condition_holds(spec, names):
+                continue
+            spec.hits += 1
+            if not hit_condition_met(spec.hit_condition, hit if hit is not None and not spec.condition else spec.hits):
+                continue
+            if spec.log_message is not None:
+                text = interpolate(spec.log_message, lambda e: evaluate(e, names, CONDITION_BUDGET))
+                self._output.append(("console", text + "\n"))
+                continue
+            stops = True
+        return stops
+
+    def _condition_holds(self, spec: BreakpointSpec, names: dict[str, str]) -> bool:
+        try:
+            return bool(evaluate(spec.condition or "", names, CONDITION_BUDGET))
+        except EvaluationError as exc:
+            self._output.append(
+                ("important", f"neural-dap: breakpoint condition {spec.condition!r} failed: {exc}; stopping\n")
+            )
+            return True
+
+    def _report(self, outcome: Outcome, output: list[tuple[str, str]]) -> Report:
+        stop = outcome.stop
+        reason = outcome.reason
+        if stop.note:
+            output.append(("console", stop.note + "\n"))
+        hit_ids = (
+            [s.id for s in self.breakpoints.at(stop.state.path, stop.state.line)] if reason == "breakpoint" else []
+        )
+        if reason == "breakpoint" and hit_ids and all(self._is_function_bp(i) for i in hit_ids):
+            reason = "function breakpoint"
+        report = Report(stop, reason, hit_breakpoint_ids=hit_ids or None, output=output, finished=outcome.finished)
+        if reason == "exception":
+            report.text = stop.state.value if stop.state.event == "exception" else stop.state.caught
+            report.description = f"Exception: {report.text}"
+        elif reason == "end":
+            code = stop.exit.code if stop.exit else 0
+            detail = f": {stop.exit.description}" if stop.exit and stop.exit.description else ""
+            report.description = (
+                f"End of the program (exit code {code}{detail}). Step back to travel in time; continue to finish."
+            )
+        elif stop.predicted:
+            report.description = "predicted by the model"
+        return report
+
+    def _is_function_bp(self, bp_id: int) -> bool:
+        return any(s.id == bp_id for s in self.breakpoints.functions)
+
+    def _require_stop(self) -> Stop:
+        if self._stop is None:
+            raise WorldError("the program has not been launched")
+        return self._stop
+
+    # -- values ------------------------------------------------------------------------------------
+    async def evaluate(self, expression: str, names: dict[str, str]) -> Any:
+        """An expression over a frame's values, by the safe evaluator, in a worker thread within its
+        budget: a heavy watch never holds up pause, cancel or stepping."""
+        try:
+            return await anyio.to_thread.run_sync(evaluate, expression, names, abandon_on_cancel=True)
+        except EvaluationError as exc:
+            raise WorldError(str(exc)) from None
+
+    def summary(self) -> dict[str, Any]:
+        return self.world.summary() if self.world is not None else {}
+
+
+def failure_text(exc: BaseException) -> str:
+    if isinstance(exc, WorldError):
+        return str(exc)
+    return f"internal error: {type(exc).__name__}: {exc}"
+
+
+def show_value(value: Any) -> tuple[str, str | None]:
+    """(text, type name) of an evaluated value, as every front end shows it."""
+    return reprs.show(value), reprs.type_name(value) or None
