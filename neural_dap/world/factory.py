@@ -39,6 +39,11 @@ def create_world(launch: LaunchSpec, pool: ClientPool | None = None) -> WorldMod
             raise WorldError("reconcile applies to world 'neural' (a recorded world is reality already)")
         return RecordedWorld()
     if launch.world == "neural":
+        if launch.module is not None:
+            raise WorldError(
+                f"world 'neural' predicts one file or function; debug module {launch.module!r} in the recorded world,"
+                " or launch the file you want predicted as 'program'"
+            )
         return create_neural_world(launch, pool)
     raise WorldError(f"unknown world {launch.world!r}: use 'recorded' or 'neural'")
 

@@ -97,6 +97,7 @@ class RecordedWorld:
             entry_args=(launch.entry.args or "") if launch.entry else "",
             cwd=launch.cwd,
             env=launch.env,
+            module=launch.module,
         )
         options = world_options(launch, RecordedOptions, "recorded")
         mode = self.mode = options.recording
@@ -167,6 +168,10 @@ class RecordedWorld:
         else:
             natural = execution.apply(start, action)
         forward = natural > start
+        if self._exited_cleanly():
+            # sys.exit(0) / sys.exit() ends the program with SystemExit, which is no error: debugpy
+            # does not stop there, and every click CLI would stop on its way out
+            exceptions = exceptions - {"uncaught"}
         exception_at = execution.first_exception(start, natural, exceptions) if forward and exceptions else None
         for hit in execution.hits(start, natural, targets):
             if exception_at is not None and exception_at < hit:
@@ -207,6 +212,10 @@ class RecordedWorld:
             hit_exception=hit_exception,
             hit_breakpoint=hit_breakpoint,
         )
+
+    def _exited_cleanly(self) -> bool:
+        outcome = self.outcome
+        return outcome is not None and outcome.kind == "exited" and not outcome.exit_code
 
     def _exit(self) -> Exit:
         outcome = self.outcome
