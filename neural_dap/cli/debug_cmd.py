@@ -1,4 +1,5 @@
-"""`neural-dap debug PROGRAM [ARGS...]`: debug in the terminal, through the DAP server.
+"""`neural-dap debug PROGRAM [ARGS...]` or `neural-dap debug [options] -m MODULE [ARGS...]`: debug in
+the terminal, through the DAP server.
 
 The front end is an ordinary DAP client of `neural-dap adapter` (started as a child process), so
 what it shows is exactly what an editor would get. Commands:
@@ -41,7 +42,11 @@ STEP_COMMANDS = {
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.formatter_class = argparse.RawDescriptionHelpFormatter
     parser.epilog = "commands:\n  " + COMMANDS_HELP.replace("\n", "\n  ")
-    parser.add_argument("program")
+    parser.add_argument("program", nargs="?", help="the Python file to debug (or -m MODULE)")
+    parser.add_argument(
+        "-m", dest="module", help="debug `python -m MODULE ARGS...` (e.g. -m pytest -q tests/test_x.py); ends our options"
+    )
+    parser.add_argument("--python", help="the interpreter that runs the program (default: this one)")
     parser.add_argument("argv", nargs=argparse.REMAINDER, help="arguments for the program (after `--`)")
     parser.add_argument("--do", help='a script of commands separated by ";", e.g. "b 5; c; n; back; p x"')
     parser.add_argument("--entry", help="debug a call of this function instead of the whole script")
@@ -77,11 +82,18 @@ OPTIONS_WITH_VALUE = {
     "--reconcile",
     "--trust",
     "--timeout",
+    "--python",
 }
 
 
 def launch_arguments(opts: argparse.Namespace) -> dict:
-    args: dict = {"program": os.path.abspath(opts.program), "args": opts.argv, "stopOnEntry": True, "world": opts.world}
+    args: dict = {"args": opts.argv, "stopOnEntry": True, "world": opts.world}
+    if opts.module:
+        args["module"] = opts.module  # it stops on entry at the first line of the user's code it runs
+    else:
+        args["program"] = os.path.abspath(opts.program)
+    if opts.python:
+        args["python"] = opts.python
     if opts.entry:
         args["entry"] = {"function": opts.entry}
         if opts.args is not None:
@@ -280,8 +292,17 @@ def _source_line(path: str, line: int) -> str:
 
 
 def run(parser: argparse.ArgumentParser, argv: list[str]) -> int:
-    opts = parse_with_program(parser, argv, OPTIONS_WITH_VALUE)
-    if not os.path.isfile(opts.program):
+    if "-m" in argv:  # as `python -m`: everything after the module name is the module's
+        at = argv.index("-m")
+        if at + 1 >= len(argv):
+            parser.error("-m needs a module name")
+        opts = parser.parse_args(argv[: at + 2])
+        opts.argv = argv[at + 2 :]
+    else:
+        opts = parse_with_program(parser, argv, OPTIONS_WITH_VALUE)
+        if opts.program is None:
+            parser.error("give a PROGRAM to debug, or -m MODULE")
+    if opts.module is None and not os.path.isfile(opts.program):
         print(f"neural-dap debug: no such program: {opts.program}", file=sys.stderr)
         return 2
     import anyio
@@ -295,7 +316,7 @@ async def _session(opts: argparse.Namespace) -> int:
     from neural_dap.dap.client import DapError, adapter_command, spawn
 
     async with spawn(adapter_command(), timeout=opts.timeout) as client:
-        front = Frontend(client, program=os.path.abspath(opts.program))
+        front = Frontend(client, program=os.path.abspath(opts.program) if opts.program else "")
         client.on_event = front.on_event
         try:
             await client.call(
