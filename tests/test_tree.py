@@ -123,3 +123,30 @@ def test_the_pool_has_calls_loops_and_exceptions():
     assert any(s.depth > 0 for s in states)
     assert any(s.event == "exception" for s in states) or any(s.caught for s in states)
     assert sum(1 for s in states if s.event == "line") > 300
+
+
+@settings(max_examples=200, deadline=None)
+@given(positions(), st.data())
+def test_a_breakpoint_is_a_file_and_a_line(pos, data):
+    tree, i = pos
+    lines = data.draw(st.lists(st.sampled_from(sorted({s.line for s in tree.states})), min_size=1, max_size=3))
+    path = tree.states[0].path
+    for kind in ("breakpoint", "inv_breakpoint"):
+        anywhere = tree.apply(i, Action.at_lines(kind, lines))
+        assert tree.apply(i, Action.at_lines(kind, lines, path)) == anywhere  # its own file: the same stops
+        elsewhere = tree.apply(i, Action.at_lines(kind, lines, "/another/file.py"))
+        assert elsewhere == (tree.last if kind == "breakpoint" else 0)  # another file's lines: no stop
+
+
+@settings(max_examples=100, deadline=None)
+@given(programs)
+def test_a_hit_number_counts_the_runs_of_a_line_up_to_its_event(seed):
+    tree = tree_for(seed)
+    seen: dict[tuple[str, int], int] = {}
+    for k, s in enumerate(tree.states):
+        if s.event != "line":
+            assert tree.semantics.hit_number(k) is None
+            continue
+        seen[(s.path, s.line)] = seen.get((s.path, s.line), 0) + 1
+        assert tree.semantics.hit_number(k) == seen[(s.path, s.line)]
+        assert tree.semantics.nth_hit((s.path, s.line), seen[(s.path, s.line)]) == k
