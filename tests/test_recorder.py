@@ -183,6 +183,10 @@ def test_repr_that_raises_or_never_returns():
         entry="f",
         wall_time=1.5,
     )
+    # the repr has a deadline: the value shows as timed out and the program runs on
+    assert rec.outcome.kind == "finished"
+    assert rec.states[-1].locals["s"] == "<repr of Slow timed out after 0.1 s>"
+    rec = run(rec.program.source, entry="f", wall_time=1.5, repr_seconds=0)  # no deadline: the wall time ends it
     assert rec.outcome.kind == "timeout"
     assert [s.line for s in rec.states][:2] == [6, 7]  # what was recorded before the hang is kept
 

@@ -40,6 +40,7 @@ class Limits(msgspec.Struct, frozen=True):
     memory_mb: int = 4096  # address-space cap of the child; 0 for none
     max_children: int = 50  # children of one value in the variables tree
     max_processes: int = 16  # processes the debuggee may start (fork, subprocess, os.system)
+    repr_seconds: float = 0.1  # one repr of a value may take this long; then it shows as timed out
 
 
 DEFAULT_LIMITS = Limits()
@@ -216,6 +217,7 @@ def _record(
         raise RecorderError(f"no such program: {program.path}")
     read_fd, write_fd = os.pipe()
     _widen_pipe(write_fd)
+    lifeline = _lifeline()
     cfg = {
         "path": path,
         "source": program.source,
@@ -229,22 +231,26 @@ def _record(
         "engine": engine,
         "trace_all": trace_all,
         "own_path": _PACKAGE_PARENT,
+        "owner_pid": os.getpid(),
+        "lifeline_fd": lifeline,
         **msgspec.structs.asdict(limits),
         **(extra or {}),
     }
     env = dict(os.environ)
     env.update(program.env or {})
+    # what the program itself sees of these is what it was given: the child puts them back
+    cfg["environ"] = {name: env.get(name) for name in ("PYTHONPATH", "PYTHONHASHSEED")}
     env["PYTHONPATH"] = os.pathsep.join(p for p in (_PACKAGE_PARENT, env.get("PYTHONPATH")) if p)
     # the same program records the same states every time (set iteration order of strings)
     env.setdefault("PYTHONHASHSEED", "0")
     env.pop("PYTHONSTARTUP", None)
     try:
         proc = subprocess.Popen(
-            [python or sys.executable, "-X", "utf8", "-m", "neural_dap.trace.child"],
+            [python or sys.executable, "-m", "neural_dap.trace.child"],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
-            pass_fds=[write_fd],
+            pass_fds=[write_fd, lifeline],
             env=env,
             start_new_session=True,  # so a kill reaches everything the debuggee started
         )
@@ -324,6 +330,19 @@ def _module_file(module: str, cwd: str | None) -> str | None:
 async def record_async(program: Program, limits: Limits = DEFAULT_LIMITS, **kwargs) -> Recording:
     """`record` without blocking the event loop."""
     return await anyio.to_thread.run_sync(lambda: record(program, limits, **kwargs))
+
+
+_LIFELINE: list[int] = []  # [read end, write end, the pid that made them]
+
+
+def _lifeline() -> int:
+    """The read end of a pipe whose write end only this process holds (it is not inheritable): a
+    recording's checkpoints outlive the recording child and watch it, to end the moment this
+    process ends, however it ends (see child.lifetime)."""
+    if not _LIFELINE or _LIFELINE[2] != os.getpid():  # made anew in a forked copy of the adapter
+        read, write = os.pipe()
+        _LIFELINE[:] = [read, write, os.getpid()]
+    return _LIFELINE[0]
 
 
 class _Streams(msgspec.Struct):

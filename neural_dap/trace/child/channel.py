@@ -8,6 +8,7 @@ import json
 import os
 import threading
 import time
+from typing import Any
 
 
 class Limits:
@@ -19,6 +20,7 @@ class Limits:
         self.memory_mb = int(cfg.get("memory_mb", 0))
         self.max_children = int(cfg.get("max_children", 50))
         self.max_processes = int(cfg.get("max_processes", 16))
+        self.repr_seconds = float(cfg.get("repr_seconds", 0.1))
 
 
 def _encoder():
@@ -54,12 +56,19 @@ class Channel:
         self.thread = threading.Thread(target=self._run, name="neural-dap-flusher", daemon=True)
         self.exit = os._exit  # kept before the debuggee can replace it
         self.main: str | None = None  # a module launch: the module's file, sent with the end record
+        self.guard: Any = None  # the reprs' deadline (values.ReprGuard), checked at each flush
+        try:
+            os.set_inheritable(fd, False)  # a program the debuggee execs must not hold the pipe open
+        except OSError:
+            pass
 
     def start(self) -> None:
         self.thread.start()
 
     def _run(self) -> None:
         while not self.done.wait(0.01):
+            if self.guard is not None:
+                self.guard.check()
             self.flush()
             if time.monotonic() - self.started > self.limits.wall_time:
                 self.finish("timeout", f"the program ran past the {self.limits.wall_time:g} s wall-time limit")

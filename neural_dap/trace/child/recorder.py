@@ -3,6 +3,7 @@ Standard library only."""
 
 from __future__ import annotations
 
+import codecs
 import io
 import os
 import sys
@@ -21,37 +22,122 @@ from neural_dap.trace.child.values import (
     Reprs,
 )
 
+RECORD, DISCARD, PASS = "record", "discard", "pass"  # what a Capture does with what is written to it
+_CAPTURES: list[Capture] = []  # every one made: a worker or a forked child switches them all
 
-class Capture(io.TextIOBase):
-    """sys.stdout / sys.stderr of the debuggee: output lands between the events it came between."""
 
-    def __init__(self, tag: str, recorder: Recorder, name: str) -> None:
-        self.tag = tag
-        self.recorder = recorder
-        self._name = name
+def set_output_mode(mode: str) -> None:
+    """RECORD: output becomes events; DISCARD: a replay (a worker) must not print it again; PASS: a
+    process the debuggee forked writes to the file descriptor, as it would without us (the parent
+    collects fd output)."""
+    for capture in _CAPTURES:
+        capture.capture_mode = mode
 
-    @property
-    def name(self) -> str:
-        return self._name
 
-    @property
-    def encoding(self) -> str:  # type: ignore[override]  # TextIOBase declares it an attribute
-        return "utf-8"
+class _CaptureBuffer(io.BufferedWriter):
+    """`sys.stdout.buffer` of the debuggee: bytes written here are output too, in order with text."""
 
-    def writable(self) -> bool:
-        return True
+    def __init__(self, raw: io.RawIOBase, owner: Capture) -> None:
+        super().__init__(raw)  # type: ignore[arg-type]
+        self._owner = owner
 
-    def isatty(self) -> bool:
-        return False
-
-    def write(self, text: str) -> int:
-        if not isinstance(text, str):
-            raise TypeError(f"write() argument must be str, not {type(text).__name__}")
-        self.recorder.output(self.tag, text)
-        return len(text)
+    def write(self, data) -> int:  # type: ignore[override]
+        if self.closed:
+            raise ValueError("write to closed file")
+        return self._owner.write_bytes(data)
 
     def flush(self) -> None:
-        pass
+        if self.closed:
+            raise ValueError("flush of closed file")
+
+
+class _CaptureRaw(io.FileIO):
+    """`sys.stdout.buffer` of an unbuffered (-u, PYTHONUNBUFFERED) debuggee: a FileIO, as there."""
+
+    def __init__(self, fd: int, owner: Capture, name) -> None:
+        super().__init__(fd, "w", closefd=False)
+        self._owner = owner
+        self.name = name
+
+    def write(self, data) -> int:  # type: ignore[override]
+        if self.closed:
+            raise ValueError("I/O operation on closed file")
+        return self._owner.write_bytes(data)
+
+
+class Capture(io.TextIOWrapper):
+    """sys.stdout / sys.stderr of the debuggee: output lands between the events it came between.
+
+    Everything else answers as the stream the child was given (a pipe to the adapter): isatty(),
+    encoding, errors, fileno(), name, buffer (whose writes are captured too), reconfigure(), so a
+    program that looks at its streams (faulthandler, logging, click, pytest) sees what a plain run
+    sees. What is written to the file descriptor itself (os.write(1, ...), buffer.raw) reaches the
+    adapter through the pipe, after the captured output. The same object serves a replay (mode
+    DISCARD) and a forked child of the debuggee (PASS), so what they see never differs.
+    """
+
+    def __init__(self, tag: str, recorder: Recorder, real, fd: int) -> None:
+        real_buffer = getattr(real, "buffer", None)
+        buffer: io.BufferedIOBase | io.RawIOBase
+        if isinstance(real_buffer, io.BufferedWriter):
+            buffer = _CaptureBuffer(real_buffer.raw, self)  # the real FileIO: fileno(), isatty(), name
+        else:  # unbuffered (-u) or no stream at all
+            if not _is_open(fd):
+                fd = os.open(os.devnull, os.O_WRONLY)
+            buffer = _CaptureRaw(fd, self, getattr(real_buffer, "name", fd))
+        super().__init__(
+            buffer,  # type: ignore[arg-type]
+            encoding=getattr(real, "encoding", None) or "utf-8",
+            errors=getattr(real, "errors", None) or "strict",
+            newline="\n",
+            line_buffering=bool(getattr(real, "line_buffering", False)),
+            write_through=bool(getattr(real, "write_through", False)),
+        )
+        self.tag = tag
+        self.recorder = recorder
+        self.capture_mode = RECORD
+        self.__dict__["mode"] = getattr(real, "mode", "w")  # as open() and the interpreter set it
+        self._decoder: codecs.IncrementalDecoder | None = None
+        _CAPTURES.append(self)
+
+    def write_bytes(self, data) -> int:
+        """What the debuggee writes to sys.stdout.buffer."""
+        with memoryview(data) as view:
+            size = view.nbytes
+            if self.capture_mode == RECORD:
+                if self._decoder is None:
+                    self._decoder = codecs.getincrementaldecoder(self.encoding)("replace")
+                self.recorder.output(self.tag, self._decoder.decode(view.tobytes()))
+            elif self.capture_mode == PASS:
+                _write_fd(self.fileno(), view)
+        return size
+
+    def write(self, text: str) -> int:  # type: ignore[override]
+        if not isinstance(text, str):
+            raise TypeError(f"write() argument must be str, not {type(text).__name__}")
+        if self.closed:
+            raise ValueError("I/O operation on closed file.")
+        mode = self.capture_mode
+        data = text.encode(self.encoding, self.errors or "strict")  # what the real stream cannot encode raises here too
+        if mode == RECORD:
+            self.recorder.output(self.tag, text)
+        elif mode == PASS:
+            _write_fd(self.fileno(), data)
+        return len(text)
+
+
+def _write_fd(fd: int, data) -> None:
+    with memoryview(data) as view:
+        while view:
+            view = view[os.write(fd, view) :]
+
+
+def _is_open(fd: int) -> bool:
+    try:
+        os.fstat(fd)
+    except OSError:
+        return False
+    return True
 
 
 class Recorder:
@@ -60,7 +146,8 @@ class Recorder:
         self.limits = channel.limits
         self.channel = channel
         self.events = channel.events
-        self.reprs = Reprs(self.limits.max_repr, self.limits.max_children)
+        self.reprs = Reprs(self.limits.max_repr, self.limits.max_children, self.limits.repr_seconds)
+        channel.guard = self.reprs.guard
         self.program = os.path.abspath(cfg["path"])
         self.trace_all = bool(cfg.get("trace_all", False))
         self.roots = [os.path.realpath(r) for r in cfg.get("roots") or [os.path.dirname(self.program)]]
@@ -116,18 +203,22 @@ class Recorder:
         return cid
 
     def output(self, tag: str, text: str) -> None:
+        if not text or self.output_cut:
+            return
+        left = self.output_left
+        if len(text) > left:
+            # the notice sits where the output was cut: right after the kept text, once
+            self.output_cut = True
+            self._output(tag, text[:left])
+            self._output(tag, f"\n[neural-dap: output beyond {self.limits.max_output} characters dropped]\n")
+            self.output_left = 0
+            return
+        self.output_left = left - len(text)
+        self._output(tag, text)
+
+    def _output(self, tag: str, text: str) -> None:
         if not text:
             return
-        if self.output_left <= 0:
-            if not self.output_cut:
-                self.output_cut = True
-                self.events.append(
-                    [tag, f"\n[neural-dap: output beyond {self.limits.max_output} characters dropped]\n"]
-                )
-            return
-        if len(text) > self.output_left:
-            text = text[: self.output_left]
-        self.output_left -= len(text)
         if self.count is None:
             self.events.append([tag, text])
         else:  # skeleton mode: the output says after how many events it was written

@@ -9,11 +9,13 @@ import json
 import os
 import sys
 import types
+from _thread import get_ident
 
 from neural_dap.trace.child.channel import Channel, Limits
 from neural_dap.trace.child.engines import _choose_engine
-from neural_dap.trace.child.recorder import Capture, Recorder
-from neural_dap.trace.child.skeleton import Skeleton
+from neural_dap.trace.child.lifetime import die_with_parent
+from neural_dap.trace.child.recorder import PASS, Capture, Recorder, set_output_mode
+from neural_dap.trace.child.skeleton import OWN_FORK, Skeleton
 from neural_dap.trace.child.values import _short
 
 
@@ -126,10 +128,20 @@ def _find_module(name: str, rest: list[str], argv: list, main_module: types.Modu
 
 
 def main() -> None:
-    cfg = json.loads(sys.stdin.read())
+    die_with_parent()  # the adapter's thread that started us: if the adapter dies, so do we
+    cfg = json.loads(sys.stdin.buffer.read())
+    if "owner_pid" in cfg and os.getppid() != int(cfg["owner_pid"]):
+        os._exit(0)  # the adapter died before we asked to die with it
+    if cfg.get("lifeline_fd") is not None:
+        os.set_inheritable(int(cfg["lifeline_fd"]), False)  # for checkpoints, not for what the program runs
+    for name, value in (cfg.get("environ") or {}).items():  # ours to start with; the program's from now on
+        if value is None:
+            os.environ.pop(name, None)
+        else:
+            os.environ[name] = value
     devnull = os.open(os.devnull, os.O_RDONLY)
-    os.dup2(devnull, 0)  # the debuggee reads EOF, never our configuration
-    sys.stdin = open(0, closefd=False)
+    os.dup2(devnull, 0)  # the debuggee reads EOF, never our configuration (sys.stdin stays the object it was)
+    os.close(devnull)
     limits = Limits(cfg)
     if limits.memory_mb:
         try:
@@ -157,6 +169,7 @@ def main() -> None:
 
     if cfg.get("mode") == "skeleton":
         skeleton = Skeleton(cfg, channel, engine, rec.events, finish)
+        skeleton.is_user = rec.is_user  # type: ignore[method-assign]  # a live stop shows the traced frames
         skeleton.start()
         rec.count = engine.count
 
@@ -164,7 +177,11 @@ def main() -> None:
         if skeleton is not None:
             skeleton.begin()  # the first checkpoint: before the first event
 
+    forked = [False]  # this process is a copy the debuggee forked: not recorded
+
     def exit_after_flush(code: int = 0) -> None:
+        if forked[0]:
+            real_exit(code)
         stop()
         ended = ("exited", f"the program called os._exit({code})", code)
         if skeleton is not None:
@@ -173,15 +190,98 @@ def main() -> None:
         channel.finish(*ended)
         real_exit(code)
 
+    def before_exec(how: str, path) -> None:
+        """The program replaces itself (os.exec*): the recording ends here, with what it has."""
+        stop()
+        ended = ("exited", f"the program replaced itself with os.{how}({os.fsdecode(path)!r}, ...)", None)
+        if skeleton is not None:
+            engine.flush()
+            skeleton.program_ended(ended)  # (a worker's replay ends here: it must not exec)
+        channel.finish(*ended)
+        _close(channel.fd)  # the new program must not hold the event pipe open
+
+    def after_fork_in_child() -> None:
+        if OWN_FORK[0]:
+            return  # a checkpoint or a worker: ours
+        forked[0] = True
+        _stop_in_forked_child(stop, channel, cfg)
+        os._exit = real_exit
+        if get_ident() == traced_thread:
+            die_with_parent()  # (a fork from another thread would die when that thread ends)
+
+    traced_thread = get_ident()
     os._exit = exit_after_flush  # type: ignore[assignment]
+    _wrap_exec(before_exec, forked)
+    os.register_at_fork(after_in_child=after_fork_in_child)
     channel.events.append(["engine", engine_name, sys.version.split()[0]])
     channel.start()
     outcome = _run(cfg, rec, start, stop, channel, after_start)
+    if forked[0]:  # the debuggee's forked copy ran to its end, as a plain run's would
+        _end_forked_child(outcome, real_exit)
     if skeleton is not None:
         engine.flush()
         skeleton.program_ended(outcome)  # (a worker sends what it captured and ends here)
     channel.finish(*outcome)
     real_exit(0)
+
+
+def _stop_in_forked_child(stop, channel: Channel, cfg: dict) -> None:
+    """A process the debuggee forked (os.fork, multiprocessing's fork and forkserver children) is not
+    the one being debugged: tracing stops, it never writes to the event pipe nor touches the
+    checkpoints, and its output goes to the file descriptors (the adapter collects it)."""
+    try:
+        stop()
+    except Exception:
+        pass
+    channel.closed = True
+    channel.done.set()
+    _close(channel.fd)
+    if cfg.get("lifeline_fd") is not None:
+        _close(int(cfg["lifeline_fd"]))
+    set_output_mode(PASS)
+
+
+def _end_forked_child(outcome: tuple, real_exit) -> None:
+    kind, message, code = outcome[0], outcome[1], outcome[2]
+    if kind in ("raised", "memory", "error"):
+        try:
+            sys.stderr.write(f"{message}\n")
+        except Exception:
+            pass
+    real_exit(code if isinstance(code, int) else (0 if kind == "finished" else 1))
+
+
+def _wrap_exec(before_exec, forked: list) -> None:
+    """os.execv / os.execve (the other os.exec* functions call these two): end the recording first
+    when the exec will happen (a failed attempt, as os.execvp makes along PATH, changes nothing)."""
+    for name in ("execv", "execve"):
+        original = getattr(os, name, None)
+        if original is None:
+            continue
+
+        def execute(path, *args, _original=original, _name=name, **kwargs):
+            if not forked[0] and _will_exec(path):
+                before_exec(_name, path)
+            return _original(path, *args, **kwargs)
+
+        execute.__name__ = name
+        setattr(os, name, execute)
+
+
+def _will_exec(path) -> bool:
+    if isinstance(path, int):
+        return True  # execve on a file descriptor
+    try:
+        return os.path.isfile(path) and os.access(path, os.X_OK)
+    except (TypeError, ValueError):
+        return False
+
+
+def _close(fd: int) -> None:
+    try:
+        os.close(fd)
+    except OSError:
+        pass
 
 
 def _run(cfg: dict, rec: Recorder, start, stop, channel: Channel, after_start=lambda: None) -> tuple:
@@ -222,8 +322,9 @@ def _run(cfg: dict, rec: Recorder, start, stop, channel: Channel, after_start=la
                 return ("error", f"cannot change directory to {cfg['cwd']}: {exc}", None, None)
     sys.modules["__main__"] = main_module
     stdout, stderr = sys.stdout, sys.stderr
-    sys.stdout = Capture("o", rec, "<stdout>")
-    sys.stderr = Capture("e", rec, "<stderr>")
+    # sys.__stdout__ too: `sys.stdout = sys.__stdout__` (undoing a redirection) still records
+    sys.stdout = sys.__stdout__ = Capture("o", rec, stdout, 1)  # type: ignore[misc]
+    sys.stderr = sys.__stderr__ = Capture("e", rec, stderr, 2)  # type: ignore[misc]
     entry = cfg.get("entry")
     try:
         if entry:
@@ -261,4 +362,4 @@ def _run(cfg: dict, rec: Recorder, start, stop, channel: Channel, after_start=la
         kind = "memory" if isinstance(exc, MemoryError) else "raised"
         return (kind, f"{type(exc).__name__}: {_short(exc)}", 1, rec.reprs.repr(exc))
     finally:
-        sys.stdout, sys.stderr = stdout, stderr
+        sys.stdout, sys.stderr = sys.__stdout__, sys.__stderr__ = stdout, stderr  # type: ignore[misc, assignment]

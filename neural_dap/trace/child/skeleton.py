@@ -23,14 +23,50 @@ import json
 import os
 import signal
 import socket
-import sys
+import threading
 import time
+
+from neural_dap.trace.child import live
+from neural_dap.trace.child.lifetime import Lifeline, die_with_parent
+from neural_dap.trace.child.recorder import DISCARD, set_output_mode
 
 EVENT_SIZE = 12
 CALL_SIZE = 8
 HASH_EVERY = 1 << 16  # events per hashed range of records
 _FORK = os.fork  # the real ones: the debuggee's process limit wraps os.fork later, and the
 _EXIT = os._exit  # runner wraps os._exit (to flush a program's own exit)
+OWN_FORK = [False]  # True while we fork a checkpoint or a worker (not the debuggee: see runner)
+
+
+def _fork_ours() -> int:
+    """Fork a checkpoint or a worker: the at-fork hook that stops tracing in the debuggee's own
+    children must leave these alone."""
+    OWN_FORK[0] = True
+    try:
+        return _FORK()
+    finally:
+        OWN_FORK[0] = False
+
+
+def _alone(own_threads: int, own_children: set[int]) -> bool:
+    """No thread of the program's runs and no process it started lives: only then is a fork a
+    faithful copy (threads do not survive a fork; a replay would wait on, or talk to, the recording's
+    children)."""
+    try:
+        import _thread
+
+        if _thread._count() > own_threads:  # type: ignore[attr-defined]
+            return False
+    except (ImportError, AttributeError):
+        pass
+    try:
+        for tid in os.listdir("/proc/self/task"):
+            with open(f"/proc/self/task/{tid}/children") as fh:
+                if any(int(pid) not in own_children for pid in fh.read().split()):
+                    return False
+    except OSError:
+        pass  # not Linux: threads only
+    return True
 
 
 def _kill_quietly(pid: int) -> None:
@@ -51,6 +87,8 @@ class Skeleton:
     flush(), count().
     """
 
+    is_user = staticmethod(lambda code: True)  # the recorder's judgement of the user's code (runner sets it)
+
     def __init__(self, cfg: dict, channel, tracer, events: list, finish) -> None:
         self.channel = channel
         self.tracer = tracer
@@ -61,6 +99,10 @@ class Skeleton:
         self.every_seconds = float(cfg.get("checkpoint_seconds", 0.25))
         self.max_checkpoints = int(cfg.get("max_checkpoints", 24))
         self.owner = int(cfg.get("owner_pid", os.getppid()))  # the adapter: checkpoints end when it does
+        lifeline = cfg.get("lifeline_fd")
+        self.lifeline = Lifeline(None if lifeline is None else int(lifeline), self.owner)
+        self.replay_seconds = max(10.0, 2 * channel.limits.wall_time)  # a worker that runs longer is stuck
+        self.forked: set[int] = set()  # every checkpoint ever forked (pruned ones may linger as zombies)
         self.max_events = channel.limits.max_events
         self.wall_time = channel.limits.wall_time
         self.started = time.monotonic()
@@ -107,6 +149,8 @@ class Skeleton:
         return min(self.next_count, self.max_events)
 
     def checkpoint(self, count: int) -> None:
+        if count and not _alone(1 if self.channel.thread.is_alive() else 0, self.forked):
+            return  # the next one, or the one before, serves
         self.tracer.flush()  # the parent has every record up to here before the copy exists
         path = os.path.join(self.dir, f"cp-{count}.sock")
         server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
@@ -116,11 +160,12 @@ class Skeleton:
         except OSError:
             server.close()
             return
-        pid = _FORK()
+        pid = _fork_ours()
         if pid == 0:
             self._serve(server, count)  # returns only in a worker
             return
         server.close()
+        self.forked.add(pid)
         self.checkpoints.append((count, pid))
         self.channel.events.append(["cp", count, path, pid])
         self._prune()
@@ -147,14 +192,15 @@ class Skeleton:
         except OSError:
             pass
         _silence_output()
-        server.settimeout(5.0)
+        lifeline = self.lifeline
         while True:
+            ready = lifeline.wait([server.fileno()], 1.0)
+            if ready is None:
+                _EXIT(0)  # the adapter is gone
+            if not ready:
+                continue
             try:
                 conn, _ = server.accept()
-            except TimeoutError:
-                if not _alive(self.owner):
-                    _EXIT(0)
-                continue
             except OSError:
                 _EXIT(0)
             request = _read_request(conn)
@@ -163,19 +209,18 @@ class Skeleton:
                 if request is not None:
                     _EXIT(0)
                 continue
-            pid = _FORK()
+            pid = _fork_ours()
             if pid == 0:
                 server.close()
                 self._become_worker(conn, request, count)
                 return
             conn.close()
-            try:
-                os.waitpid(pid, 0)
-            except ChildProcessError:
-                pass
+            if not lifeline.wait_for_child(pid):
+                _EXIT(0)
 
     # -- a worker ---------------------------------------------------------------------------------
     def _become_worker(self, conn: socket.socket, request: dict, count: int) -> None:
+        die_with_parent()  # the checkpoint: it ends when the adapter does
         first, last = int(request["from"]), int(request["to"])
         self.worker = {
             "conn": conn,
@@ -184,8 +229,13 @@ class Skeleton:
             "hashes": [],
             "range": None,
             "start": count,
+            "live": request.get("live"),  # {"seconds", "memory_mb", "max_repr"}: stay as a live stop (child.live)
         }
         _silence_output()
+        guard = self.channel.guard
+        if guard is not None:  # the reprs' deadline: the recording's flusher did not survive the fork
+            guard.thread = threading.get_ident()
+            guard.watch(time.monotonic() + self.replay_seconds, lambda: _EXIT(0))
         del self.events[:]
         self.tracer.capture(self.worker["from"], self.worker["to"])
 
@@ -229,7 +279,11 @@ class Skeleton:
         try:
             data = self.channel.encode_document(answer)
             conn = worker["conn"]
-            conn.sendall(len(data).to_bytes(8, "little") + data)
+            if worker["live"] and outcome is None:  # paused at the event: a fork of this answers expressions
+                frames = live.user_frames(self.is_user)
+                live.serve(conn, data, frames, self.channel.encode_document, self.lifeline, worker["live"])
+            else:
+                conn.sendall(len(data).to_bytes(8, "little") + data)
             conn.close()
         finally:
             _EXIT(0)
@@ -254,28 +308,11 @@ def _read_request(conn: socket.socket) -> dict | None:
         return None
 
 
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
 def _silence_output() -> None:
-    """A replay must not print the program's output again."""
+    """A replay must not print the program's output again. The stream objects stay the ones the
+    recording had (a program that asks them anything gets the same answers); they discard."""
     devnull = os.open(os.devnull, os.O_WRONLY)
     os.dup2(devnull, 1)
     os.dup2(devnull, 2)
     os.close(devnull)
-
-    class _Null:
-        def write(self, text):
-            return len(text)
-
-        def flush(self):
-            pass
-
-    sys.stdout = sys.stderr = _Null()  # type: ignore[assignment]
+    set_output_mode(DISCARD)

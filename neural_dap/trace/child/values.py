@@ -4,7 +4,11 @@ the structured children of objects whose repr is not a literal. Standard library
 from __future__ import annotations
 
 import re
+import threading
+import time
 import types
+import weakref
+from _thread import get_ident
 
 _ADDRESS = re.compile(r" at 0x[0-9a-fA-F]+(?=[>,])")
 _SMALL_INT = 1 << 53
@@ -23,23 +27,125 @@ def without_addresses(text: str) -> str:
     return _ADDRESS.sub("", text) if " at 0x" in text else text
 
 
-class Reprs:
-    """Bounded, never-raising reprs."""
+class _ReprTimeout(BaseException):
+    """Raised into the traced thread when a repr runs past its deadline (see ReprGuard)."""
 
-    def __init__(self, limit: int, max_children: int) -> None:
+
+class ReprGuard:
+    """A deadline for each repr of the program's values, kept by another thread.
+
+    The traced thread only numbers each repr it starts (`busy`, two attribute stores: the hot path
+    pays nothing more); `check`, called every ~10 ms from the channel's flusher (a worker runs its
+    own watcher), sees the same repr still running: past `seconds` it raises _ReprTimeout in the
+    traced thread (PyThreadState_SetAsyncExc: no signal handler or timer of the program's is
+    touched, so a program's own SIGALRM / alarm() keep working), and from the second look on it
+    marks the repr `slow` (it took >= ~10 ms), so its text is remembered rather than paid again.
+    The exception can only land inside the repr: it is set while `busy` holds that repr's number,
+    under the GIL, and the traced thread checks for it at its next bytecode boundary, which lies
+    before the store that clears `busy`. A repr stuck in C (a blocking call that never returns, a C
+    loop holding the GIL) cannot be interrupted; the recording's wall-time limit still ends it.
+    """
+
+    def __init__(self, seconds: float) -> None:
+        self.seconds = seconds
+        self.busy = 0  # the number of the repr running now (0: none)
+        self.seq = 0
+        self.slow = 0  # the number of a repr seen running at two checks
+        self.thread = get_ident()  # the traced thread
+        self._seen = 0
+        self._since = 0.0
+        self._raise = None
+        try:
+            import ctypes
+
+            set_async = ctypes.pythonapi.PyThreadState_SetAsyncExc
+            self._raise = lambda: set_async(ctypes.c_ulong(self.thread), ctypes.py_object(_ReprTimeout))
+        except (ImportError, AttributeError, OSError):
+            pass  # no ctypes: slow reprs are still remembered, hanging ones are not interrupted
+
+    def check(self) -> None:
+        busy = self.busy
+        if not busy:
+            return
+        now = time.monotonic()
+        if busy != self._seen:
+            self._seen, self._since = busy, now
+            return
+        self.slow = busy
+        if self._raise is not None and self.seconds > 0 and now - self._since >= self.seconds:
+            self._since = now  # a repr that swallows it gets it again one deadline later
+            self._raise()
+
+    def watch(self, until: float, on_late, every: float = 0.01, name: str = "neural-dap-flusher") -> None:
+        """A thread that checks (a worker's: the recording's flusher did not survive the fork), and
+        calls `on_late` once time.monotonic() passes `until`."""
+
+        def run() -> None:
+            while time.monotonic() < until:
+                time.sleep(every)
+                self.check()
+            on_late()
+
+        threading.Thread(target=run, name=name, daemon=True).start()
+
+
+_SLOW_KEPT = 4096  # remembered slow reprs, at most
+
+
+class Reprs:
+    """Bounded, never-raising, deadline-bound reprs.
+
+    A value whose repr was slow (>= ~10 ms) or timed out is paid once: its text is remembered by
+    the object's id while that same object lives (a weak reference says so; an object that has none
+    is trusted by id and type), and shown again at later events even if the object changed since.
+    The trade-off: a slow object's value may be stale in later states, instead of each event
+    paying the repr again (a 50 ms repr in a 200-pass loop: 10 s).
+    """
+
+    def __init__(self, limit: int, max_children: int, seconds: float = 0.1) -> None:
         self.limit = limit
         self.max_children = max_children
+        self.guard = ReprGuard(seconds)
+        self.slow: dict[int, tuple] = {}  # id -> (weak reference or type, text)
 
     def repr(self, value: object) -> str:
+        slow = self.slow
+        if slow:
+            found = slow.get(id(value))
+            if found is not None and _same(found[0], value):
+                return found[1]
+        guard = self.guard
+        seq = guard.seq + 1
         try:
             if type(value) in _LITERAL_CONTAINERS and len(value) > self.max_children * 4:  # type: ignore[arg-type]
                 text = self._long_container(value)
             else:
+                guard.seq = guard.busy = seq
                 text = repr(value)
+                guard.busy = 0
+                if guard.slow == seq and type(text) is str:
+                    return self._remember(value, self._bounded(value, text))
+        except _ReprTimeout:
+            guard.busy = 0
+            return self._remember(value, f"<repr of {type(value).__name__} timed out after {guard.seconds:g} s>")
         except BaseException as exc:  # a user's __repr__ may raise anything
+            guard.busy = 0
             if isinstance(exc, (KeyboardInterrupt, SystemExit)):
                 raise
             return f"<repr of {type(value).__name__} raised {type(exc).__name__}: {_short(exc)}>"
+        return self._bounded(value, text)
+
+    def _remember(self, value: object, text: str) -> str:
+        if len(self.slow) >= _SLOW_KEPT:
+            self.slow.clear()
+        try:
+            key: object = weakref.ref(value)
+        except TypeError:
+            key = type(value)
+        self.slow[id(value)] = (key, text)
+        return text
+
+    def _bounded(self, value: object, text) -> str:
         if type(text) is not str:
             return f"<repr of {type(value).__name__} returned {type(text).__name__}>"
         if type(value) is not str:
@@ -92,6 +198,12 @@ class Reprs:
             sub = self.structure(child, depth - 1) if depth > 1 else None
             children.append([name, sub if sub is not None else self.repr(child)])
         return [self.repr(value), kind.__name__, children, max(0, len(attrs) - self.max_children)]
+
+
+def _same(key: object, value: object) -> bool:
+    if type(key) is weakref.ref:
+        return key() is value  # type: ignore[operator]
+    return key is type(value)
 
 
 def _first(iterable, n: int) -> list:

@@ -1,0 +1,103 @@
+"""Every process of a recording dies with the adapter: no orphans, whatever ends the adapter.
+
+- the recording child and each worker: the kernel kills it when its parent does (Linux
+  PR_SET_PDEATHSIG; the recording child's parent is the adapter, a worker's its checkpoint);
+- a checkpoint outlives the recording child (its parent) on purpose, so it watches the adapter
+  itself: the *lifeline*, the read end of a pipe whose write end only the adapter holds, reads
+  end-of-file the moment the adapter is gone (however it ends, SIGKILL included); the owner's pid is
+  polled as well, for a recording started without a lifeline.
+
+Standard library only.
+"""
+
+from __future__ import annotations
+
+import os
+import select
+import signal
+import sys
+
+_PR_SET_PDEATHSIG = 1
+
+
+def _load_libc():
+    if not sys.platform.startswith("linux"):
+        return None
+    try:
+        import ctypes
+
+        return ctypes.CDLL(None, use_errno=True)
+    except (ImportError, OSError):
+        return None
+
+
+_LIBC = _load_libc()  # loaded before any fork: a forked child only calls it
+
+
+def die_with_parent() -> None:
+    """SIGKILL this process when the thread that started it ends (Linux). The setting is not
+    inherited by forks: each process that needs it asks for it."""
+    if _LIBC is None:
+        return
+    try:
+        _LIBC.prctl(_PR_SET_PDEATHSIG, int(signal.SIGKILL), 0, 0, 0)
+    except (AttributeError, OSError, ValueError):
+        pass
+
+
+def alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+class Lifeline:
+    """What a checkpoint watches: the adapter's pipe (EOF: gone) and its pid."""
+
+    def __init__(self, fd: int | None, owner: int) -> None:
+        self.fd = fd
+        self.owner = owner
+
+    def wait(self, fds: list[int], timeout: float) -> list[int] | None:
+        """Wait until one of `fds` is readable (those are returned) or `timeout` passes ([]);
+        None when the adapter is gone."""
+        watched = [*fds, self.fd] if self.fd is not None else list(fds)
+        try:
+            ready, _, _ = select.select(watched, [], [], timeout)
+        except InterruptedError:
+            ready = []
+        except (OSError, ValueError):
+            return None
+        if (self.fd is not None and self.fd in ready) or not alive(self.owner):
+            return None
+        return ready
+
+    def wait_for_child(self, pid: int) -> bool:
+        """Reap child `pid`; False (the child killed) when the adapter goes first."""
+        pidfd = None
+        if hasattr(os, "pidfd_open"):
+            try:
+                pidfd = os.pidfd_open(pid)
+            except OSError:
+                pidfd = None
+        try:
+            while True:
+                if self.wait([pidfd] if pidfd is not None else [], 1.0 if pidfd is not None else 0.02) is None:
+                    try:
+                        os.kill(pid, signal.SIGKILL)
+                    except ProcessLookupError:
+                        pass
+                    return False
+                try:
+                    done, _ = os.waitpid(pid, os.WNOHANG)
+                except ChildProcessError:
+                    return True
+                if done:
+                    return True
+        finally:
+            if pidfd is not None:
+                os.close(pidfd)

@@ -1,0 +1,188 @@
+"""A live, frozen copy of the program at one stop, answering the user's expressions with real objects.
+
+A worker replays from a checkpoint to the stop's event (see child.skeleton) and, asked for a live
+stop, hands its connection to a fork of itself paused at that event: the *live stop*. The worker
+exits as usual, so its checkpoint serves the next request; the live stop serves expressions until
+the adapter closes the connection (or is gone).
+
+Each expression is evaluated in a fresh fork of the live stop, so whatever it changes (a list it
+appends to, a file position, a global) is gone with that fork: the next expression, and the
+recording, see the stop as it was. The fork has the evaluator's limits: a deadline after which it is
+killed (a C loop or a hanging __repr__ included), an address-space cap, the repr cut to a size, its
+output discarded. The text comes from the user of the debugger (a watch, a hover, the REPL), never
+from a model: the adapter only sends what its client typed.
+
+Standard library only.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import sys
+import time
+import types
+
+_EXIT = os._exit
+_FORK = os.fork
+_OURS = os.path.dirname(os.path.abspath(__file__))
+IDLE_SECONDS = 1800.0  # a live stop nobody asks anything of ends on its own
+
+
+def user_frames(is_user) -> list[types.FrameType]:
+    """The frames of the program at this moment, innermost first, as the recording's stack shows
+    them: only the code the recording traces (library frames in between are not in its stack)."""
+    frames = []
+    frame: types.FrameType | None = sys._getframe(1)
+    while frame is not None:
+        code = frame.f_code
+        if not code.co_filename.startswith(_OURS) and is_user(code):
+            frames.append(frame)
+        frame = frame.f_back
+    return frames
+
+
+def serve(conn: socket.socket, answer: bytes, frames: list, encode, lifeline, limits: dict) -> None:
+    """Become the live stop (in a fork; this process returns at once) and send `answer` first."""
+    pid = _FORK()
+    if pid != 0:
+        return
+    try:
+        conn.sendall(len(answer).to_bytes(8, "little") + answer)
+        _loop(conn, frames, encode, lifeline, limits)
+    finally:
+        _EXIT(0)
+
+
+def _loop(conn: socket.socket, frames: list, encode, lifeline, limits: dict) -> None:
+    conn.setblocking(True)
+    reader = conn.makefile("rb")
+    last = time.monotonic()
+    while True:
+        ready = lifeline.wait([conn.fileno()], 1.0) if lifeline is not None else [conn.fileno()]
+        if ready is None or time.monotonic() - last > IDLE_SECONDS:
+            return  # the adapter is gone, or nobody asks
+        if not ready:
+            continue
+        line = reader.readline(1 << 20)
+        if not line:
+            return  # the adapter closed the connection: this stop is no longer shown
+        last = time.monotonic()
+        try:
+            request = json.loads(line)
+        except ValueError:
+            reply = {"error": "malformed request"}
+        else:
+            reply = _evaluate_in_fork(request, frames, encode, limits)
+        data = reply if isinstance(reply, bytes) else encode(reply)
+        conn.sendall(len(data).to_bytes(8, "little") + data)
+
+
+def _evaluate_in_fork(request: dict, frames: list, encode, limits: dict) -> bytes | dict:
+    """The fork's encoded answer, or an error when it ran out of time or died."""
+    seconds = float(limits.get("seconds", 2.0))
+    read_fd, write_fd = os.pipe()
+    pid = _FORK()
+    if pid == 0:
+        os.close(read_fd)
+        reply = _evaluate(request, frames, limits)
+        try:
+            data = encode(reply)
+        except Exception as exc:  # a value the encoder cannot carry
+            data = encode({"error": f"cannot send the value back: {type(exc).__name__}"})
+        with os.fdopen(write_fd, "wb") as out:
+            out.write(data)
+        _EXIT(0)
+    os.close(write_fd)
+    chunks: list[bytes] = []
+    deadline = time.monotonic() + seconds
+    killed = False
+    try:
+        import select
+
+        while True:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                os.kill(pid, signal.SIGKILL)
+                killed = True
+                break
+            ready, _, _ = select.select([read_fd], [], [], left)
+            if not ready:
+                continue
+            chunk = os.read(read_fd, 1 << 20)
+            if not chunk:
+                break
+            chunks.append(chunk)
+    finally:
+        os.close(read_fd)
+        try:
+            os.waitpid(pid, 0)
+        except ChildProcessError:
+            pass
+    if killed:
+        return {"error": f"the expression ran past its {seconds:g} s limit"}
+    if not chunks:
+        return {"error": "the expression ended the process that evaluated it (out of memory?)"}
+    return b"".join(chunks)
+
+
+def _evaluate(request: dict, frames: list, limits: dict) -> dict:
+    """In the throwaway fork: the expression, in the frame asked for, under the limits."""
+    _cap_memory(int(limits.get("memory_mb", 1024)))
+    expression = request.get("expression")
+    index = request.get("frame", 0)
+    if not isinstance(expression, str) or not isinstance(index, int):
+        return {"error": "expected an expression and a frame index"}
+    if not 0 <= index < len(frames):
+        return {"error": "that frame is not live at this stop"}
+    frame = frames[index]
+    try:
+        code = compile(expression, "<evaluate>", "eval", dont_inherit=True)
+    except SyntaxError as exc:
+        return {"error": f"invalid expression: {exc.msg}"}
+    try:
+        namespace = dict(frame.f_locals)
+        value = eval(code, frame.f_globals, namespace)
+    except BaseException as exc:  # the user's expression raised: that is its answer
+        return {"error": f"{type(exc).__name__}: {_cut(_safe_str(exc), 500)}"}
+    max_repr = int(limits.get("max_repr", 10_000))
+    try:
+        text = repr(value)
+    except BaseException as exc:
+        text = f"<repr failed: {type(exc).__name__}>"
+    kind = type(value)
+    return {
+        "repr": _cut(text, max_repr),
+        "type": kind.__name__ if kind.__module__ == "builtins" else f"{kind.__module__}.{kind.__qualname__}",
+    }
+
+
+def _cap_memory(megabytes: int) -> None:
+    """At most `megabytes` more than the stop holds now: an expression that builds a huge value
+    fails with MemoryError in this fork, not on the machine."""
+    try:
+        import resource
+
+        with open("/proc/self/statm") as fh:
+            pages = int(fh.read().split()[0])
+        now = pages * os.sysconf("SC_PAGE_SIZE")
+        cap = now + megabytes * 1024 * 1024
+        soft, hard = resource.getrlimit(resource.RLIMIT_AS)
+        if hard != resource.RLIM_INFINITY:
+            cap = min(cap, hard)
+        resource.setrlimit(resource.RLIMIT_AS, (cap, hard))
+    except (ImportError, OSError, ValueError):
+        pass
+
+
+def _safe_str(exc: BaseException) -> str:
+    try:
+        return str(exc)
+    except BaseException:
+        return "?"
+
+
+def _cut(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[:limit] + "…"
