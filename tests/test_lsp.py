@@ -17,6 +17,7 @@ import pytest_lsp
 from lsprotocol import types as lsp
 from pytest_lsp import ClientServerConfig, LanguageClient, client_capabilities
 
+from neural_dap.core import trust
 from neural_dap.trace.recorder import Program, record
 
 from .conftest import ROOT, modern_nvim
@@ -69,8 +70,12 @@ async def client(lsp_client: LanguageClient):
 
 
 async def start(client: LanguageClient, who: str = "visual-studio-code", **settings) -> None:
+    """Initialize as an editor whose user trusted the workspace (VS Code's Workspace Trust says so in
+    `trustedWorkspace`): files run on open, as tests/test_lsp_trust.py checks they do only then."""
     await client.initialize_session(
-        lsp.InitializeParams(capabilities=capabilities(who), initialization_options=settings or None)
+        lsp.InitializeParams(
+            capabilities=capabilities(who), initialization_options={"trustedWorkspace": True, **settings}
+        )
     )
 
 
@@ -247,7 +252,15 @@ async def test_headless_neovim_shows_the_hints_lenses_and_diagnostics(tmp_path):
     path = tmp_path / "calc.py"
     path.write_text(SOURCE)
     out = tmp_path / "seen.json"
-    env = {**os.environ, "ND_PYTHON": sys.executable, "ND_OUT": str(out), "PYTHONPATH": str(ROOT)}
+    state = tmp_path / "state"  # the user trusted the folder: `neural-dap trust` writes this store
+    trust.decide(tmp_path, "trusted", trust.store_path({"XDG_STATE_HOME": str(state)}))
+    env = {
+        **os.environ,
+        "ND_PYTHON": sys.executable,
+        "ND_OUT": str(out),
+        "PYTHONPATH": str(ROOT),
+        "XDG_STATE_HOME": str(state),
+    }
     init = ROOT / "tests" / "nvim" / "lsp_init.lua"
     process = await asyncio.create_subprocess_exec(
         nvim,

@@ -21,6 +21,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--world", choices=["recorded", "neural", "both"], help="what runs (default recorded)")
     parser.add_argument("--model", help='"embedded" (default), an OpenAI-compatible URL or a model folder')
     parser.add_argument("--find-input", action="store_true", help="with --check: find inputs for `-> VALUE` entries")
+    parser.add_argument(
+        "--trust",
+        action="store_true",
+        help="with --check: run FILE's code even if its folder is not trusted (see `neural-dap trust`)",
+    )
     parser.add_argument("--settings", help="settings as JSON, as a client's initializationOptions")
     parser.add_argument("--log", help="write a debug log to this file")
 
@@ -51,14 +56,16 @@ def run(parser: argparse.ArgumentParser, argv: list[str]) -> int:
         from neural_dap.lsp.entries import EntryError
 
         try:
-            print(anyio.run(lambda: check(opts.check, opts.entry, settings, opts.find_input)))
+            trusted = opts.trust or raw.get("trustedWorkspace") is True
+            print(anyio.run(lambda: check(opts.check, opts.entry, settings, opts.find_input, trusted)))
         except (OSError, EntryError) as exc:
             print(f"neural-dap lsp: {exc}", file=sys.stderr)
             return 1
         return 0
     from neural_dap.lsp.server import create_server
 
-    server = create_server(settings)
+    trusted = raw.get("trustedWorkspace")
+    server = create_server(settings, trusted if isinstance(trusted, bool) else None)
     if opts.tcp:
         server.start_tcp(opts.host, opts.port)
     else:

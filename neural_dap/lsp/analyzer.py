@@ -21,6 +21,7 @@ from neural_dap.core.world import Entry, LaunchSpec
 from neural_dap.lsp.entries import DocumentPlan, EntryCall, EntryError, FunctionInfo, parse_call, plan_document
 from neural_dap.lsp.runs import FoundInput, Kind, Progress, Run, find_input, run_world
 from neural_dap.lsp.settings import LspSettings
+from neural_dap.lsp.trust import WorkspaceTrust
 from neural_dap.trace.recorder import Limits, Program, record_async
 from neural_dap.world.factory import ClientPool, create_world
 
@@ -50,8 +51,11 @@ RunKey = tuple[str, int, str, str]  # uri, version, kind, entry key ("" for the 
 
 
 class Analyzer:
-    def __init__(self, settings: LspSettings | None = None, pool: ClientPool | None = None) -> None:
+    def __init__(
+        self, settings: LspSettings | None = None, pool: ClientPool | None = None, trust: WorkspaceTrust | None = None
+    ) -> None:
         self.settings = settings or LspSettings()
+        self.trust = trust or WorkspaceTrust()  # what may run unasked: the user's store alone by default
         self.pool = pool or ClientPool()
         self.documents: dict[str, Document] = {}
         self.runs: dict[RunKey, Run] = {}
@@ -84,19 +88,41 @@ class Analyzer:
         for found_key in [k for k in self.found if k[0] == uri and k[1] != keep]:
             del self.found[found_key]
 
+    def forget_runs(self, uri: str) -> None:
+        """Drop every run of `uri` (the settings or the folder's trust changed: they run again)."""
+        for key in [k for k in self.pending if k[0] == uri]:
+            self.pending.pop(key).cancel()
+        self.runs = {key: run for key, run in self.runs.items() if key[0] != uri}
+
     # -- what runs --------------------------------------------------------------------------------------
     def automatic(self, doc: Document) -> list[tuple[EntryCall | None, Kind]]:
-        """The runs the settings ask for on open and on edit."""
-        if self.settings.auto_run == "off":
+        """The runs the settings ask for on open and on edit, less the ones the folder's trust withholds."""
+        kinds = self.automatic_kinds(doc)
+        if self.settings.auto_run == "off" or not kinds:
             return []
         wanted: list[tuple[EntryCall | None, Kind]] = []
         for function in doc.plan.functions:
             selection = self.selection(doc, function)
             if selection is not None:
-                wanted.extend((selection.entry, kind) for kind in self.settings.kinds)
+                wanted.extend((selection.entry, kind) for kind in kinds)
         if self.settings.auto_run == "all" and doc.plan.script:
-            wanted.extend((None, kind) for kind in self.settings.kinds)
+            wanted.extend((None, kind) for kind in kinds)
         return wanted
+
+    def automatic_kinds(self, doc: Document) -> tuple[Kind, ...]:
+        """The settings' kinds that may run unasked: a recording executes the file, so only where
+        the folder is trusted; a prediction only reads it."""
+        if "recorded" not in self.settings.kinds or self.trust.allows(doc.path):
+            return self.settings.kinds
+        return tuple(kind for kind in self.settings.kinds if kind != "recorded")
+
+    def withheld(self, doc: Document) -> bool:
+        """Whether the folder's trust keeps a recording from running that the settings ask for."""
+        if self.settings.auto_run == "off" or "recorded" not in self.settings.kinds:
+            return False
+        declared = any(function.entries for function in doc.plan.functions)
+        script = self.settings.auto_run == "all" and doc.plan.script
+        return (declared or script) and not self.trust.allows(doc.path)
 
     def selection(self, doc: Document, function: FunctionInfo) -> Selection | None:
         chosen = self.selections.get(doc.uri, {}).get(function.name)
@@ -104,7 +130,12 @@ class Analyzer:
             return chosen
         if not function.entries:
             return None
-        return Selection(function.entries[0], self.settings.kinds[0])
+        return Selection(function.entries[0], self._default_kind(doc))
+
+    def _default_kind(self, doc: Document) -> Kind:
+        """What a function shows until the user picks: the first kind that runs unasked (in `both`
+        and an untrusted folder, the prediction), else the settings' first."""
+        return (self.automatic_kinds(doc) or self.settings.kinds)[0]
 
     def select(self, doc: Document, entry: EntryCall | None, kind: Kind) -> None:
         name = entry.function if entry is not None else SCRIPT
@@ -119,7 +150,7 @@ class Analyzer:
                 out.append((selection, (function.line, function.end_line)))
         script = self.selections.get(doc.uri, {}).get(SCRIPT)
         if script is None and self.settings.auto_run == "all" and doc.plan.script:
-            script = Selection(None, self.settings.kinds[0])
+            script = Selection(None, self._default_kind(doc))
         if script is not None:
             out.append((script, None))
         return out
@@ -171,7 +202,8 @@ class Analyzer:
         options: dict = {"recording": "full", "limits": self._limits()}
         if kind == "neural":
             options["model"] = settings.model
-            if settings.world == "both" and returns is None:
+            # reconciling records the file: only where it may run unasked
+            if settings.world == "both" and returns is None and self.trust.allows(doc.path):
                 options.update(reconcile="recorded", trust="reality")
         if entry is None:
             spec_entry = None
@@ -196,8 +228,9 @@ class Analyzer:
             limits.update(self.settings.limits)
         return limits
 
-    async def find_input(self, doc: Document, entry: EntryCall) -> FoundInput:
-        """An input for `entry.returns`, predicted backwards by the model and checked by a real run."""
+    async def find_input(self, doc: Document, entry: EntryCall, check: bool = True) -> FoundInput:
+        """An input for `entry.returns`, predicted backwards by the model and, with `check`, checked by
+        a real run."""
         if entry.returns is None:
             return FoundInput(entry, None, error="no output to start from: write `-> VALUE` after the call")
         launch = self.launch(doc, entry, "neural", returns=entry.returns)
@@ -212,7 +245,7 @@ class Analyzer:
             )
             return recording.return_value
 
-        found = await find_input(world, launch, entry, doc.text, verify)
+        found = await find_input(world, launch, entry, doc.text, verify if check else None)
         if self.documents.get(doc.uri) is doc:
             self.found.setdefault((doc.uri, doc.version), []).append(found)
         return found

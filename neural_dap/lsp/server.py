@@ -6,6 +6,9 @@ the analyzer's runs for the document's current version; diagnostics are publishe
 A request for hints while runs of the current version are still going waits for them (an edit
 cancels them, and the request answers empty for a version that is gone); when runs end the server
 asks the client to refresh its hints. Long work reports cancellable work-done progress.
+
+Recordings execute the file, so they run unasked only in a trusted folder (lsp/trust.py); the first
+time a folder would run, the server asks the user once (window/showMessageRequest) and remembers.
 """
 
 from __future__ import annotations
@@ -24,11 +27,13 @@ from lsprotocol import types as lsp
 from pygls.lsp.server import LanguageServer
 
 from neural_dap import __version__
+from neural_dap.core.trust import TrustStoreError, canonical, covers
 from neural_dap.lsp import views
 from neural_dap.lsp.analyzer import Analyzer, Document, StaleRun, entry_from_arguments
 from neural_dap.lsp.entries import EntryCall, EntryError
 from neural_dap.lsp.runs import Kind, Run
 from neural_dap.lsp.settings import LspSettings, SettingsError, settings_from
+from neural_dap.lsp.trust import ACTIONS, WorkspaceTrust
 
 log = logging.getLogger(__name__)
 REPORT_EVERY = 0.25  # seconds between progress reports
@@ -45,7 +50,9 @@ def path_of(uri: str) -> str:
 class NeuralDapLanguageServer(LanguageServer):
     def __init__(self, settings: LspSettings | None = None) -> None:
         super().__init__("neural-dap", __version__)
-        self.analyzer = Analyzer(settings)
+        self.trust = WorkspaceTrust(roots=self.workspace_roots)
+        self.analyzer = Analyzer(settings, trust=self.trust)
+        self.questions: dict[str, asyncio.Task[None]] = {}  # folder -> the trust question being asked
         self.automatic: dict[str, tuple[int, asyncio.Task[None]]] = {}  # uri -> (version, its runs)
         self.progress_tasks: dict[str, asyncio.Task[Any]] = {}  # work-done token -> the work
         self.tokens = itertools.count(1)
@@ -85,6 +92,8 @@ class NeuralDapLanguageServer(LanguageServer):
         if delay:
             await asyncio.sleep(delay)
         wanted = self.analyzer.automatic(doc)
+        if self.analyzer.withheld(doc):
+            self.ask_trust(doc.path)
         if wanted:
             titles = ", ".join(_title(entry, kind) for entry, kind in wanted)
             try:
@@ -117,6 +126,56 @@ class NeuralDapLanguageServer(LanguageServer):
         workspace = self.client_capabilities.workspace
         if workspace and workspace.inlay_hint and workspace.inlay_hint.refresh_support:
             self.workspace_inlay_hint_refresh(None)
+
+    # -- trust --------------------------------------------------------------------------------------------
+    def workspace_roots(self) -> list[str]:
+        try:
+            workspace = self.workspace
+        except RuntimeError:  # before initialize
+            return []
+        uris = [folder.uri for folder in workspace.folders.values()] or [workspace.root_uri or ""]
+        return [unquote(urlparse(uri).path) for uri in uris if uri.startswith("file:")]
+
+    def ask_trust(self, path: str) -> None:
+        """Ask once, where the client can show a question with answers, whether `path`'s folder may run."""
+        window = self.client_capabilities.window
+        if not (window and window.show_message and window.show_message.message_action_item):
+            return
+        if not self.trust.askable(path):
+            return
+        folder = self.trust.folder(path)
+        self.trust.asked.add(folder)  # a second file of the folder opened meanwhile does not ask again
+        self.questions[folder] = asyncio.ensure_future(self._ask(folder))
+
+    async def _ask(self, folder: str) -> None:
+        params = lsp.ShowMessageRequestParams(
+            type=lsp.MessageType.Warning,
+            message=self.trust.question(folder),
+            actions=[lsp.MessageActionItem(title=title) for title in ACTIONS],
+        )
+        try:
+            answer = await self.window_show_message_request_async(params)
+        except Exception as exc:  # no answer is no trust
+            log.debug("the trust question failed: %s", exc)
+            answer = None
+        finally:
+            self.questions.pop(folder, None)
+        try:
+            self.trust.remember(folder, answer.title if answer else None)
+        except TrustStoreError as exc:
+            self.window_show_message(lsp.ShowMessageParams(type=lsp.MessageType.Error, message=str(exc)))
+        self.trust_changed(folder)
+
+    def trust_changed(self, folder: str) -> None:
+        """Run again the open documents of `folder` that may now run (the others say why they do not)."""
+        for uri, doc in list(self.analyzer.documents.items()):
+            if not covers(folder, canonical(doc.path)):
+                continue
+            if self.trust.allows(doc.path):
+                self.analyzer.forget_runs(uri)  # the predictions of `both` are checked against reality now
+                self.schedule(uri, 0.0)
+            else:
+                self.publish(doc)
 
     # -- progress ---------------------------------------------------------------------------------------
     async def with_progress(self, title: str, work: Callable[[Callable[[int], None]], Awaitable[Any]]) -> Any:
@@ -212,13 +271,21 @@ def _title(entry: EntryCall | None, kind: str) -> str:
     return f"{verb} {entry.label if entry else 'the script'}"
 
 
-def create_server(settings: LspSettings | None = None) -> NeuralDapLanguageServer:
+def create_server(
+    settings: LspSettings | None = None, trusted_workspace: bool | None = None
+) -> NeuralDapLanguageServer:
     server = NeuralDapLanguageServer(settings)
+    server.trust.editor = trusted_workspace
 
     @server.feature(lsp.INITIALIZE)
     def initialize(params: lsp.InitializeParams) -> None:
-        if params.initialization_options:
-            server.apply_settings(params.initialization_options)
+        options = params.initialization_options
+        if isinstance(options, dict) and isinstance(options.get("trustedWorkspace"), bool):
+            # only from here, which the editor (or its user's config) writes, never from workspace
+            # settings, which a repository can ship
+            server.trust.editor = options["trustedWorkspace"]
+        if options:
+            server.apply_settings(options)
 
     @server.feature(lsp.INITIALIZED)
     async def initialized(params: lsp.InitializedParams) -> None:

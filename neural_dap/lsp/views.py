@@ -189,6 +189,9 @@ def diagnostics(analyzer: Analyzer, doc: Document) -> list[lsp.Diagnostic]:
     for found in analyzer.found.get((doc.uri, doc.version), []):
         severity = lsp.DiagnosticSeverity.Information if found.verified else lsp.DiagnosticSeverity.Hint
         out.append(_diagnostic(doc, found.entry.line or 1, found_text(found), severity))
+    if analyzer.withheld(doc):  # said where the hints would be, so their absence is no mystery
+        line = next((f.line for f in doc.plan.functions if f.entries), 1)
+        out.append(_diagnostic(doc, line, analyzer.trust.explain(doc.path), lsp.DiagnosticSeverity.Information))
     return out
 
 

@@ -87,6 +87,7 @@ export function activate(context: vscode.ExtensionContext): LanguageServerHost {
     vscode.window.onDidChangeVisibleTextEditors(() => redraw()),
     language,
     vscode.workspace.onDidChangeConfiguration((event) => language.onConfigurationChanged(event)),
+    vscode.workspace.onDidGrantWorkspaceTrust(() => language.onTrustGranted()),
   );
   void language.sync();
   return language;

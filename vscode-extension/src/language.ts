@@ -34,6 +34,13 @@ export function serverSettings(section: { get<T>(key: string): T | undefined }):
   return out;
 }
 
+/** What the server starts with: the settings, and whether VS Code's Workspace Trust trusts the
+ * workspace. The server runs a file's code on its own (recorded runs on open) only in a trusted one;
+ * it reads this from initializationOptions only, so a repository's settings cannot claim it. */
+export function initializationOptions(section: { get<T>(key: string): T | undefined }, trusted: boolean): Record<string, unknown> {
+  return { ...serverSettings(section), trustedWorkspace: trusted };
+}
+
 /** Whether a configuration change needs the server restarted (not just told the new settings). */
 export function needsRestart(affects: (section: string) => boolean): boolean {
   return affects(`${SETTINGS_SECTION}.languageServer.enabled`) || affects(`${SETTINGS_SECTION}.python`);

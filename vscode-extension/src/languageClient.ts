@@ -1,8 +1,10 @@
 // Starts and stops the neural-dap language server with vscode-languageclient, following the
-// `neuralDap.languageServer.enabled` setting.
+// `neuralDap.languageServer.enabled` setting and Workspace Trust: the server is told whether the
+// workspace is trusted when it starts, and restarted when the user grants trust (VS Code has no
+// revoking event: trust taken back reloads the window).
 
 import * as vscode from 'vscode';
-import { DOCUMENT_SELECTOR, needsRestart, serverCommand, serverSettings, SETTINGS_SECTION } from './language';
+import { DOCUMENT_SELECTOR, initializationOptions, needsRestart, serverCommand, SETTINGS_SECTION } from './language';
 
 export interface Startable {
   start(): Promise<void>;
@@ -53,7 +55,7 @@ export class LanguageServerHost implements vscode.Disposable {
     }
     const { command, args } = serverCommand(await this.interpreter());
     try {
-      const client = this.factory(command, args, serverSettings(section), this.output);
+      const client = this.factory(command, args, initializationOptions(section, vscode.workspace.isTrusted), this.output);
       this.client = client;
       await client.start();
     } catch (error) {
@@ -66,6 +68,14 @@ export class LanguageServerHost implements vscode.Disposable {
 
   async onConfigurationChanged(event: vscode.ConfigurationChangeEvent): Promise<void> {
     if (needsRestart((section) => event.affectsConfiguration(section))) {
+      await this.stop();
+      await this.sync();
+    }
+  }
+
+  /** The user trusted the workspace: a server started untrusted starts again, trusted. */
+  async onTrustGranted(): Promise<void> {
+    if (this.client) {
       await this.stop();
       await this.sync();
     }

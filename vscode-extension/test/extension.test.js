@@ -103,11 +103,35 @@ test('the language server starts with `python -m neural_dap lsp` and the setting
   const host = new LanguageServerHost(async () => '/v/bin/python', output, factory);
   await host.sync();
   assert.ok(host.running);
-  assert.deepStrictEqual(started, [{ command: '/v/bin/python', args: ['-m', 'neural_dap', 'lsp'], settings: { world: 'both' } }]);
+  assert.deepStrictEqual(started, [{ command: '/v/bin/python', args: ['-m', 'neural_dap', 'lsp'], settings: { world: 'both', trustedWorkspace: false } }]);
   mock.settings.set('neuralDap.languageServer.enabled', false);
   await host.onConfigurationChanged({ affectsConfiguration: (s) => s === 'neuralDap.languageServer.enabled' });
   assert.ok(!host.running);
   mock.settings.delete('neuralDap.world');
+});
+
+test('the server learns whether the workspace is trusted, and starts again, trusted, when trust is granted', async () => {
+  const { LanguageServerHost } = require('../out/languageClient');
+  const started = [];
+  const stopped = [];
+  const factory = (command, args, settings) => ({ async start() { started.push(settings); }, async stop() { stopped.push(settings); } });
+  mock.settings.set('neuralDap.languageServer.enabled', true);
+  const host = new LanguageServerHost(async () => '/v/bin/python', mock.vscode.window.createOutputChannel('t'), factory);
+  await host.sync();
+  assert.deepStrictEqual(started, [{ trustedWorkspace: false }]);
+  mock.vscode.workspace.isTrusted = true;
+  await host.onTrustGranted();
+  assert.deepStrictEqual(started, [{ trustedWorkspace: false }, { trustedWorkspace: true }]);
+  assert.deepStrictEqual(stopped, [{ trustedWorkspace: false }]);
+  assert.ok(host.running);
+  await host.stop();
+  mock.vscode.workspace.isTrusted = false;
+  mock.settings.set('neuralDap.languageServer.enabled', false);
+});
+
+test('activation subscribes to trust being granted', () => {
+  assert.strictEqual(mock.events.trust.listeners.length, 1);
+  assert.doesNotThrow(() => mock.events.trust.fire()); // its server is off here: nothing to restart
 });
 
 test('a language server that cannot start is reported, and the extension goes on', async () => {

@@ -64,6 +64,9 @@ test('the language server: its command, documents and the settings it is given',
   assert.ok(DOCUMENT_SELECTOR.some((d) => d.scheme === 'untitled' && d.language === 'python'));
   const values = { world: 'neural', maxPredictions: 32, python: '/x', 'languageServer.enabled': true };
   assert.deepStrictEqual(serverSettings({ get: (k) => values[k] }), { world: 'neural', maxPredictions: 32 });
+  const { initializationOptions } = require('../out/language');
+  assert.deepStrictEqual(initializationOptions({ get: (k) => values[k] }, true), { world: 'neural', maxPredictions: 32, trustedWorkspace: true });
+  assert.deepStrictEqual(initializationOptions({ get: () => undefined }, false), { trustedWorkspace: false });
   assert.ok(needsRestart((s) => s === 'neuralDap.python'));
   assert.ok(!needsRestart((s) => s === 'neuralDap.world'));
 });

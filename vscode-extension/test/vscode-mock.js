@@ -5,6 +5,7 @@ function emitter() {
   const listeners = [];
   const event = (listener) => { listeners.push(listener); return { dispose() {} }; };
   event.fire = (value) => listeners.forEach((l) => l(value));
+  event.listeners = listeners;
   return event;
 }
 
@@ -14,7 +15,7 @@ function createMock() {
   const statusItems = [];
   const decorationsSet = [];
   const events = {
-    start: emitter(), terminate: emitter(), custom: emitter(), editors: emitter(), configuration: emitter(),
+    start: emitter(), terminate: emitter(), custom: emitter(), editors: emitter(), configuration: emitter(), trust: emitter(),
   };
   const settings = new Map([['neuralDap.languageServer.enabled', false]]);
   class Range { constructor(a, b, c, d) { Object.assign(this, { startLine: a, startCharacter: b, endLine: c, endCharacter: d }); } }
@@ -51,6 +52,8 @@ function createMock() {
         get: (key, fallback) => (settings.has(`${section}.${key}`) ? settings.get(`${section}.${key}`) : fallback),
       }),
       onDidChangeConfiguration: events.configuration,
+      isTrusted: false,
+      onDidGrantWorkspaceTrust: events.trust,
     },
     env: { clipboard: { writeText: async () => {} } },
   };
