@@ -17,9 +17,11 @@ from __future__ import annotations
 from bisect import bisect_right
 from collections.abc import Sequence
 
+import numpy as np
+
 from neural_dap.core.actions import Action, Target
 from neural_dap.core.state import TERMINAL_EVENTS, State
-from neural_dap.trace.actions import ActionSemantics, columns_of
+from neural_dap.trace.actions import KIND_CODES, ActionSemantics, Columns
 
 
 class StateTree:
@@ -46,13 +48,29 @@ class StateTree:
                     open_stack.pop()
                 elif inv in open_stack:
                     del open_stack[open_stack.index(inv) :]
-        self.semantics = ActionSemantics(
-            columns_of(
-                (s.event for s in states),
-                (s.line for s in states),
-                (s.invocation for s in states),
-                ((s.function, s.path) for s in states),
-            )
+        self.semantics = ActionSemantics(self._columns())
+
+    def _columns(self) -> Columns:
+        """The columns the actions read, from the states and the walk above (numbered in order of
+        first appearance; an invocation's code is its first state's function and path)."""
+        states = self.states
+        ids = list(self.call_index)  # the recorder's invocation ids, in order of first appearance
+        number = {inv: k for k, inv in enumerate(ids)}
+        raw = np.fromiter((s.invocation for s in states), dtype=np.int64, count=len(states))
+        known = np.array(ids, dtype=np.int64)
+        order = np.argsort(known)
+        codes: dict[tuple[str, str], int] = {}
+        code_of = [codes.setdefault((states[i].function, states[i].path), len(codes)) for i in self.call_index.values()]
+        parents = (self.parent[inv] for inv in ids)
+        return Columns(
+            kinds=np.array([KIND_CODES[s.event] for s in states], dtype=np.uint8),
+            lines=np.fromiter((s.line for s in states), dtype=np.int32, count=len(states)),
+            invs=order[np.searchsorted(known, raw, sorter=order)],
+            call_index=np.fromiter(self.call_index.values(), dtype=np.int64, count=len(ids)),
+            end_index=np.array([self.end_index.get(inv, -1) for inv in ids], dtype=np.int64),
+            parent=np.array([-1 if p is None else number[p] for p in parents], dtype=np.int64),
+            code_of=np.array(code_of, dtype=np.int64),
+            codes=tuple(codes),
         )
 
     def __len__(self) -> int:
