@@ -433,3 +433,81 @@ def test_an_exec_ends_the_recording_and_the_new_program_still_prints(tmp_path):
     for rec in (record(Program(str(path))), record_skeleton(Program(str(path)))):
         assert rec.outcome.kind == "exited" and "replaced itself" in rec.outcome.message, rec.outcome
         assert rec.stdout == "before\nafter exec\n"
+
+
+# -- 5. output ---------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("version", ["3.12", "3.13"])
+@pytest.mark.parametrize("engine", ["auto", "monitoring"])
+def test_an_exception_thrown_into_a_library_generator_is_the_programs_own(tmp_path, version, engine):
+    """sys.monitoring cannot DISABLE PY_THROW: returning it replaced the exception a contextmanager
+    outside the user's code was handling with 'ValueError: Cannot disable PY_THROW events'."""
+    python = _interpreter(version)
+    _write(
+        tmp_path,
+        {
+            "lib/helper.py": """
+                import contextlib
+
+                @contextlib.contextmanager
+                def handled(log):
+                    try:
+                        yield
+                    except KeyError as exc:
+                        log.append(f"caught {exc!r}")
+
+                def numbers():
+                    while True:
+                        yield 1
+            """,
+            "prog/main.py": """
+                import sys
+
+                sys.path.insert(0, sys.argv[1])
+                import helper
+
+                log = []
+                for i in range(3):
+                    with helper.handled(log):
+                        raise KeyError(i)
+                g = helper.numbers()
+                next(g)
+                del g  # closed: GeneratorExit thrown in
+                print(log)
+            """,
+        },
+    )
+    path = tmp_path / "prog" / "main.py"
+    plain = subprocess.run(
+        [python or sys.executable, str(path), str(tmp_path / "lib")], capture_output=True, text=True, timeout=30
+    )
+    program = Program(str(path), argv=(str(tmp_path / "lib"),))
+    full = record(program, python=python, engine=engine)
+    assert (full.outcome.kind, full.stdout, full.stderr) == ("finished", plain.stdout, plain.stderr)
+    skeleton = record_skeleton(program, python=python, engine=engine)
+    try:
+        assert skeleton.outcome.kind == "finished"
+        assert _skeleton_output(skeleton) == (plain.stdout, plain.stderr)
+    finally:
+        skeleton.close()
+
+
+def test_the_output_cut_notice_sits_where_the_output_was_cut(tmp_path):
+    path = tmp_path / "loud.py"
+    path.write_text("import sys\nfor i in range(50):\n    print(f'line {i:03d}')\n    print('err', file=sys.stderr)\n")
+    limits = Limits(max_output=100)
+    notice = "\n[neural-dap: output beyond 100 characters dropped]\n"
+    full = record(Program(str(path)), limits)
+    skeleton = record_skeleton(Program(str(path)), limits)
+    try:
+        for out, err in ((full.stdout, full.stderr), _skeleton_output(skeleton)):
+            text = out + err
+            assert text.count("neural-dap: output beyond") == 1
+            kept = len(out.replace(notice, "")) + len(err.replace(notice, ""))
+            assert kept == 100
+        # in order of events: the notice comes after every kept piece of output
+        outputs = [t for _, _, t in sorted(skeleton.log.outputs, key=lambda o: o[0])]
+        assert outputs[-1] == notice
+    finally:
+        skeleton.close()

@@ -821,8 +821,13 @@ static PyObject *mon_start(PyObject *self, PyObject *const *args, Py_ssize_t nar
     CodeInfo *info = code_info(t, args[0]);
     if (info == NULL)
         return NULL;
-    if (!info->user)
+    if (!info->user) {
+        /* PY_THROW (3 arguments) cannot be disabled: DISABLE would raise "Cannot disable PY_THROW
+         * events" in the program, in place of the exception thrown in */
+        if (nargs >= 3)
+            Py_RETURN_NONE;
         return disable(t);
+    }
     if (!info->enabled) {
         PyObject *rc = call1(t->enable, info->code);
         if (rc == NULL)

@@ -96,6 +96,8 @@ def monitoring_engine(rec: Recorder):
     def on_start(code, offset, *thrown):  # PY_START, PY_RESUME and PY_THROW (an exception thrown in)
         if get_ident() != traced_thread[0]:
             return None
+        if thrown and not is_user(code):
+            return None  # PY_THROW cannot be DISABLEd (that raises "Cannot disable" in the program)
         return start_invocation(code)
 
     def start_invocation(code):

@@ -179,7 +179,8 @@ class MonitoringSkeleton(_Skeleton):
             if get_ident() != traced_thread:
                 return None
             if not is_user(code):
-                return DISABLE
+                # PY_THROW cannot be DISABLEd (that raises "Cannot disable" in the program)
+                return None if thrown else DISABLE
             if code not in self.enabled:
                 self.enabled.add(code)
                 mon.set_local_events(tool, code, LOCAL_EVENTS)
