@@ -12,11 +12,13 @@ at most `MAX_MATERIALISED_SPAN` events and refuses a longer one rather than take
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 import numpy as np
 
 from neural_dap.core.state import State
 from neural_dap.trace.actions import ActionSemantics, last_equal
-from neural_dap.trace.execution import Execution, SkeletonExecution
+from neural_dap.trace.execution import Execution, FullExecution, SkeletonExecution
 
 # A skeleton rebuilds ~10^4-10^5 states a second: a longer range is refused, not silently slow.
 MAX_MATERIALISED_SPAN = 200_000
@@ -80,7 +82,7 @@ class RecordingQueries:
         cols = self.semantics.columns
         previous: dict[int, str | None] = {}  # invocation number -> the value at its latest event seen
         found: list[int] = []
-        for k in range(start, end + 1):
+        for k in self._candidates(name, start, end):
             inv = int(cols.invs[k])
             here = state(k)
             if invocation is not None and here.invocation != invocation:
@@ -92,6 +94,16 @@ class RecordingQueries:
                 found.append(k)
             previous[inv] = value
         return found
+
+    def _candidates(self, name: str, start: int, end: int) -> Iterable[int]:
+        """The events whose value of `name` may differ from the invocation's previous event: in a
+        full recording those whose recorded changes name it (a state's locals are its previous
+        ones plus its changes, callees' updates included), in a skeleton every event."""
+        execution = self.execution
+        if isinstance(execution, FullExecution):
+            changes = execution.recording.log.changes
+            return [k for k in range(start, end + 1) if (c := changes[k]) and name in c[::2]]
+        return range(start, end + 1)
 
     def _value_before(self, inv: int, k: int, name: str) -> str | None:
         """The local's value at the invocation's latest event before event k (None: not bound)."""
