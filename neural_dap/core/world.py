@@ -103,6 +103,26 @@ class WorldError(Exception):
     """
 
 
+class NotLive(WorldError):
+    """This stop has no live program to ask (a full recording, the end of the run, a prediction):
+    expressions fall back to the safe evaluator over the recorded values."""
+
+
+class LiveResult(msgspec.Struct, frozen=True):
+    text: str  # the value's repr, cut to the world's limit
+    type: str
+
+
+@runtime_checkable
+class EvaluatesLive(Protocol):
+    """A world that can evaluate the user's expressions in a real copy of the program at a stop:
+    real objects (calls, methods, attributes, indexing), whatever an expression changes thrown
+    away with that copy. Raises `NotLive` where it cannot, `WorldError` with the expression's own
+    error where it raised."""
+
+    async def evaluate_live(self, stop: Stop, frame: int, expression: str) -> LiveResult: ...
+
+
 @runtime_checkable
 class WorldModel(Protocol):
     name: str

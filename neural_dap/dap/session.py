@@ -401,15 +401,18 @@ class DebugSession:
         frame = view.frame(args.frame_id)
         if frame is None:
             raise RequestError("no such frame")
+        stack = view.stop.stack
+        depth = next((k for k, f in enumerate(stack) if f.invocation == frame.invocation), None)
         try:
-            value = await self.debugger.evaluate(args.expression, frame.variable_reprs())
+            result = await self.debugger.evaluate(args.expression, frame.variable_reprs(), depth)
         except WorldError as exc:
             raise RequestError(str(exc)) from None
+        value = result.value if not result.live else reprs.parse_repr(result.text)  # expandable where it parses
         await self.respond(
             request,
             {
-                "result": reprs.show(value),
-                "type": reprs.type_name(value) or None,
+                "result": result.text,
+                "type": result.type,
                 "variablesReference": view.expandable(value, args.expression),
             },
         )

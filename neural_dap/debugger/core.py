@@ -23,7 +23,7 @@ import anyio.abc
 from neural_dap.core import reprs
 from neural_dap.core.actions import Action
 from neural_dap.core.evaluator import Budget, EvaluationError, evaluate
-from neural_dap.core.world import LaunchSpec, Stop, WorldError, WorldModel
+from neural_dap.core.world import EvaluatesLive, LaunchSpec, NotLive, Stop, WorldError, WorldModel
 from neural_dap.debugger.breakpoints import BreakpointSpec, BreakpointTable, hit_condition_met, interpolate
 from neural_dap.debugger.stepping import FORWARD, Outcome, UnknownExecution, drive
 
@@ -312,14 +312,24 @@ class Debugger:
             raise WorldError("the program has not been launched")
         return self._stop
 
-    # -- values ------------------------------------------------------------------------------------
-    async def evaluate(self, expression: str, names: dict[str, str]) -> Any:
-        """An expression over a frame's values, by the safe evaluator, in a worker thread within its
-        budget: a heavy watch never holds up pause, cancel or stepping."""
+    # -- values ---------------------------------------------------------------------------------------
+    async def evaluate(self, expression: str, names: dict[str, str], frame: int | None = None) -> Evaluated:
+        """The user's expression at the current stop. Where the world holds a live copy of the
+        program (`EvaluatesLive`), it answers with real objects (calls, methods, numpy); elsewhere
+        the safe evaluator interprets it over the recorded values, in a worker thread within its
+        budget, so a heavy watch never holds up pause, cancel or stepping."""
+        world, stop = self.world, self._stop
+        if frame is not None and stop is not None and isinstance(world, EvaluatesLive):
+            try:
+                live = await world.evaluate_live(stop, frame, expression)
+                return Evaluated(live.text, live.type or None, None, live=True)
+            except NotLive:
+                pass
         try:
-            return await anyio.to_thread.run_sync(evaluate, expression, names, abandon_on_cancel=True)
+            value = await anyio.to_thread.run_sync(evaluate, expression, names, abandon_on_cancel=True)
         except EvaluationError as exc:
             raise WorldError(str(exc)) from None
+        return Evaluated(reprs.show(value), reprs.type_name(value) or None, value)
 
     def summary(self) -> dict[str, Any]:
         return self.world.summary() if self.world is not None else {}
@@ -331,6 +341,9 @@ def failure_text(exc: BaseException) -> str:
     return f"internal error: {type(exc).__name__}: {exc}"
 
 
-def show_value(value: Any) -> tuple[str, str | None]:
-    """(text, type name) of an evaluated value, as every front end shows it."""
-    return reprs.show(value), reprs.type_name(value) or None
+@dataclass(frozen=True)
+class Evaluated:
+    text: str  # as shown
+    type: str | None
+    value: Any  # the parsed value where the safe evaluator computed it (expandable), else None
+    live: bool = False  # computed by the live program

@@ -11,8 +11,19 @@ import msgspec
 
 from neural_dap.core.actions import Action, Target
 from neural_dap.core.source import read_source
-from neural_dap.core.world import Capabilities, ExceptionFilter, Exit, LaunchSpec, Stop, WorldError, world_options
+from neural_dap.core.world import (
+    Capabilities,
+    ExceptionFilter,
+    Exit,
+    LaunchSpec,
+    LiveResult,
+    NotLive,
+    Stop,
+    WorldError,
+    world_options,
+)
 from neural_dap.trace.execution import Execution, FullExecution, SkeletonExecution
+from neural_dap.trace.live import LiveError, LiveStop
 from neural_dap.trace.queries import RecordingQueries
 from neural_dap.trace.recorder import Limits, Outcome, Program, RecorderError, Recording, record_async, record_skeleton
 from neural_dap.trace.skeleton import DivergenceError
@@ -84,6 +95,7 @@ class RecordedWorld:
         self.engine = ""
         self.python = ""
         self.program = ""
+        self._live: LiveStop | None = None  # the live copy of the program at the stop expressions asked about
         self._queries: RecordingQueries | None = None
 
     async def start(self, launch: LaunchSpec) -> Stop:
@@ -213,6 +225,34 @@ class RecordedWorld:
             hit_breakpoint=hit_breakpoint,
         )
 
+    async def evaluate_live(self, stop: Stop, frame: int, expression: str) -> LiveResult:
+        """`expression` in a live copy of the program at `stop` (see trace/live.py): one copy at a
+        time, made at the first expression of a stop and kept while the session stays there."""
+        execution = self._require()
+        if not isinstance(execution, SkeletonExecution):
+            raise NotLive("a full recording keeps values, not a program to ask")
+        if stop.at_end:
+            raise NotLive("the program has ended here")
+        return await anyio.to_thread.run_sync(
+            self._evaluate_live, execution, stop.index, frame, expression, abandon_on_cancel=True
+        )
+
+    def _evaluate_live(self, execution: SkeletonExecution, index: int, frame: int, expression: str) -> LiveResult:
+        live = self._live
+        if live is None or live.index != index:
+            if live is not None:
+                live.close()
+            self._live = None
+            try:
+                live = self._live = LiveStop(execution.recording, index)
+            except LiveError as exc:
+                raise NotLive(str(exc)) from None
+        try:
+            value = live.evaluate(expression, frame)
+        except LiveError as exc:
+            raise WorldError(str(exc)) from None
+        return LiveResult(value.text, value.type)
+
     def _exited_cleanly(self) -> bool:
         outcome = self.outcome
         return outcome is not None and outcome.kind == "exited" and not outcome.exit_code
@@ -263,6 +303,9 @@ class RecordedWorld:
         return out
 
     async def close(self) -> None:
+        if self._live is not None:
+            self._live.close()
+            self._live = None
         if self.execution is not None:
             self.execution.close()
         self.execution = None

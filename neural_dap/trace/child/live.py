@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import json
 import os
+import select
 import signal
 import socket
 import sys
@@ -44,25 +45,27 @@ def user_frames(is_user) -> list[types.FrameType]:
     return frames
 
 
-def serve(conn: socket.socket, answer: bytes, frames: list, encode, lifeline, limits: dict) -> None:
+def serve(conn: socket.socket, answer: bytes, frames: list, encode, owner: int, limits: dict) -> None:
     """Become the live stop (in a fork; this process returns at once) and send `answer` first."""
     pid = _FORK()
     if pid != 0:
         return
     try:
         conn.sendall(len(answer).to_bytes(8, "little") + answer)
-        _loop(conn, frames, encode, lifeline, limits)
+        _loop(conn, frames, encode, owner, limits)
     finally:
         _EXIT(0)
 
 
-def _loop(conn: socket.socket, frames: list, encode, lifeline, limits: dict) -> None:
+def _loop(conn: socket.socket, frames: list, encode, owner: int, limits: dict) -> None:
+    """Serve until the adapter closes the connection (it does when the user moves on, and the
+    kernel does when the adapter dies, however), the adapter is gone, or nobody asks for long."""
     conn.setblocking(True)
     reader = conn.makefile("rb")
     last = time.monotonic()
     while True:
-        ready = lifeline.wait([conn.fileno()], 1.0) if lifeline is not None else [conn.fileno()]
-        if ready is None or time.monotonic() - last > IDLE_SECONDS:
+        ready, _, _ = select.select([conn], [], [], 1.0)
+        if not _alive(owner) or time.monotonic() - last > IDLE_SECONDS:
             return  # the adapter is gone, or nobody asks
         if not ready:
             continue
@@ -70,6 +73,7 @@ def _loop(conn: socket.socket, frames: list, encode, lifeline, limits: dict) -> 
         if not line:
             return  # the adapter closed the connection: this stop is no longer shown
         last = time.monotonic()
+        reply: bytes | dict
         try:
             request = json.loads(line)
         except ValueError:
@@ -100,8 +104,6 @@ def _evaluate_in_fork(request: dict, frames: list, encode, limits: dict) -> byte
     deadline = time.monotonic() + seconds
     killed = False
     try:
-        import select
-
         while True:
             left = deadline - time.monotonic()
             if left <= 0:
@@ -159,6 +161,16 @@ def _evaluate(request: dict, frames: list, limits: dict) -> dict:
     }
 
 
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
 def _cap_memory(megabytes: int) -> None:
     """At most `megabytes` more than the stop holds now: an expression that builds a huge value
     fails with MemoryError in this fork, not on the machine."""
@@ -169,7 +181,7 @@ def _cap_memory(megabytes: int) -> None:
             pages = int(fh.read().split()[0])
         now = pages * os.sysconf("SC_PAGE_SIZE")
         cap = now + megabytes * 1024 * 1024
-        soft, hard = resource.getrlimit(resource.RLIMIT_AS)
+        _soft, hard = resource.getrlimit(resource.RLIMIT_AS)
         if hard != resource.RLIM_INFINITY:
             cap = min(cap, hard)
         resource.setrlimit(resource.RLIMIT_AS, (cap, hard))

@@ -237,6 +237,12 @@ class Skeleton:
             guard.thread = threading.get_ident()
             guard.watch(time.monotonic() + self.replay_seconds, lambda: _EXIT(0))
         del self.events[:]
+        # a live stop pauses exactly at its event (the hook runs while that event is counted); a
+        # worker of the first checkpoint (taken before any hook ran) would otherwise run on to the
+        # next 4096th event, or to the program's end. (Replays for states keep their own pace: the
+        # hashes of what they replayed are closed where the records end, not at a hook.)
+        if self.worker["live"]:
+            self.tracer.skeleton(self.hook, self.flush, 4096, self.worker["to"] + 1)
         self.tracer.capture(self.worker["from"], self.worker["to"])
 
     def _hash(self, events: bytes, first: int) -> None:
@@ -281,7 +287,7 @@ class Skeleton:
             conn = worker["conn"]
             if worker["live"] and outcome is None:  # paused at the event: a fork of this answers expressions
                 frames = live.user_frames(self.is_user)
-                live.serve(conn, data, frames, self.channel.encode_document, self.lifeline, worker["live"])
+                live.serve(conn, data, frames, self.channel.encode_document, self.owner, worker["live"])
             else:
                 conn.sendall(len(data).to_bytes(8, "little") + data)
             conn.close()

@@ -1,0 +1,106 @@
+"""Evaluate in a live copy of the program at the stop, through the real adapter: real objects, so
+calls, methods, attributes, numpy indexing, module globals, f-strings and lambdas work as in
+debugpy, while nothing an expression changes reaches the recording or the next expression."""
+
+from __future__ import annotations
+
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from tests.dap_helpers import adapter, start
+
+PROGRAM = textwrap.dedent(
+    """\
+    import numpy as np
+
+    SCALE = 10
+
+
+    class Shape:
+        def __init__(self, w):
+            self._w = w
+
+        def area(self):
+            return self._w * self._w
+
+
+    def work(rows):
+        shape = Shape(3)
+        grid = np.arange(12).reshape(3, 4)
+        total = sum(rows)
+        return total * SCALE + shape.area() + int(grid[1, 2])
+
+
+    print(work(list(range(100))))
+    """
+)
+STOP_LINE = 18
+
+
+async def _evaluate_all(tmp_path: Path, expressions: list[str], **launch) -> dict[str, str]:
+    program = tmp_path / "shapes.py"
+    program.write_text(PROGRAM)
+    answers = {}
+    async with adapter() as client:
+        await start(client, {"program": str(program), **launch}, breakpoints={str(program): [{"line": STOP_LINE}]})
+        frames = (await client.call("stackTrace", {"threadId": 1}))["stackFrames"]
+        assert frames[0]["line"] == STOP_LINE
+        for expression in expressions:
+            reply = await client.request(
+                "evaluate", {"expression": expression, "frameId": frames[0]["id"], "context": "watch"}
+            )
+            answers[expression] = reply["body"]["result"] if reply["success"] else "ERROR " + reply["message"]
+    return answers
+
+
+async def test_expressions_run_on_real_objects_at_the_stop(tmp_path: Path) -> None:
+    answers = await _evaluate_all(
+        tmp_path,
+        [
+            "shape.area()",
+            "shape._w",
+            "len(rows)",
+            "rows[73]",
+            "grid[1, 2]",
+            "grid.shape",
+            "SCALE",
+            "f'{total:>8}'",
+            "(lambda x: x + 1)(2)",
+            "isinstance(shape, Shape)",
+            "shape.foo",
+        ],
+    )
+    assert answers["shape.area()"] == "9"
+    assert answers["shape._w"] == "3"
+    assert answers["len(rows)"] == "100"
+    assert answers["rows[73]"] == "73"  # past the 50 items a recorded value keeps
+    assert answers["grid[1, 2]"] in ("6", "np.int64(6)")
+    assert answers["grid.shape"] == "(3, 4)"
+    assert answers["SCALE"] == "10"  # a module global, from inside a function
+    assert answers["f'{total:>8}'"] == "'    4950'"
+    assert answers["(lambda x: x + 1)(2)"] == "3"
+    assert answers["isinstance(shape, Shape)"] == "True"
+    assert answers["shape.foo"] == "ERROR AttributeError: 'Shape' object has no attribute 'foo'"
+
+
+async def test_what_an_expression_changes_is_thrown_away(tmp_path: Path) -> None:
+    answers = await _evaluate_all(tmp_path, ["rows.append(-1) or len(rows)", "len(rows)", "rows.clear()", "sum(rows)"])
+    assert answers["rows.append(-1) or len(rows)"] == "101"
+    assert answers["len(rows)"] == "100"
+    assert answers["sum(rows)"] == "4950"
+
+
+@pytest.mark.slow
+async def test_an_expression_that_hangs_or_grows_without_bound_is_stopped(tmp_path: Path) -> None:
+    answers = await _evaluate_all(tmp_path, ["__import__('time').sleep(30)", "'x' * 10**11", "shape.area()"])
+    assert "limit" in answers["__import__('time').sleep(30)"]
+    assert answers["'x' * 10**11"].startswith("ERROR MemoryError")
+    assert answers["shape.area()"] == "9"  # the live stop is still there
+
+
+async def test_a_full_recording_keeps_values_and_answers_with_the_safe_evaluator(tmp_path: Path) -> None:
+    answers = await _evaluate_all(tmp_path, ["len(rows)", "shape.area()"], recording="full")
+    assert answers["len(rows)"] == "100"
+    assert answers["shape.area()"].startswith("ERROR")  # no program to call it in
