@@ -1,7 +1,9 @@
 """One DAP stop round trip (next -> stopped -> stackTrace -> scopes -> variables), measured with the
 same client on the same program for neural-dap (recorded world) and for debugpy's adapter, as shipped
 and with TCP_NODELAY set on its sockets (debugpy leaves Nagle's algorithm on between its adapter and
-the debuggee, which stalls each small message).
+the debuggee, which stalls each small message). Then `evaluate` of an expression that calls
+functions, side by side: neural-dap answers it in a live copy of the program at the stop, made at the
+stop's first expression (a replay from a checkpoint and a fork) and reused for the next ones.
 
 Run: python benchmarks/dap_stop.py [--stops N]
 """
@@ -75,7 +77,28 @@ async def round_trips(client: DapClient, stops: int) -> list[float]:
     return timings
 
 
-async def session(command: list[str], launch: dict, line: int, stops: int, env: dict | None = None) -> list[float]:
+EXPRESSION = "sum(items) + len(label) + max(items, default=0)"
+
+
+async def evaluations(client: DapClient, stops: int) -> tuple[list[float], list[float]]:
+    """(the first evaluate at each new stop, a second one at the same stop)"""
+    first, again = [], []
+    for _ in range(stops):
+        await client.call("next", {"threadId": 1})
+        message = await client.wait_event({"stopped", "terminated"})
+        if message["event"] != "stopped":
+            break
+        frame = (await client.call("stackTrace", {"threadId": 1}))["stackFrames"][0]["id"]
+        for timings in (first, again):
+            t = time.perf_counter()
+            await client.call("evaluate", {"expression": EXPRESSION, "frameId": frame, "context": "watch"})
+            timings.append(time.perf_counter() - t)
+    return first, again
+
+
+async def session(
+    command: list[str], launch: dict, line: int, stops: int, env: dict | None = None
+) -> tuple[list[float], list[float], list[float]]:
     async with spawn(command, env=env, timeout=60) as client:
         await client.call(
             "initialize",
@@ -95,15 +118,16 @@ async def session(command: list[str], launch: dict, line: int, stops: int, env: 
         await client.wait_event("stopped")
         await round_trips(client, 5)  # warm up
         timings = await round_trips(client, stops)
+        first, again = await evaluations(client, max(10, stops // 5))
         await client.request("disconnect", {"terminateDebuggee": True}, timeout=5)
-        return timings
+        return timings, first, again
 
 
 def describe(name: str, timings: list[float]) -> tuple[float, float]:
     ordered = sorted(timings)
     median = statistics.median(ordered) * 1e3
     p95 = ordered[int(0.95 * (len(ordered) - 1))] * 1e3
-    print(f"{name:<28} stops {len(timings):>4}   median {median:8.2f} ms   p95 {p95:8.2f} ms")
+    print(f"{name:<44} n {len(timings):>4}   median {median:8.2f} ms   p95 {p95:8.2f} ms")
     return median, p95
 
 
@@ -114,13 +138,19 @@ async def main(stops: int) -> None:
         hooks = os.path.join(tmp, "hooks")
         os.makedirs(hooks)
         Path(hooks, "sitecustomize.py").write_text(NODELAY)
-        results = {}
-        results["neural-dap (recorded)"] = await session(adapter_command(), {"program": program}, 6, stops)
+        runs = {}
+        runs["neural-dap (recorded)"] = await session(adapter_command(), {"program": program}, 6, stops)
         debugpy = [sys.executable, "-m", "debugpy.adapter"]
         launch = {"program": program, "console": "internalConsole", "justMyCode": True}
-        results["debugpy (as shipped)"] = await session(debugpy, launch, 6, stops)
+        runs["debugpy (as shipped)"] = await session(debugpy, launch, 6, stops)
         env = {"PYTHONPATH": hooks + os.pathsep + os.environ.get("PYTHONPATH", "")}
-        results["debugpy (TCP_NODELAY)"] = await session(debugpy, {**launch, "env": env}, 6, stops, env=env)
+        runs["debugpy (TCP_NODELAY)"] = await session(debugpy, {**launch, "env": env}, 6, stops, env=env)
+    results = {name: run[0] for name, run in runs.items()}
+    print()
+    print(f"evaluate {EXPRESSION!r}:")
+    for name, (_, first, again) in runs.items():
+        describe(f"{name}: first at a stop", first)
+        describe(f"{name}: again", again)
     print()
     summary = {name: describe(name, t) for name, t in results.items()}
     ours = summary["neural-dap (recorded)"][0]

@@ -27,9 +27,16 @@ import time
 import types
 
 _EXIT = os._exit
-_FORK = os.fork
 _OURS = os.path.dirname(os.path.abspath(__file__))
 IDLE_SECONDS = 1800.0  # a live stop nobody asks anything of ends on its own
+
+
+def _fork() -> int:
+    """Fork as the recorder's own (not the debuggee's: its at-fork hook would make the copy a
+    stranger that dies with its parent, the worker, which exits at once)."""
+    from neural_dap.trace.child.skeleton import _fork_ours  # (skeleton imports this module)
+
+    return _fork_ours()
 
 
 def user_frames(is_user) -> list[types.FrameType]:
@@ -47,7 +54,7 @@ def user_frames(is_user) -> list[types.FrameType]:
 
 def serve(conn: socket.socket, answer: bytes, frames: list, encode, owner: int, limits: dict) -> None:
     """Become the live stop (in a fork; this process returns at once) and send `answer` first."""
-    pid = _FORK()
+    pid = _fork()
     if pid != 0:
         return
     try:
@@ -88,7 +95,7 @@ def _evaluate_in_fork(request: dict, frames: list, encode, limits: dict) -> byte
     """The fork's encoded answer, or an error when it ran out of time or died."""
     seconds = float(limits.get("seconds", 2.0))
     read_fd, write_fd = os.pipe()
-    pid = _FORK()
+    pid = _fork()
     if pid == 0:
         os.close(read_fd)
         reply = _evaluate(request, frames, limits)
