@@ -104,3 +104,26 @@ async def test_a_full_recording_keeps_values_and_answers_with_the_safe_evaluator
     answers = await _evaluate_all(tmp_path, ["len(rows)", "shape.area()"], recording="full")
     assert answers["len(rows)"] == "100"
     assert answers["shape.area()"].startswith("ERROR")  # no program to call it in
+
+
+def _processes_in(folder: Path) -> list[int]:
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                if Path(entry, "cwd").resolve() == folder.resolve():
+                    found.append(int(entry.name))
+            except OSError:
+                pass
+    return found
+
+
+@pytest.mark.skipif(not Path("/proc/self/cwd").exists(), reason="reads /proc")
+async def test_no_live_copy_outlives_the_session(tmp_path: Path) -> None:
+    import anyio
+
+    answers = await _evaluate_all(tmp_path, ["shape.area()"], cwd=str(tmp_path))
+    assert answers["shape.area()"] == "9"
+    with anyio.fail_after(10):
+        while _processes_in(tmp_path):
+            await anyio.sleep(0.1)
