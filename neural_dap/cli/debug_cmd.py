@@ -44,9 +44,20 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.epilog = "commands:\n  " + COMMANDS_HELP.replace("\n", "\n  ")
     parser.add_argument("program", nargs="?", help="the Python file to debug (or -m MODULE)")
     parser.add_argument(
-        "-m", dest="module", help="debug `python -m MODULE ARGS...` (e.g. -m pytest -q tests/test_x.py); ends our options"
+        "-m",
+        dest="module",
+        help="debug `python -m MODULE ARGS...` (e.g. -m pytest -q tests/test_x.py); ends our options",
     )
     parser.add_argument("--python", help="the interpreter that runs the program (default: this one)")
+    parser.add_argument(
+        "--run", action="store_true", help="run to the first breakpoint or exception stop instead of stopping on entry"
+    )
+    parser.add_argument(
+        "--break-on",
+        default="uncaught",
+        help="exception stops, comma-separated: uncaught (default), raised, userUnhandled (leaves your code: "
+        "a failing test), or none",
+    )
     parser.add_argument("argv", nargs=argparse.REMAINDER, help="arguments for the program (after `--`)")
     parser.add_argument("--do", help='a script of commands separated by ";", e.g. "b 5; c; n; back; p x"')
     parser.add_argument("--entry", help="debug a call of this function instead of the whole script")
@@ -83,11 +94,12 @@ OPTIONS_WITH_VALUE = {
     "--trust",
     "--timeout",
     "--python",
+    "--break-on",
 }
 
 
 def launch_arguments(opts: argparse.Namespace) -> dict:
-    args: dict = {"args": opts.argv, "stopOnEntry": True, "world": opts.world}
+    args: dict = {"args": opts.argv, "stopOnEntry": not opts.run, "world": opts.world}
     if opts.module:
         args["module"] = opts.module  # it stops on entry at the first line of the user's code it runs
     else:
@@ -329,6 +341,8 @@ async def _session(opts: argparse.Namespace) -> int:
                 },
             )
             launch = await client.send_request("launch", launch_arguments(opts))
+            filters = [f.strip() for f in opts.break_on.split(",") if f.strip() and f.strip() != "none"]
+            await client.call("setExceptionBreakpoints", {"filters": filters})
             await client.call("configurationDone")
             response = await client.response(launch, "launch", timeout=opts.timeout)
             if not response.get("success"):

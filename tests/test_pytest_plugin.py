@@ -1,0 +1,58 @@
+"""`pytest --neural-dap`: each failing test is opened in a time-travel session at its failure."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+SUITE = textwrap.dedent(
+    """\
+    def add(a, b):
+        return a + b
+
+
+    def test_add():
+        total = add(2, 2)
+        assert total == 5
+
+
+    def test_ok():
+        assert add(1, 1) == 2
+    """
+)
+
+
+def _pytest(folder: Path, *options: str) -> str:
+    done = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "test_calc.py", *options],
+        cwd=folder,
+        capture_output=True,
+        text=True,
+        timeout=240,
+        stdin=subprocess.DEVNULL,
+    )
+    assert done.returncode == 1, done.stdout + done.stderr  # the suite fails, as it should
+    return done.stdout
+
+
+def test_a_failing_test_opens_at_its_failing_line_with_its_values(tmp_path: Path) -> None:
+    (tmp_path / "test_calc.py").write_text(SUITE)
+    out = _pytest(tmp_path, "--neural-dap", "--neural-dap-do", "p total; back; where")
+    session = out.split("neural-dap: time travel at each failure", 1)[1]
+    assert "[exception] test_calc.py:7 in test_add" in session
+    assert "(nd) p total\n4\n" in session
+    assert "test_ok" not in session.split("short test summary")[0]  # only the failing test is debugged
+
+
+def test_without_a_terminal_the_commands_are_printed(tmp_path: Path) -> None:
+    (tmp_path / "test_calc.py").write_text(SUITE)
+    out = _pytest(tmp_path, "--neural-dap")
+    assert "neural_dap debug --run --break-on userUnhandled -m pytest" in out
+    assert "test_calc.py::test_add" in out
+
+
+def test_the_plugin_is_inert_without_its_option(tmp_path: Path) -> None:
+    (tmp_path / "test_calc.py").write_text(SUITE)
+    assert "neural-dap" not in _pytest(tmp_path)
