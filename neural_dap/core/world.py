@@ -14,7 +14,7 @@ import msgspec
 from neural_dap.core.actions import Action, Target
 from neural_dap.core.state import Frame, State
 
-ExceptionFilter = Literal["raised", "uncaught"]
+ExceptionFilter = Literal["raised", "uncaught", "userUnhandled"]
 
 
 class Entry(msgspec.Struct, frozen=True, omit_defaults=True):

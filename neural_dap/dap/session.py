@@ -50,6 +50,12 @@ EXCEPTION_FILTERS = [
         description="Stop where the exception that ends the program is raised",
         default=True,
     ),
+    p.ExceptionBreakpointsFilter(
+        filter="userUnhandled",
+        label="User Uncaught Exceptions",
+        description="Stop where an exception leaves your code into code that is not yours (a failing test, say)",
+        default=False,
+    ),
 ]
 
 
@@ -620,14 +626,26 @@ def _process_name(launch: LaunchSpec) -> str:
 
 def exception_info(stop: Stop, filters: frozenset[str]) -> dict[str, Any]:
     """DAP's exceptionInfo as debugpy answers it: the type (short and qualified), the message, how
-    the stop was made (`unhandled`: the exception ends the program; `always`: the `raised` filter)
-    and the stack the exception is passing through, innermost call last as Python prints it."""
+    the stop was made (`unhandled`: the exception ends the program; `userUnhandled`: it leaves the
+    user's code, whose frame has no traced caller; `always`: the `raised` filter) and the stack the
+    exception is passing through, innermost call last as Python prints it."""
     text = (stop.state.value if stop.state.event == "exception" else stop.state.caught) or ""
     name = re.match(r"[\w.]+", text)
     full_type = name.group(0) if name else "Exception"
     type_name = full_type.rsplit(".", 1)[-1]
     message = text[len(full_type) :].lstrip(":( ").rstrip(")") if text.startswith(full_type) else text
-    mode = "unhandled" if stop.at_end or "raised" not in filters else "always"
+    exit_ = stop.exit
+    # at the end, the exception ends the program unless the program went on to end otherwise (pytest
+    # catching its last test's failure and exiting with its own code)
+    ends = stop.at_end and (
+        exit_ is None or exit_.description.startswith("uncaught") or full_type in ("SystemExit", "builtins.SystemExit")
+    )
+    if ends:
+        mode = "unhandled"
+    elif "userUnhandled" in filters and stop.state.event == "exception" and len(stop.stack) == 1:
+        mode = "userUnhandled"  # it leaves the user's code: its frame has no traced caller
+    else:
+        mode = "always" if "raised" in filters else "unhandled"
     frames = [
         traceback.FrameSummary(frame.path, frame.line, frame.function, line=_line_of(frame.path, frame.line))
         for frame in reversed(stop.stack)

@@ -33,7 +33,7 @@ WorldFactory = Callable[[LaunchSpec], WorldModel]
 
 # Conditions and log points run at every hit, inside a step: each gets a small budget of its own.
 CONDITION_BUDGET = Budget(steps=20_000, seconds=0.1)
-EXCEPTION_FILTERS = ("raised", "uncaught")
+EXCEPTION_FILTERS = ("raised", "uncaught", "userUnhandled")
 
 
 @runtime_checkable

@@ -5,17 +5,30 @@ the skeleton and materialises states on demand from checkpoints (`trace.skeleton
 events). Both answer the same questions the same way: where an action leads and where breakpoints are hit
 (`semantics`: one `trace.actions.ActionSemantics` over each recording's columns), the state and
 the call stack at an event, the output between two events, the exceptions on the way.
+
+The exception filters, as debugpy names them (an "exception" event is a frame exiting by one, and
+only the user's code is traced):
+
+  raised         every exception event, and every line where one was caught
+  uncaught       where the exception that ends the program was raised: the start of the run of
+                 exception exits the recording ends with, when the program did end by it
+  userUnhandled  an exception leaving the user's code into code that is not (a failing test's
+                 assertion caught by pytest): an exception exit of an invocation with no traced
+                 caller, other than the one that ends the program (that is `uncaught`'s)
 """
 
 from __future__ import annotations
 
+import functools
 from bisect import bisect_right
 from collections.abc import Callable
-from typing import Protocol
+from typing import Any, Protocol
+
+import numpy as np
 
 from neural_dap.core.actions import Action, Target
 from neural_dap.core.state import Frame, State
-from neural_dap.trace.actions import ActionSemantics
+from neural_dap.trace.actions import EXCEPTION, ActionSemantics, Columns
 from neural_dap.trace.recorder import Recording
 from neural_dap.trace.skeleton import SkeletonRecording, SkeletonTree
 from neural_dap.trace.tree import StateTree
@@ -58,7 +71,21 @@ class FullExecution:
         self.tree = StateTree(list(recording.states))
         states = self.tree.states
         self.raised = [i for i, s in enumerate(states) if s.event == "exception" or s.caught]
-        self.uncaught = _uncaught(lambda k: states[k].event, lambda k: states[k].depth, len(states))
+
+    @functools.cached_property
+    def _ends_by_exception(self) -> bool:
+        return _ends_by_exception(self.recording.outcome, lambda: self.tree.states[-1])
+
+    @functools.cached_property
+    def uncaught(self) -> list[int]:
+        if not self._ends_by_exception:
+            return []
+        states = self.tree.states
+        return _uncaught(lambda k: states[k].event, lambda k: states[k].depth, len(states))
+
+    @functools.cached_property
+    def user_unhandled(self) -> list[int]:
+        return _user_unhandled(self.tree.semantics.columns, self._ends_by_exception)
 
     def __len__(self) -> int:
         return len(self.tree)
@@ -117,7 +144,7 @@ class FullExecution:
         return out
 
     def first_exception(self, start: int, end: int, filters: frozenset[str]) -> int | None:
-        return _first_exception(self.raised, self.uncaught, start, end, filters)
+        return _first_exception(functools.partial(_filter_points, self), start, end, filters)
 
     def close(self) -> None:
         pass
@@ -128,10 +155,22 @@ class SkeletonExecution:
         self.recording = recording
         self.tree: SkeletonTree = recording.tree
         tree = self.tree
-        import numpy as np
+        self.raised = np.flatnonzero((tree.kinds == EXCEPTION) | tree.caught_flags).tolist()
 
-        self.raised = np.flatnonzero((tree.kinds == 3) | tree.caught_flags).tolist()
-        self.uncaught = _uncaught(tree.event, lambda k: int(tree.depth[tree.invs[k]]), len(tree))
+    @functools.cached_property
+    def _ends_by_exception(self) -> bool:
+        return _ends_by_exception(self.recording.outcome, lambda: self.state(self.last))
+
+    @functools.cached_property
+    def uncaught(self) -> list[int]:
+        if not self._ends_by_exception:
+            return []
+        tree = self.tree
+        return _uncaught(tree.event, lambda k: int(tree.depth[tree.invs[k]]), len(tree))
+
+    @functools.cached_property
+    def user_unhandled(self) -> list[int]:
+        return _user_unhandled(self.tree.semantics.columns, self._ends_by_exception)
 
     def __len__(self) -> int:
         return len(self.tree)
@@ -178,10 +217,34 @@ class SkeletonExecution:
         return tuple(self.recording.output_between(start, end))
 
     def first_exception(self, start: int, end: int, filters: frozenset[str]) -> int | None:
-        return _first_exception(self.raised, self.uncaught, start, end, filters)
+        return _first_exception(functools.partial(_filter_points, self), start, end, filters)
 
     def close(self) -> None:
         self.recording.close()
+
+
+def _filter_points(execution: FullExecution | SkeletonExecution, kind: str) -> list[int]:
+    """The events where the exception filter `kind` stops, in run order (none for an unknown kind)."""
+    if kind == "raised":
+        return execution.raised
+    if kind == "uncaught":
+        return execution.uncaught
+    if kind == "userUnhandled":
+        return execution.user_unhandled
+    return []
+
+
+def _ends_by_exception(outcome: Any, last_state: Callable[[], State]) -> bool:
+    """Whether the recording's last event is the exception that ends the program: the program
+    raised, or exited by a SystemExit that left the traced code. A program that ended otherwise
+    (pytest catching a failing test and exiting with its own code, a run cut at a limit) caught
+    whatever exception its last traced event shows. Without an outcome, the last event says."""
+    if outcome is None or outcome.kind == "raised":
+        return True
+    if outcome.kind == "exited":
+        last = last_state()
+        return last.event == "exception" and (last.value or "").startswith("SystemExit")
+    return False
 
 
 def _uncaught(event: Callable[[int], str], depth: Callable[[int], int], total: int) -> list[int]:
@@ -195,13 +258,22 @@ def _uncaught(event: Callable[[int], str], depth: Callable[[int], int], total: i
     return [k]
 
 
-def _first_exception(
-    raised: list[int], uncaught: list[int], start: int, end: int, filters: frozenset[str]
-) -> int | None:
+def _user_unhandled(columns: Columns, ends_by_exception: bool) -> list[int]:
+    """Exception exits of invocations with no traced caller (the exception goes on into code that
+    is not the user's), less the last event when it is the exception that ends the program."""
+    exits = np.flatnonzero(columns.kinds == EXCEPTION)
+    top = exits[columns.parent[columns.invs[exits]] < 0].tolist()
+    if ends_by_exception and top and top[-1] == len(columns.kinds) - 1:
+        top.pop()
+    return top
+
+
+def _first_exception(points: Callable[[str], list[int]], start: int, end: int, filters: frozenset[str]) -> int | None:
+    """The first event after `start` up to `end` where one of the filters stops."""
     found = None
     for kind in filters:
-        points = raised if kind == "raised" else uncaught
-        k = bisect_right(points, start)
-        if k < len(points) and points[k] <= end and (found is None or points[k] < found):
-            found = points[k]
+        at = points(kind)
+        k = bisect_right(at, start)
+        if k < len(at) and at[k] <= end and (found is None or at[k] < found):
+            found = at[k]
     return found
