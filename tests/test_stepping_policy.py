@@ -8,7 +8,7 @@ import textwrap
 import pytest
 
 from neural_dap.core.actions import Action
-from neural_dap.core.state import Frame
+from neural_dap.core.state import Frame, State
 from neural_dap.core.world import Stop
 from neural_dap.debugger.stepping import UnknownExecution, drive
 from neural_dap.trace.recorder import Program, record
@@ -117,3 +117,33 @@ async def test_continue_to_a_breakpoint_and_goto(world):
 async def test_an_unknown_request_is_refused():
     with pytest.raises(UnknownExecution):
         await drive("fly", None, None, ())  # type: ignore[arg-type]
+
+
+async def test_goto_searches_backwards_when_the_line_ahead_is_another_files():
+    """Forward, the goto ends at the end of the run, which happens to be the same line number in
+    another file: that is not the target, so its last run before is looked for."""
+
+    def stop_at(path: str, line: int, **flags: bool) -> Stop:
+        state = State("line", line, "", "f", 0, 1, path=path)
+        return Stop(state=state, stack=(Frame("f", line, "", 1, path),), **flags)
+
+    landed = {
+        "breakpoint": stop_at("/other.py", 5, at_end=True),
+        "inv_breakpoint": stop_at("/target.py", 5, hit_breakpoint=True),
+    }
+    actions: list[Action] = []
+
+    async def act(action: Action, interrupt: bool) -> Stop:
+        actions.append(action)
+        return landed[action.kind]
+
+    outcome = await drive("goto", stop_at("/target.py", 9), act, (), line=5, path="/target.py")
+    assert [a.kind for a in actions] == ["breakpoint", "inv_breakpoint"]
+    assert actions[1].targets == (("/target.py", 5),)
+    assert (outcome.stop.state.path, outcome.stop.state.line, outcome.reason) == ("/target.py", 5, "goto")
+
+    actions.clear()
+    landed["breakpoint"] = stop_at("/target.py", 5, hit_breakpoint=True)
+    outcome = await drive("goto", stop_at("/target.py", 9), act, (), line=5, path="/target.py")
+    assert [a.kind for a in actions] == ["breakpoint"]  # found ahead, in its own file: no search back
+    assert outcome.stop.state.path == "/target.py"

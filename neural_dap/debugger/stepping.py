@@ -98,7 +98,7 @@ async def drive(
     elif kind == "goto":
         assert line is not None
         stop = await act(Action("breakpoint", ((path, line),)), False)
-        if stop.state.line != line:
+        if stop.state.line != line or (path and stop.state.path != path):  # not there ahead: its last run
             stop = await act(Action("inv_breakpoint", ((path, line),)), False)
         reason = "goto"
     else:
