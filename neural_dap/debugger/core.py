@@ -15,7 +15,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, Protocol, TypeVar, runtime_checkable
 
 import anyio
 import anyio.abc
@@ -30,6 +30,7 @@ from neural_dap.debugger.stepping import FORWARD, Outcome, UnknownExecution, dri
 log = logging.getLogger("neural_dap.debugger")
 
 WorldFactory = Callable[[LaunchSpec], WorldModel]
+T = TypeVar("T")
 
 # Conditions and log points run at every hit, inside a step: each gets a small budget of its own.
 CONDITION_BUDGET = Budget(steps=20_000, seconds=0.1)
@@ -41,6 +42,13 @@ class KnowsHits(Protocol):
     """An exact world that can say which execution of its line a stop is (1 for the first)."""
 
     def hit_number(self, stop: Stop) -> int | None: ...
+
+
+@runtime_checkable
+class Travels(Protocol):
+    """An exact world that can move to any event of its run."""
+
+    async def travel(self, index: int, output_from: int | None = None) -> Stop: ...
 
 
 class Busy(Exception):
@@ -311,6 +319,36 @@ class Debugger:
         if self._stop is None:
             raise WorldError("the program has not been launched")
         return self._stop
+
+    # -- the whole run (debugger/history.py) ---------------------------------------------------------
+    async def ask(self, fn: Callable[..., T], *args: Any) -> T:
+        """Run a question about the whole recording (`fn(*args)`, blocking: it may rebuild states) in
+        a worker thread, while no execution request moves the world (they share its windows)."""
+        if self.world is None:
+            raise WorldError("no program has been launched")
+        async with self._lock:
+            try:
+                return await anyio.to_thread.run_sync(lambda: fn(*args))
+            except ValueError as exc:  # a QueryError: a question this recording cannot answer
+                raise WorldError(str(exc)) from None
+
+    async def travel(self, index: int) -> Report:
+        """Move the current stop to event `index` of the run (reason `goto`): a moment a query found."""
+        world = self.world
+        if world is None:
+            raise WorldError("no program has been launched")
+        if not isinstance(world, Travels):
+            raise WorldError(f"the {world.name} world cannot travel to a moment of the run")
+        if self._lock.locked():
+            raise Busy("the program is already running; pause it first")
+
+        async def move() -> Outcome:
+            stop = await world.travel(index)
+            self._collect_output(stop)
+            self._stop = stop
+            return Outcome(stop, "goto")
+
+        return await self._run(move)
 
     # -- values ---------------------------------------------------------------------------------------
     async def evaluate(self, expression: str, names: dict[str, str], frame: int | None = None) -> Evaluated:

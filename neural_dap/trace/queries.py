@@ -62,6 +62,17 @@ class RecordingQueries:
         ends = cols.end_index[chosen].tolist()
         return [(int(s), int(e) if e >= 0 else None) for s, e in zip(starts, ends, strict=True)]
 
+    def call_events(self, function: str, path: str = "") -> tuple[np.ndarray, np.ndarray]:
+        """Vectorised `calls`: the invocation numbers of every call of `function` (of that file, if
+        `path` is given) in run order, and their terminal events (-1: not ended)."""
+        cols = self.semantics.columns
+        codes = [k for k, (name, code_path) in enumerate(cols.codes) if name == function and path in ("", code_path)]
+        if not codes:
+            empty = np.zeros(0, dtype=np.int64)
+            return empty, empty
+        chosen = np.flatnonzero(np.isin(cols.code_of, codes))
+        return chosen, cols.end_index[chosen]
+
     def changes(self, name: str, invocation: int | None = None, start: int = 0, end: int | None = None) -> list[int]:
         """The events from `start` to `end` (inclusive; default: the last) at which local `name`'s
         value (its repr) differs from its value at the previous event of the same invocation:

@@ -203,6 +203,17 @@ class RecordedWorld:
         self.index = natural
         return await self._stop(natural, output=execution.output(start, natural) if forward else ())
 
+    async def travel(self, index: int, output_from: int | None = None) -> Stop:
+        """Move to any event of the run (a moment a query found). Moving forward hands over the
+        output written on the way (from `output_from`, default the current event)."""
+        execution = self._require()
+        if not 0 <= index <= execution.last:
+            raise WorldError(f"there is no event {index}: the run has events 0 to {execution.last}")
+        start = self.index if output_from is None else output_from
+        stop = await self._stop(index, output=execution.output(start, index) if index > start else ())
+        self.index = index
+        return stop
+
     async def _stop(
         self, i: int, output: tuple = (), hit_exception: bool = False, hit_breakpoint: bool = False
     ) -> Stop:

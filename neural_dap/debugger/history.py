@@ -1,0 +1,679 @@
+"""Ask the recording: whole-run questions about values, calls and lines, for every front end.
+
+Protocol-free and typed (msgspec Structs); DAP (`dap/session.py`), the terminal (`cli/debug_cmd.py`)
+and MCP call the same functions. Every answer is a `Page` (`start`, `count`, `total`), so a caller
+knows what was left out and a long run costs only the page asked for: the events are found first,
+vectorised over the recording's columns (`trace/queries.py`), and only the page's states are
+materialised (a skeleton recording rebuilds states from checkpoints, a window at a time).
+
+What a value's "change" is: the expression (a local, an attribute path `self.items`, an item
+`d["k"]` / `xs[3]`, resolved through the recorded structured values) differs from its value at the
+invocation's previous event. A line event shows the locals before its line runs, so the change is
+dated at the event after the statement that made it (where a data breakpoint stops); binding the
+arguments shows at the call event (old value None: not bound).
+
+Which invocations: `value_history` covers every invocation of the frame's function (a user asking
+"how did `total` evolve" in a recursive or often-called function wants all of them), each row
+naming its invocation and which call of the function it is; `last_change` ("who set this") answers
+for the frame's own invocation, the value the user is looking at.
+
+How changes are found without rebuilding every state: a local can only be rebound by a line that
+names it, and an object it holds can only be changed in place by code that reaches it. The
+candidate events are therefore the invocation's events right after a line that names the root of
+the expression (its source, by the AST), plus the call events; a full recording adds every event
+whose recorded changes name it (which also catches a change made through another name). Where
+the value is immutable (a number, a string, a tuple of them), only the lines that *store* the name
+are candidates until it is rebound. Each candidate is checked by comparing the two states. Limit:
+in a skeleton recording, an object changed in place only through another name (an alias, a
+callee that kept a reference) shows at the next line that names it, not where it happened.
+A skeleton answer checks at most `MAX_CHECKED` candidates per call; a page past that is refused
+with a message, and the next call goes on from where the last one stopped (progress is kept).
+"""
+
+from __future__ import annotations
+
+import ast
+import threading
+import weakref
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
+
+import msgspec
+import numpy as np
+
+from neural_dap.core import reprs
+from neural_dap.core.evaluator import Budget, evaluate
+from neural_dap.core.state import State, Value
+from neural_dap.core.world import WorldError
+from neural_dap.debugger.breakpoints import interpolate
+from neural_dap.trace.actions import CALL, EXCEPTION, LINE, positions
+from neural_dap.trace.execution import FullExecution, SkeletonExecution
+from neural_dap.trace.queries import MAX_MATERIALISED_SPAN, QueryError, RecordingQueries
+
+if TYPE_CHECKING:
+    from neural_dap.debugger.core import Debugger, Report
+
+T = TypeVar("T")
+
+MAX_CHECKED = MAX_MATERIALISED_SPAN  # candidates a skeleton checks in one call
+LOG_BUDGET = Budget(steps=20_000, seconds=0.1)
+_CHUNK = 4096
+
+
+class Moment(msgspec.Struct, frozen=True):
+    """A point of the run: its event index on the timeline (`Stop.index`) and where it is."""
+
+    index: int
+    path: str
+    line: int
+    function: str
+
+
+class Change(msgspec.Struct, frozen=True):
+    """The expression's value changed at `moment` (dated at the event after the statement that
+    changed it); None: not bound (no such local, attribute or item)."""
+
+    moment: Moment
+    old: str | None
+    new: str | None
+    invocation: int = 0  # the recorder's invocation id (as a stack frame shows it)
+    call: int = 0  # which call of the function this invocation is (1: the first)
+
+
+class Call(msgspec.Struct, frozen=True):
+    """One call of a function: its arguments (the call state's locals), how it ended, when."""
+
+    function: str
+    moment: Moment  # the call event
+    returned: Moment | None  # the return or exception event; None: it had not ended when the recording did
+    arguments: dict[str, str]
+    value: str | None = None  # the return value (or the exception, if `raised`)
+    raised: bool = False
+    depth: int = 0
+    invocation: int = 0
+    call: int = 0  # 1 for the function's first call
+
+
+class LogLine(msgspec.Struct, frozen=True):
+    """A log message evaluated at one past execution of its line."""
+
+    moment: Moment
+    hit: int  # which execution of the line (1: the first)
+    text: str
+
+
+class Page(msgspec.Struct, Generic[T], frozen=True):
+    """Items `start` .. `start + len(items)` of `total`. `total_exact` is false where counting every
+    item would mean rebuilding the whole run (a skeleton's value changes): `total` is then an upper
+    bound (the changes found so far plus the candidates not checked yet)."""
+
+    items: list[T]
+    start: int
+    count: int  # as asked
+    total: int
+    total_exact: bool = True
+
+
+# -- the debugger side ------------------------------------------------------------------------------
+
+
+def queries_of(debugger: Debugger) -> RecordingQueries:
+    world = debugger.world
+    if world is None:
+        raise WorldError("no program has been launched")
+    queries = getattr(world, "queries", None)
+    if not isinstance(queries, RecordingQueries):
+        raise WorldError(
+            f"the {world.name} world cannot be asked about the whole run: only an exact recording "
+            "(world 'recorded') keeps it"
+        )
+    return queries
+
+
+def _frame_target(debugger: Debugger, frame: int) -> tuple[int, int]:
+    """(event index of the frame's latest event, the frame's invocation number in the columns)."""
+    stop = debugger.stop
+    if stop is None:
+        raise WorldError("the program has not been launched")
+    execution = queries_of(debugger).execution
+    stack = execution.tree.stack(stop.index)  # type: ignore[attr-defined]
+    if not 0 <= frame < len(stack):
+        raise WorldError(f"no frame {frame} at this stop")
+    event = int(stack[frame])
+    return event, int(execution.semantics.columns.invs[event])
+
+
+async def value_history(
+    debugger: Debugger, expression: str, *, frame: int = 0, start: int = 0, count: int = 100
+) -> Page[Change]:
+    """Every change of `expression` over the whole run, in every invocation of the frame's function."""
+    queries = queries_of(debugger)
+    event, _inv = _frame_target(debugger, frame)
+    track = history_of(queries).track(expression, int(queries.semantics.columns.invs[event]))
+    return await debugger.ask(track.page, start, count)
+
+
+async def last_change(
+    debugger: Debugger, expression: str, *, frame: int = 0, before: int | None = None
+) -> Change | None:
+    """Where the frame's invocation last changed `expression`, at or before the current stop (or
+    event `before`): who set the value the user is looking at. None: never (in this invocation)."""
+    queries = queries_of(debugger)
+    event, inv = _frame_target(debugger, frame)
+    track = history_of(queries).track(expression, inv)
+    at = event if before is None else min(before, event)
+    return await debugger.ask(track.previous, at, inv)
+
+
+async def calls(debugger: Debugger, function: str, *, start: int = 0, count: int = 100) -> Page[Call]:
+    """Every call of `function` (a name; `path:name` for one file's), in run order."""
+    queries = queries_of(debugger)
+    return await debugger.ask(history_of(queries).calls, function, start, count)
+
+
+async def logpoint(
+    debugger: Debugger, path: str, line: int, message: str, *, start: int = 0, count: int = 100
+) -> Page[LogLine]:
+    """A log message (`{expr}` parts, as DAP log points) at every past execution of (path, line),
+    evaluated over that state's values by the safe evaluator."""
+    queries = queries_of(debugger)
+    return await debugger.ask(history_of(queries).logpoint, path, line, message, start, count)
+
+
+async def travel(debugger: Debugger, index: int) -> Report:
+    """Move the current stop to any event of the run (reason `goto`)."""
+    queries_of(debugger)
+    return await debugger.travel(index)
+
+
+# -- the recording side (synchronous: run in a worker thread, under the debugger's lock) -------------
+
+
+_HISTORIES: weakref.WeakKeyDictionary[RecordingQueries, History] = weakref.WeakKeyDictionary()
+_HISTORIES_LOCK = threading.Lock()
+
+
+def history_of(queries: RecordingQueries) -> History:
+    with _HISTORIES_LOCK:
+        found = _HISTORIES.get(queries)
+        if found is None:
+            found = _HISTORIES[queries] = History(queries)
+        return found
+
+
+class History:
+    """Whole-run answers over one recording, with the indices they need kept between calls."""
+
+    def __init__(self, queries: RecordingQueries) -> None:
+        self.queries = queries
+        self.execution = queries.execution
+        self.semantics = queries.semantics
+        self.columns = queries.semantics.columns
+        self._tracks: dict[tuple[str, int], Track] = {}  # (expression, code) -> track
+        self._own: dict[int, np.ndarray] = {}  # code -> the events of its invocations
+
+    def moment(self, i: int) -> Moment:
+        cols = self.columns
+        name, path = cols.codes[int(cols.code_of[cols.invs[i]])]
+        return Moment(int(i), path, int(cols.lines[i]), name)
+
+    def state(self, i: int) -> State:
+        return self.execution.state(int(i))
+
+    @property
+    def skeleton(self) -> bool:
+        return isinstance(self.execution, SkeletonExecution)
+
+    def track(self, expression: str, inv: int) -> Track:
+        code = int(self.columns.code_of[inv])
+        key = (expression.strip(), code)
+        found = self._tracks.get(key)
+        if found is None:
+            found = self._tracks[key] = Track(self, expression.strip(), code)
+        return found
+
+    def own_events(self, code: int) -> np.ndarray:
+        """The events of every invocation of one code (its own, not its callees'), in run order."""
+        found = self._own.get(code)
+        if found is None:
+            cols = self.columns
+            invs = np.flatnonzero(cols.code_of == code)
+            if len(invs) == 1:
+                inv = int(invs[0])
+                a = int(cols.call_index[inv])
+                b = int(cols.end_index[inv]) if cols.end_index[inv] >= 0 else len(cols.invs) - 1
+                found = positions(cols.invs[a : b + 1] == inv) + a
+            else:
+                found = positions(np.isin(cols.invs, invs))
+            self._own[code] = found
+        return found
+
+    def call_ordinal(self, inv: int) -> int:
+        cols = self.columns
+        same = np.flatnonzero(cols.code_of == cols.code_of[inv])
+        return int(np.searchsorted(same, inv)) + 1
+
+    # -- calls ----------------------------------------------------------------------------------------
+    def call_events(self, function: str) -> tuple[np.ndarray, np.ndarray]:
+        path, _, name = function.rpartition(":")
+        return self.queries.call_events(name, path)
+
+    def calls(self, function: str, start: int, count: int) -> Page[Call]:
+        invs, _ = self.call_events(function)
+        start, count = max(0, start), max(0, count)
+        cols = self.columns
+        items = []
+        for inv in invs[start : start + count].tolist():
+            begin, end = int(cols.call_index[inv]), int(cols.end_index[inv])
+            first = self.state(begin)
+            last = self.state(end) if end >= 0 else None
+            items.append(
+                Call(
+                    function=first.function,
+                    moment=self.moment(begin),
+                    returned=self.moment(end) if end >= 0 else None,
+                    arguments=dict(first.locals),
+                    value=last.value if last is not None else None,
+                    raised=end >= 0 and int(cols.kinds[end]) == EXCEPTION,
+                    depth=first.depth,
+                    invocation=first.invocation,
+                    call=int(np.searchsorted(invs, inv)) + 1,
+                )
+            )
+        return Page(items, start, count, len(invs))
+
+    # -- log points -----------------------------------------------------------------------------------
+    def logpoint(self, path: str, line: int, message: str, start: int, count: int) -> Page[LogLine]:
+        hits = self.queries.hits(path, line)
+        start, count = max(0, start), max(0, count)
+        items = []
+        for k, i in enumerate(hits[start : start + count].tolist(), start + 1):
+            names = dict(self.state(i).locals)
+            text = interpolate(message, lambda e, names=names: evaluate(e, names, LOG_BUDGET))  # type: ignore[misc]
+            items.append(LogLine(self.moment(i), k, text))
+        return Page(items, start, count, len(hits))
+
+
+# -- one expression's changes ---------------------------------------------------------------------------
+
+
+class Candidates(msgspec.Struct):
+    """The events where an expression may have changed, in run order, with for each the event it is
+    compared with (-1 at a call: nothing was bound before), whether it may rebind the name, and its
+    invocation."""
+
+    events: np.ndarray
+    before: np.ndarray
+    store: np.ndarray
+    invs: np.ndarray
+
+    def of(self, inv: int) -> Candidates:
+        picked = np.flatnonzero(self.invs == inv)
+        return Candidates(self.events[picked], self.before[picked], self.store[picked], self.invs[picked])
+
+
+class Track:
+    """The changes of one expression in the invocations of one code."""
+
+    def __init__(self, history: History, expression: str, code: int) -> None:
+        self.history = history
+        self.expression = expression
+        self.path = parse_path(expression)
+        self.root = self.path[0]
+        self.plain = len(self.path) == 1
+        self.code = code
+        cols = history.columns
+        self.function, self.file = cols.codes[code]
+        self._candidates()
+        self._lock = threading.Lock()
+        # value_history's progress, kept between pages: changes found, the next candidate to check
+        self.found: list[Change] = []
+        self.next = 0
+        self.mutable_now: dict[int, bool] = {}  # per invocation, while scanning forward from the start
+
+    # -- the candidates -------------------------------------------------------------------------------
+    def _candidates(self) -> None:
+        history = self.history
+        cols = history.columns
+        own = history.own_events(self.code)
+        touching, storing = name_lines(history.execution, self.file, self.function, self.root)
+        kinds = cols.kinds[own]
+        lines = cols.lines[own]
+        invs = cols.invs[own]
+        same = invs[1:] == invs[:-1] if len(own) > 1 else np.zeros(0, dtype=bool)
+        at_line = kinds[:-1] == LINE if len(own) > 1 else np.zeros(0, dtype=bool)
+        after_touch = np.zeros(len(own), dtype=bool)
+        after_store = np.zeros(len(own), dtype=bool)
+        if len(own) > 1:
+            after_touch[1:] = same & at_line & np.isin(lines[:-1], list(touching))
+            after_store[1:] = same & at_line & np.isin(lines[:-1], list(storing))
+        calls = kinds == CALL
+        logged = np.zeros(len(own), dtype=bool)
+        execution = history.execution
+        if isinstance(execution, FullExecution):
+            changes = execution.recording.log.changes
+            root = self.root
+            logged_events = [k for k in own.tolist() if (c := changes[k]) and root in c[::2]]
+            logged = np.isin(own, logged_events)
+        chosen = np.flatnonzero(after_touch | calls | logged)
+        self.all = Candidates(
+            events=own[chosen],
+            before=np.where(calls[chosen], -1, own[np.maximum(chosen - 1, 0)]),
+            store=(after_store | calls | logged)[chosen],
+            invs=invs[chosen],
+        )
+
+    # -- values ---------------------------------------------------------------------------------------
+    def value(self, i: int) -> str | None:
+        if i < 0:
+            return None
+        return resolve(self.history.state(i), self.path)
+
+    def _check(self, c: Candidates, j: int) -> tuple[str | None, str | None]:
+        return self.value(int(c.before[j])), self.value(int(c.events[j]))
+
+    def _change(self, c: Candidates, j: int, old: str | None, new: str | None) -> Change:
+        history = self.history
+        i = int(c.events[j])
+        inv = int(c.invs[j])
+        return Change(history.moment(i), old, new, history.state(i).invocation, history.call_ordinal(inv))
+
+    def _next_needed(self, c: Candidates, j: int, size: int, mutable: dict[int, bool], forward: bool) -> int:
+        """The first candidate from j on (in the direction) that must be checked: one that may rebind
+        the name, or one of an invocation whose value may be mutable. -1: none is left."""
+        n = len(c.events)
+        frozen_invs = [inv for inv, m in mutable.items() if not m] if self.plain else []
+        if not frozen_invs:
+            return j if 0 <= j < n else -1
+        frozen = np.array(frozen_invs, dtype=c.invs.dtype)
+        while 0 <= j < n:
+            a, b = (j, min(n, j + size)) if forward else (max(0, j - size + 1), j + 1)
+            hits = np.flatnonzero(c.store[a:b] | ~np.isin(c.invs[a:b], frozen))
+            if len(hits):
+                return a + int(hits[0] if forward else hits[-1])
+            j = b if forward else a - 1
+            size = min(size * 8, 1 << 22)
+        return -1
+
+    # -- forward: the history -------------------------------------------------------------------------
+    def page(self, start: int, count: int) -> Page[Change]:
+        start, count = max(0, start), max(0, count)
+        c = self.all
+        n = len(c.events)
+        with self._lock:
+            checked = 0
+            while len(self.found) < start + count and self.next < n:
+                j = self._next_needed(c, self.next, _CHUNK, self.mutable_now, True)
+                if j < 0:
+                    self.next = n
+                    break
+                if self.history.skeleton and checked >= MAX_CHECKED:
+                    raise QueryError(
+                        f"a skeleton recording rebuilds states to find changes: this page needs more than "
+                        f"{MAX_CHECKED} candidate events checked; ask again to go on from event "
+                        f"{int(c.events[j])} ({len(self.found)} changes found so far)"
+                    )
+                old, new = self._check(c, j)
+                checked += 1
+                self.mutable_now[int(c.invs[j])] = not immutable(new)
+                if old != new:
+                    self.found.append(self._change(c, j, old, new))
+                self.next = j + 1
+            done = self.next >= n
+            items = self.found[start : start + count]
+            total = len(self.found) + (0 if done else n - self.next)
+            return Page(items, start, count, total, done)
+
+    def next_change(self, after: int, scope: int | None = None) -> Change | None:
+        """The first change at an event after `after` (of invocation `scope`, or of any)."""
+        return self._scan(after, True, scope)
+
+    def previous(self, at: int, scope: int | None = None) -> Change | None:
+        """The last change at or before event `at` (of invocation `scope`, or of any)."""
+        return self._scan(at, False, scope)
+
+    def _scan(self, at: int, forward: bool, scope: int | None) -> Change | None:
+        c = self.all if scope is None else self.all.of(scope)
+        n = len(c.events)
+        j = int(np.searchsorted(c.events, at, side="right"))
+        j = j if forward else j - 1
+        mutable: dict[int, bool] = {}
+        if not forward and scope is not None and int(self.history.columns.invs[at]) == scope:
+            mutable[scope] = not immutable(self.value(at))  # the value seen there: rebound since?
+        checked = 0
+        while 0 <= j < n:
+            j = self._next_needed(c, j, 64, mutable, forward)
+            if j < 0:
+                return None
+            if self.history.skeleton and checked >= MAX_CHECKED:
+                raise QueryError(
+                    f"a skeleton recording rebuilds states to find changes: no change of {self.expression!r} "
+                    f"within {MAX_CHECKED} candidate events of event {at}"
+                )
+            old, new = self._check(c, j)
+            checked += 1
+            if old != new:
+                return self._change(c, j, old, new)
+            mutable[int(c.invs[j])] = not immutable(new if forward else old)
+            j = j + 1 if forward else j - 1
+        return None
+
+
+def immutable(text: str | None) -> bool:
+    """Whether a value (as repr text) cannot change in place: a number, a string, None, a tuple of them."""
+    if text is None:
+        return True
+    value = reprs.parse_repr(text)
+    return _immutable(value)
+
+
+def _immutable(value: object) -> bool:
+    if value is None or isinstance(value, (bool, int, float, complex, str, bytes)):
+        return True
+    if isinstance(value, (tuple, frozenset)):
+        return all(_immutable(v) for v in value)
+    return False
+
+
+# -- expressions: a local, an attribute path, an item --------------------------------------------------
+
+
+def parse_path(expression: str) -> tuple[Any, ...]:
+    """`self.items["k"][0]` -> ("self", (".", "items"), ("[]", "k"), ("[]", 0)). Only a local and
+    attribute or literal-key steps are accepted: anything else is not a location that can change."""
+    try:
+        node = ast.parse(expression.strip(), mode="eval").body
+    except SyntaxError:
+        raise WorldError(f"{expression!r} is not an expression") from None
+    steps: list[Any] = []
+    while True:
+        if isinstance(node, ast.Attribute):
+            steps.append((".", node.attr))
+            node = node.value
+        elif isinstance(node, ast.Subscript):
+            try:
+                key = ast.literal_eval(node.slice)
+            except ValueError:
+                raise WorldError(
+                    f"{expression!r}: an item's key must be a literal (xs[3], d['k']), not {ast.unparse(node.slice)}"
+                ) from None
+            steps.append(("[]", key))
+            node = node.value
+        elif isinstance(node, ast.Name):
+            return (node.id, *reversed(steps))
+        else:
+            raise WorldError(
+                f"{expression!r} is not a local, an attribute path or an item (x, self.items, d['k'], xs[3])"
+            )
+
+
+def resolve(state: State, path: tuple[Any, ...]) -> str | None:
+    """The expression's value (as repr text) at one state, None where it does not exist."""
+    root = path[0]
+    text = state.locals.get(root)
+    if text is None:
+        return None
+    structured: Value | None = state.values.get(root)
+    parsed: object = reprs.parse_repr(text) if structured is None else None
+    for kind, key in path[1:]:
+        if structured is not None:
+            child = _child(structured, kind, key)
+            if child is None:
+                return None
+            structured = child
+            if not child.children:  # a leaf: go on over its parsed repr (a container's items)
+                parsed, structured = reprs.parse_repr(child.repr), None
+            continue
+        try:
+            if kind == ".":
+                parsed = parsed.attribute(key) if isinstance(parsed, reprs.ObjectRepr) else None
+                if parsed is None:
+                    return None
+            else:
+                parsed = parsed[key]  # type: ignore[index]
+        except (KeyError, IndexError, TypeError, AttributeError):
+            return None
+    if structured is not None:
+        return shown(structured)
+    return reprs.show(parsed)
+
+
+def shown(value: Value) -> str:
+    """An object's repr with its recorded fields, so a change of a field is a change of the object:
+    `<Bag object> (items=[0, 1], count=2)`."""
+    if not value.children:
+        return value.repr
+    fields = ", ".join(f"{name}={child.repr}" for name, child in value.children)
+    return f"{value.repr} ({fields}{', ...' if value.more else ''})"
+
+
+def _child(value: Value, kind: str, key: Any) -> Value | None:
+    names = {key} if kind == "." else {repr(key), str(key), f"[{key!r}]", f"[{key}]"}
+    for name, child in value.children:
+        if name in names:
+            return child
+    return None
+
+
+def name_lines(execution: Any, path: str, function: str, name: str) -> tuple[set[int], set[int]]:
+    """The lines of `function` in `path` whose statements name `name` (touching), and those that
+    bind or delete it (storing). The whole file where the function is the module."""
+    source = _source(execution, path)
+    if source is None:
+        return set(), set()
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return set(), set()
+    scopes: list[ast.AST] = []
+    if function == "<module>":
+        scopes = [tree]
+    else:
+        scopes = [
+            n
+            for n in ast.walk(tree)
+            if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and n.name == function
+        ]
+    touching: set[int] = set()
+    storing: set[int] = set()
+    for scope in scopes:
+        for stmt in _statements(scope):
+            for part in _headers(stmt):
+                for node in ast.walk(part):
+                    hit, store = _names(node, name)
+                    if hit:
+                        first = getattr(part, "lineno", None) or stmt.lineno
+                        last = getattr(part, "end_lineno", None) or first
+                        lines = set(range(first, last + 1))
+                        touching |= lines
+                        if store:
+                            storing |= lines
+    return touching, storing
+
+
+def _source(execution: Any, path: str) -> str | None:
+    recording = getattr(execution, "recording", None)
+    sources = getattr(recording, "sources", None) or {}
+    if sources.get(path):
+        return sources[path]
+    try:
+        with open(path, encoding="utf-8", errors="replace") as fh:
+            return fh.read()
+    except OSError:
+        return None
+
+
+def _statements(scope: ast.AST) -> list[ast.stmt]:
+    """The statements run by this scope's code (nested functions and classes are other codes);
+    `except E as name` counts as a statement binding name at its line."""
+    out: list[ast.stmt] = []
+    todo = list(getattr(scope, "body", []))
+    while todo:
+        stmt = todo.pop()
+        out.append(stmt)
+        if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            continue
+        for field in ("body", "orelse", "finalbody", "handlers", "cases"):
+            for child in getattr(stmt, field, []) or []:
+                if isinstance(child, ast.stmt):
+                    todo.append(child)
+                elif isinstance(child, ast.ExceptHandler):
+                    todo.extend(child.body)
+                    if child.name:
+                        out.append(_binding(child.name, child.lineno))
+                elif isinstance(child, ast.match_case):
+                    todo.extend(child.body)
+    return out
+
+
+def _binding(name: str, line: int) -> ast.stmt:
+    target = ast.Name(id=name, ctx=ast.Store(), lineno=line, end_lineno=line)
+    return ast.Assign(targets=[target], value=ast.Constant(None), lineno=line, end_lineno=line)
+
+
+def _headers(stmt: ast.stmt) -> list[ast.AST]:
+    """The parts of a statement that run at its own lines (a compound statement's body does not)."""
+    if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+        return [_binding(stmt.name, stmt.lineno), *stmt.decorator_list]
+    if isinstance(stmt, (ast.For, ast.AsyncFor)):
+        return [stmt.target, stmt.iter]
+    if isinstance(stmt, (ast.While, ast.If)):
+        return [stmt.test]
+    if isinstance(stmt, (ast.With, ast.AsyncWith)):
+        return list(stmt.items)
+    if isinstance(stmt, ast.Try) or type(stmt).__name__ == "TryStar":
+        return []
+    if isinstance(stmt, ast.Match):
+        return [stmt.subject] + [c.pattern for c in stmt.cases]
+    return [stmt]
+
+
+def _names(node: ast.AST, name: str) -> tuple[bool, bool]:
+    """(names it, binds or deletes it) for one AST node."""
+    if isinstance(node, ast.Name) and node.id == name:
+        return True, not isinstance(node.ctx, ast.Load)
+    if isinstance(node, (ast.Import, ast.ImportFrom)):
+        bound = any((a.asname or a.name.split(".")[0]) == name for a in node.names)
+        return bound, bound
+    if isinstance(node, (ast.Global, ast.Nonlocal)) and name in node.names:
+        return True, True
+    if type(node).__name__ in ("MatchAs", "MatchStar") and getattr(node, "name", None) == name:
+        return True, True
+    return False, False
+
+
+__all__ = [
+    "Call",
+    "Change",
+    "History",
+    "LogLine",
+    "Moment",
+    "Page",
+    "Track",
+    "calls",
+    "history_of",
+    "last_change",
+    "logpoint",
+    "queries_of",
+    "travel",
+    "value_history",
+]
