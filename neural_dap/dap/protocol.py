@@ -84,6 +84,8 @@ class Capabilities(msgspec.Struct, rename="camel"):
     supports_set_variable: bool = False
     supports_loaded_sources_request: bool = False
     supports_single_thread_execution_requests: bool = False
+    # value changes in the recorded run (debugger/history.py); other worlds answer with no dataId
+    supports_data_breakpoints: bool = True
 
 
 class Breakpoint(_Wire):
@@ -266,6 +268,50 @@ class GotoArguments(_Wire):
     target_id: int
 
 
+class DataBreakpointInfoArguments(_Wire):
+    name: str
+    variables_reference: int | None = None
+    frame_id: int | None = None
+    mode: str | None = None
+
+
+class DataBreakpoint(_Wire):
+    data_id: str
+    access_type: str | None = None
+    condition: str | None = None
+    hit_condition: str | None = None
+
+
+class SetDataBreakpointsArguments(_Wire):
+    breakpoints: list[DataBreakpoint]
+
+
+# custom requests: questions asked of the whole recorded run (debugger/history.py)
+class ValueHistoryArguments(_Wire):
+    expression: str
+    frame_id: int | None = None
+    start: int = 0
+    count: int = 100
+
+
+class CallsArguments(_Wire):
+    function: str
+    start: int = 0
+    count: int = 100
+
+
+class TravelArguments(_Wire):
+    index: int
+
+
+class LogpointHistoryArguments(_Wire):
+    source: Source
+    line: int
+    log_message: str
+    start: int = 0
+    count: int = 100
+
+
 class CancelArguments(_Wire):
     request_id: int | None = None
     progress_id: str | None = None
@@ -370,6 +416,9 @@ SCHEMA_NAMES: dict[type, str] = {
     GotoTargetsArguments: "GotoTargetsArguments",
     GotoArguments: "GotoArguments",
     CancelArguments: "CancelArguments",
+    DataBreakpointInfoArguments: "DataBreakpointInfoArguments",
+    DataBreakpoint: "DataBreakpoint",
+    SetDataBreakpointsArguments: "SetDataBreakpointsArguments",
     DisconnectArguments: "DisconnectArguments",
     SourceArguments: "SourceArguments",
     StoppedEventBody: "StoppedEvent",

@@ -26,6 +26,7 @@ from neural_dap.dap import plain_run
 from neural_dap.dap import protocol as p
 from neural_dap.dap.framing import FramingProblem
 from neural_dap.dap.presentation import StopView
+from neural_dap.debugger import history
 from neural_dap.debugger.breakpoints import BreakpointSpec
 from neural_dap.debugger.core import Busy, Debugger, Report
 from neural_dap.debugger.launch import Launch, LaunchError, LaunchRequest, build_launch
@@ -80,6 +81,8 @@ class DebugSession:
         self.in_flight: dict[int, anyio.CancelScope] = {}
         self._open: set[int] = set()  # requests not answered yet
         self.goto_lines: dict[int, tuple[str, int]] = {}
+        self.goto_moments: dict[int, int] = {}  # gotoTargets' executions of a line: target id -> event
+        self.goto_ids = 0
         self.progress_counter = 0
         self._task_group: anyio.abc.TaskGroup | None = None
 
@@ -444,11 +447,22 @@ class DebugSession:
         if text is None or args.line not in SourceInfo(text, path).executable_lines:
             await self.respond(request, {"targets": []})
             return
-        target_id = len(self.goto_lines) + 1
+        self.goto_ids += 1
+        target_id = self.goto_ids
         self.goto_lines[target_id] = (path, args.line)
-        await self.respond(
-            request, {"targets": [p.GotoTarget(id=target_id, label=f"line {args.line}", line=args.line)]}
-        )
+        targets = [p.GotoTarget(id=target_id, label=f"line {args.line}", line=args.line)]
+        if self.debugger.exact and self.stop is not None:
+            # in a recording, each execution of the line is a moment to travel to
+            try:
+                page = await history.line_executions(self.debugger, path, args.line, count=100)
+            except WorldError:
+                page = None
+            for moment, hit, detail in page.items if page is not None else []:
+                self.goto_ids += 1
+                self.goto_moments[self.goto_ids] = moment.index
+                label = f"line {args.line}, hit {hit}" + (f" ({detail})" if detail else "")
+                targets.append(p.GotoTarget(id=self.goto_ids, label=label, line=args.line))
+        await self.respond(request, {"targets": targets})
 
     # -- execution ----------------------------------------------------------------------------------
     async def on_next(self, request: p.Request) -> None:
@@ -484,6 +498,9 @@ class DebugSession:
 
     async def on_goto(self, request: p.Request) -> None:
         args = self._args(request, p.GotoArguments)
+        if args.target_id in self.goto_moments:
+            await self._execute(request, "goto", run=lambda: self.debugger.travel(self.goto_moments[args.target_id]))
+            return
         target = self.goto_lines.get(args.target_id)
         if target is None:
             raise RequestError(f"unknown goto target {args.target_id}")
@@ -499,7 +516,14 @@ class DebugSession:
         if args.request_id is not None and args.request_id in self.in_flight:
             self.in_flight[args.request_id].cancel()
 
-    async def _execute(self, request: p.Request, kind: str, body: Any = None, **extra: Any) -> None:
+    async def _execute(
+        self,
+        request: p.Request,
+        kind: str,
+        body: Any = None,
+        run: Callable[[], Awaitable[Report]] | None = None,
+        **extra: Any,
+    ) -> None:
         """Run one execution request. An exact world answers at once and then stops; a predicted one
         answers when its prediction is in, so a failed prediction is an error response to the
         request itself (which every client shows) and the session stays at its last stop."""
@@ -514,7 +538,7 @@ class DebugSession:
             await self.respond(request, body)
         progress = None if answer_first else await self._progress_start(kind)
         try:
-            report = await self.debugger.execute(kind, **extra)
+            report = await (run() if run is not None else self.debugger.execute(kind, **extra))
         except Busy as exc:
             raise RequestError(str(exc)) from None
         except UnknownExecution as exc:
@@ -607,6 +631,106 @@ class DebugSession:
     # -- custom requests ------------------------------------------------------------------------------
     async def on_session_summary(self, request: p.Request) -> None:
         await self.respond(request, self.debugger.summary())
+
+    # -- data breakpoints and questions about the whole recorded run (debugger/history.py) ------------
+    def _frame_depth(self, frame_id: int | None) -> int:
+        """The stack index (0: innermost) of a DAP frame id at the current stop."""
+        view = self._require_view()
+        frame = view.frame(frame_id)
+        if frame is None:
+            raise RequestError(f"no frame {frame_id} at this stop")
+        return next((k for k, f in enumerate(view.stop.stack) if f.invocation == frame.invocation), 0)
+
+    async def on_data_breakpoint_info(self, request: p.Request) -> None:
+        args = self._args(request, p.DataBreakpointInfoArguments)
+        view = self._require_view()
+        expression, frame_id = args.name, args.frame_id
+        node = view.handles.get(args.variables_reference) if args.variables_reference else None
+        if node is not None and node.kind in ("locals", "globals"):
+            frame_id = node.target.id  # type: ignore[attr-defined]
+        elif node is not None:  # an attribute or item of an expanded value: its evaluateName
+            child = next(
+                (v for v in view.variables(args.variables_reference or 0) if v.name == args.name and v.evaluate_name),
+                None,
+            )
+            expression = child.evaluate_name if child is not None and child.evaluate_name else args.name
+        data_id, description = self.debugger.data_breakpoint_info(expression, self._frame_depth(frame_id))
+        body: dict[str, Any] = {"dataId": data_id, "description": description}
+        if data_id is not None:
+            body.update({"accessTypes": ["write"], "canPersist": False})
+        await self.respond(request, body)
+
+    async def on_set_data_breakpoints(self, request: p.Request) -> None:
+        args = self._args(request, p.SetDataBreakpointsArguments)
+        refused: dict[int, str] = {}
+        wanted = []
+        for k, bp in enumerate(args.breakpoints):
+            if bp.access_type not in (None, "write"):
+                refused[k] = (
+                    f"only writes can be watched: a recording keeps values, not the reads of them ({bp.access_type})"
+                )
+            else:
+                wanted.append((k, bp.data_id))
+        results = self.debugger.set_data_breakpoints([data_id for _, data_id in wanted])
+        by_index = dict(zip((k for k, _ in wanted), results, strict=True))
+        out = []
+        for k in range(len(args.breakpoints)):
+            result = by_index.get(k, refused.get(k, ""))
+            if isinstance(result, str):
+                out.append(p.Breakpoint(verified=False, message=result, reason="failed"))
+            else:
+                message = f"{result.expression} in {result.function}"
+                out.append(p.Breakpoint(verified=True, id=result.id, message=message))
+        await self.respond(request, {"breakpoints": out})
+
+    async def on_value_history(self, request: p.Request) -> None:
+        args = self._args(request, p.ValueHistoryArguments)
+        depth = self._frame_depth(args.frame_id)
+        page = await history.value_history(
+            self.debugger, args.expression, frame=depth, start=args.start, count=args.count
+        )
+        await self.respond(request, _camel(page))
+
+    async def on_calls(self, request: p.Request) -> None:
+        args = self._args(request, p.CallsArguments)
+        page = await history.calls(self.debugger, args.function, start=args.start, count=args.count)
+        await self.respond(request, _camel(page))
+
+    async def on_logpoint_history(self, request: p.Request) -> None:
+        args = self._args(request, p.LogpointHistoryArguments)
+        if not args.source.path:
+            raise RequestError("logpointHistory needs source.path")
+        page = await history.logpoint(
+            self.debugger,
+            os.path.abspath(args.source.path),
+            args.line,
+            args.log_message,
+            start=args.start,
+            count=args.count,
+        )
+        await self.respond(request, _camel(page))
+
+    async def on_travel(self, request: p.Request) -> None:
+        args = self._args(request, p.TravelArguments)
+        history.queries_of(self.debugger)  # refused at once where there is no recording
+        await self._execute(request, "travel", run=lambda: history.travel(self.debugger, args.index))
+
+
+def _camel(value: Any) -> Any:
+    """A history answer as DAP bodies spell keys (camelCase)."""
+    data = msgspec.to_builtins(value)
+
+    def convert(item: Any) -> Any:
+        if isinstance(item, dict):
+            return {
+                re.sub(r"_([a-z])", lambda m: m.group(1).upper(), k): v if k == "arguments" else convert(v)
+                for k, v in item.items()
+            }
+        if isinstance(item, list):
+            return [convert(v) for v in item]
+        return item
+
+    return convert(data)
 
 
 def _breakpoint(spec: BreakpointSpec) -> p.Breakpoint:

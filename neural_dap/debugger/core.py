@@ -19,11 +19,13 @@ from typing import Any, Protocol, TypeVar, runtime_checkable
 
 import anyio
 import anyio.abc
+import msgspec
 
 from neural_dap.core import reprs
 from neural_dap.core.actions import Action
 from neural_dap.core.evaluator import Budget, EvaluationError, evaluate
 from neural_dap.core.world import EvaluatesLive, LaunchSpec, NotLive, Stop, WorldError, WorldModel
+from neural_dap.debugger import history
 from neural_dap.debugger.breakpoints import BreakpointSpec, BreakpointTable, hit_condition_met, interpolate
 from neural_dap.debugger.stepping import FORWARD, Outcome, UnknownExecution, drive
 
@@ -49,6 +51,16 @@ class Travels(Protocol):
     """An exact world that can move to any event of its run."""
 
     async def travel(self, index: int, output_from: int | None = None) -> Stop: ...
+
+
+@dataclass(frozen=True)
+class DataBreakpoint:
+    """Stop where `expression` changes, in any invocation of `function` (of `path`)."""
+
+    id: int
+    expression: str
+    path: str
+    function: str
 
 
 class Busy(Exception):
@@ -86,6 +98,10 @@ class Debugger:
         self._released = anyio.Event()
         self._closed = anyio.Event()
         self._task_group: anyio.abc.TaskGroup | None = None
+        self.data_breakpoints: list[DataBreakpoint] = []
+        self._data_ids = 0
+        self._bound: tuple[int, bool] | None = None  # (event, forward): a data breakpoint's change ends the move
+        self._data_hit: tuple[DataBreakpoint, history.Change] | None = None
 
     # -- state -------------------------------------------------------------------------------------
     @property
@@ -227,16 +243,93 @@ class Debugger:
         async def act(action: Action, interrupt: bool) -> Stop:
             return await self._act(action, interrupt=interrupt)
 
-        return await drive(
-            kind,
-            stop,
-            act,
-            self.breakpoints.targets(),
-            stop_at_end=self.stop_at_end,
-            invocation=invocation,
-            line=line,
-            path=path,
-        )
+        data = None
+        if kind in ("continue", "reverseContinue") and self.data_breakpoints:
+            data = await self._data_target(stop.index, forward=kind == "continue")
+        if data is None:
+            return await drive(
+                kind,
+                stop,
+                act,
+                self.breakpoints.targets(),
+                stop_at_end=self.stop_at_end,
+                invocation=invocation,
+                line=line,
+                path=path,
+            )
+        return await self._drive_to_data(kind, stop, act, data)
+
+    # -- data breakpoints: value changes as extra targets of continue / reverseContinue ---------------
+    async def _data_target(self, index: int, *, forward: bool) -> tuple[DataBreakpoint, history.Change] | None:
+        """The nearest change (after the stop going forward, before it going back) of any data
+        breakpoint's expression, found in the recording (debugger/history.py)."""
+        queries = getattr(self.world, "queries", None)
+        if queries is None:
+            return None
+        found = await anyio.to_thread.run_sync(history.nearest_change, queries, self.data_breakpoints, index, forward)
+        return found
+
+    async def _drive_to_data(
+        self, kind: str, start: Stop, act: Callable[[Action, bool], Any], data: tuple[DataBreakpoint, history.Change]
+    ) -> Outcome:
+        """Continue as usual, with every stop past the change refused (so no log point or hit count
+        past it runs); a stop that lands past it (a breakpoint after it, the end) travels back to it."""
+        spec, change = data
+        bound = change.moment.index
+        forward = kind == "continue"
+        mark = len(self._output)
+        self._bound = (bound, forward)
+        try:
+            outcome = await drive(kind, start, act, self.breakpoints.targets(), stop_at_end=self.stop_at_end)
+        finally:
+            self._bound = None
+        at = outcome.stop.index
+        if at < bound if forward else at > bound:
+            return outcome  # a breakpoint or an exception comes first
+        world = self.world
+        assert isinstance(world, Travels)
+        del self._output[mark:]  # what was written past the change was not reached
+        stop = await world.travel(bound, output_from=start.index)
+        self._collect_output(stop)
+        self._stop = stop
+        self._data_hit = (spec, change)
+        return Outcome(stop, "data breakpoint")
+
+    def data_breakpoint_info(self, expression: str, frame: int = 0) -> tuple[str | None, str]:
+        """(dataId, description) for a data breakpoint on `expression` in the frame's function: the
+        dataId names the expression and the function, so it holds in every invocation of it."""
+        world, stop = self.world, self._stop
+        if world is None or stop is None:
+            return None, "the program is not stopped"
+        if not isinstance(getattr(world, "queries", None), history.RecordingQueries):
+            return None, f"the {world.name} world keeps no recording to find where values change"
+        if not 0 <= frame < len(stop.stack):
+            return None, f"no frame {frame} at this stop"
+        try:
+            history.parse_path(expression)
+        except WorldError as exc:
+            return None, str(exc)
+        here = stop.stack[frame]
+        data_id = msgspec.json.encode([expression.strip(), here.path, here.function]).decode()
+        return data_id, f"{expression.strip()} in {here.function} (every call)"
+
+    def set_data_breakpoints(self, data_ids: list[str]) -> list[DataBreakpoint | str]:
+        """Replace the data breakpoints; a dataId this session did not give is refused (its message)."""
+        out: list[DataBreakpoint | str] = []
+        kept: list[DataBreakpoint] = []
+        for data_id in data_ids:
+            try:
+                expression, path, function = msgspec.json.decode(data_id.encode(), type=tuple[str, str, str])
+                history.parse_path(expression)
+            except (msgspec.DecodeError, msgspec.ValidationError, WorldError):
+                out.append(f"unknown dataId {data_id!r}: ask dataBreakpointInfo for one")
+                continue
+            self._data_ids += 1
+            spec = DataBreakpoint(self._data_ids, expression, path, function)
+            kept.append(spec)
+            out.append(spec)
+        self.data_breakpoints = kept
+        return out
 
     async def _act(self, action: Action, *, interrupt: bool = True) -> Stop:
         assert self.world is not None
@@ -259,6 +352,8 @@ class Debugger:
 
     def _accept(self, stop: Stop) -> bool:
         """At a breakpoint on the way: conditions, hit counts and log points decide."""
+        if self._bound is not None and (stop.index > self._bound[0] if self._bound[1] else stop.index < self._bound[0]):
+            return True  # past a data breakpoint's change: the move ends there, then travels back to it
         state = stop.state
         specs = self.breakpoints.at(state.path, state.line)
         if not specs:
@@ -299,6 +394,12 @@ class Debugger:
         if reason == "breakpoint" and hit_ids and all(self._is_function_bp(i) for i in hit_ids):
             reason = "function breakpoint"
         report = Report(stop, reason, hit_breakpoint_ids=hit_ids or None, output=output, finished=outcome.finished)
+        if reason == "data breakpoint" and self._data_hit is not None:
+            spec, change = self._data_hit
+            self._data_hit = None
+            report.description = f"{spec.expression}: {change.old} \u2192 {change.new}"
+            report.hit_breakpoint_ids = [spec.id]
+            output.append(("console", report.description + "\n"))
         if reason == "exception":
             report.text = stop.state.value if stop.state.event == "exception" else stop.state.caught
             report.description = f"Exception: {report.text}"

@@ -57,6 +57,7 @@ T = TypeVar("T")
 MAX_CHECKED = MAX_MATERIALISED_SPAN  # candidates a skeleton checks in one call
 LOG_BUDGET = Budget(steps=20_000, seconds=0.1)
 _CHUNK = 4096
+DETAIL_SPAN = 20_000  # a skeleton labels a line's executions with their locals when they lie this close
 
 
 class Moment(msgspec.Struct, frozen=True):
@@ -179,10 +180,37 @@ async def logpoint(
     return await debugger.ask(history_of(queries).logpoint, path, line, message, start, count)
 
 
+async def line_executions(
+    debugger: Debugger, path: str, line: int, *, start: int = 0, count: int = 100
+) -> Page[tuple[Moment, int, str]]:
+    """Each execution of (path, line): its moment, which hit it is (1: the first) and the locals that
+    differ from the previous execution's (where the states are at hand: a few windows at most)."""
+    queries = queries_of(debugger)
+    return await debugger.ask(history_of(queries).line_executions, path, line, start, count)
+
+
 async def travel(debugger: Debugger, index: int) -> Report:
     """Move the current stop to any event of the run (reason `goto`)."""
     queries_of(debugger)
     return await debugger.travel(index)
+
+
+def nearest_change(queries: RecordingQueries, specs: list[Any], index: int, forward: bool) -> tuple[Any, Change] | None:
+    """The first change after event `index` (or the last one before it) of any data breakpoint's
+    expression (`specs`: objects with expression, path and function), in any invocation."""
+    history = history_of(queries)
+    best: tuple[Any, Change] | None = None
+    for spec in specs:
+        track = history.track_of(spec.expression, spec.function, spec.path)
+        if track is None:
+            continue
+        found = track.next_change(index) if forward else track.previous(index - 1)
+        if found is None:
+            continue
+        at = found.moment.index
+        if best is None or (at < best[1].moment.index if forward else at > best[1].moment.index):
+            best = (spec, found)
+    return best
 
 
 # -- the recording side (synchronous: run in a worker thread, under the debugger's lock) -------------
@@ -225,6 +253,18 @@ class History:
 
     def track(self, expression: str, inv: int) -> Track:
         code = int(self.columns.code_of[inv])
+        key = (expression.strip(), code)
+        found = self._tracks.get(key)
+        if found is None:
+            found = self._tracks[key] = Track(self, expression.strip(), code)
+        return found
+
+    def track_of(self, expression: str, function: str, path: str) -> Track | None:
+        """The track of an expression in a function known by name and file (None: never called)."""
+        codes = self.columns.codes
+        code = next((k for k, (name, p) in enumerate(codes) if name == function and p == path), None)
+        if code is None:
+            return None
         key = (expression.strip(), code)
         found = self._tracks.get(key)
         if found is None:
@@ -280,6 +320,23 @@ class History:
                 )
             )
         return Page(items, start, count, len(invs))
+
+    def line_executions(self, path: str, line: int, start: int, count: int) -> Page[tuple[Moment, int, str]]:
+        hits = self.queries.hits(path, line)
+        start, count = max(0, start), max(0, count)
+        chosen = hits[start : start + count].tolist()
+        cheap = not self.skeleton or (bool(chosen) and chosen[-1] - chosen[0] <= DETAIL_SPAN)
+        items: list[tuple[Moment, int, str]] = []
+        previous: dict[str, str] = {}
+        for k, i in enumerate(chosen, start + 1):
+            detail = ""
+            if cheap:
+                here = self.state(i).locals
+                differ = [f"{n} = {v}" for n, v in here.items() if previous.get(n) != v][:2]
+                detail = ", ".join(d if len(d) <= 40 else d[:39] + "\u2026" for d in differ)
+                previous = dict(here)
+            items.append((self.moment(i), k, detail))
+        return Page(items, start, count, len(hits))
 
     # -- log points -----------------------------------------------------------------------------------
     def logpoint(self, path: str, line: int, message: str, start: int, count: int) -> Page[LogLine]:
