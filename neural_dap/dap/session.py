@@ -712,7 +712,9 @@ class DebugSession:
 
     async def on_travel(self, request: p.Request) -> None:
         args = self._args(request, p.TravelArguments)
-        history.queries_of(self.debugger)  # refused at once where there is no recording
+        last = history.queries_of(self.debugger).semantics.last  # refused at once where there is no recording
+        if not 0 <= args.index <= last:
+            raise RequestError(f"there is no event {args.index}: the run has events 0 to {last}")
         await self._execute(request, "travel", run=lambda: history.travel(self.debugger, args.index))
 
 
