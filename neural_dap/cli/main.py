@@ -14,6 +14,7 @@ COMMANDS = {
     "dataset": ("neural_dap.cli.dataset_cmd", "generate programs and debugger trajectories for training"),
     "train": ("neural_dap.cli.train_cmd", "train the embedded neural debugger"),
     "lsp": ("neural_dap.cli.lsp_cmd", "the language server: recorded and predicted values in the editor"),
+    "mcp": ("neural_dap.cli.mcp_cmd", "recorded and predicted execution as tools for coding agents (MCP)"),
     "trust": ("neural_dap.cli.trust_cmd", "the folders whose code the language server may run on its own"),
     "eval": ("neural_dap.cli.eval_cmd", "measure a world model: next-state accuracy, CRUXEval-O/-I"),
 }
