@@ -94,3 +94,22 @@ async def test_goto_targets_list_each_execution_of_a_line(program):
         await c.call("goto", {"threadId": 1, "targetId": targets[1]["id"]})  # back in time, too
         await c.wait_event("stopped")
         assert await where(c) == ("square", 2, {"x": "0"})
+
+
+def test_the_terminal_front_end_asks_the_recording(program):
+    import subprocess
+    import sys
+
+    script = "b 10; c; history total; last total; calls square; log 9 i={i}; travel 5; q"
+    result = subprocess.run(
+        [sys.executable, "-m", "neural_dap", "debug", program, "--do", script],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    out = result.stdout
+    assert "  5 \u2192 14   @" in out and "in main (call 1)" in out  # history
+    assert "total: 5 \u2192 14   @" in out  # last
+    assert "square(x=3) -> 9" in out  # calls
+    assert "[hit 4] i=3" in out  # log
+    assert "[goto] squares.py:" in out  # travel

@@ -7,6 +7,10 @@ what it shows is exactly what an editor would get. Commands:
   s  step into        n  next (step over)     r  step out (return)     c  continue
   back  step back     rc  reverse continue    bi  step back into       bo  step back out
   b LINE [if COND]    b FUNCTION              p EXPR    where    list    locals    summary    q
+Asking the recording (recorded world): `history EXPR` every change of a local, `self.attr` or
+`d["k"]` (every call of this frame's function), `last EXPR` where it last changed (who set it),
+`calls FUNCTION` every call with its arguments and result, `log LINE MESSAGE` a log point over every
+past run of a line (`{expr}` is interpolated), `travel INDEX` go to a moment (an event index above).
 `--do "b 5; c; n; back; p x"` runs a script of commands and prints every stop.
 """
 
@@ -236,11 +240,72 @@ class Frontend:
                 self.print(f"{'->' if n == line else '  '} {n:>4} | {text_line}")
         elif cmd == "summary":
             self.print_summary(await self.client.call("sessionSummary"))
+        elif cmd in ("history", "last", "calls", "log"):
+            try:
+                await self.ask_recording(cmd, rest)
+            except Exception as exc:
+                self.print(f"error: {getattr(exc, 'message', exc)}")
+        elif cmd == "travel":
+            if not rest.strip().isdigit():
+                self.print("travel INDEX: an event index, as `history`, `calls` and `log` show them")
+                return True
+            response = await self.client.request("travel", {"index": int(rest)}, timeout=timeout)
+            if not response.get("success"):
+                self.print(f"! {response.get('message')}")
+                return True
+            self.ended = False
+            await self.next_stop(timeout)
         elif cmd in ("h", "help", "?"):
             self.print(COMMANDS_HELP)
         else:
             self.print(f"unknown command {cmd!r}; `help` lists them")
         return True
+
+    async def ask_recording(self, cmd: str, rest: str, count: int = 20) -> None:
+        """history / last / calls / log: questions about the whole recorded run, a page at a time."""
+        if not rest.strip():
+            self.print(f"{cmd} needs an argument; `help` lists the commands")
+            return
+        if cmd == "last":
+            body = await self.client.call("lastChange", {"expression": rest, "frameId": self.frame_id})
+            change = body.get("change")
+            if change is None:
+                self.print(f"{rest} has not changed in this call up to here")
+            else:
+                self.print(f"{rest}: {change['old']} \u2192 {change['new']}   {_moment(change['moment'])}")
+            return
+        if cmd == "history":
+            page = await self.client.call(
+                "valueHistory", {"expression": rest, "frameId": self.frame_id, "count": count}
+            )
+            for change in page["items"]:
+                call = f" (call {change['call']})" if change.get("call") else ""
+                self.print(f"  {change['old']} \u2192 {change['new']}   {_moment(change['moment'])}{call}")
+        elif cmd == "calls":
+            page = await self.client.call("calls", {"function": rest.strip(), "count": count})
+            for call in page["items"]:
+                arguments = ", ".join(f"{k}={v}" for k, v in call["arguments"].items())
+                ended = "raised " if call["raised"] else "-> "
+                result = f"{ended}{call['value']}" if call.get("returned") else "(had not returned)"
+                self.print(f"  {call['function']}({arguments}) {result}   {_moment(call['moment'])}")
+        else:
+            where, _, message = rest.strip().partition(" ")
+            path, line = where.rsplit(":", 1) if ":" in where else (self.program, where)
+            if not line.isdigit() or not message:
+                self.print("log LINE MESSAGE, e.g. log 12 i={i} total={total}")
+                return
+            page = await self.client.call(
+                "logpointHistory",
+                {"source": {"path": os.path.abspath(path)}, "line": int(line), "logMessage": message, "count": count},
+            )
+            for entry in page["items"]:
+                self.print(f"  [hit {entry['hit']}] {entry['text']}   @{entry['moment']['index']}")
+        shown = len(page["items"])
+        more = "" if page.get("totalExact", True) else " at most"
+        if page["total"] > shown or not page.get("totalExact", True):
+            self.print(f"  ({shown} shown of{more} {page['total']})")
+        elif not shown:
+            self.print("  (none)")
 
     async def next_stop(self, timeout: float) -> None:
         """Show the stop the last command led to, or say that the program ended."""
@@ -292,6 +357,10 @@ class Frontend:
             if isinstance(value, (dict, list)):
                 value = json.dumps(value)
             self.print(f"  {key}: {value}")
+
+
+def _moment(moment: dict) -> str:
+    return f"@{moment['index']} {os.path.basename(moment['path'])}:{moment['line']} in {moment['function']}"
 
 
 def _source_line(path: str, line: int) -> str:

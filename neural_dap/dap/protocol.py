@@ -294,6 +294,12 @@ class ValueHistoryArguments(_Wire):
     count: int = 100
 
 
+class LastChangeArguments(_Wire):
+    expression: str
+    frame_id: int | None = None
+    before: int | None = None
+
+
 class CallsArguments(_Wire):
     function: str
     start: int = 0

@@ -691,6 +691,13 @@ class DebugSession:
         )
         await self.respond(request, _camel(page))
 
+    async def on_last_change(self, request: p.Request) -> None:
+        """Custom: where the frame's invocation last changed the expression (who set this); null: never."""
+        args = self._args(request, p.LastChangeArguments)
+        depth = self._frame_depth(args.frame_id)
+        change = await history.last_change(self.debugger, args.expression, frame=depth, before=args.before)
+        await self.respond(request, {"change": _camel(change) if change is not None else None})
+
     async def on_calls(self, request: p.Request) -> None:
         args = self._args(request, p.CallsArguments)
         page = await history.calls(self.debugger, args.function, start=args.start, count=args.count)
