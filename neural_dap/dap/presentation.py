@@ -4,6 +4,15 @@ Stops are shown as debugpy shows them, so a session can be compared with debugpy
 state that has just returned (or raised out of its function) is shown back in the caller, at the
 call line, with a `(return) name` variable holding the value. Values are parsed from their repr
 text with the safe parser; what does not parse is shown as text, never evaluated.
+
+Scopes are debugpy's: "Locals", and "Globals" where the frame's module is on the stack (a script's
+`<module>` frame, whose locals are the module's globals as recorded at that stop; values a running
+callee changed appear when it returns, as in any caller's frame). Where it is not (a function
+launch, a module imported from elsewhere), Globals is left out rather than shown wrong.
+
+Long lists and tuples are announced with `indexedVariables` and paged with `start`/`count`. A
+recording keeps a bounded number of a value's items (`limits`: 50 children, a repr of `maxRepr`
+characters): a page past them holds one entry saying how many of its items were not recorded.
 """
 
 from __future__ import annotations
@@ -17,6 +26,9 @@ from neural_dap.core.world import Divergence, Stop
 from neural_dap.dap import protocol as p
 
 PAGE_HINT = 100  # containers longer than this are announced with a count so clients page them
+_SEQUENCES = ("list", "tuple")  # recorded structures whose children are items 0, 1, ... (paged)
+_MAPPINGS = ("dict",)  # children named by their keys' reprs
+_SETS = ("set", "frozenset")  # children numbered in iteration order: no expression reaches one
 
 
 @dataclass
@@ -30,6 +42,7 @@ class FrameView:
     invocation: int
     extras: list[tuple[str, str]] = field(default_factory=list)  # ("(return) f", "4")
     is_call: bool = False
+    module: FrameView | None = None  # the frame of this frame's module on the stack: its Globals
 
     def variable_reprs(self) -> dict[str, str]:
         """What expressions see in this frame: locals plus the return-value pseudo-variables."""
@@ -43,7 +56,7 @@ class FrameView:
 class _Node:
     """A handle's target: a frame's locals, a recorded structured value, or a parsed value."""
 
-    kind: str  # "locals" | "value" | "parsed"
+    kind: str  # "locals" | "globals" | "value" | "parsed"
     target: object
     evaluate_name: str | None = None
 
@@ -89,6 +102,13 @@ class StopView:
                     is_call=k == 0 and state.event == "call",
                 )
             )
+        for view in self.frames:
+            # the outermost `<module>` frame of the same file (a script's; an imported module's
+            # while it is being imported); none for a function launch or a module imported earlier
+            view.module = next(
+                (m for m in reversed(self.frames) if m.name == "<module>" and m.path == view.path and view.path),
+                None,
+            )
 
     def frame(self, frame_id: int | None) -> FrameView | None:
         if frame_id is None:
@@ -113,7 +133,7 @@ class StopView:
         if frame is None:
             return []
         ref = self._handle(_Node("locals", frame))
-        return [
+        scopes = [
             p.Scope(
                 name="Locals",
                 variables_reference=ref,
@@ -122,43 +142,74 @@ class StopView:
                 named_variables=len(frame.locals) + len(frame.extras),
             )
         ]
+        if frame.module is not None:
+            scopes.append(
+                p.Scope(
+                    name="Globals",
+                    variables_reference=self._handle(_Node("globals", frame.module)),
+                    expensive=False,
+                    named_variables=len(frame.module.locals),
+                )
+            )
+        return scopes
 
     def variables(self, ref: int, start: int = 0, count: int = 0, filter: str | None = None) -> list[p.Variable]:
         node = self.handles.get(ref)
         if node is None:
             return []
-        if node.kind == "locals":
+        if filter == "named" and self._indexed(node):
+            return []  # items are all indexed: a client asks for them by page
+        start = max(0, start)
+        entries: list[tuple[str, str, Value | None, str | None]]
+        if node.kind in ("locals", "globals"):
             frame: FrameView = node.target  # type: ignore[assignment]
-            entries: list[tuple[str, str, Value | None, str | None]] = [
-                (name, text, None, name) for name, text in frame.extras
-            ]
+            entries = [(name, text, None, name) for name, text in frame.extras] if node.kind == "locals" else []
             for name, text in frame.locals.items():
                 entries.append((name, text, frame.values.get(name), name))
-            out = [self._variable(name, text, structured, evaluate) for name, text, structured, evaluate in entries]
+            entries = entries[start : start + count] if count else entries[start:]
         else:
-            out = [
-                self._variable(name, text, structured, evaluate)
-                for name, text, structured, evaluate in self._children(node)
-            ]
-        if filter == "named" and node.kind == "parsed" and isinstance(node.target, (list, tuple)):
-            return []
-        if count:
-            return out[start : start + count]
-        return out[start:]
+            entries = self._children(node, start, count)
+        return [self._variable(name, text, structured, evaluate) for name, text, structured, evaluate in entries]
 
-    def _children(self, node: _Node) -> list[tuple[str, str, Value | None, str | None]]:
-        base = node.evaluate_name
+    @staticmethod
+    def _indexed(node: _Node) -> bool:
+        if node.kind == "parsed":
+            return isinstance(node.target, (list, tuple))
         if node.kind == "value":
             value: Value = node.target  # type: ignore[assignment]
-            out: list[tuple[str, str, Value | None, str | None]] = []
-            for name, child in value.children:
-                out.append((name, child.repr, child if child.children else None, f"{base}.{name}" if base else None))
-            if value.more:
-                out.append(("...", f"{value.more} more not recorded", None, None))
+            return value.type in _SEQUENCES and len(value.children) + value.more > PAGE_HINT  # announced indexed
+        return False
+
+    def _children(self, node: _Node, start: int = 0, count: int = 0) -> list[tuple[str, str, Value | None, str | None]]:
+        """A node's children from `start` (`count` of them, all for 0): only those are made into
+        variables, so a page of a long list costs its page."""
+        base = node.evaluate_name
+        end = None if not count else start + count
+        out: list[tuple[str, str, Value | None, str | None]] = []
+        if node.kind == "value":
+            value: Value = node.target  # type: ignore[assignment]
+            for name, child in value.children[start:end]:
+                if value.type in _SEQUENCES or value.type in _MAPPINGS:
+                    evaluate = f"{base}[{name}]" if base else None
+                elif value.type in _SETS:
+                    evaluate = None
+                else:
+                    evaluate = f"{base}.{name}" if base else None
+                out.append((name, child.repr, child if child.children else None, evaluate))
+            recorded = len(value.children)
+            total = recorded + value.more
+            last = total if end is None else min(end, total)
+            if value.more and last > max(start, recorded):
+                # the page reaches past what the recording kept: one entry says how many of its
+                # items were not recorded (and, for a sequence, which)
+                first = max(start, recorded)
+                missing = last - first
+                which = f"items {first} to {last - 1}; " if value.type in _SEQUENCES else ""
+                note = f"{missing} more not recorded ({which}the recording keeps {recorded} of {total})"
+                out.append(("...", note, None, None))
             return out
         parsed = node.target
-        plain: list[tuple[str, str, Value | None, str | None]] = []
-        for name, item in reprs.children(parsed):
+        for name, item in reprs.children(parsed)[start:end]:
             if isinstance(parsed, dict):
                 evaluate = f"{base}[{name}]" if base else None
             elif isinstance(parsed, reprs.ObjectRepr) and not name.isdigit():
@@ -167,15 +218,19 @@ class StopView:
                 evaluate = f"{base}[{name}]" if base else None
             else:
                 evaluate = None
-            plain.append((name, reprs.show(item), None, evaluate))
-        return plain
+            out.append((name, reprs.show(item), None, evaluate))
+        return out
 
     def _variable(self, name: str, text: str, structured: Value | None, evaluate_name: str | None) -> p.Variable:
         ref = 0
         indexed = named = None
         if structured is not None and structured.children:
             ref = self._handle(_Node("value", structured, evaluate_name))
-            named = len(structured.children)
+            size = len(structured.children) + structured.more
+            if structured.type in _SEQUENCES and size > PAGE_HINT:
+                indexed = size  # its true length: pages past the recorded items say so
+            else:
+                named = len(structured.children)
             kind = structured.type
         else:
             parsed = reprs.parse_repr(text)

@@ -1,0 +1,156 @@
+"""Scopes and paging through the real adapter over stdio, as debugpy shows them: "Locals" and, where
+the frame's module is on the stack, "Globals" (the module's variables as recorded at the stop);
+long lists announced with `indexedVariables` and paged with `start`/`count`, a page past what the
+recording kept saying how many of its items were not recorded."""
+
+from __future__ import annotations
+
+import textwrap
+from pathlib import Path
+
+from neural_dap.dap.client import DapClient
+from tests.dap_helpers import adapter, start
+
+SCRIPT = textwrap.dedent(
+    """\
+    import os
+    LIMIT = 3
+    counter = 0
+    big = list(range(10000))
+    mid = list(range(180))
+
+
+    def bump(n):
+        global counter
+        counter += n
+        local_total = counter * 2
+        return local_total
+
+
+    class Box:
+        pass
+
+
+    for k in range(2):
+        bump(k + 1)
+    print(counter, os.sep)
+    """
+)
+
+TESTS = textwrap.dedent(
+    """\
+    SETTING = 5
+
+
+    def test_one():
+        value = SETTING + 1
+        assert value == 6
+    """
+)
+
+
+async def _scopes(client: DapClient, frame: int = 0) -> dict[str, dict]:
+    frames = (await client.call("stackTrace", {"threadId": 1}))["stackFrames"]
+    scopes = (await client.call("scopes", {"frameId": frames[frame]["id"]}))["scopes"]
+    return {s["name"]: s for s in scopes}
+
+
+async def _variables(client: DapClient, ref: int, **paging) -> dict[str, dict]:
+    listed = (await client.call("variables", {"variablesReference": ref, **paging}))["variables"]
+    return {v["name"]: v for v in listed}
+
+
+async def _page(client: DapClient, ref: int, start: int, count: int) -> list[tuple[str, str]]:
+    args = {"variablesReference": ref, "filter": "indexed", "start": start, "count": count}
+    return [(v["name"], v["value"]) for v in (await client.call("variables", args))["variables"]]
+
+
+async def test_a_function_of_a_script_has_locals_and_the_modules_globals(tmp_path: Path) -> None:
+    path = tmp_path / "prog.py"
+    path.write_text(SCRIPT)
+    async with adapter() as client:
+        # line 10 (`counter += n`), the second call: the first has added 1 to counter
+        await start(client, {"program": str(path)}, breakpoints={str(path): [{"line": 10, "hitCondition": "2"}]})
+        scopes = await _scopes(client)
+        assert list(scopes) == ["Locals", "Globals"]
+        assert scopes["Locals"]["presentationHint"] == "locals"
+        local = await _variables(client, scopes["Locals"]["variablesReference"])
+        assert {name: v["value"] for name, v in local.items()} == {"n": "2"}
+        module = await _variables(client, scopes["Globals"]["variablesReference"])
+        # modules, functions, classes and dunder names are not variables
+        assert set(module) == {"LIMIT", "counter", "big", "mid", "k"}
+        assert (module["LIMIT"]["value"], module["counter"]["value"], module["k"]["value"]) == ("3", "1", "1")
+        assert scopes["Globals"]["namedVariables"] == 5
+        assert module["counter"]["evaluateName"] == "counter"
+        # the caller (the module itself) has both scopes too, as in debugpy
+        outer = await _scopes(client, 1)
+        assert list(outer) == ["Locals", "Globals"]
+        outer_locals = await _variables(client, outer["Locals"]["variablesReference"])
+        assert set(outer_locals) == set(module)
+
+
+async def test_a_10000_item_list_pages_end_to_end(tmp_path: Path) -> None:
+    path = tmp_path / "prog.py"
+    path.write_text(SCRIPT)
+    async with adapter() as client:
+        await start(client, {"program": str(path)}, breakpoints={str(path): [{"line": 10}]})
+        scopes = await _scopes(client)
+        big = (await _variables(client, scopes["Globals"]["variablesReference"]))["big"]
+        assert big["indexedVariables"] == 10000 and big["type"] == "list"
+        ref = big["variablesReference"]
+        assert ref > 0
+        # a client pages indexed children and asks for the named ones apart: a list has none
+        assert (await client.call("variables", {"variablesReference": ref, "filter": "named"}))["variables"] == []
+        first = await _page(client, ref, 0, 100)
+        assert first[:3] == [("0", "0"), ("1", "1"), ("2", "2")]
+        assert [name for name, _ in first[:50]] == [str(k) for k in range(50)]  # what the recording kept
+        assert first[50:] == [("...", "50 more not recorded (items 50 to 99; the recording keeps 50 of 10000)")]
+        assert len(first) == 51
+        straddling = await _page(client, ref, 45, 10)
+        assert straddling == [*((str(k), str(k)) for k in range(45, 50)), ("...", straddling[-1][1])]
+        assert straddling[-1][1].startswith("5 more not recorded (items 50 to 54;")
+        assert await _page(client, ref, 5000, 100) == [
+            ("...", "100 more not recorded (items 5000 to 5099; the recording keeps 50 of 10000)")
+        ]
+        assert await _page(client, ref, 9950, 100) == [
+            ("...", "50 more not recorded (items 9950 to 9999; the recording keeps 50 of 10000)")
+        ]
+        assert await _page(client, ref, 10000, 100) == []
+        # all at once (a client that does not page): the recorded items and one entry for the rest
+        whole = (await client.call("variables", {"variablesReference": ref}))["variables"]
+        assert len(whole) == 51 and whole[-1]["name"] == "..."
+        assert whole[-1]["value"].startswith("9950 more not recorded")
+        item = (await _variables(client, ref, start=3, count=1))["3"]
+        assert item["evaluateName"] == "big[3]"
+
+
+async def test_a_list_whose_repr_was_kept_whole_pages_too(tmp_path: Path) -> None:
+    path = tmp_path / "prog.py"
+    path.write_text(SCRIPT)
+    async with adapter() as client:
+        await start(client, {"program": str(path)}, breakpoints={str(path): [{"line": 10}]})
+        scopes = await _scopes(client)
+        mid = (await _variables(client, scopes["Globals"]["variablesReference"]))["mid"]
+        assert mid["indexedVariables"] == 180
+        assert await _page(client, mid["variablesReference"], 170, 20) == [(str(k), str(k)) for k in range(170, 180)]
+        assert (await client.call("variables", {"variablesReference": mid["variablesReference"], "filter": "named"}))[
+            "variables"
+        ] == []
+
+
+async def test_no_globals_where_the_module_is_not_on_the_stack(tmp_path: Path) -> None:
+    path = tmp_path / "prog.py"
+    path.write_text(SCRIPT)
+    async with adapter() as client:  # a function launch: the module ran, but not on this stack
+        await start(client, {"program": str(path), "entry": {"function": "bump", "args": "4"}, "stopOnEntry": True})
+        assert list(await _scopes(client)) == ["Locals"]
+    (tmp_path / "test_s.py").write_text(TESTS)
+    async with adapter() as client:  # a test module pytest imported before it ran the test
+        await start(
+            client,
+            {"module": "pytest", "args": ["-q", "-p", "no:cacheprovider", "test_s.py"], "cwd": str(tmp_path)},
+            breakpoints={str(tmp_path / "test_s.py"): [{"line": 6}]},
+        )
+        frames = (await client.call("stackTrace", {"threadId": 1}))["stackFrames"]
+        assert frames[0]["name"] == "test_one"
+        assert list(await _scopes(client)) == ["Locals"]
