@@ -113,3 +113,19 @@ def test_the_terminal_front_end_asks_the_recording(program):
     assert "square(x=3) -> 9" in out  # calls
     assert "[hit 4] i=3" in out  # log
     assert "[goto] squares.py:" in out  # travel
+
+
+def test_export_writes_the_calls_as_a_perfetto_trace(program, tmp_path):
+    import json
+    import subprocess
+    import sys
+
+    out = tmp_path / "trace.json"
+    subprocess.run(
+        [sys.executable, "-m", "neural_dap", "export", "--perfetto", str(out), program], check=True, timeout=120
+    )
+    events = json.loads(out.read_text())["traceEvents"]
+    squares = [e for e in events if e["name"] == "square"]
+    assert len(squares) == 4 and all(e["ph"] == "X" and e["dur"] > 0 for e in squares)
+    main = next(e for e in events if e["name"] == "main")
+    assert all(main["ts"] < e["ts"] and e["ts"] + e["dur"] <= main["ts"] + main["dur"] for e in squares)

@@ -16,6 +16,7 @@ COMMANDS = {
     "lsp": ("neural_dap.cli.lsp_cmd", "the language server: recorded and predicted values in the editor"),
     "mcp": ("neural_dap.cli.mcp_cmd", "recorded and predicted execution as tools for coding agents (MCP)"),
     "trust": ("neural_dap.cli.trust_cmd", "the folders whose code the language server may run on its own"),
+    "export": ("neural_dap.cli.export_cmd", "record a program and write its calls as a Perfetto (Chrome) trace"),
     "eval": ("neural_dap.cli.eval_cmd", "measure a world model: next-state accuracy, CRUXEval-O/-I"),
 }
 
