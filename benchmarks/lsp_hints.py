@@ -102,7 +102,11 @@ async def measure(world: str, opens: int) -> list[tuple[float, int]]:
         text_document=lsp.TextDocumentClientCapabilities(inlay_hint=lsp.InlayHintClientCapabilities())
     )
     await client.initialize_async(
-        lsp.InitializeParams(capabilities=caps, initialization_options={"world": world, "maxPredictions": 40})
+        lsp.InitializeParams(
+            capabilities=caps,
+            # the files are the benchmark's own, in a temp folder: trusted, so the server runs them unasked
+            initialization_options={"world": world, "maxPredictions": 40, "trustedWorkspace": True},
+        )
     )
     client.initialized(lsp.InitializedParams())
     results = []
