@@ -1,7 +1,10 @@
 """A debug session on a long run, through the real adapter over stdio: a program of about 10^7 line
 events, a breakpoint on its last line, then reverse-continue to the start, continue back to the
-breakpoint, step back and evaluate. Prints the time of each request (the request, its `stopped`
-event and the stack, scopes and variables a client then asks for) and the adapter's peak memory.
+breakpoint, step back and evaluate; then questions asked of the whole run (issue 23): where `seed`
+(set at the start) last changed, the first page of the history of `total` (changed ~10^6 times), of
+the calls of `step` (called n/2 times) and of a log point over the n/2 runs of line 10. Prints the
+time of each request (the request, its `stopped` event and the stack, scopes and variables a client
+then asks for) and the adapter's peak memory.
 
 Run: python benchmarks/long_session.py [--iterations N] [--python PATH]
 (`--python`: the interpreter that records the program, as the `python` launch key; default: this one)
@@ -25,16 +28,22 @@ from neural_dap.dap.client import DapClient, adapter_command, spawn
 
 PROGRAM = textwrap.dedent(
     """
+    def step(total, i):
+        return total + i % 7
+
     def work(n):
+        seed = 12345
         total = 0
         for i in range(n):
-            total += i % 7
-        return total
+            if i % 2 == 0:
+                total = step(total, i)
+        return total + seed
 
     print(work({n}))
     """
 )
-LAST_LINE = 6  # `return total`
+LAST_LINE = 11  # `return total + seed`
+STEP_LINE = 10  # `total = step(total, i)`: run n/2 times, and `step` called as often
 
 
 async def stop_view(client: DapClient) -> dict:
@@ -52,6 +61,17 @@ async def timed_stop(client: DapClient, command: str) -> tuple[float, dict]:
     assert event["event"] == "stopped", event
     view = await stop_view(client)
     return time.perf_counter() - t, view
+
+
+def _last(answer: dict) -> dict:
+    change = answer.get("change") or {}
+    return {"at": (change.get("moment") or {}).get("index"), "new": change.get("new")}
+
+
+def _page(answer: dict) -> dict:
+    items = answer["items"]
+    bound = "" if answer.get("totalExact", True) else "<="
+    return {"items": len(items), "total": f"{bound}{answer['total']:,}"}
 
 
 def peak_rss_mib(pid: int) -> float:
@@ -89,19 +109,40 @@ async def main(iterations: int, python: str | None) -> None:
             t = time.perf_counter()
             answer = await client.call("evaluate", {"expression": "total * 2", "frameId": rows[-1][2]["frame"]})
             rows.append(("evaluate total * 2", time.perf_counter() - t, {"result": answer["result"]}))
+            frame = rows[-2][2]["frame"]
+            for name, command, arguments, shown in (
+                ("lastChange seed (set at the start)", "lastChange", {"expression": "seed", "frameId": frame}, _last),
+                (
+                    "valueHistory total, first page of 100",
+                    "valueHistory",
+                    {"expression": "total", "frameId": frame},
+                    _page,
+                ),  # noqa: E501
+                ("calls step, first page of 100", "calls", {"function": "step"}, _page),
+                (
+                    "logpointHistory line 10, first page of 100",
+                    "logpointHistory",
+                    {"source": {"path": program}, "line": STEP_LINE, "logMessage": "i={i} total={total}"},
+                    _page,
+                ),
+            ):
+                t = time.perf_counter()
+                answer = await client.call(command, arguments, timeout=300)
+                rows.append((name, time.perf_counter() - t, shown(answer)))
             peak = peak_rss_mib(pid)
             await client.request("disconnect", {"terminateDebuggee": True}, timeout=10)
-    events = 2 * iterations + 4
+    events = 4 * iterations + 6
     print(f"program: {iterations:,} loop iterations, about {events:,} events ({python or sys.executable})")
     for name, seconds, view in rows:
         shown = ", ".join(f"{k}={v}" for k, v in view.items() if k != "frame")
         print(f"  {name:<46} {seconds * 1e3:>9.0f} ms   {shown[:70]}")
+    print("  (each question of the whole run should answer in under 1 s)")
     print(f"  adapter peak memory (VmHWM)                    {peak:>9.0f} MiB")
 
 
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--iterations", type=int, default=5_000_000)
+    parser.add_argument("--iterations", type=int, default=2_500_000)
     parser.add_argument("--python", help="the interpreter that records the program (the `python` launch key)")
     opts = parser.parse_args()
     anyio.run(main, opts.iterations, opts.python)
