@@ -117,7 +117,7 @@ async def main(iterations: int, python: str | None) -> None:
                     "valueHistory",
                     {"expression": "total", "frameId": frame},
                     _page,
-                ),  # noqa: E501
+                ),
                 ("calls step, first page of 100", "calls", {"function": "step"}, _page),
                 (
                     "logpointHistory line 10, first page of 100",
