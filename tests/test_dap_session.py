@@ -74,7 +74,7 @@ async def test_initialize_announces_every_capability_explicitly():
             assert caps[name] is True, name
         # VS Code then asks for 20 frames at once; with delayed loading a 2-frame stack showed "Load More"
         assert caps["supportsDelayedStackTraceLoading"] is False
-        assert {f["filter"] for f in caps["exceptionBreakpointFilters"]} == {"raised", "uncaught"}
+        assert {f["filter"] for f in caps["exceptionBreakpointFilters"]} == {"raised", "uncaught", "userUnhandled"}
 
 
 @pytest.mark.parametrize("transport", ["stdio", "tcp"])

@@ -127,3 +127,19 @@ async def test_no_live_copy_outlives_the_session(tmp_path: Path) -> None:
     with anyio.fail_after(10):
         while _processes_in(tmp_path):
             await anyio.sleep(0.1)
+
+
+async def test_a_hover_reads_values_and_never_calls(tmp_path: Path) -> None:
+    program = tmp_path / "shapes.py"
+    program.write_text(PROGRAM)
+    async with adapter() as client:
+        await start(client, {"program": str(program)}, breakpoints={str(program): [{"line": STOP_LINE}]})
+        frame = (await client.call("stackTrace", {"threadId": 1}))["stackFrames"][0]["id"]
+
+        async def hover(expression: str) -> dict:
+            return await client.request("evaluate", {"expression": expression, "frameId": frame, "context": "hover"})
+
+        assert (await hover("shape._w"))["body"]["result"] == "3"  # the live object's attribute
+        assert (await hover("rows[73]"))["body"]["result"] == "73"
+        called = await hover("shape.area()")
+        assert not called["success"] and "only known as text" in called["message"]  # no call from a hover

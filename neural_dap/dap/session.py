@@ -28,7 +28,7 @@ from neural_dap.dap.framing import FramingProblem
 from neural_dap.dap.presentation import StopView
 from neural_dap.debugger import history
 from neural_dap.debugger.breakpoints import BreakpointSpec
-from neural_dap.debugger.core import Busy, Debugger, Report
+from neural_dap.debugger.core import Busy, Debugger, Report, is_plain_reference
 from neural_dap.debugger.launch import Launch, LaunchError, LaunchRequest, build_launch
 from neural_dap.debugger.stepping import UnknownExecution
 
@@ -412,6 +412,8 @@ class DebugSession:
             raise RequestError("no such frame")
         stack = view.stop.stack
         depth = next((k for k, f in enumerate(stack) if f.invocation == frame.invocation), None)
+        if args.context == "hover" and not is_plain_reference(args.expression):
+            depth = None  # a hover only reads: what the mouse rests on never runs a call in the program
         try:
             result = await self.debugger.evaluate(args.expression, frame.variable_reprs(), depth)
         except WorldError as exc:

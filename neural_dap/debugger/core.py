@@ -12,6 +12,7 @@ travel back and forth. A world that cannot say (a model predicting) counts the h
 
 from __future__ import annotations
 
+import ast
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -478,6 +479,24 @@ def failure_text(exc: BaseException) -> str:
     if isinstance(exc, WorldError):
         return str(exc)
     return f"internal error: {type(exc).__name__}: {exc}"
+
+
+def is_plain_reference(expression: str) -> bool:
+    """A name, attribute or item chain with constant or name keys (`self.items[3]`, `d["k"]`): what
+    an editor's hover reads. Anything else (a call, an operator) is for a watch or the REPL."""
+    try:
+        node = ast.parse(expression.strip(), mode="eval").body
+    except (SyntaxError, ValueError, RecursionError):
+        return False
+    while True:
+        if isinstance(node, ast.Name):
+            return True
+        reads = isinstance(node, ast.Attribute) or (
+            isinstance(node, ast.Subscript) and isinstance(node.slice, (ast.Constant, ast.Name))
+        )
+        if not reads:
+            return False
+        node = node.value  # type: ignore[attr-defined]
 
 
 @dataclass(frozen=True)
