@@ -3,7 +3,9 @@
 A session is what `record` made: a recorded run the agent travels through with the other tools. It
 lives until `close`, until the server ends, or until it has been idle for `IDLE_SECONDS`; at most
 `MAX_SESSIONS` live at once (each holds a recording and its checkpoints). One tool call at a time
-moves a session (its lock); a call that cannot get the lock in its timeout says so.
+moves a session (its lock); a call that cannot get the lock in its timeout says so. A session's
+world is started in the calling task (a recorded world holds no cancel scopes), so nothing of a
+session outlives the calls but its recording, which `close` ends.
 """
 
 from __future__ import annotations
@@ -14,7 +16,6 @@ import time
 from dataclasses import dataclass, field
 
 import anyio
-import anyio.abc
 
 from neural_dap.core.trust import canonical, covers
 from neural_dap.debugger.core import Debugger
@@ -73,7 +74,6 @@ class Sessions:
         self.workspace = workspace
         self._sessions: dict[str, Session] = {}
         self._ids = itertools.count(1)
-        self.task_group: anyio.abc.TaskGroup | None = None  # hosts the worlds (set by the server's lifespan)
 
     def __len__(self) -> int:
         return len(self._sessions)
