@@ -333,6 +333,7 @@ class DebugSession:
             else [p.SourceBreakpoint(line=ln) for ln in args.lines or []]
         )
         specs = self.debugger.breakpoints.set_lines(path, requested, self._source_text(path))
+        self.debugger.check_ran(specs)
         await self.respond(request, {"breakpoints": [_breakpoint(s) for s in specs]})
 
     async def on_set_function_breakpoints(self, request: p.Request) -> None:
@@ -354,6 +355,8 @@ class DebugSession:
     async def _after_launch_breakpoints(self) -> None:
         table = self.debugger.breakpoints
         changed = table.reverify(self._source_text)
+        lines = [spec for specs in table.by_path.values() for spec in specs]
+        changed += [spec for spec in self.debugger.check_ran(lines) if spec not in changed]
         if table.functions:
             changed += table.reresolve_functions(self._known_sources())
         for spec in changed:

@@ -170,6 +170,21 @@ class Debugger:
         with anyio.move_on_after(6, shield=True):
             await self._closed.wait()
 
+    def check_ran(self, specs: list[BreakpointSpec]) -> list[BreakpointSpec]:
+        """Line breakpoints in files the recorded run never traced can never be hit: say so on them
+        (unverified, with the reason) instead of letting them look set. Returns those changed."""
+        why_not_run = getattr(self.world, "why_not_run", None)
+        if why_not_run is None:
+            return []
+        changed = []
+        for spec in specs:
+            if spec.kind == "line" and spec.verified:
+                reason = why_not_run(spec.path)
+                if reason is not None:
+                    spec.verified, spec.message, spec.lines = False, reason, []
+                    changed.append(spec)
+        return changed
+
     def pause(self) -> None:
         """Interrupt the running request: it ends at the last stop with reason `pause`."""
         if self._running is not None:

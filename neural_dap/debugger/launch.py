@@ -25,7 +25,6 @@ NOT_HONOURED: dict[str, tuple[Any, str]] = {  # key: (the value that matches wha
         "the program is recorded before you debug it, without a terminal: input() reads end-of-file",
     ),
     "subProcess": (False, "child processes run untraced (the recording follows the process you launched)"),
-    "justMyCode": (True, "neural-dap traces the code under the program's folder (and the current folder for a module)"),
     "django": (False, "no Django template debugging"),
     "jinja": (False, "no Jinja template debugging"),
     "gevent": (False, "no gevent support"),

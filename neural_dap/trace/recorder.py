@@ -60,6 +60,10 @@ class Program(msgspec.Struct, frozen=True, omit_defaults=True):
     cwd: str | None = None
     env: dict[str, str] | None = None
     module: str | None = None  # run `python -m module *argv` (in cwd); the user's code is what lies in cwd
+    # what is traced: "folder" the program's folder (the cwd for a module), "mine" every file that is
+    # not the standard library's or an installed package's (debugpy's justMyCode), "all" libraries too
+    trace: Literal["folder", "mine", "all"] = "folder"
+    python_args: tuple[str, ...] = ()  # interpreter options (`-X dev`, `-W error`, `-O`)
 
 
 class Outcome(msgspec.Struct, frozen=True, omit_defaults=True):
@@ -229,7 +233,8 @@ def _record(
         "module": program.module,
         "events_fd": write_fd,
         "engine": engine,
-        "trace_all": trace_all,
+        "trace_all": trace_all or program.trace != "folder",
+        "trace_libraries": program.trace == "all",
         "own_path": _PACKAGE_PARENT,
         "owner_pid": os.getpid(),
         "lifeline_fd": lifeline,
@@ -246,7 +251,7 @@ def _record(
     env.pop("PYTHONSTARTUP", None)
     try:
         proc = subprocess.Popen(
-            [python or sys.executable, "-m", "neural_dap.trace.child"],
+            [python or sys.executable, *program.python_args, "-m", "neural_dap.trace.child"],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,

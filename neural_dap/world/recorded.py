@@ -60,6 +60,9 @@ class RecordedOptions(msgspec.Struct, frozen=True, rename="camel"):
 
     limits: Any = None  # {"maxEvents": ..., ...}: checked key by key against LIMIT_RANGES
     recording: Literal["auto", "full", "skeleton"] = "auto"
+    # debugpy's rule: true traces every file that is not the standard library's or an installed
+    # package's (a sibling package of the user's included); false traces those too
+    just_my_code: bool = True
 
 
 def limits_from(given: Any, mode: str = "skeleton") -> Limits:
@@ -95,6 +98,7 @@ class RecordedWorld:
         self.engine = ""
         self.python = ""
         self.program = ""
+        self.just_my_code = True
         self._live: LiveStop | None = None  # the live copy of the program at the stop expressions asked about
         self._queries: RecordingQueries | None = None
 
@@ -110,8 +114,11 @@ class RecordedWorld:
             cwd=launch.cwd,
             env=launch.env,
             module=launch.module,
+            python_args=launch.python_args,
         )
         options = world_options(launch, RecordedOptions, "recorded")
+        program = msgspec.structs.replace(program, trace="mine" if options.just_my_code else "all")
+        self.just_my_code = options.just_my_code
         mode = self.mode = options.recording
         limits = limits_from(options.limits, mode)
         python = launch.python
@@ -264,6 +271,21 @@ class RecordedWorld:
             raise WorldError(str(exc)) from None
         return LiveResult(value.text, value.type)
 
+    def why_not_run(self, path: str) -> str | None:
+        """Why a breakpoint in `path` can never be hit in this recording, or None if it can: no code
+        of the file ran while traced (a file the program never imported, or library code outside
+        `justMyCode`)."""
+        execution = self.execution
+        sources = getattr(getattr(execution, "recording", None), "sources", None)
+        if sources is None:
+            return None
+        real = os.path.realpath(path)
+        if any(os.path.realpath(known) == real for known in sources):
+            return None
+        if self.just_my_code and _is_library(real):
+            return 'library code is not traced while "justMyCode" is true; set it to false to stop here'
+        return "no code of this file ran in the recorded run"
+
     def _exited_cleanly(self) -> bool:
         outcome = self.outcome
         return outcome is not None and outcome.kind == "exited" and not outcome.exit_code
@@ -320,3 +342,11 @@ class RecordedWorld:
         if self.execution is not None:
             self.execution.close()
         self.execution = None
+
+
+def _is_library(path: str) -> bool:
+    """The standard library's or an installed package's file (debugpy's idea of not "my code")."""
+    import sysconfig
+
+    prefixes = {os.path.realpath(sysconfig.get_path(key)) for key in ("stdlib", "platstdlib", "purelib", "platlib")}
+    return "site-packages" in path or "dist-packages" in path or any(path.startswith(p + os.sep) for p in prefixes)

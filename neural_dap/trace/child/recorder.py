@@ -151,7 +151,8 @@ class Recorder:
         self.program = os.path.abspath(cfg["path"])
         self.trace_all = bool(cfg.get("trace_all", False))
         self.roots = [os.path.realpath(r) for r in cfg.get("roots") or [os.path.dirname(self.program)]]
-        self.excluded = _excluded_prefixes()
+        # justMyCode false: the standard library and installed packages are the user's code too
+        self.excluded = _own_prefixes() if cfg.get("trace_libraries") else _excluded_prefixes()
         self.user_cache: dict = {}
         self.code_ids: dict = {}
         self.next_invocation = 0
@@ -166,11 +167,10 @@ class Recorder:
         if not self.cfg.get("roots"):
             self.roots = [os.path.realpath(r) for r in roots]
         real = os.path.realpath(path)
-        inside = any(real.startswith(r + os.sep) for r in self.roots) and not any(
-            real.startswith(p) for p in self.excluded
-        )
+        library = any(real.startswith(p) for p in self.excluded)
+        inside = any(real.startswith(r + os.sep) for r in self.roots) and not library
         # `python -m pytest`: pytest's own __main__ is not the user's code, the tests it runs are
-        self.program = path if inside or self.trace_all else ""
+        self.program = path if inside or (self.trace_all and not library) else ""
         self.user_cache.clear()
 
     # -- what is the user's code -----------------------------------------------------------------
@@ -300,6 +300,11 @@ class Recorder:
 
 def _hidden_global(name: str, value: object) -> bool:
     return name.startswith("__") or isinstance(value, _HIDDEN_MODULE_TYPES)
+
+
+def _own_prefixes() -> list[str]:
+    """neural-dap's own code: never traced."""
+    return [os.path.realpath(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))]
 
 
 def _excluded_prefixes() -> list[str]:

@@ -173,9 +173,12 @@ def main() -> None:
         skeleton.start()
         rec.count = engine.count
 
-    def after_start() -> None:
+    def before_start() -> None:
         if skeleton is not None:
-            skeleton.begin()  # the first checkpoint: before the first event
+            # the first checkpoint, before tracing starts: its workers start tracing as they go on,
+            # so the recorder's own work in them (a socket, a JSON request) is never an event, even
+            # when the standard library is traced (justMyCode false)
+            skeleton.begin()
 
     forked = [False]  # this process is a copy the debuggee forked: not recorded
 
@@ -215,7 +218,7 @@ def main() -> None:
     os.register_at_fork(after_in_child=after_fork_in_child)
     channel.events.append(["engine", engine_name, sys.version.split()[0]])
     channel.start()
-    outcome = _run(cfg, rec, start, stop, channel, after_start)
+    outcome = _run(cfg, rec, start, stop, channel, before_start)
     if forked[0]:  # the debuggee's forked copy ran to its end, as a plain run's would
         _end_forked_child(outcome, real_exit)
     if skeleton is not None:
@@ -284,7 +287,7 @@ def _close(fd: int) -> None:
         pass
 
 
-def _run(cfg: dict, rec: Recorder, start, stop, channel: Channel, after_start=lambda: None) -> tuple:
+def _run(cfg: dict, rec: Recorder, start, stop, channel: Channel, before_start=lambda: None) -> tuple:
     main_module = types.ModuleType("__main__")
     ours = cfg.get("own_path")
     rest = [p for p in sys.path[1:] if p != ours]
@@ -338,15 +341,15 @@ def _run(cfg: dict, rec: Recorder, start, stop, channel: Channel, after_start=la
                 )
             except (ValueError, SyntaxError) as exc:
                 return ("error", f"cannot call {entry}: {exc}", None, None)
+            before_start()
             start()
-            after_start()
             try:
                 result = func(*args, **kwargs)
             finally:
                 stop()
             return ("finished", "", 0, rec.reprs.repr(result))
+        before_start()
         start()
-        after_start()
         try:
             exec(code, main_module.__dict__)
         finally:
