@@ -103,7 +103,28 @@ async def drive(
         reason = "goto"
     else:
         raise UnknownExecution(f"unknown execution {kind}")
+    if kind in ("next", "stepIn", "stepOut"):
+        stop = await _on_to_user_code(stop, act)
     return Outcome(stop, _reason(kind, stop, reason), finished=_finishes(kind, stop, stop_at_end))
+
+
+def _left_user_code(stop: Stop) -> bool:
+    """The step ended at the return (or exception exit) of a function no traced code called: its
+    caller is library code (pytest running a test, an event loop running a task, a callback)."""
+    return (
+        stop.state.terminal and len(stop.stack) <= 1 and not (stop.hit_breakpoint or stop.hit_exception or stop.at_end)
+    )
+
+
+async def _on_to_user_code(stop: Stop, act: Act) -> Stop:
+    """As debugpy steps with justMyCode: stepping out of the user's code into a library runs on to
+    the next line of the user's code, wherever it is (the next test, the next task), rather than
+    stopping at a return nobody traced will see."""
+    while _left_user_code(stop):
+        stop = await act(Action("step_into"), True)
+        if stop.state.event == "call" and not (stop.hit_breakpoint or stop.hit_exception):
+            stop = await act(Action("step_into"), True)
+    return stop
 
 
 def _reason(kind: str, stop: Stop, reason: str) -> str:
