@@ -146,3 +146,46 @@ async def test_python_args_reach_a_run_without_debugging(tmp_path: Path) -> None
             client, {"program": str(program), "noDebug": True, "pythonArgs": ["-O"], "python": sys.executable}
         )
     assert "optimize 1" in _outputs(events, "stdout")
+
+
+STDIN_PROGRAM = textwrap.dedent(
+    """\
+    import sys
+
+    name = input("name? ")
+    count = 0
+    for line in sys.stdin:
+        count += len(line.split())
+    print(f"hello {name}: {count} words")
+    """
+)
+
+
+async def test_the_program_reads_its_stdin_file_and_replays_read_it_the_same(tmp_path: Path) -> None:
+    program = tmp_path / "words.py"
+    program.write_text(STDIN_PROGRAM)
+    (tmp_path / "input.txt").write_text("Ada\none two\nthree four five\n")
+    async with adapter() as client:
+        stop = await start(
+            client, {"program": str(program), "stdin": "input.txt", "cwd": str(tmp_path)}, {str(program): [{"line": 7}]}
+        )
+        assert stop["body"]["reason"] == "breakpoint"
+        values = (await where(client))[2]
+        assert (values["name"], values["count"]) == ("'Ada'", "5")
+        for _ in range(2):  # back into the loop: states rebuilt by replays that read the file again
+            await client.call("stepBack", {"threadId": 1})
+            await client.wait_event("stopped")
+        assert (await where(client))[2]["count"] == "2"
+        for _ in range(2):  # to the breakpoint again, then to the end
+            await client.call("continue", {"threadId": 1})
+            await client.wait_event("stopped")
+        assert "name? hello Ada: 5 words\n" in _outputs(client.events, "stdout")
+
+
+async def test_a_stdin_file_that_does_not_exist_is_named(tmp_path: Path) -> None:
+    program = tmp_path / "words.py"
+    program.write_text(STDIN_PROGRAM)
+    async with adapter() as client:
+        await client.call("initialize", {"adapterID": "tests"})
+        response = await client.request("launch", {"program": str(program), "stdin": str(tmp_path / "nope.txt")})
+    assert not response["success"] and "nope.txt" in response["message"]

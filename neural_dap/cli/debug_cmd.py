@@ -53,6 +53,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="debug `python -m MODULE ARGS...` (e.g. -m pytest -q tests/test_x.py); ends our options",
     )
     parser.add_argument("--python", help="the interpreter that runs the program (default: this one)")
+    parser.add_argument("--stdin", help="a file the program reads as its standard input (input(), sys.stdin)")
     parser.add_argument(
         "--run", action="store_true", help="run to the first breakpoint or exception stop instead of stopping on entry"
     )
@@ -99,6 +100,7 @@ OPTIONS_WITH_VALUE = {
     "--timeout",
     "--python",
     "--break-on",
+    "--stdin",
 }
 
 
@@ -110,6 +112,8 @@ def launch_arguments(opts: argparse.Namespace) -> dict:
         args["program"] = os.path.abspath(opts.program)
     if opts.python:
         args["python"] = opts.python
+    if opts.stdin:
+        args["stdin"] = os.path.abspath(opts.stdin)
     if opts.entry:
         args["entry"] = {"function": opts.entry}
         if opts.args is not None:

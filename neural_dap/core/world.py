@@ -33,6 +33,7 @@ class LaunchSpec(msgspec.Struct, frozen=True, omit_defaults=True):
     args: tuple[str, ...] = ()
     module: str | None = None  # `python -m MODULE`: run this module as __main__ (pytest, a package's CLI)
     python_args: tuple[str, ...] = ()  # interpreter options before the program (`-X dev`, `-W error`)
+    stdin: str | None = None  # absolute path of a file the program reads as its standard input
     cwd: str | None = None
     env: dict[str, str] | None = None
     entry: Entry | None = None

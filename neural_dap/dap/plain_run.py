@@ -42,14 +42,18 @@ def command(
 class PlainRun:
     """One plain run of the program; `wait` streams its output and returns its exit code."""
 
-    def __init__(self, argv: list[str], cwd: str | None, env: dict[str, str] | None) -> None:
+    def __init__(self, argv: list[str], cwd: str | None, env: dict[str, str] | None, stdin: str | None = None) -> None:
         self.argv = argv
+        self.stdin = stdin  # a file the program reads, else nothing (end-of-file)
         self.cwd = cwd
         self.env = {**os.environ, **(env or {})}
         self.process: Process | None = None
 
     async def run(self, output: Callable[[str, str], Awaitable[None]]) -> int:
-        self.process = await anyio.open_process(self.argv, cwd=self.cwd, env=self.env, start_new_session=True)
+        with open(self.stdin or os.devnull, "rb") as given:
+            self.process = await anyio.open_process(
+                self.argv, cwd=self.cwd, env=self.env, start_new_session=True, stdin=given
+            )
         process = self.process
         assert process.stdout is not None and process.stderr is not None
 

@@ -183,6 +183,7 @@ class LaunchArguments(_Wire):
     env: dict[str, str] = {}
     env_file: str | None = None  # a dotenv file; `env` overrides it
     python_args: list[str] = []  # interpreter options, e.g. ["-X", "dev"]
+    stdin: str | None = None  # a file the program reads as its standard input (as `< input.txt`)
     stop_on_entry: bool = False
     stop_at_end: bool = True
     entry: EntryArguments | None = None

@@ -244,6 +244,7 @@ class DebugSession:
             world=args.world,
             python=args.python,
             python_args=tuple(args.python_args),
+            stdin=args.stdin,
             options=options,
         )
         try:  # a module launch asks the interpreter where the module is: off the event loop
@@ -264,7 +265,7 @@ class DebugSession:
             module=launch.module,
             python_args=list(launch.python_args),
         )
-        self.plain = plain_run.PlainRun(argv, launch.cwd, launch.env)
+        self.plain = plain_run.PlainRun(argv, launch.cwd, launch.env, launch.stdin)
         await self.respond(request)
         await self.event(
             "process", p.ProcessEventBody(name=_process_name(launch), start_method="launch", is_local_process=True)

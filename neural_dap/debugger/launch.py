@@ -22,7 +22,8 @@ from neural_dap.core.world import Entry, LaunchSpec
 NOT_HONOURED: dict[str, tuple[Any, str]] = {  # key: (the value that matches what neural-dap does, why)
     "console": (
         "internalConsole",
-        "the program is recorded before you debug it, without a terminal: input() reads end-of-file",
+        "the program is recorded before you debug it, without a terminal: give its input as a file"
+        ' with "stdin": "input.txt" (else input() reads end-of-file)',
     ),
     "subProcess": (False, "child processes run untraced (the recording follows the process you launched)"),
     "django": (False, "no Django template debugging"),
@@ -52,6 +53,7 @@ class LaunchRequest(msgspec.Struct, frozen=True, omit_defaults=True):
     world: str = "recorded"
     python: str | None = None
     python_args: tuple[str, ...] = ()
+    stdin: str | None = None  # a file, read by the program as its standard input
     options: dict[str, Any] = {}  # the world's own keys, and anything else the client sent
 
 
@@ -77,6 +79,11 @@ def build_launch(request: LaunchRequest) -> Launch:
             raise LaunchError(f"the program {program} does not exist")
     else:
         raise LaunchError("launch needs 'program' (the Python file to debug) or 'module' (e.g. \"pytest\")")
+    stdin = None
+    if request.stdin:
+        stdin = os.path.abspath(os.path.join(cwd, os.path.expanduser(request.stdin)))
+        if not os.path.isfile(stdin):
+            raise LaunchError(f"stdin: {stdin} is not a file (the program's input is read from a file)")
     env = dict(read_env_file(request.env_file, cwd)) if request.env_file else {}
     env.update(request.env)  # debugpy's order: `env` overrides the file
     spec = LaunchSpec(
@@ -84,6 +91,7 @@ def build_launch(request: LaunchRequest) -> Launch:
         args=tuple(request.args),
         module=request.module,
         python_args=tuple(request.python_args),
+        stdin=stdin,
         cwd=cwd,
         env=env or None,
         entry=request.entry,

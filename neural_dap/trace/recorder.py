@@ -64,6 +64,7 @@ class Program(msgspec.Struct, frozen=True, omit_defaults=True):
     # not the standard library's or an installed package's (debugpy's justMyCode), "all" libraries too
     trace: Literal["folder", "mine", "all"] = "folder"
     python_args: tuple[str, ...] = ()  # interpreter options (`-X dev`, `-W error`, `-O`)
+    stdin: str | None = None  # a file the program reads as its standard input (else it reads EOF)
 
 
 class Outcome(msgspec.Struct, frozen=True, omit_defaults=True):
@@ -235,6 +236,7 @@ def _record(
         "engine": engine,
         "trace_all": trace_all or program.trace != "folder",
         "trace_libraries": program.trace == "all",
+        "stdin_path": program.stdin,
         "own_path": _PACKAGE_PARENT,
         "owner_pid": os.getpid(),
         "lifeline_fd": lifeline,

@@ -115,6 +115,7 @@ class RecordedWorld:
             env=launch.env,
             module=launch.module,
             python_args=launch.python_args,
+            stdin=launch.stdin,
         )
         options = world_options(launch, RecordedOptions, "recorded")
         program = msgspec.structs.replace(program, trace="mine" if options.just_my_code else "all")

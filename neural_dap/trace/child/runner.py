@@ -139,9 +139,14 @@ def main() -> None:
             os.environ.pop(name, None)
         else:
             os.environ[name] = value
-    devnull = os.open(os.devnull, os.O_RDONLY)
-    os.dup2(devnull, 0)  # the debuggee reads EOF, never our configuration (sys.stdin stays the object it was)
-    os.close(devnull)
+    # the debuggee reads its `stdin` file (a launch's "stdin"), else EOF; never our configuration
+    # (sys.stdin stays the object it was)
+    try:
+        given = os.open(cfg.get("stdin_path") or os.devnull, os.O_RDONLY)
+    except OSError:
+        given = os.open(os.devnull, os.O_RDONLY)
+    os.dup2(given, 0)
+    os.close(given)
     limits = Limits(cfg)
     if limits.memory_mb:
         try:

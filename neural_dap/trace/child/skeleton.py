@@ -95,6 +95,8 @@ class Skeleton:
         self.events = events  # what full capture appends to (in a worker: what it sends back)
         self.finish = finish  # finish(outcome, message): end the recording (limits)
         self.dir = cfg["checkpoint_dir"]
+        self.stdin_path: str | None = cfg.get("stdin_path")  # the program's stdin file, replayed from
+        self.stdin_offset = 0  # where the program had read it to when this process became a checkpoint
         self.every_events = int(cfg.get("checkpoint_events", 1_000_000))
         self.every_seconds = float(cfg.get("checkpoint_seconds", 0.25))
         self.max_checkpoints = int(cfg.get("max_checkpoints", 24))
@@ -160,6 +162,11 @@ class Skeleton:
         except OSError:
             server.close()
             return
+        if self.stdin_path:
+            try:  # the copy shares the file's offset with the recording, which reads on
+                self.stdin_offset = os.lseek(0, 0, os.SEEK_CUR)
+            except OSError:
+                self.stdin_offset = 0
         pid = _fork_ours()
         if pid == 0:
             self._serve(server, count)  # returns only in a worker
@@ -221,6 +228,7 @@ class Skeleton:
     # -- a worker ---------------------------------------------------------------------------------
     def _become_worker(self, conn: socket.socket, request: dict, count: int) -> None:
         die_with_parent()  # the checkpoint: it ends when the adapter does
+        self._own_stdin()
         first, last = int(request["from"]), int(request["to"])
         self.worker = {
             "conn": conn,
@@ -244,6 +252,19 @@ class Skeleton:
         if self.worker["live"]:
             self.tracer.skeleton(self.hook, self.flush, 4096, self.worker["to"] + 1)
         self.tracer.capture(self.worker["from"], self.worker["to"])
+
+    def _own_stdin(self) -> None:
+        """A replay reads the program's stdin from where the checkpoint had it, through a file
+        description of its own (a forked one shares its offset with every other copy)."""
+        if not self.stdin_path:
+            return
+        try:
+            fd = os.open(self.stdin_path, os.O_RDONLY)
+            os.lseek(fd, self.stdin_offset, os.SEEK_SET)
+            os.dup2(fd, 0)
+            os.close(fd)
+        except OSError:
+            pass
 
     def _hash(self, events: bytes, first: int) -> None:
         """Hash replayed records in aligned ranges, as the parent hashes its own."""
