@@ -2,7 +2,10 @@
 recomputed (not cached) prompt tokens and latency, in-process (transformers, CPU) and vLLM-served.
 
 Run: python benchmarks/neural_stop.py [--steps 100] [--model DIR] [--vllm URL | --start-vllm]
-The session steps into bubble_sort([5, 2, 4, 1, 3]) with the embedded model (`nd` dialect).
+The session steps into bubble_sort([5, 2, 4, 1, 3]) with the embedded model (`nd` dialect), with
+program-aware decoding and without it (the model alone), side by side: latency per stop and per
+generated token. Targets (issue 25): constrained within 1.3x of unconstrained, <= 100 ms median
+per stop in process.
 """
 
 from __future__ import annotations
@@ -27,8 +30,8 @@ from neural_dap.world.neural import ModelSettings, NeuralWorld
 PROGRAM = str(Path(__file__).resolve().parent.parent / "examples" / "bubble_sort.py")
 
 
-async def session(client, steps: int) -> dict:
-    world = NeuralWorld(client, ModelSettings())
+async def session(client, steps: int, constrained: bool = True) -> dict:
+    world = NeuralWorld(client, ModelSettings(constrained=constrained))
     stop = await world.start(LaunchSpec(program=PROGRAM, entry=Entry("bubble_sort", "[5, 2, 4, 1, 3]")))
     errors = 0
     for _ in range(steps):
@@ -39,9 +42,42 @@ async def session(client, steps: int) -> dict:
         if stop.at_end:
             stop = await world.start(LaunchSpec(program=PROGRAM, entry=Entry("bubble_sort", "[5, 2, 4, 1, 3]")))
     summary = world.summary()
-    await world.close()
     summary["errors"] = errors
     return summary
+
+
+class Paired:
+    """A client that answers each (constrained) request as asked, then times the model alone on the
+    same prompt: constrained against unconstrained decoding of the very same session."""
+
+    def __init__(self, inner) -> None:
+        self.inner = inner
+        self.pairs: list[tuple[float, int, float, int]] = []
+
+    def __getattr__(self, name: str):
+        return getattr(self.inner, name)
+
+    async def complete(self, prompt, **kwargs):
+        free = await self.inner.complete(prompt, **{**kwargs, "constraint": None})
+        result = await self.inner.complete(prompt, **kwargs)
+        self.pairs.append((result.seconds, result.generated_tokens, free.seconds, free.generated_tokens))
+        return result
+
+
+def describe_pairs(pairs: list[tuple[float, int, float, int]]) -> None:
+    if not pairs:
+        return
+    constrained = statistics.median(p[0] for p in pairs)
+    free = statistics.median(p[2] for p in pairs)
+    per_token = statistics.median(p[0] / p[1] for p in pairs if p[1]) / statistics.median(
+        p[2] / p[3] for p in pairs if p[3]
+    )
+    print(
+        f"{'same prompts, paired':<30} calls {len(pairs):>4}  constrained {constrained * 1e3:6.0f} ms  "
+        f"unconstrained {free * 1e3:6.0f} ms (medians)  ratio {constrained / free:4.2f}x per call, "
+        f"{per_token:4.2f}x per token  (generated {statistics.median(p[1] for p in pairs):.0f} vs "
+        f"{statistics.median(p[3] for p in pairs):.0f} tokens)"
+    )
 
 
 def describe(name: str, summary: dict) -> None:
@@ -54,10 +90,12 @@ def describe(name: str, summary: dict) -> None:
         values = [s[key] for s in stops if s[key] is not None]
         return statistics.median(values) if values else float("nan")
 
+    per_token = statistics.median(s["seconds"] / s["generatedTokens"] for s in stops if s["generatedTokens"])
     print(
-        f"{name:<22} stops {len(stops):>4}  prompt {med('promptTokens'):7.0f}  "
+        f"{name:<30} stops {len(stops):>4}  prompt {med('promptTokens'):7.0f}  "
         f"generated {med('generatedTokens'):5.0f}  "
         f"recomputed {med('recomputedTokens'):6.0f}  latency {med('seconds') * 1e3:7.0f} ms (median)  "
+        f"{per_token * 1e3:5.2f} ms/token  "
         f"p95 {sorted(s['seconds'] for s in stops)[int(0.95 * (len(stops) - 1))] * 1e3:7.0f} ms  "
         f"invalid {summary['invalidFrames']}  history restarts {summary['historyRestarts']}"
     )
@@ -65,7 +103,14 @@ def describe(name: str, summary: dict) -> None:
 
 async def main(opts) -> None:
     model = opts.model or embedded_model_path()
-    results = {"in-process (CPU)": await session(InProcessClient(model), opts.steps)}
+    client = InProcessClient(model)
+    results = {
+        "in-process (CPU) constrained": await session(client, opts.steps),
+        "in-process (CPU) unconstrained": await session(client, opts.steps, constrained=False),
+    }
+    paired = Paired(client)
+    await session(paired, min(opts.steps, 50))
+    await client.close()
     url = opts.vllm
     server = None
     if opts.start_vllm:
@@ -76,13 +121,17 @@ async def main(opts) -> None:
         url = server.url
     try:
         if url:
-            results["vLLM (CPU)"] = await session(OpenAICompatibleClient(url), opts.steps)
+            served = OpenAICompatibleClient(url)
+            results["vLLM (CPU) constrained"] = await session(served, opts.steps)
+            results["vLLM (CPU) unconstrained"] = await session(served, opts.steps, constrained=False)
+            await served.close()
     finally:
         if server is not None:
             server.stop()
     print()
     for name, summary in results.items():
         describe(name, summary)
+    describe_pairs(paired.pairs)
 
 
 if __name__ == "__main__":

@@ -98,6 +98,24 @@ class FrameContext:
         return 0 if self.ordered and not self.loose else frozenset()
 
 
+class _Key:
+    """What a constraint's token masks depend on (the program and the frame contexts), hashed once:
+    two constraints with equal keys allow the same tokens in the same states, so a model client
+    keeps their masks across predictions (`llm.constrained.TokenIndex.mask`)."""
+
+    __slots__ = ("hash", "value")
+
+    def __init__(self, value: tuple) -> None:
+        self.value = value
+        self.hash = hash(value)
+
+    def __hash__(self) -> int:
+        return self.hash
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, _Key) and self.hash == other.hash and self.value == other.value
+
+
 def _key_bytes(name: str) -> bytes:
     return json.dumps(name)[1:-1].encode()
 
@@ -112,11 +130,13 @@ class FrameConstraint:
     forced_event: str | None = None  # the prompt already ends with this event token (cwm forcing)
     _keys: dict[str, bytes] = field(default_factory=dict, init=False, repr=False)
     _options: dict[frozenset, dict[bytes, tuple[int, ...]]] = field(default_factory=dict, init=False, repr=False)
+    mask_key: _Key = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
         for ctx in self.contexts:
             for name in (*ctx.shadow, *ctx.names):
                 self._keys.setdefault(name, _key_bytes(name))
+        self.mask_key = _Key((self.source.text, tuple(self.contexts), self.end, self.forced_event))
 
     # -- what may come -------------------------------------------------------------------------------
     @property

@@ -12,6 +12,10 @@ CLOSING_ROOM = 48
 # Tokens one string value may take before it is ended: the datasets keep reprs to 300 characters
 # (corpus.dataset.RECORD_LIMITS), about 100 tokens, so a longer one is a model repeating itself.
 MAX_VALUE_TOKENS = 160
+# A string value whose last tokens are one short cycle (1 to 4 tokens) repeated over this many tokens
+# is a model looping ('ABcqpppppp…'): it is ended there, and its value reported as cut (uncertain).
+REPEAT_RUN = 32
+REPEAT_PERIODS = (1, 2, 3, 4)
 
 
 class ModelError(Exception):
@@ -22,6 +26,21 @@ class Completion(msgspec.Struct, frozen=True):
     text: str  # special tokens kept as their strings; the stop token is not included
     finish_reason: str | None = None
     token_count: int = 0
+    # Where the model says how sure it was (empty where it does not): for each generated token of
+    # `text`, the character offset where it starts and the natural log of the probability it had
+    # (under the decoding constraint, if any: the model's distribution renormalised over the tokens
+    # the constraint allowed). `cuts`: character offsets where a looping value was ended by the client.
+    offsets: tuple[int, ...] = ()
+    logprobs: tuple[float, ...] = ()
+    cuts: tuple[int, ...] = ()
+
+
+def repeating(ids: list[int], run: int = REPEAT_RUN) -> bool:
+    """Do the last `run` token ids repeat one cycle of 1 to 4 tokens?"""
+    if len(ids) < run:
+        return False
+    tail = ids[-run:]
+    return any(all(tail[i] == tail[i - p] for i in range(p, run)) for p in REPEAT_PERIODS)
 
 
 class CompletionResult(msgspec.Struct, frozen=True):

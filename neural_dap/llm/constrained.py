@@ -15,10 +15,12 @@ resampling from the masked distribution when refused samples from the masked dis
 from __future__ import annotations
 
 import weakref
+from collections import OrderedDict
 from collections.abc import Hashable
 from typing import Any
 
 Piece = str | bytes  # a special token's string, or a text token's bytes
+SHARED_MASKS = 2048  # masks kept across predictions (a vocabulary of 4096 tokens: 4 KiB each)
 
 
 def byte_decoder() -> dict[str, int]:
@@ -95,8 +97,11 @@ class TokenIndex:
             else:
                 self.unplain.append(i)
         self.plain = plain
-        # masks per constraint (held weakly: a constraint lives for one prediction) and state
+        # masks per constraint (held weakly: a constraint lives for one prediction) and state; a
+        # constraint with a `mask_key` (the program and frame shape it allows) shares them with every
+        # later constraint of the same key, so a session computes each mask once
         self._masks: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+        self._shared: OrderedDict = OrderedDict()
 
     def advance(self, constraint: Any, state: Hashable, token: int) -> Hashable | None:
         piece = self.pieces[token] if 0 <= token < self.size else None
@@ -108,14 +113,29 @@ class TokenIndex:
 
     def mask(self, constraint: Any, state: Hashable):
         """A boolean array: which tokens the constraint allows in `state`."""
-        import numpy as np
-
+        shared_key = getattr(constraint, "mask_key", None)
+        if shared_key is not None:
+            key = (shared_key, state)
+            found = self._shared.get(key)
+            if found is not None:
+                self._shared.move_to_end(key)
+                return found
+            found = self._compute(constraint, state)
+            self._shared[key] = found
+            if len(self._shared) > SHARED_MASKS:
+                self._shared.popitem(last=False)
+            return found
         cache = self._masks.get(constraint)
         if cache is None:
             cache = self._masks[constraint] = {}
         found = cache.get(state)
-        if found is not None:
-            return found
+        if found is None:
+            found = cache[state] = self._compute(constraint, state)
+        return found
+
+    def _compute(self, constraint: Any, state: Hashable):
+        import numpy as np
+
         allowed = np.zeros(self.size, dtype=bool)
         for special, i in self.special_ids.items():
             if constraint.step_special(state, special) is not None:
@@ -127,7 +147,6 @@ class TokenIndex:
                     allowed[i] = True
         else:
             self._walk(constraint, self.trie, state, allowed)
-        cache[state] = allowed
         return allowed
 
     def toward_mask(self, target: bytes):

@@ -5,6 +5,15 @@ debugging session only grows) recomputes only the tokens after their common pref
 runs in a worker thread and stops at a stop token, at `max_tokens`, or when cancelled. A
 constraint masks the logits token by token (`llm.constrained`), so what it generates is a valid
 frame by construction.
+
+Speed (profiled; docs/design-notes.md, "Fast decoding and honest confidence"): a small model runs
+on one intra-op thread (two threads on a shared 2-core machine made a 4 ms step cost 35-230 ms
+while other processes ran), and a plain Llama model (the embedded one) runs through
+`llm.fastllama`, the same arithmetic without transformers' per-call overhead and with a
+preallocated KV cache; other models go through transformers with a `DynamicCache`.
+
+Every generated token's probability (the model's own, before the constraint) comes back with the
+completion, and a string value the model loops on is ended (`llm.base.repeating`).
 """
 
 from __future__ import annotations
@@ -16,7 +25,19 @@ from typing import Any
 
 import anyio
 
-from neural_dap.llm.base import CLOSING_ROOM, MAX_VALUE_TOKENS, Completion, CompletionResult, Constraint, ModelError
+from neural_dap.llm.base import (
+    CLOSING_ROOM,
+    MAX_VALUE_TOKENS,
+    Completion,
+    CompletionResult,
+    Constraint,
+    ModelError,
+    repeating,
+)
+
+# Models smaller than this run on one intra-op thread: their matrix-vector products are too small
+# to share, and a thread pool spinning on a shared machine costs far more than it saves.
+ONE_THREAD_PARAMETERS = 50_000_000
 
 
 class InProcessClient:
@@ -32,7 +53,9 @@ class InProcessClient:
         self._cached_ids: list[int] = []
         self._lock = threading.Lock()
         self._load_lock = anyio.Lock()
-        self._index = None  # TokenIndex of the vocabulary, made on the first constrained call
+        self._index = None  # TokenIndex of the vocabulary, made on the first call
+        self._fast: Any = None  # llm.fastllama.FastLlama, for a plain Llama model
+        self._last_logits: Any = None
 
     def describe(self) -> dict:
         return {"client": "inprocess", "path": self.path, "model": self.name, "device": self.device}
@@ -52,14 +75,21 @@ class InProcessClient:
             ) from None
         if not os.path.isfile(os.path.join(self.path, "config.json")):
             raise ModelError(f"no model at {self.path} (config.json missing)")
-        if self.threads:
-            torch.set_num_threads(self.threads)
+        from neural_dap.llm.fastllama import FastLlama, supports
+
+        _quiet_transformers()
         self._tokenizer = PreTrainedTokenizerFast.from_pretrained(self.path)
         try:
             model: Any = AutoModelForCausalLM.from_pretrained(self.path, dtype=torch.float32)
         except TypeError:
             model = AutoModelForCausalLM.from_pretrained(self.path, torch_dtype=torch.float32)
         self._model = model.to(self.device).eval()
+        if self.threads:
+            torch.set_num_threads(self.threads)
+        elif self.device == "cpu" and sum(p.numel() for p in model.parameters()) < ONE_THREAD_PARAMETERS:
+            torch.set_num_threads(1)
+        if self.device == "cpu" and supports(self._model):
+            self._fast = FastLlama(self._model)
         self._generator = torch.Generator(device="cpu").manual_seed(self.seed)
 
     async def tokenize(self, text: str) -> list[int]:
@@ -138,20 +168,31 @@ class InProcessClient:
             try:
                 for k in range(n):
                     if k > 0:
-                        _crop(self._cache, prompt_cache_len)
+                        self._crop(prompt_cache_len)
                         self._cached_ids = list(prompt)
-                    ids, changed = self._generate(
+                    ids, changed, logprobs, cuts = self._generate(
                         last_logits, min(max_tokens, limit - len(prompt) - 1), stop_ids, temperature, cancel, constraint
                     )
                     generated_total += len(ids)
                     changed_total += changed
+                    kept = [i for i in ids if i not in stop_ids]
                     text = self._tokenizer.decode(
-                        [i for i in ids if i not in stop_ids],
+                        kept,
                         skip_special_tokens=False,
                         clean_up_tokenization_spaces=False,
                     )  # type: ignore[union-attr]
                     finish = "stop" if ids and ids[-1] in stop_ids else "length"
-                    completions.append(Completion(text, finish, len(ids)))
+                    offsets = self._offsets(kept)
+                    completions.append(
+                        Completion(
+                            text,
+                            finish,
+                            len(ids),
+                            offsets=tuple(offsets),
+                            logprobs=tuple(logprobs[: len(kept)]),
+                            cuts=tuple(offsets[c] for c in cuts if c < len(offsets)),
+                        )
+                    )
             finally:
                 if constraint is not None and self._index is not None:
                     self._index.forget(constraint)
@@ -175,6 +216,11 @@ class InProcessClient:
                 break
             common += 1
         common = min(common, len(prompt) - 1)  # the last prompt token must run to give logits
+        if self._fast is not None:
+            self._fast.crop(common)
+            self._last_logits = self._fast.forward(prompt[self._fast.length :])
+            self._cached_ids = list(prompt)
+            return common
         if self._cache is None or common == 0:
             self._cache = DynamicCache()
             common = 0
@@ -195,29 +241,37 @@ class InProcessClient:
         temperature: float,
         cancel: threading.Event,
         constraint: Constraint | None = None,
-    ) -> tuple[list[int], int]:
-        """Token ids up to a stop token; and how many choices the constraint changed."""
+    ) -> tuple[list[int], int, list[float], list[int]]:
+        """Token ids up to a stop token; how many choices the constraint changed; the log probability
+        the model gave each token (before the constraint); the steps where a looping value was ended."""
         import torch
 
         ids: list[int] = []
+        logprobs: list[float] = []
+        cuts: list[int] = []
         stops = set(stop_ids)
         index = self._token_index() if constraint is not None else None
         state = constraint.start() if constraint is not None else None
         changed = 0
         in_text = 0  # tokens written inside the current string value
+        run: list[int] = []  # those tokens
         for step in range(max(0, max_tokens)):
             if cancel.is_set():
                 raise ModelError("cancelled")
             token = self._pick(logits, temperature)
-            in_text = in_text + 1 if constraint is not None and constraint.free_text(state) else 0
+            free = constraint is not None and constraint.free_text(state)
+            in_text = in_text + 1 if free else 0
+            if not free:
+                run = []
+            looping = free and repeating(run)
             if (
                 index is not None
                 and constraint is not None
-                and (max_tokens - step <= CLOSING_ROOM or in_text > MAX_VALUE_TOKENS)
+                and (max_tokens - step <= CLOSING_ROOM or in_text > MAX_VALUE_TOKENS or looping)
                 and constraint.in_values(state)
             ):
                 # about to run out of room in the locals or a value, or a value running on past any
-                # repr the model was trained on (a small model can loop on one piece): take the
+                # repr the model was trained on or looping on one short cycle of tokens: take the
                 # shortest way out (end the string, write only the keys still required, close the
                 # object), so the frame still completes
                 way_out = constraint.close_segment(state)
@@ -225,6 +279,8 @@ class InProcessClient:
                 if closing is not None and not closing[token]:
                     token = self._pick(logits, temperature, torch.from_numpy(closing))
                     changed += 1
+                if looping or in_text > MAX_VALUE_TOKENS:
+                    cuts.append(step)
             if index is not None:
                 nxt = index.advance(constraint, state, token)
                 if nxt is None:  # the model's choice is not possible here: choose among what is
@@ -235,16 +291,44 @@ class InProcessClient:
                     nxt = index.advance(constraint, state, token)
                     changed += 1
                 state = nxt
+            logprobs.append(float(logits[token]) - float(torch.logsumexp(logits, 0)))
             ids.append(token)
+            if free:
+                run.append(token)
             if token in stops:
                 break
-            out = self._model(
-                input_ids=torch.tensor([[token]], device=self.device), past_key_values=self._cache, use_cache=True
-            )  # type: ignore[misc]
-            self._cache = out.past_key_values
-            self._cached_ids.append(token)
-            logits = out.logits[0, -1]
-        return ids, changed
+            logits = self._step(token)
+        return ids, changed, logprobs, cuts
+
+    def _step(self, token: int):
+        """Run one token after the cache; the logits of the next."""
+        import torch
+
+        self._cached_ids.append(token)
+        if self._fast is not None:
+            return self._fast.forward([token])
+        out = self._model(
+            input_ids=torch.tensor([[token]], device=self.device), past_key_values=self._cache, use_cache=True
+        )  # type: ignore[misc]
+        self._cache = out.past_key_values
+        return out.logits[0, -1]
+
+    def _crop(self, keep: int) -> None:
+        if self._fast is not None:
+            self._fast.crop(keep)
+        elif self._cache is not None:
+            _crop(self._cache, keep)
+
+    def _offsets(self, ids: list[int]) -> list[int]:
+        """The character offset in the decoded text where each token starts."""
+        pieces = self._token_index().pieces
+        data = b""
+        starts = []
+        for token in ids:
+            starts.append(len(data))
+            piece = pieces[token] if 0 <= token < len(pieces) else None
+            data += piece.encode() if isinstance(piece, str) else (piece or b"")
+        return [len(data[:start].decode("utf-8", errors="ignore")) for start in starts]
 
     def _pick(self, logits, temperature: float, mask=None) -> int:
         import torch
@@ -259,6 +343,18 @@ class InProcessClient:
     async def close(self) -> None:
         self._model = None
         self._cache = None
+        self._fast = None
+
+
+def _quiet_transformers() -> None:
+    """Nothing on stderr from loading: an editor (nvim-dap) logs an adapter's stderr as errors."""
+    try:
+        from transformers.utils import logging as hf_logging
+
+        hf_logging.disable_progress_bar()
+        hf_logging.set_verbosity_error()
+    except (ImportError, AttributeError):
+        pass
 
 
 def _crop(cache, keep: int) -> None:
