@@ -99,6 +99,7 @@ class Debugger:
         self._released = anyio.Event()
         self._closed = anyio.Event()
         self._task_group: anyio.abc.TaskGroup | None = None
+        self._starting: WorldModel | None = None  # a world whose start (a recording) is under way
         self.data_breakpoints: list[DataBreakpoint] = []
         self._data_ids = 0
         self._bound: tuple[int, bool] | None = None  # (event, forward): a data breakpoint's change ends the move
@@ -131,12 +132,14 @@ class Debugger:
         if self.world is not None:
             raise WorldError("this session has already launched a program")
         world = self.world_factory(launch)
+        self._starting = world
         self._task_group = task_group
         if task_group is None:
             stop = await world.start(launch)
         else:
             stop = await task_group.start(self._host, world, launch)
         self.world, self.launch, self._stop = world, launch, stop
+        self._starting = None
         return stop
 
     async def _host(self, world: WorldModel, launch: LaunchSpec, *, task_status=anyio.TASK_STATUS_IGNORED) -> None:
@@ -186,7 +189,12 @@ class Debugger:
         return changed
 
     def pause(self) -> None:
-        """Interrupt the running request: it ends at the last stop with reason `pause`."""
+        """Interrupt the running request: it ends at the last stop with reason `pause`. While the
+        program is still being recorded, a world that can (`interrupt`) ends the recording there
+        and the session opens on what was recorded."""
+        interrupt = getattr(self._starting, "interrupt", None)
+        if interrupt is not None:
+            interrupt()
         if self._running is not None:
             self._running.cancel()
 

@@ -27,7 +27,9 @@ import msgspec
 
 from neural_dap.core.state import State, Value
 
-OutcomeKind = Literal["finished", "raised", "exited", "timeout", "event_limit", "memory", "crashed", "error"]
+OutcomeKind = Literal[
+    "finished", "raised", "exited", "timeout", "event_limit", "memory", "crashed", "error", "paused"
+]
 _GRACE_SECONDS = 3.0
 _PACKAGE_PARENT = str(Path(__file__).resolve().parent.parent.parent)
 
@@ -83,6 +85,7 @@ class Outcome(msgspec.Struct, frozen=True, omit_defaults=True):
             "raised": "the program raised an uncaught exception",
             "exited": "the program exited",
             "timeout": "the program was stopped at the wall-time limit",
+            "paused": "the program was paused while it was recorded",
             "event_limit": "the program was stopped at the event limit",
             "memory": "the program ran out of memory",
             "crashed": "the interpreter crashed",
@@ -154,6 +157,32 @@ class Recording:
         return None
 
 
+class RecordingHandle:
+    """A recording in progress, for another thread: `end_now()` ends it where the program is (the
+    user paused it), keeping everything recorded so far, as the wall-time limit does."""
+
+    def __init__(self) -> None:
+        self.pid: int | None = None
+        self.ended = False
+
+    def started(self, pid: int) -> None:
+        self.pid = pid
+        if self.ended:  # asked before the process existed
+            self.end_now()
+
+    def end_now(self) -> bool:
+        from neural_dap.trace.child.runner import END_SIGNAL
+
+        self.ended = True
+        if self.pid is None or END_SIGNAL is None:
+            return False
+        try:
+            os.kill(self.pid, END_SIGNAL)
+        except (ProcessLookupError, PermissionError):
+            return False
+        return True
+
+
 class RecorderError(Exception):
     """The recorder itself could not start (not the debuggee failing: that is an Outcome)."""
 
@@ -179,6 +208,7 @@ def record_skeleton(
     checkpoint_events: int = 1_000_000,
     checkpoint_seconds: float = 0.25,
     max_checkpoints: int = 24,
+    recording: RecordingHandle | None = None,
 ):
     """Run `program` recording only its skeleton, with checkpoints to materialise states from
     (see `trace.skeleton`). Returns a `SkeletonRecording`; close it to end its checkpoints."""
@@ -194,7 +224,7 @@ def record_skeleton(
         "owner_pid": os.getpid(),
     }
     try:
-        return _record(program, limits, python=python, engine=engine, extra=extra, folder=folder)
+        return _record(program, limits, python=python, engine=engine, extra=extra, folder=folder, handle=recording)
     except BaseException:
         import shutil
 
@@ -211,6 +241,7 @@ def _record(
     trace_all: bool = False,
     extra: dict | None = None,
     folder: str | None = None,
+    handle: RecordingHandle | None = None,
 ):
     started = time.monotonic()
     path = os.path.abspath(program.path)
@@ -268,6 +299,8 @@ def _record(
     finally:
         if "proc" in locals():
             os.close(write_fd)
+    if handle is not None:
+        handle.started(proc.pid)
     try:
         assert proc.stdin is not None
         proc.stdin.write(json.dumps(cfg).encode())

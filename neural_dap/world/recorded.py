@@ -25,7 +25,16 @@ from neural_dap.core.world import (
 from neural_dap.trace.execution import Execution, FullExecution, SkeletonExecution
 from neural_dap.trace.live import LiveError, LiveStop
 from neural_dap.trace.queries import RecordingQueries
-from neural_dap.trace.recorder import Limits, Outcome, Program, RecorderError, Recording, record_async, record_skeleton
+from neural_dap.trace.recorder import (
+    Limits,
+    Outcome,
+    Program,
+    RecorderError,
+    Recording,
+    RecordingHandle,
+    record_async,
+    record_skeleton,
+)
 from neural_dap.trace.skeleton import DivergenceError
 
 LIMIT_KEYS = {
@@ -99,6 +108,7 @@ class RecordedWorld:
         self.python = ""
         self.program = ""
         self.just_my_code = True
+        self._recording: RecordingHandle | None = None  # while the program is being recorded
         self._live: LiveStop | None = None  # the live copy of the program at the stop expressions asked about
         self._queries: RecordingQueries | None = None
 
@@ -129,7 +139,11 @@ class RecordedWorld:
                 execution: Execution = FullExecution(rec)
                 self.engine, self.python = rec.engine, rec.python
             else:
-                skeleton = await anyio.to_thread.run_sync(lambda: record_skeleton(program, limits, python=python))
+                handle = self._recording = RecordingHandle()
+                skeleton = await anyio.to_thread.run_sync(
+                    lambda: record_skeleton(program, limits, python=python, recording=handle)
+                )
+                self._recording = None
                 rec = skeleton
                 execution = SkeletonExecution(skeleton)
                 self.engine, self.python = skeleton.log.engine, skeleton.log.python
@@ -271,6 +285,12 @@ class RecordedWorld:
         except LiveError as exc:
             raise WorldError(str(exc)) from None
         return LiveResult(value.text, value.type)
+
+    def interrupt(self) -> bool:
+        """The user paused while the program is being recorded: end the recording where the program
+        is and debug what was recorded (a server, a program waiting for something)."""
+        recording = self._recording
+        return recording.end_now() if recording is not None else False
 
     def why_not_run(self, path: str) -> str | None:
         """Why a breakpoint in `path` can never be hit in this recording, or None if it can: no code

@@ -62,6 +62,11 @@ class Channel:
         except OSError:
             pass
 
+    # set by the runner: ask the traced (main) thread to end the recording itself, with everything it
+    # recorded; returns False where it cannot (then this thread ends it with what was flushed)
+    end_in_main = None
+    on_tick = None  # called by this thread at each flush (the skeleton asks for timely checkpoints)
+
     def start(self) -> None:
         self.thread.start()
 
@@ -70,8 +75,13 @@ class Channel:
             if self.guard is not None:
                 self.guard.check()
             self.flush()
+            if self.on_tick is not None:
+                self.on_tick()
             if time.monotonic() - self.started > self.limits.wall_time:
-                self.finish("timeout", f"the program ran past the {self.limits.wall_time:g} s wall-time limit")
+                message = f"the program ran past the {self.limits.wall_time:g} s wall-time limit"
+                if self.end_in_main is not None and self.end_in_main("timeout", message):
+                    return  # the main thread ends the recording, keeping what it had not flushed yet
+                self.finish("timeout", message)
                 self.exit(0)
             if self.sent >= self.limits.max_events:
                 self.finish("event_limit", f"the program passed the {self.limits.max_events} event limit")

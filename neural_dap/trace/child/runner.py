@@ -7,6 +7,7 @@ import ast
 import builtins
 import json
 import os
+import signal
 import sys
 import types
 from _thread import get_ident
@@ -217,6 +218,17 @@ def main() -> None:
         if get_ident() == traced_thread:
             die_with_parent()  # (a fork from another thread would die when that thread ends)
 
+    def end_here(outcome: str, message: str) -> None:
+        """In the main thread, between two of the program's bytecodes: stop tracing, hand over the
+        records still buffered, end. A program that waits (a server, a sleep loop) keeps what it
+        recorded up to the wall-time limit or to the user's pause."""
+        stop()
+        if skeleton is not None:
+            engine.flush()
+        channel.finish(outcome, message)
+        real_exit(0)
+
+    _arm_end_signal(end_here, channel, get_ident())
     traced_thread = get_ident()
     os._exit = exit_after_flush  # type: ignore[assignment]
     _wrap_exec(before_exec, forked)
@@ -231,6 +243,36 @@ def main() -> None:
         skeleton.program_ended(outcome)  # (a worker sends what it captured and ends here)
     channel.finish(*outcome)
     real_exit(0)
+
+
+# What the adapter sends to end a recording now (a `pause` while the program is recorded), and
+# what the flusher thread sends the main thread at the wall-time limit: a real-time signal, which
+# programs leave alone, handled in the main thread between bytecodes (a blocking call is interrupted).
+END_SIGNAL = signal.SIGRTMIN + 3 if hasattr(signal, "SIGRTMIN") else None
+
+
+def _arm_end_signal(end_here, channel: Channel, main_thread: int) -> None:
+    if END_SIGNAL is None:
+        return
+    reason = [("paused", "the recording was paused: it ends here")]
+
+    def on_signal(_signum, _frame) -> None:
+        end_here(*reason[0])
+
+    def end_in_main(outcome: str, message: str) -> bool:
+        reason[0] = (outcome, message)
+        try:
+            signal.pthread_kill(main_thread, END_SIGNAL)
+        except (OSError, ValueError):
+            return False
+        channel.done.wait(1.0)  # the main thread ends the process; if it is stuck in C code, we do
+        return False
+
+    try:
+        signal.signal(END_SIGNAL, on_signal)
+    except (OSError, ValueError):
+        return
+    channel.end_in_main = end_in_main  # type: ignore[assignment]
 
 
 def _stop_in_forked_child(stop, channel: Channel, cfg: dict) -> None:

@@ -122,6 +122,17 @@ class Skeleton:
         """Tracing has started and no event has happened yet: the first checkpoint."""
         self.next_time = time.monotonic() + self.every_seconds
         self.checkpoint(0)
+        self.channel.on_tick = self.poke
+
+    def poke(self) -> None:
+        """From the flusher thread: a checkpoint is due by time, so have the engine call the hook at
+        its next event (it counts events only: a program that mostly waits would otherwise take none,
+        and a replay of it would wait all over again)."""
+        if self.worker is None and time.monotonic() >= self.next_time:
+            try:
+                self.tracer.skeleton(self.hook, self.flush, 4096, self.tracer.count() + 1)
+            except Exception:
+                pass
 
     def flush(self, events: bytes, calls: bytes, first: int) -> None:
         if self.worker is not None:
@@ -245,12 +256,10 @@ class Skeleton:
             guard.thread = threading.get_ident()
             guard.watch(time.monotonic() + self.replay_seconds, lambda: _EXIT(0))
         del self.events[:]
-        # a live stop pauses exactly at its event (the hook runs while that event is counted); a
-        # worker of the first checkpoint (taken before any hook ran) would otherwise run on to the
-        # next 4096th event, or to the program's end. (Replays for states keep their own pace: the
-        # hashes of what they replayed are closed where the records end, not at a hook.)
-        if self.worker["live"]:
-            self.tracer.skeleton(self.hook, self.flush, 4096, self.worker["to"] + 1)
+        # stop right after the window (a live stop: at its event; the hook runs once that event is
+        # recorded): a worker of the first checkpoint, taken before any hook ran, would otherwise run
+        # on to the next 4096th event, or to the end of a program that may never end
+        self.tracer.skeleton(self.hook, self.flush, 4096, self.worker["to"] + 1)
         self.tracer.capture(self.worker["from"], self.worker["to"])
 
     def _own_stdin(self) -> None:
@@ -267,13 +276,16 @@ class Skeleton:
             pass
 
     def _hash(self, events: bytes, first: int) -> None:
-        """Hash replayed records in aligned ranges, as the parent hashes its own."""
+        """Hash the records replayed before the window in aligned ranges (the last one ends where the
+        window starts), as the parent hashes its own; the window itself is compared event by event,
+        so a replay that diverges inside it still gives the states before the divergence."""
         worker = self.worker
         assert worker is not None
         offset = 0
         index = first
-        while offset < len(events):
-            boundary = (index // HASH_EVERY + 1) * HASH_EVERY
+        window = worker["from"]
+        while offset < len(events) and index < window:
+            boundary = min((index // HASH_EVERY + 1) * HASH_EVERY, window)
             take = min(len(events) - offset, (boundary - index) * EVENT_SIZE)
             if worker["range"] is None:
                 worker["range"] = [index, hashlib.blake2b(digest_size=16)]

@@ -1,0 +1,78 @@
+"""Programs that wait (a server, a sleep loop) are debugged as far as they ran (issue 21, item 6):
+the wall-time limit keeps what was recorded, and `pause` while the program is recorded ends the
+recording there and opens it."""
+
+from __future__ import annotations
+
+import textwrap
+import time
+from pathlib import Path
+
+import anyio
+
+from tests.dap_helpers import adapter, where
+
+SERVER = textwrap.dedent(
+    """\
+    import time
+
+
+    def handle(n):
+        return n * 2
+
+
+    total = 0
+    for i in range(5):
+        total += handle(i)
+    print("ready", total, flush=True)
+    while True:
+        time.sleep(0.05)
+    """
+)
+
+
+async def _launch(client, launch: dict, pause_after: float | None = None) -> tuple[dict, float]:
+    await client.call("initialize", {"adapterID": "tests", "linesStartAt1": True})
+    await client.wait_event("initialized")
+    started = time.monotonic()
+    seq = await client.send_request("launch", launch)
+    await client.call("configurationDone")
+    if pause_after is not None:
+        await anyio.sleep(pause_after)
+        await client.call("pause", {"threadId": 1})
+    response = await client.response(seq, "launch")
+    return response, time.monotonic() - started
+
+
+async def test_the_wall_time_limit_keeps_what_was_recorded(tmp_path: Path) -> None:
+    program = tmp_path / "server.py"
+    program.write_text(SERVER)
+    async with adapter() as client:
+        response, _ = await _launch(client, {"program": str(program), "limits": {"wallTime": 2}})
+        assert response["success"], response
+        end = await client.wait_event("stopped")
+        assert end["body"]["reason"] == "end" and "wall-time limit" in end["body"]["description"]
+        assert (await where(client))[0] == "<module>"
+        await client.call("reverseContinue", {"threadId": 1})
+        await client.wait_event("stopped")
+        lines = []
+        for _ in range(3):  # the recorded start is there to travel through
+            await client.call("next", {"threadId": 1})
+            await client.wait_event("stopped")
+            lines.append((await where(client))[1])
+        assert lines[-2:] == [4, 8]
+
+
+async def test_pause_while_recording_opens_what_was_recorded(tmp_path: Path) -> None:
+    program = tmp_path / "server.py"
+    program.write_text(SERVER)
+    async with adapter() as client:
+        response, took = await _launch(client, {"program": str(program)}, pause_after=1.5)
+        assert response["success"], response
+        assert took < 20  # not the 60 s wall-time limit
+        end = await client.wait_event("stopped")
+        assert end["body"]["reason"] == "end" and "paused" in end["body"]["description"]
+        _, _, values = await where(client)
+        assert values["total"] == "20"
+        output = "".join(e["body"]["output"] for e in client.events if e.get("event") == "output")
+        assert "ready 20" in output
