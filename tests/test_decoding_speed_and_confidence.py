@@ -148,3 +148,79 @@ def test_a_neural_session_writes_no_warning_on_stderr():
     assert done.returncode == 0, done.stderr
     noisy = [line for line in done.stderr.splitlines() if "warning" in line.lower() or "Loading" in line]
     assert not noisy, done.stderr
+
+
+# -- confidence ----------------------------------------------------------------------------------------
+
+
+async def test_every_predicted_value_and_line_carries_the_probability_the_model_gave_it(client):
+    both, stops, world = await _session(client, "bubble")
+    for stop in stops:
+        assert stop.predicted and stop.line_confidence is not None and 0 < stop.line_confidence <= 1
+        if stop.state.terminal:
+            assert stop.value_confidence is not None and 0 < stop.value_confidence <= 1
+        else:
+            assert set(stop.local_confidence) == set(stop.state.locals)
+            assert all(0 <= p <= 1 for p in stop.local_confidence.values())
+    summary = world.summary()["confidence"]
+    assert summary["predictedValues"] > 0 and summary["meanValueConfidence"] is not None
+    # each completion says where its tokens start and how likely each was
+    completion = both.results[0].completions[0]
+    assert len(completion.offsets) == len(completion.logprobs) > 0
+
+
+async def test_a_value_the_model_loops_on_is_cut_and_shown_as_uncertain(client):
+    from neural_dap.core.state import TRUNCATION_MARK
+    from neural_dap.dap.presentation import StopView
+
+    # README's first command: in the class body the model writes __doc__ = 'ABcqpppppp...'
+    world = NeuralWorld(client, ModelSettings())
+    await world.start(LaunchSpec(program=str(EXAMPLES / "inventory.py")))
+    cut = None
+    for step in "s n n n s n n n".split():
+        stop = await world.act(Action(KIND[step]))
+        if "__doc__" in stop.state.locals:
+            cut = stop
+            break
+    assert cut is not None
+    value = cut.state.locals["__doc__"]
+    assert value.endswith(TRUNCATION_MARK) and len(value) < 60  # ended at the loop, not after 160 tokens
+    assert cut.local_confidence["__doc__"] == 0.0
+    assert world.summary()["confidence"]["cutValues"] == 1
+    view = StopView(cut)
+    shown = {v.name: v.value for v in view.variables(view.scopes(view.frames[0].id)[0].variables_reference)}
+    assert shown["__doc__"].startswith("\u2248 ") and shown["__doc__"].endswith("?  (p=0.00)")
+    assert shown["__module__"] == "'__main__'  (p=0.92)"
+
+
+def test_confidence_is_the_product_of_the_tokens_that_write_each_part():
+    import math
+
+    from neural_dap.format.confidence import frame_confidence
+    from neural_dap.llm.base import repeating
+
+    pieces = ["<|line_sep|>", '{"', "a", '": "', "1", '", "', "b", '": "', "..", '"}', "<|action_sep|>", "x = 1\n"]
+    probs = [1.0, 0.9, 1.0, 1.0, 0.5, 0.8, 1.0, 1.0, 0.6, 1.0, 1.0, 0.7]
+    offsets = tuple(sum(len(p) for p in pieces[:i]) for i in range(len(pieces)))
+    got = frame_confidence("".join(pieces), offsets, tuple(math.log(p) for p in probs))
+    assert got is not None
+    assert got.locals["a"] == pytest.approx(1.0 * 0.5 * 0.8)  # `": "`, `1`, `", "`
+    assert got.locals["b"] == pytest.approx(1.0 * 0.6 * 1.0)
+    assert got.unchanged == {"b"} and got.line == pytest.approx(0.7)
+    cut = frame_confidence("".join(pieces), offsets, tuple(math.log(p) for p in probs), cuts=(offsets[4],))
+    assert cut is not None and cut.locals["a"] == 0.0 and cut.cut_locals == {"a"}
+    assert repeating([7, 8] + [5] * 32) and repeating([1, 2, 3] * 11) and not repeating(list(range(40)))
+
+
+def test_a_served_completion_carries_its_token_log_probabilities():
+    from neural_dap.llm.openai import _completion
+
+    choice = {
+        "text": '<|line_sep|>{"a": "1"}',
+        "finish_reason": "stop",
+        "logprobs": {"text_offset": [500, 512, 514, 515, 519, 520, 523], "token_logprobs": [-0.1] * 6 + [-0.01]},
+    }
+    completion = _completion(choice)
+    assert completion.offsets == (0, 12, 14, 15, 19, 20)  # the stop token (past the text) left out
+    assert completion.logprobs == (-0.1,) * 6
+    assert _completion({"text": "x", "finish_reason": "stop"}).logprobs == ()

@@ -19,6 +19,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import sys
 from dataclasses import dataclass, field
 from typing import Any
@@ -188,7 +189,13 @@ class Frontend:
         self.print(f"[{reason}] {os.path.basename(path)}:{top['line']} in {top['name']}")
         self.print(f"  {top['line']:>4} | {line_text}")
         previous = self.last_locals.get(len(stack))
-        changed = {k: v for k, v in current.items() if previous is None or previous.get(k) != v}
+        # a predicted value carries the model's confidence ("x  (p=0.93)", "≈ x?  (p=0.31)"): shown,
+        # but only a changed value is a change
+        changed = {
+            k: v
+            for k, v in current.items()
+            if previous is None or _without_confidence(previous.get(k)) != _without_confidence(v)
+        }
         if changed:
             self.print("       | " + "   ".join(f"{k} = {v}" for k, v in changed.items()))
         if body.get("description") and reason in ("exception", "end"):
@@ -361,6 +368,17 @@ class Frontend:
             if isinstance(value, (dict, list)):
                 value = json.dumps(value)
             self.print(f"  {key}: {value}")
+
+
+_CONFIDENCE = re.compile(r"^(?:\u2248 (?P<guess>.*)\?|(?P<fact>.*?))  \(p=[0-9.]+\)(?P<rest>.*)$", re.S)
+
+
+def _without_confidence(value: str | None) -> str | None:
+    """A Variables value without the confidence a predicted one carries."""
+    m = _CONFIDENCE.match(value) if value is not None else None
+    if m is None:
+        return value
+    return (m.group("guess") if m.group("guess") is not None else m.group("fact")) + m.group("rest")
 
 
 def _moment(moment: dict) -> str:

@@ -95,6 +95,11 @@ class Stop(msgspec.Struct, frozen=True, omit_defaults=True):
     hit_exception: bool = False  # stopped because of an exception filter
     hit_breakpoint: bool = False  # stopped at one of the breakpoint targets
     note: str = ""  # something the user should know about this stop
+    # A predicted stop: the probability the model gave its source line, each local's value and the
+    # returned / raised value (format.confidence; empty or None where the model did not say)
+    line_confidence: float | None = None
+    local_confidence: dict[str, float] = {}
+    value_confidence: float | None = None
 
 
 class WorldError(Exception):

@@ -240,11 +240,11 @@ class StopView:
                 size = len(reprs.children(parsed))
                 if isinstance(parsed, (list, tuple)) and size > PAGE_HINT:
                     indexed = size
-        value = text
+        value = self._with_confidence(name, text, evaluate_name)
         hint = None
         mark = self.marked.get(name)
         if mark is not None:
-            value = f"{text}   \u26a0 reality: {mark.actual}"
+            value = f"{value}   \u26a0 reality: {mark.actual}"
             # the mark is in the text: `hasDataBreakpoint` belongs to real data breakpoints
             hint = p.VariablePresentationHint(kind="data")
         return p.Variable(
@@ -257,6 +257,24 @@ class StopView:
             named_variables=named,
             presentation_hint=hint,
         )
+
+    def _with_confidence(self, name: str, text: str, evaluate_name: str | None) -> str:
+        """A predicted local or return value with the probability the model gave it: "x  (p=0.93)";
+        below `UNCERTAIN_BELOW` it reads as a guess, "≈ x?  (p=0.31)". Real values are unchanged."""
+        from neural_dap.format.confidence import UNCERTAIN_BELOW
+
+        stop = self.stop
+        state = stop.state
+        p_value = None
+        if evaluate_name == name and state.locals.get(name) == text:
+            p_value = stop.local_confidence.get(name)
+        elif name.startswith(("(return) ", "(exception) ")) and text == (state.value or "None"):
+            p_value = stop.value_confidence
+        if p_value is None:
+            return text
+        if p_value < UNCERTAIN_BELOW:
+            return f"\u2248 {text}?  (p={p_value:.2f})"
+        return f"{text}  (p={p_value:.2f})"
 
     def expandable(self, value: object, evaluate_name: str | None) -> int:
         if reprs.has_children(value):

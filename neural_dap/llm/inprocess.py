@@ -281,17 +281,22 @@ class InProcessClient:
                     changed += 1
                 if looping or in_text > MAX_VALUE_TOKENS:
                     cuts.append(step)
+            allowed = None
             if index is not None:
                 nxt = index.advance(constraint, state, token)
                 if nxt is None:  # the model's choice is not possible here: choose among what is
                     mask = index.mask(constraint, state)
                     if not mask.any():
                         raise ModelError(f"the decoding constraint allows no token here ({str(state)[:200]})")
-                    token = self._pick(logits, temperature, torch.from_numpy(mask))
+                    allowed = torch.from_numpy(mask)
+                    token = self._pick(logits, temperature, allowed)
                     nxt = index.advance(constraint, state, token)
                     changed += 1
                 state = nxt
-            logprobs.append(float(logits[token]) - float(torch.logsumexp(logits, 0)))
+            # the model's probability of the token; where the program refused the model's own pick,
+            # renormalised over what the program allows (the mask is known there)
+            total = torch.logsumexp(logits if allowed is None else logits[allowed], 0)
+            logprobs.append(float(logits[token]) - float(total))
             ids.append(token)
             if free:
                 run.append(token)

@@ -321,6 +321,7 @@ class OpenAICompatibleClient:
             "stop_token_ids": stop_ids,
             "skip_special_tokens": False,
             "spaces_between_special_tokens": False,
+            "logprobs": 1,  # each generated token's log probability (format.confidence)
         }
         data = await self._json("POST", "/v1/completions", json=body)
         seconds = time.monotonic() - started
@@ -340,7 +341,7 @@ class OpenAICompatibleClient:
             hits_after = await self._prefix_hits()
             if hits_after is not None:
                 cached = int(hits_after - hits_before)
-        completions = tuple(Completion(c["text"], c.get("finish_reason")) for c in choices)
+        completions = tuple(_completion(c) for c in choices)
         return CompletionResult(
             completions=completions,
             prompt_tokens=int(usage.get("prompt_tokens") or len(prompt)),
@@ -348,6 +349,32 @@ class OpenAICompatibleClient:
             cached_tokens=cached,
             seconds=seconds,
         )
+
+
+def _completion(choice: dict) -> Completion:
+    """A choice with its tokens' log probabilities (the legacy completions `logprobs` object:
+    `text_offset` and `token_logprobs`), where the server gave them."""
+    text = choice["text"]
+    logprobs = choice.get("logprobs")
+    offsets: list[int] = []
+    values: list[float] = []
+    if isinstance(logprobs, dict):
+        raw_offsets = logprobs.get("text_offset")
+        raw_values = logprobs.get("token_logprobs")
+        if (
+            isinstance(raw_offsets, list)
+            and isinstance(raw_values, list)
+            and raw_offsets
+            and len(raw_offsets) == len(raw_values)
+            and all(isinstance(o, int) for o in raw_offsets)
+        ):
+            first = raw_offsets[0]  # some servers count from the prompt's start
+            for offset, value in zip(raw_offsets, raw_values, strict=True):
+                if offset - first >= len(text) and offsets:
+                    break  # the stop token, left out of the text
+                offsets.append(offset - first)
+                values.append(float(value) if isinstance(value, (int, float)) else 0.0)
+    return Completion(text, choice.get("finish_reason"), len(offsets), offsets=tuple(offsets), logprobs=tuple(values))
 
 
 def _first_text(data: dict) -> str:

@@ -21,7 +21,7 @@ import os
 import time
 from collections import Counter
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import msgspec
@@ -30,8 +30,9 @@ from neural_dap.core.actions import Action, Target
 from neural_dap.core.flow import ProgramFlow
 from neural_dap.core.focus import focus_lines
 from neural_dap.core.source import SourceInfo, read_source
-from neural_dap.core.state import Frame, State
+from neural_dap.core.state import TRUNCATION_MARK, Frame, State
 from neural_dap.core.world import Capabilities, ExceptionFilter, Exit, LaunchSpec, Stop, WorldError
+from neural_dap.format.confidence import UNCERTAIN_BELOW, FrameConfidence, frame_confidence
 from neural_dap.format.grammar import FrameConstraint
 from neural_dap.format.tokens import ACTION_TOKENS, CWM_TOKENS, FRAME_SEP, Special, merge_text
 from neural_dap.format.trace import Dialect, EndOfTrace, FormatError, TraceText, open_chain, window_from
@@ -133,6 +134,11 @@ class NeuralWorld:
         self.retries = 0  # predictions asked again after an invalid frame
         self._limit: int | None = None
         self._entry: State | None = None
+        # how sure the model was of each predicted state (by identity: the state object is kept too)
+        self._confidence: dict[int, tuple[State, FrameConfidence]] = {}
+        self._chosen_confidence: FrameConfidence | None = None  # of the last prediction, until committed
+        self._value_confidence: dict[tuple[int, str], tuple[str, float]] = {}  # latest per (invocation, local)
+        self._predicted: list[tuple[State, FrameConfidence]] = []  # every prediction made, for summary()
 
     # -- launch ---------------------------------------------------------------------------------------
     async def start(self, launch: LaunchSpec) -> Stop:
@@ -330,6 +336,7 @@ class NeuralWorld:
                 raise WorldError("the model says the program ended here, before its function returned")
             return
         landed = await self._commit(result, action)
+        self._remember(landed)
         self._place(landed, action)
 
     def _place(self, state: State, action: Action) -> None:
@@ -405,6 +412,7 @@ class NeuralWorld:
             self.ended = True
             return None
         landed = await self._commit(result, Action("step_into"))
+        self._remember(landed)
         self.timeline.append(landed)
         self.gap_before.append(False)
         self.pos = len(self.timeline) - 1
@@ -448,9 +456,11 @@ class NeuralWorld:
                 self.constrained_frames += 1
                 self.constrained_choices += result.constrained
             candidates: list[State | EndOfTrace] = []
+            read_from = []
             for completion in result.completions:
                 try:
                     candidates.append(self._read(completion.text, action, forced, constraint))
+                    read_from.append(completion)
                 except FormatError as exc:
                     problems.append(str(exc))
                     self.invalid_frames += 1
@@ -469,6 +479,11 @@ class NeuralWorld:
                 )
             )
             if chosen is not None:
+                completion = read_from[next(k for k, c in enumerate(candidates) if c is chosen)]
+                confidence = frame_confidence(completion.text, completion.offsets, completion.logprobs, completion.cuts)
+                self._chosen_confidence = confidence
+                if isinstance(chosen, State) and confidence is not None:
+                    chosen = _mark_cut(chosen, confidence)
                 return chosen
         raise WorldError(
             f"the model's answer to {action} was not a valid frame after {settings.retries + 1} attempts: "
@@ -527,6 +542,9 @@ class NeuralWorld:
         self.frame_ids = [await self._encode(frame) for frame in self.trace.frames]
         for before, after in zip(chain, seen, strict=False):
             self._alias[after.invocation] = before.invocation
+        known = self._confidence.get(id(self.timeline[self.pos]))
+        if known is not None and known[0] is self.timeline[self.pos]:
+            self._confidence[id(seen[-1])] = (seen[-1], known[1])
         self.timeline[self.pos] = seen[-1]
         self.windows += 1
 
@@ -595,6 +613,7 @@ class NeuralWorld:
         self.trace.pop()
         self.frame_ids.pop()
         seen = await self._commit(actual, action)
+        self._forget_values(seen)
         self.timeline[self.pos] = seen
         return self._stop(seen)
 
@@ -619,7 +638,11 @@ class NeuralWorld:
         exit_ = None
         if at_end:
             exit_ = Exit(0) if state.event == "return" else Exit(1, f"uncaught {state.value} (predicted)")
+        confidence = self.confidence_of(state)
         return Stop(
+            line_confidence=confidence.line if confidence else None,
+            local_confidence={k: v for k, v in (confidence.locals if confidence else {}).items() if k in state.locals},
+            value_confidence=confidence.value if confidence and state.terminal else None,
             state=state,
             stack=tuple(stack),
             index=self.pos,
@@ -630,6 +653,37 @@ class NeuralWorld:
             hit_breakpoint=hit_breakpoint,
             hit_exception=hit_exception,
         )
+
+    def _remember(self, state: State) -> None:
+        """The committed state carries the confidence of the prediction it came from; a local written
+        `..` is as sure as the value it repeats (when that was predicted too) times `..`'s own."""
+        confidence, self._chosen_confidence = self._chosen_confidence, None
+        if confidence is None:
+            self._forget_values(state)
+            return
+        chained = dict(confidence.locals)
+        for name, value in state.locals.items():
+            p = chained.get(name)
+            if p is None or state.event not in ("call", "line"):
+                continue
+            before = self._value_confidence.get((state.invocation, name))
+            if name in confidence.unchanged and before is not None and before[0] == value:
+                p = chained[name] = p * before[1]
+            self._value_confidence[(state.invocation, name)] = (value, p)
+        confidence = replace(confidence, locals=chained)
+        self._confidence[id(state)] = (state, confidence)
+        self._predicted.append((state, confidence))
+
+    def _forget_values(self, state: State) -> None:
+        """A state that was not predicted (given, real): its values are facts for later `..`."""
+        for name in state.locals:
+            self._value_confidence.pop((state.invocation, name), None)
+
+    def confidence_of(self, state: State) -> FrameConfidence | None:
+        """How sure the model was of a predicted state (None: given, looked up as real, or unknown).
+        A local written `..` (unchanged) has the probability the model gave `..`."""
+        known = self._confidence.get(id(state))
+        return known[1] if known is not None and known[0] is state else None
 
     def _latest_before(self, invocation: int) -> State | None:
         """A caller's frame: its latest known line state before the current position."""
@@ -677,11 +731,48 @@ class NeuralWorld:
             "meanRecomputedTokens": mean(recomputed),
             "meanSecondsPerStop": mean([s["seconds"] for s in predicted]),
             "meanAgreement": mean([c.agreement for c in calls]),
+            "confidence": self._confidence_summary(),
             "perStop": per_stop,
+        }
+
+    def _confidence_summary(self) -> dict[str, Any]:
+        """Over every prediction made: how sure the model was of what it showed."""
+        values: list[float] = []
+        lines: list[float] = []
+        cut = 0
+        for state, confidence in self._predicted:
+            if confidence.line is not None:
+                lines.append(confidence.line)
+            if state.terminal:
+                values += [confidence.value] if confidence.value is not None else []
+                cut += int(confidence.cut_value)
+            else:
+                values += [p for name, p in confidence.locals.items() if name in state.locals]
+                cut += len(confidence.cut_locals)
+
+        def mean(xs: list[float]) -> float | None:
+            return round(sum(xs) / len(xs), 3) if xs else None
+
+        return {
+            "predictedValues": len(values),
+            "uncertainValues": sum(1 for p in values if p < UNCERTAIN_BELOW),
+            "cutValues": cut,
+            "meanValueConfidence": mean(values),
+            "meanLineConfidence": mean(lines),
         }
 
     async def close(self) -> None:
         await self.client.close()
+
+
+def _mark_cut(state: State, confidence: FrameConfidence) -> State:
+    """A value the client ended because the model looped on it ends with the truncation mark."""
+    if confidence.cut_locals and state.event in ("call", "line"):
+        locals_ = {k: v + TRUNCATION_MARK if k in confidence.cut_locals else v for k, v in state.locals.items()}
+        return msgspec.structs.replace(state, locals=locals_)
+    if confidence.cut_value and state.value is not None:
+        return msgspec.structs.replace(state, value=state.value + TRUNCATION_MARK)
+    return state
 
 
 def _vote(candidates: list[State | EndOfTrace]) -> tuple[State | EndOfTrace | None, float]:
