@@ -224,3 +224,36 @@ def test_a_served_completion_carries_its_token_log_probabilities():
     assert completion.offsets == (0, 12, 14, 15, 19, 20)  # the stop token (past the text) left out
     assert completion.logprobs == (-0.1,) * 6
     assert _completion({"text": "x", "finish_reason": "stop"}).logprobs == ()
+
+
+# -- calibration -----------------------------------------------------------------------------------------
+
+
+def test_calibration_figures_of_confidence_against_rightness():
+    from neural_dap.eval.nextstate import calibration
+
+    separated = calibration([(0.9, True), (0.8, True), (0.3, False), (0.2, False)])
+    assert separated["auroc"] == 1.0 and separated["top_half_accuracy"] == 1.0
+    assert separated["ece"] == pytest.approx((0.1 + 0.2 + 0.3 + 0.2) / 4)
+    assert calibration([(0.5, True), (0.5, False)])["auroc"] == 0.5  # ties count half
+    assert calibration([])["auroc"] is None
+
+
+def test_eval_nextstate_json_has_calibration_over_predicted_values(tmp_path, capsys):
+    import json
+
+    from neural_dap.cli.main import main
+
+    program = {
+        "id": 0,
+        "source": "def f(xs):\n    total = 0\n    for x in xs:\n        total += x\n    return total\n",
+        "entry": "f",
+        "args": "[1, 2]",
+    }
+    (tmp_path / "heldout.jsonl").write_text(json.dumps(program) + "\n")
+    code = main(["eval", "nextstate", "--data", str(tmp_path), "--trajectories", "1", "--json", "--quiet"])
+    assert code == 0
+    result = json.loads(capsys.readouterr().out)
+    figures = result["heldout"]["calibration"]
+    assert set(figures) >= {"auroc", "ece", "top_half_accuracy", "values", "accuracy"}
+    assert figures["values"] > 0 and 0 <= figures["ece"] <= 1 and 0 <= figures["top_half_accuracy"] <= 1

@@ -12,6 +12,12 @@ What is scored:
   - real code: every function of a CRUXEval file called on its input, and whole scripts (a folder
     of .py files, e.g. `examples/`), which the generator never made.
 Decoding is program-aware by default (`constrained=False` measures the model alone).
+
+Calibration: every value the model predicted (each local of a call / line frame, the value of a
+return / exception frame) is scored right or wrong against the confidence the model gave it
+(`format.confidence`): AUROC (does a right value get more confidence than a wrong one), ECE (ten
+equal-width bins: how far the confidence is from the accuracy), and the accuracy of the most
+confident half of the values.
 """
 
 from __future__ import annotations
@@ -28,6 +34,7 @@ from neural_dap.core.flow import ProgramFlow
 from neural_dap.core.source import SourceInfo
 from neural_dap.corpus.dataset import RECORD_LIMITS
 from neural_dap.corpus.trajectories import Policy, Trajectory, sample
+from neural_dap.format.confidence import frame_confidence
 from neural_dap.format.tokens import END, FRAME_SEP, TOKEN_EVENTS, Special, merge_text, split_specials
 from neural_dap.format.trace import FormatError, TraceText, open_chain, window_from
 from neural_dap.llm.base import ModelClient, ModelError
@@ -164,9 +171,11 @@ class NextStateReport:
     errors: int = 0
     error_messages: list[str] = field(default_factory=list)
     constrained_choices: int = 0
+    confidences: list[tuple[float, bool]] = field(default_factory=list)  # (confidence, right) per predicted value
 
     def to_dict(self) -> dict:
         return {
+            "calibration": calibration(self.confidences),
             "programs": self.programs,
             "errors": self.errors,
             "errorMessages": self.error_messages,
@@ -176,6 +185,57 @@ class NextStateReport:
             "byAction": {k: v.report() for k, v in sorted(self.by_action.items())},
             "byLinesSkipped": {str(k): v.report() for k, v in sorted(self.by_skip.items())},
         }
+
+
+def value_confidences(predicted: str, expected: str, completion) -> list[tuple[float, bool]]:
+    """(the confidence the model gave, whether it is right) for each value of a predicted frame:
+    a local it wrote (right: the true frame has that name with that text) or the returned value."""
+    confidence = frame_confidence(predicted, completion.offsets, completion.logprobs, completion.cuts)
+    if confidence is None:
+        return []
+    p, e = parts(predicted), parts(expected)
+    out: list[tuple[float, bool]] = []
+    if p.local_reprs is not None:
+        truth = e.local_reprs or {}
+        for name, text in p.local_reprs.items():
+            if name in confidence.locals:
+                out.append((confidence.locals[name], name in truth and truth[name] == text))
+    if p.value is not None and confidence.value is not None:
+        out.append((confidence.value, e.value is not None and p.value == e.value and p.event == e.event))
+    return out
+
+
+def calibration(pairs: list[tuple[float, bool]]) -> dict:
+    """AUROC, ECE (10 bins) and the accuracy of the most confident half of (confidence, right) pairs."""
+    n = len(pairs)
+    if not n:
+        return {"values": 0, "accuracy": None, "auroc": None, "ece": None, "top_half_accuracy": None}
+    right = sum(1 for _, ok in pairs if ok)
+    # AUROC by ranks (Mann-Whitney), ties counted half
+    ranked = sorted(pairs, key=lambda pair: pair[0])
+    rank_sum = 0.0
+    i = 0
+    while i < n:
+        j = i
+        while j + 1 < n and ranked[j + 1][0] == ranked[i][0]:
+            j += 1
+        mid = (i + j) / 2 + 1
+        rank_sum += mid * sum(1 for k in range(i, j + 1) if ranked[k][1])
+        i = j + 1
+    wrong = n - right
+    auroc = (rank_sum - right * (right + 1) / 2) / (right * wrong) if right and wrong else None
+    bins: list[list[tuple[float, bool]]] = [[] for _ in range(10)]
+    for p, ok in pairs:
+        bins[min(9, int(p * 10))].append((p, ok))
+    ece = sum(abs(sum(p for p, _ in b) - sum(1 for _, ok in b if ok)) for b in bins if b) / n
+    top = sorted(pairs, key=lambda pair: -pair[0])[: (n + 1) // 2]
+    return {
+        "values": n,
+        "accuracy": round(right / n, 4),
+        "auroc": round(auroc, 4) if auroc is not None else None,
+        "ece": round(ece, 4),
+        "top_half_accuracy": round(sum(1 for _, ok in top if ok) / len(top), 4),
+    }
 
 
 def _skip_bucket(states, i: int, j: int) -> int:
@@ -273,17 +333,21 @@ async def _score_trajectory(
                 temperature=0.0,
                 constraint=constraint if constrained else None,
             )
-            text = result.completions[0].text
+            completion = result.completions[0]
+            text = completion.text
             report.constrained_choices += result.constrained
         except ModelError as exc:
             report.errors += 1
             if len(report.error_messages) < 5:
                 report.error_messages.append(str(exc))
             text = ""
+            completion = None
         elapsed = time.monotonic() - started
         if text.endswith(str(FRAME_SEP)):
             text = text[: -len(str(FRAME_SEP))]
         s = score_frame(text, expected)
+        if completion is not None:
+            report.confidences += value_confidences(text, expected, completion)
         s.seconds = [elapsed]
         s.valid = int(_valid(text, constraint, trace, action))
         report.overall.add(s)

@@ -85,6 +85,33 @@ def _side_by_side(result: dict) -> list[str]:
     return lines
 
 
+def _calibration(result: dict) -> list[str]:
+    """How well the model's confidence in a value tells right values from wrong ones (issue 25)."""
+    figures = [
+        (name, result[name]["calibration"]) for name in ("heldout", "real") if result.get(name, {}).get("calibration")
+    ]
+    figures = [(name, c) for name, c in figures if c.get("values")]
+    if not figures:
+        return []
+    lines = [
+        "",
+        "Confidence (`format.confidence`: a value's probability is the product of its tokens' probabilities)",
+        "against whether the value is right, over every predicted value (each local of a frame, each",
+        "returned value):",
+        "",
+        "| | values | right | AUROC | ECE (10 bins) | most confident half right |",
+        "|---|---|---|---|---|---|",
+    ]
+    for name, c in figures:
+        label = "held-out" if name == "heldout" else "real code"
+        auroc = f"{c['auroc']:.3f}" if c.get("auroc") is not None else "-"
+        lines.append(
+            f"| {label} | {c['values']} | {100 * c['accuracy']:.1f}% | {auroc} | {c['ece']:.3f} | "
+            f"{100 * c['top_half_accuracy']:.1f}% |"
+        )
+    return lines
+
+
 def _passes(epochs: int) -> str:
     return "less than one pass over the data" if epochs == 0 else f"{epochs} full passes over the data"
 
@@ -151,6 +178,7 @@ def card(
     for result in evals:
         if "heldout" in result or "real" in result:
             lines += _side_by_side(result)
+            lines += _calibration(result)
         elif "overall" in result:
             f, o = result["forward"], result["overall"]
             lines += [
