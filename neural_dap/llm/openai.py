@@ -213,8 +213,8 @@ class OpenAICompatibleClient:
             if constraint.accepts(completion.text):
                 completions.append(completion)
                 continue
-            text, made = await self._by_segments(prompt, constraint, max_tokens, temperature)
-            completions.append(Completion(text, "stop"))
+            made_completion, made = await self._by_segments(prompt, constraint, max_tokens, temperature)
+            completions.append(made_completion)
             requests += made
             repaired += 1
         return CompletionResult(
@@ -229,19 +229,27 @@ class OpenAICompatibleClient:
 
     async def _by_segments(
         self, prompt: list[int], constraint: Constraint, max_tokens: int, temperature: float
-    ) -> tuple[str, int]:
-        """A completion made one constrained segment at a time; (its text, requests made)."""
+    ) -> tuple[Completion, int]:
+        """A completion made one constrained segment at a time, with its tokens' log probabilities
+        where the server gave them (a forced single choice counts as certain; text added to close a
+        segment cut off by the budget is marked cut); and the requests made."""
         state = constraint.start()
         ids = list(prompt)
         pieces: list[str] = []
+        offsets: list[int] = []
+        logprobs: list[float] = []
+        cuts: list[int] = []
+        known = True  # every piece came with its probabilities
+        length = 0
         requests = 0
         budget = max_tokens
         while not constraint.done(state):
             kind, what = constraint.segment(state)
             if kind == "special":
                 options = list(what)  # type: ignore[call-overload]
+                logprob: float | None = 0.0
                 if len(options) > 1:
-                    token = await self._choose_special(ids, options, temperature)
+                    token, logprob = await self._choose_special(ids, options, temperature)
                     requests += 1
                 else:
                     token = options[0]
@@ -253,28 +261,50 @@ class OpenAICompatibleClient:
                     break  # the frame separator: the stop token, left out of the text
                 ids.append((await self.special_ids([token]))[token])
                 pieces.append(token)
+                offsets.append(length)
+                logprobs.append(logprob if logprob is not None else 0.0)
+                known = known and logprob is not None
+                length += len(token)
                 continue
-            text = await self._structured(ids, kind, what, temperature, max(1, budget - CLOSING_ROOM // 2))
+            choice = await self._structured(ids, kind, what, temperature, max(1, budget - CLOSING_ROOM // 2))
+            text = choice.text
             requests += 1
             nxt = constraint.step_bytes(state, text.encode())
             if nxt is None:
                 raise ModelError(f"the server's {kind}-constrained output {text[:80]!r} does not fit the frame")
+            if choice.logprobs:
+                offsets += [length + o for o in choice.offsets]
+                logprobs += list(choice.logprobs)
+            elif text:
+                known = False
             # cut off by the token budget mid-segment (a long string value, say): end it the
             # shortest way the frame allows, so the frame still completes
             closing = constraint.close_segment(nxt)
             if closing is None:
                 raise ModelError(f"the server's {kind}-constrained output {text[:80]!r} cannot be completed")
             if closing:
+                cuts.append(length + len(text))
+                offsets.append(length + len(text))
+                logprobs.append(0.0)
                 text += closing.decode()
                 nxt = constraint.step_bytes(nxt, closing)
             state = nxt
             pieces.append(text)
+            length += len(text)
             new_ids = await self.tokenize(text)
             ids.extend(new_ids)
             budget -= len(new_ids)
-        return "".join(pieces), requests
+        if not known:
+            offsets, logprobs, cuts = [], [], []
+        made = Completion(
+            "".join(pieces), "stop", len(offsets), offsets=tuple(offsets), logprobs=tuple(logprobs), cuts=tuple(cuts)
+        )
+        return made, requests
 
-    async def _choose_special(self, prompt: list[int], options: list[str], temperature: float) -> str:
+    async def _choose_special(
+        self, prompt: list[int], options: list[str], temperature: float
+    ) -> tuple[str, float | None]:
+        """One of `options`, and the log probability the server gave it (None if it did not say)."""
         allowed = await self.special_ids(options)
         body = {
             "model": await self.resolve_model(),
@@ -284,15 +314,19 @@ class OpenAICompatibleClient:
             "allowed_token_ids": [allowed[o] for o in options],
             "skip_special_tokens": False,
             "spaces_between_special_tokens": False,
+            "logprobs": 1,
         }
         data = await self._json("POST", "/v1/completions", json=body)
         text = _first_text(data)
+        chosen = _completion(data["choices"][0])
         for option in options:
             if text.startswith(option):
-                return option
+                return option, chosen.logprobs[0] if chosen.logprobs else None
         raise ModelError(f"the server answered {text[:40]!r} where one of {options} was allowed")
 
-    async def _structured(self, prompt: list[int], kind: str, what: object, temperature: float, max_tokens: int) -> str:
+    async def _structured(
+        self, prompt: list[int], kind: str, what: object, temperature: float, max_tokens: int
+    ) -> Completion:
         constraint = {"regex": what} if kind == "regex" else {"choice": list(what)}  # type: ignore[call-overload]
         body = {
             "model": await self.resolve_model(),
@@ -302,9 +336,11 @@ class OpenAICompatibleClient:
             "structured_outputs": constraint,
             "skip_special_tokens": True,
             "spaces_between_special_tokens": False,
+            "logprobs": 1,
         }
         data = await self._json("POST", "/v1/completions", json=body)
-        return _first_text(data)
+        _first_text(data)
+        return _completion(data["choices"][0])
 
     async def _complete(
         self, prompt: list[int], *, max_tokens: int, stop_ids: list[int], n: int = 1, temperature: float = 0.0
