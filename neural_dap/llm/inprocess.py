@@ -18,6 +18,7 @@ completion, and a string value the model loops on is ended (`llm.base.repeating`
 
 from __future__ import annotations
 
+import contextlib
 import os
 import threading
 import time
@@ -56,6 +57,7 @@ class InProcessClient:
         self._index = None  # TokenIndex of the vocabulary, made on the first call
         self._fast: Any = None  # llm.fastllama.FastLlama, for a plain Llama model
         self._last_logits: Any = None
+        self._threads: int | None = None
 
     def describe(self) -> dict:
         return {"client": "inprocess", "path": self.path, "model": self.name, "device": self.device}
@@ -84,10 +86,11 @@ class InProcessClient:
         except TypeError:
             model = AutoModelForCausalLM.from_pretrained(self.path, torch_dtype=torch.float32)
         self._model = model.to(self.device).eval()
-        if self.threads:
-            torch.set_num_threads(self.threads)
-        elif self.device == "cpu" and sum(p.numel() for p in model.parameters()) < ONE_THREAD_PARAMETERS:
-            torch.set_num_threads(1)
+        # the intra-op threads while this client decodes (set per call and restored: the setting is
+        # process-wide, and training in the same process wants its own)
+        self._threads = self.threads or (
+            1 if self.device == "cpu" and sum(p.numel() for p in model.parameters()) < ONE_THREAD_PARAMETERS else None
+        )
         if self.device == "cpu" and supports(self._model):
             self._fast = FastLlama(self._model)
         self._generator = torch.Generator(device="cpu").manual_seed(self.seed)
@@ -157,7 +160,7 @@ class InProcessClient:
         limit = getattr(self._model.config, "max_position_embeddings", 2048)  # type: ignore[union-attr]
         if len(prompt) >= limit:
             raise ModelError(f"the prompt has {len(prompt)} tokens; the model reads at most {limit}")
-        with self._lock, torch.inference_mode():
+        with self._lock, torch.inference_mode(), _threads(self._threads):
             started = time.monotonic()
             reused = self._prefill(prompt)
             prompt_cache_len = len(prompt)
@@ -349,6 +352,22 @@ class InProcessClient:
         self._model = None
         self._cache = None
         self._fast = None
+
+
+@contextlib.contextmanager
+def _threads(count: int | None):
+    """torch's intra-op threads set to `count` for the block (unchanged for None)."""
+    if not count:
+        yield
+        return
+    import torch
+
+    before = torch.get_num_threads()
+    torch.set_num_threads(count)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(before)
 
 
 def _quiet_transformers() -> None:
