@@ -8,6 +8,7 @@ garbage test a model with random weights that the test builds. Each server is a 
 from __future__ import annotations
 
 import os
+import re
 import textwrap
 
 import pytest
@@ -86,7 +87,9 @@ async def test_a_full_stepping_session_with_prefix_cache_hits(embedded_server):
             c, neural_launch(embedded_server, program, {"function": "bubble_sort", "args": "[3, 1, 2]"})
         )
         assert first["body"]["reason"] == "entry"
-        assert await where(c) == ("bubble_sort", 10, {"values": "[3, 1, 2]"})  # the first line, predicted
+        name, line, values = await where(c)  # the first line, predicted, with the model's confidence
+        assert (name, line) == ("bubble_sort", 10)
+        assert re.fullmatch(r"\[3, 1, 2\]  \(p=[01]\.\d\d\)", values["values"])
         stops = 0
         for command in [
             "next",

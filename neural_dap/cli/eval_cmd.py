@@ -135,6 +135,10 @@ async def _nextstate(opts) -> dict:
             print(file=sys.stderr)
         result[name] = report.to_dict()
     await client.close()
+    # is each predicted value right, against its confidence: the real code's, else the held-out's
+    measured = result.get("real") or result.get("heldout")
+    if isinstance(measured, dict) and "calibration" in measured:
+        result["calibration"] = measured["calibration"]
     if opts.plot:
         plot(result.get("heldout") or result["real"], opts.plot)
     if not opts.json:

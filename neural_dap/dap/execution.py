@@ -1,0 +1,176 @@
+"""Execution requests: each becomes one `Debugger.execute` and its `Report` becomes DAP events.
+An exact world answers at once and then stops; a predicted one answers when its prediction is in,
+so a failed prediction is an error response to the request itself."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from neural_dap.dap import protocol as p
+from neural_dap.dap.connection import THREAD_ID, Connection, RequestError
+from neural_dap.dap.presentation import StopView
+from neural_dap.debugger.core import Busy, Report
+from neural_dap.debugger.stepping import UnknownExecution
+
+
+class ExecutionRequests(Connection):
+    async def on_next(self, request: p.Request) -> None:
+        await self._execute(request, "next")
+
+    async def on_step_in(self, request: p.Request) -> None:
+        await self._execute(request, "stepIn")
+
+    async def on_step_out(self, request: p.Request) -> None:
+        await self._execute(request, "stepOut")
+
+    async def on_continue(self, request: p.Request) -> None:
+        await self._execute(request, "continue", body={"allThreadsContinued": True})
+
+    async def on_step_back(self, request: p.Request) -> None:
+        await self._execute(request, "stepBack")
+
+    async def on_reverse_continue(self, request: p.Request) -> None:
+        await self._execute(request, "reverseContinue")
+
+    async def on_step_back_into(self, request: p.Request) -> None:
+        await self._execute(request, "stepBackInto")
+
+    async def on_step_back_out(self, request: p.Request) -> None:
+        await self._execute(request, "stepBackOut")
+
+    async def on_restart_frame(self, request: p.Request) -> None:
+        args = self._args(request, p.RestartFrameArguments)
+        frame = self._require_view().frame(args.frame_id)
+        if frame is None:
+            raise RequestError(f"no frame {args.frame_id} at this stop")
+        await self._execute(request, "restartFrame", invocation=frame.invocation)
+
+    async def on_goto(self, request: p.Request) -> None:
+        args = self._args(request, p.GotoArguments)
+        if args.target_id in self.goto_moments:
+            await self._execute(request, "goto", run=lambda: self.debugger.travel(self.goto_moments[args.target_id]))
+            return
+        target = self.goto_lines.get(args.target_id)
+        if target is None:
+            raise RequestError(f"unknown goto target {args.target_id}")
+        await self._execute(request, "goto", path=target[0], line=target[1])
+
+    async def on_pause(self, request: p.Request) -> None:
+        await self.respond(request)
+        self.debugger.pause()
+
+    async def on_cancel(self, request: p.Request) -> None:
+        args = self._args(request, p.CancelArguments)
+        await self.respond(request)
+        if args.request_id is not None and args.request_id in self.in_flight:
+            self.in_flight[args.request_id].cancel()
+
+    async def _first_stop(self) -> None:
+        """After configurationDone: stop on entry, or run to the first breakpoint. No request is open
+        here, so a failure is told as an `important` output and the session stops at the entry."""
+        await self.configured.wait()
+        report = await self.debugger.first_stop()
+        if report.failure is not None:
+            await self._flush(report.output)
+            await self.output(f"neural-dap: {report.failure}\n", "important")
+            report.reason, report.description = "entry", report.failure
+        elif report.reason == "pause":
+            report.reason = "entry"
+        await self._conclude(report)
+
+    async def _execute(
+        self,
+        request: p.Request,
+        kind: str,
+        body: Any = None,
+        run: Callable[[], Awaitable[Report]] | None = None,
+        **extra: Any,
+    ) -> None:
+        """Run one execution request. An exact world answers at once and then stops; a predicted one
+        answers when its prediction is in, so a failed prediction is an error response to the
+        request itself (which every client shows) and the session stays at its last stop."""
+        if self.world is None or not self.launched.is_set():
+            raise RequestError("no program has been launched")
+        if self.terminated:
+            raise RequestError("the program has ended")
+        if self.debugger.busy:
+            raise RequestError("the program is already running; pause it first")
+        answer_first = self.debugger.exact
+        if answer_first:
+            await self.respond(request, body)
+        progress = None if answer_first else await self._progress_start(kind)
+        try:
+            report = await (run() if run is not None else self.debugger.execute(kind, **extra))
+        except Busy as exc:
+            raise RequestError(str(exc)) from None
+        except UnknownExecution as exc:
+            raise RequestError(str(exc)) from None
+        finally:
+            await self._progress_end(progress)
+        if report.failure is not None and not answer_first and not report.moved:
+            await self._flush(report.output)  # nothing moved: the request fails; the client stays put
+            await self.fail(request.seq, request.command, f"{kind} failed: {report.failure}")
+            return
+        if not answer_first:
+            await self.respond(request, body)
+        if report.failure is not None:  # answered already, or part of the step was taken
+            await self._flush(report.output)
+            report.output = [("important", f"neural-dap: {kind} failed: {report.failure}\n")]
+            report.description = f"{kind} failed: {report.failure}"
+        await self._conclude(report)
+
+    async def _conclude(self, report: Report) -> None:
+        await self._flush(report.output)
+        if report.finished:
+            await self._finish()
+            return
+        if not self.terminated:
+            await self._present(report)
+
+    async def _flush(self, output: list[tuple[str, str]]) -> None:
+        for category, text in output:
+            await self.output(text, category)
+
+    async def _present(self, report: Report) -> None:
+        stop = report.stop
+        self.view = StopView(stop, stop.divergences)
+        await self.event(
+            "stopped",
+            p.StoppedEventBody(
+                reason=report.reason,
+                thread_id=THREAD_ID,
+                all_threads_stopped=True,
+                description=report.description,
+                text=report.text,
+                hit_breakpoint_ids=report.hit_breakpoint_ids,
+            ),
+        )
+        if stop.divergences:
+            await self.event("invalidated", p.InvalidatedEventBody(areas=["variables"], thread_id=THREAD_ID))
+            top = self.view.frames[0] if self.view.frames else None
+            if top is not None:
+                await self.event(
+                    "neuralDap/divergence",
+                    {"path": top.path, "line": top.line, "text": stop.note or "the prediction differs from reality"},
+                )
+        if self.world is not None and not self.world.capabilities.exact:
+            summary = self.world.summary()
+            await self.event(
+                "neuralDap/status",
+                {
+                    k: summary.get(k)
+                    for k in ("world", "dialect", "model", "stops", "divergences", "statesCompared", "reconcile")
+                },
+            )
+
+    async def _finish(self) -> None:
+        if self.terminated:
+            return
+        self.terminated = True
+        stop = self.stop
+        code = stop.exit.code if stop is not None and stop.exit is not None else 0
+        if stop is not None and stop.exit is not None and stop.exit.description:
+            await self.output(f"neural-dap: {stop.exit.description}\n", "important")
+        await self.event("exited", p.ExitedEventBody(exit_code=code))
+        await self.event("terminated")
