@@ -285,3 +285,25 @@ async def test_headless_neovim_shows_the_hints_lenses_and_diagnostics(tmp_path):
     assert {"line": 1, "title": "Trace total([3, 1, 2])"} in seen["lenses"]
     errors = [d for d in seen["diagnostics"] if d["severity"] == 1]
     assert [(d["line"], "ValueError('too big: 5')" in d["message"]) for d in errors] == [(RAISE_LINE, True)]
+
+
+@needs_model
+async def test_cancelling_one_progress_bar_cancels_that_documents_runs_only(client, tmp_path):
+    await start(client, world="neural", maxPredictions=400, debounceMs=50)
+    first = open_file(client, tmp_path / "first.py", LONG)
+    second = open_file(client, tmp_path / "second.py", LONG.replace("spin(200)", "spin(150)"))
+    waiting = {uri: asyncio.ensure_future(hints(client, uri)) for uri in (first, second)}
+
+    def token_of(label: str):
+        for token, reports in client.progress_reports.items():
+            if any(isinstance(v, lsp.WorkDoneProgressBegin) and label in v.title for v in reports):
+                return token
+        return None
+
+    async with asyncio.timeout(120):  # both predictions have started
+        while token_of("spin(200)") is None or token_of("spin(150)") is None:
+            await asyncio.sleep(0.05)
+    client.window_work_done_progress_cancel(lsp.WorkDoneProgressCancelParams(token=token_of("spin(200)")))
+    async with asyncio.timeout(300):
+        assert await waiting[first] == {}  # the cancelled document's run ended, empty
+        assert await waiting[second], "the other document's prediction was cancelled too"

@@ -54,6 +54,7 @@ class LaunchRequest(msgspec.Struct, frozen=True, omit_defaults=True):
     python: str | None = None
     python_args: tuple[str, ...] = ()
     stdin: str | None = None  # a file, read by the program as its standard input
+    source: str | None = None  # the program's text, where it is not (only) on disk (an unsaved editor buffer)
     options: dict[str, Any] = {}  # the world's own keys, and anything else the client sent
 
 
@@ -75,7 +76,7 @@ def build_launch(request: LaunchRequest) -> Launch:
         program = resolve_module(request.module, cwd, request.python)
     elif request.program:
         program = os.path.abspath(os.path.join(cwd, os.path.expanduser(request.program)))
-        if not os.path.isfile(program):
+        if request.source is None and not os.path.isfile(program):
             raise LaunchError(f"the program {program} does not exist")
     else:
         raise LaunchError("launch needs 'program' (the Python file to debug) or 'module' (e.g. \"pytest\")")
@@ -95,6 +96,7 @@ def build_launch(request: LaunchRequest) -> Launch:
         cwd=cwd,
         env=env or None,
         entry=request.entry,
+        source=request.source,
         world=request.world,
         python=request.python,
         options=request.options,

@@ -41,6 +41,12 @@ from neural_dap.llm.base import (
 ONE_THREAD_PARAMETERS = 50_000_000
 
 
+# transformers imports its classes lazily, and not safely from two threads at once: two clients
+# loading together (a language server opening two files) made one fail with "cannot import name
+# 'AutoModelForCausalLM'". One load at a time, process-wide, as the import machinery is.
+_LOADING = threading.Lock()
+
+
 class InProcessClient:
     def __init__(self, path: str, *, device: str = "cpu", threads: int | None = None, seed: int = 0) -> None:
         self.path = path
@@ -68,6 +74,10 @@ class InProcessClient:
                 await anyio.to_thread.run_sync(self._load)
 
     def _load(self) -> None:
+        with _LOADING:
+            self._load_alone()
+
+    def _load_alone(self) -> None:
         try:
             import torch
             from transformers import AutoModelForCausalLM, PreTrainedTokenizerFast

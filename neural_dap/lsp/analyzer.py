@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 import msgspec
 
 from neural_dap.core.world import Entry, LaunchSpec
+from neural_dap.debugger.launch import LaunchRequest, build_launch
 from neural_dap.lsp.entries import DocumentPlan, EntryCall, EntryError, FunctionInfo, parse_call, plan_document
 from neural_dap.lsp.runs import FoundInput, Kind, Progress, Run, find_input, run_world
 from neural_dap.lsp.settings import LspSettings
@@ -212,7 +213,7 @@ class Analyzer:
         else:
             spec_entry = Entry(entry.function, entry.args)
         directory = os.path.dirname(doc.path)
-        return LaunchSpec(
+        wanted = LaunchRequest(
             program=doc.path,
             source=doc.text,
             entry=spec_entry,
@@ -221,6 +222,7 @@ class Analyzer:
             python=settings.python,
             options=options,
         )
+        return build_launch(wanted).spec  # built as every front end builds one
 
     def _limits(self) -> dict:
         limits = {"maxEvents": self.settings.max_steps + 1, "wallTime": 10}

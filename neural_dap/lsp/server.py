@@ -55,6 +55,7 @@ class NeuralDapLanguageServer(LanguageServer):
         self.questions: dict[str, asyncio.Task[None]] = {}  # folder -> the trust question being asked
         self.automatic: dict[str, tuple[int, asyncio.Task[None]]] = {}  # uri -> (version, its runs)
         self.progress_tasks: dict[str, asyncio.Task[Any]] = {}  # work-done token -> the work
+        self.progress_documents: dict[str, str] = {}  # work-done token -> the document it works on
         self.tokens = itertools.count(1)
 
     def report_server_error(self, error: Exception, source: Any) -> None:
@@ -70,6 +71,13 @@ class NeuralDapLanguageServer(LanguageServer):
 
     # -- documents and automatic runs ---------------------------------------------------------------
     def document(self, uri: str) -> Document | None:
+        """The analyzer's document for `uri`, as the last didOpen / didChange left it: reading it
+        changes nothing."""
+        return self.analyzer.documents.get(uri)
+
+    def sync(self, uri: str) -> Document:
+        """didOpen / didChange: the analyzer takes the editor's version; the old version's work
+        stops now, not after the debounce pause."""
         known = self.analyzer.documents.get(uri)
         text_document = self.workspace.get_text_document(uri)
         version = text_document.version or 0
@@ -97,7 +105,7 @@ class NeuralDapLanguageServer(LanguageServer):
         if wanted:
             titles = ", ".join(_title(entry, kind) for entry, kind in wanted)
             try:
-                await self.with_progress(titles, lambda report: self.analyzer.run_all(doc, wanted, report))
+                await self.with_progress(titles, lambda report: self.analyzer.run_all(doc, wanted, report), doc.uri)
             except StaleRun:
                 return  # a newer version has its own runs
         self.publish(doc)
@@ -178,7 +186,9 @@ class NeuralDapLanguageServer(LanguageServer):
                 self.publish(doc)
 
     # -- progress ---------------------------------------------------------------------------------------
-    async def with_progress(self, title: str, work: Callable[[Callable[[int], None]], Awaitable[Any]]) -> Any:
+    async def with_progress(
+        self, title: str, work: Callable[[Callable[[int], None]], Awaitable[Any]], uri: str = ""
+    ) -> Any:
         """Run `work(report)` under a cancellable work-done progress, where the client has them."""
         window = self.client_capabilities.window
         if not (window and window.work_done_progress):
@@ -200,20 +210,25 @@ class NeuralDapLanguageServer(LanguageServer):
 
         task = asyncio.ensure_future(work(report))
         self.progress_tasks[token] = task
+        self.progress_documents[token] = uri
         try:
             return await task
         finally:
             self.progress_tasks.pop(token, None)
+            self.progress_documents.pop(token, None)
             message = "cancelled" if task.cancelled() else "done"
             self.work_done_progress.end(token, lsp.WorkDoneProgressEnd(message=message))
 
     def cancel_progress(self, token: str | int) -> None:
+        """The user cancelled one progress bar: that work, and the runs of its document only."""
         task = self.progress_tasks.get(str(token))
         if task is not None:
             task.cancel()
+            uri = self.progress_documents.get(str(token))
             for key, pending in list(self.analyzer.pending.items()):
-                pending.cancel()
-                self.analyzer.pending.pop(key, None)
+                if key[0] == uri:
+                    pending.cancel()
+                    self.analyzer.pending.pop(key, None)
 
     # -- commands -----------------------------------------------------------------------------------------
     async def run_command(self, kind: str, arguments: tuple[Any, ...]) -> dict:
@@ -230,7 +245,7 @@ class NeuralDapLanguageServer(LanguageServer):
             if entry is None:
                 raise ValueError("finding an input needs a call with an output: f(...) -> VALUE")
             found = await self.with_progress(
-                f"finding an input for {entry.returns}", lambda report: self.analyzer.find_input(doc, entry)
+                f"finding an input for {entry.returns}", lambda report: self.analyzer.find_input(doc, entry), doc.uri
             )
             self.show(views.found_text(found))
             self.publish(doc)
@@ -242,6 +257,7 @@ class NeuralDapLanguageServer(LanguageServer):
         runs: list[Run] = await self.with_progress(
             _title(entry, run_kind),
             lambda report: self.analyzer.run_all(doc, [(entry, k) for k in kinds], report),
+            doc.uri,
         )
         self.analyzer.select(doc, entry, run_kind)
         self.publish(doc)
@@ -307,12 +323,13 @@ def create_server(
 
     @server.feature(lsp.TEXT_DOCUMENT_DID_OPEN)
     def did_open(params: lsp.DidOpenTextDocumentParams) -> None:
+        server.sync(params.text_document.uri)
         server.schedule(params.text_document.uri, 0.0)
 
     @server.feature(lsp.TEXT_DOCUMENT_DID_CHANGE)
     def did_change(params: lsp.DidChangeTextDocumentParams) -> None:
         uri = params.text_document.uri
-        server.document(uri)  # the old version's runs stop now, not after the pause
+        server.sync(uri)
         server.schedule(uri, server.analyzer.settings.debounce_ms / 1000)
 
     @server.feature(lsp.TEXT_DOCUMENT_DID_CLOSE)
@@ -357,15 +374,15 @@ def create_server(
     async def shutdown(params: None) -> None:
         await server.analyzer.close_all()
 
-    @server.command(views.COMMANDS[0])
+    @server.command(views.TRACE)
     async def trace(*arguments: Any) -> dict:
         return await server.run_command("trace", arguments)
 
-    @server.command(views.COMMANDS[1])
+    @server.command(views.PREDICT)
     async def predict(*arguments: Any) -> dict:
         return await server.run_command("predict", arguments)
 
-    @server.command(views.COMMANDS[2])
+    @server.command(views.FIND_INPUT)
     async def find_input(*arguments: Any) -> dict:
         return await server.run_command("findInput", arguments)
 

@@ -19,7 +19,8 @@ SOURCE = "neural-dap"
 VALUE_WIDTH = 40
 LABEL_WIDTH = 120
 HOVER_VALUES = 12
-COMMANDS = ("neural-dap.trace", "neural-dap.predict", "neural-dap.findInput")
+TRACE, PREDICT, FIND_INPUT = "neural-dap.trace", "neural-dap.predict", "neural-dap.findInput"
+COMMANDS = (TRACE, PREDICT, FIND_INPUT)
 NAME_RE = re.compile(r"[A-Za-z_]\w*")
 
 
@@ -240,22 +241,22 @@ def commands_for(doc: Document, line: int | None = None) -> list[tuple[int, lsp.
             out.append(
                 (
                     function.line,
-                    lsp.Command(title=f"Trace {entry.label}", command=COMMANDS[0], arguments=[doc.uri, entry.label]),
+                    lsp.Command(title=f"Trace {entry.label}", command=TRACE, arguments=[doc.uri, entry.label]),
                 )
             )
             out.append(
                 (
                     function.line,
-                    lsp.Command(title=f"Predict {entry.label}", command=COMMANDS[1], arguments=[doc.uri, entry.label]),
+                    lsp.Command(title=f"Predict {entry.label}", command=PREDICT, arguments=[doc.uri, entry.label]),
                 )
             )
             if entry.returns is not None:
                 call = f"{entry.label} -> {entry.returns}"
                 title = f"Find an input for this output ({_short(entry.returns, 24)})"
-                out.append((function.line, lsp.Command(title=title, command=COMMANDS[2], arguments=[doc.uri, call])))
+                out.append((function.line, lsp.Command(title=title, command=FIND_INPUT, arguments=[doc.uri, call])))
     if doc.plan.script and (line is None or line == 1):
-        out.append((1, lsp.Command(title="Trace this script", command=COMMANDS[0], arguments=[doc.uri])))
-        out.append((1, lsp.Command(title="Predict this script", command=COMMANDS[1], arguments=[doc.uri])))
+        out.append((1, lsp.Command(title="Trace this script", command=TRACE, arguments=[doc.uri])))
+        out.append((1, lsp.Command(title="Predict this script", command=PREDICT, arguments=[doc.uri])))
     return out
 
 
