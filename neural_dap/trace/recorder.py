@@ -27,9 +27,7 @@ import msgspec
 
 from neural_dap.core.state import State, Value
 
-OutcomeKind = Literal[
-    "finished", "raised", "exited", "timeout", "event_limit", "memory", "crashed", "error", "paused"
-]
+OutcomeKind = Literal["finished", "raised", "exited", "timeout", "event_limit", "memory", "crashed", "error", "paused"]
 _GRACE_SECONDS = 3.0
 _PACKAGE_PARENT = str(Path(__file__).resolve().parent.parent.parent)
 
