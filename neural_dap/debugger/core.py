@@ -248,6 +248,19 @@ class Debugger:
                 return Report(stop, "pause", output=output)
             return self._report(outcome, output)
 
+    async def act(self, action: Action) -> Stop:
+        """One world action from the current stop, as it is (no stepping policy, breakpoints or
+        exception stops): what a front end that walks every state uses (the language server's
+        per-line facts, an evaluation). The stop it reaches becomes the current one."""
+        if self.world is None:
+            raise WorldError("no program has been launched")
+        if self._lock.locked():
+            raise Busy("the program is already running; pause it first")
+        async with self._lock:
+            stop = await self.world.act(action)
+            self._stop = stop
+            return stop
+
     async def _move(
         self,
         kind: str,

@@ -19,6 +19,7 @@ from neural_dap.core.actions import Action, ActionKind
 from neural_dap.core.calls import call_text, same_literal
 from neural_dap.core.state import State
 from neural_dap.core.world import Divergence, LaunchSpec, Stop, WorldError, WorldModel
+from neural_dap.debugger.core import Debugger
 from neural_dap.lsp.entries import EntryCall
 
 FIRST_KEPT = 6  # values kept from the start of a series; the last one is always kept too
@@ -171,11 +172,12 @@ async def run_world(
     facts = _Facts(launch.program)
     run = Run(kind, entry, lines={}, raises=[], divergences=[])
     stop: Stop | None = None
+    debugger = Debugger(lambda _launch: world)  # the core every front end drives, here one state at a time
     try:
-        stop = await world.start(launch)
+        stop = await debugger.start(launch)
         facts.add(stop.state, stop.divergences)
         while not stop.at_end and run.steps < max_steps:
-            stop = await world.act(Action(action))
+            stop = await debugger.act(Action(action))
             run.steps += 1
             facts.add(stop.state, stop.divergences)
             if progress is not None:
@@ -185,7 +187,10 @@ async def run_world(
     except WorldError as exc:
         run.error = str(exc)
     finally:
-        await world.close()
+        if debugger.world is None:  # it failed to start: the core never held it
+            await world.close()
+        else:
+            await debugger.close()
     run.lines = facts.lines
     run.divergences = facts.divergences
     uncaught = stop is not None and stop.at_end and stop.state.event == "exception"
