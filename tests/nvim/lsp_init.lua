@@ -10,6 +10,19 @@ vim.lsp.config('neural_dap', {
   root_dir = function(_, on_dir) on_dir(vim.fn.getcwd()) end,
 })
 vim.lsp.enable('neural_dap')
+
+-- A question the server asks (window/showMessageRequest: trust this folder?) is answered with
+-- $ND_ANSWER, as a user picking that item would; headless, there is no one to ask.
+local answer = os.getenv('ND_ANSWER')
+if answer then
+  vim.ui.select = function(items, opts, on_choice)
+    for i, item in ipairs(items) do
+      local text = opts and opts.format_item and opts.format_item(item) or (type(item) == 'table' and item.title) or item
+      if text == answer then return on_choice(item, i) end
+    end
+    on_choice(nil, nil)
+  end
+end
 vim.api.nvim_create_autocmd('LspAttach', {
   callback = function(args) vim.lsp.inlay_hint.enable(true, { bufnr = args.buf }) end,
 })
