@@ -8,7 +8,6 @@ up to that point kept.
 
 from __future__ import annotations
 
-import gc
 import json
 import os
 import re
@@ -17,79 +16,31 @@ import signal
 import subprocess
 import sys
 import time
-from bisect import bisect_left
-from collections.abc import Iterator, Sequence
 from pathlib import Path
-from typing import Literal, overload
 
 import anyio.to_thread
 import msgspec
 
-from neural_dap.core.state import State, Value
+from neural_dap.trace.eventlog import EventLog, StateList, decode_repr
+from neural_dap.trace.program import DEFAULT_LIMITS, Limits, Outcome, OutcomeKind, Program
 
-OutcomeKind = Literal["finished", "raised", "exited", "timeout", "event_limit", "memory", "crashed", "error", "paused"]
+__all__ = [  # what the rest of neural-dap imports from here (the program types live in trace/program.py)
+    "DEFAULT_LIMITS",
+    "EventLog",
+    "Limits",
+    "Outcome",
+    "OutcomeKind",
+    "Program",
+    "RecorderError",
+    "Recording",
+    "RecordingHandle",
+    "record",
+    "record_async",
+    "record_skeleton",
+]
+
 _GRACE_SECONDS = 3.0
 _PACKAGE_PARENT = str(Path(__file__).resolve().parent.parent.parent)
-
-
-class Limits(msgspec.Struct, frozen=True):
-    max_events: int = 200_000
-    wall_time: float = 10.0  # seconds
-    max_repr: int = 1000  # characters of one repr
-    max_output: int = 1_000_000  # characters of stdout + stderr kept
-    memory_mb: int = 4096  # address-space cap of the child; 0 for none
-    max_children: int = 50  # children of one value in the variables tree
-    max_processes: int = 16  # processes the debuggee may start (fork, subprocess, os.system)
-    repr_seconds: float = 0.1  # one repr of a value may take this long; then it shows as timed out
-
-
-DEFAULT_LIMITS = Limits()
-
-
-class Program(msgspec.Struct, frozen=True, omit_defaults=True):
-    """What to run: a script with argv, one function of it called with literal argument text, or a
-    module as `python -m MODULE argv...` runs it (then `path` only names a fallback main file: the
-    child resolves the module in `cwd`, and the recording's `main_path` is the module's file)."""
-
-    path: str
-    source: str | None = None  # run this text as if it were the file at `path`
-    argv: tuple[str, ...] = ()
-    entry: str | None = None  # function name
-    entry_args: str = ""  # e.g. "[3, 1], key=None"
-    literal_args: bool = False  # entry_args must be Python literals (text that came from a model)
-    cwd: str | None = None
-    env: dict[str, str] | None = None
-    module: str | None = None  # run `python -m module *argv` (in cwd); the user's code is what lies in cwd
-    # what is traced: "folder" the program's folder (the cwd for a module), "mine" every file that is
-    # not the standard library's or an installed package's (debugpy's justMyCode), "all" libraries too
-    trace: Literal["folder", "mine", "all"] = "folder"
-    python_args: tuple[str, ...] = ()  # interpreter options (`-X dev`, `-W error`, `-O`)
-    stdin: str | None = None  # a file the program reads as its standard input (else it reads EOF)
-
-
-class Outcome(msgspec.Struct, frozen=True, omit_defaults=True):
-    kind: OutcomeKind
-    message: str = ""
-    exit_code: int | None = None
-    value: str | None = None  # repr of the entry function's return value, or of the exception
-
-    @property
-    def ok(self) -> bool:
-        return self.kind in ("finished", "raised", "exited")
-
-    def describe(self) -> str:
-        text = {
-            "finished": "the program finished",
-            "raised": "the program raised an uncaught exception",
-            "exited": "the program exited",
-            "timeout": "the program was stopped at the wall-time limit",
-            "paused": "the program was paused while it was recorded",
-            "event_limit": "the program was stopped at the event limit",
-            "memory": "the program ran out of memory",
-            "crashed": "the interpreter crashed",
-            "error": "the program could not be run",
-        }[self.kind]
-        return f"{text}: {self.message}" if self.message else text
 
 
 class Recording:
@@ -323,7 +274,7 @@ def _record(
         )
         if skeleton.outcome is not None:
             kind, message, exit_code, value = (list(skeleton.outcome) + [None] * 4)[:4]
-            recording.outcome = Outcome(kind, message or "", exit_code, None if value is None else _decode_repr(value))
+            recording.outcome = Outcome(kind, message or "", exit_code, None if value is None else decode_repr(value))
         elif skeleton.corrupt:
             recording.outcome = Outcome(
                 "crashed", "the recorder's event stream was corrupted (did the program write to its file descriptors?)"
@@ -499,9 +450,6 @@ def _outcome_without_end(returncode: int | None, streams: _Streams, limits: Limi
     )
 
 
-_CHECKPOINT = 32  # every 32nd state of an invocation keeps a full copy of its locals
-
-
 _FATAL = re.compile(r"Fatal Python error: (?P<what>[^\n]+)")
 _FAULT_FRAME = re.compile(r'File "(?P<path>[^"]+)", line (?P<line>\d+) in (?P<name>\S+)')
 
@@ -516,372 +464,3 @@ def _fatal_error(stderr: str, user_paths: set[str]) -> str | None:
         if frame.group("path") in user_paths:
             return f"{what} in {frame.group('name')} at line {frame.group('line')} of {frame.group('path')}"
     return what
-
-
-class _Invocation:
-    __slots__ = ("checkpoints", "depth", "first_line", "function", "lines", "locals", "path", "states", "values")
-
-    def __init__(self, function: str, path: str, depth: int, first_line: int, lines: list[str]) -> None:
-        self.function = function
-        self.path = path
-        self.depth = depth
-        self.first_line = first_line
-        self.lines = lines  # the source lines of its file
-        self.states: list[int] = []  # indices of its states
-        self.locals: dict[str, str] = {}  # as of its latest state (mutated while recording)
-        self.values: dict[str, list] = {}  # encoded structured values, likewise
-        self.checkpoints: dict[int, tuple[dict[str, str], dict[str, list]]] = {}
-
-
-class EventLog:
-    """The compact form of a recording: per state its kind, line, invocation and changed locals.
-
-    Only what changed is kept; every `_CHECKPOINT`-th state of an invocation also keeps a copy of
-    its locals, so any state can be rebuilt with a few dictionary updates.
-    """
-
-    def __init__(self, program: Program, main_path: str) -> None:
-        self.program = program
-        self.main_path = main_path
-        self.kinds: list[str] = []
-        self.lines: list[int] = []
-        self.invs: list[int] = []
-        self.changes: list[list | None] = []
-        self.values: dict[int, str] = {}
-        self.caught: dict[int, str] = {}
-        self.stdout_at: dict[int, str] = {}
-        self.stderr_at: dict[int, str] = {}
-        self.codes: dict[int, tuple[str, str, int]] = {}
-        self.invocations: dict[int, _Invocation] = {}
-        self.sources: dict[str, str] = {}
-        self.source_lines: dict[str, list[str]] = {}
-        self.pending_out: list[str] = []
-        self.pending_updates: dict[int, list] = {}
-        self.updates: dict[int, list[tuple[int, list]]] = {}  # invocation -> (state index, changes)
-        self.pending_err: list[str] = []
-        self.all_stdout: list[str] = []
-        self.all_stderr: list[str] = []
-        self.outcome: Outcome | None = None
-        self.engine = ""
-        self.python = ""
-        self.main_file: str | None = None
-        self.corrupt = False
-        self.wire_bytes = 0
-        self._buffer = bytearray()
-        self._unread: list[tuple[bytes, bytes]] = []  # (format, payload) of batches not indexed yet
-        self.offset = 0  # a materialised window: the event index of its first state
-        self.snapshots: dict[
-            int, tuple[dict[str, str], dict[str, list], int]
-        ] = {}  # invocation -> locals at the window's start
-
-    def __len__(self) -> int:
-        self.materialize()
-        return len(self.kinds)
-
-    # -- reading the wire ------------------------------------------------------------------------
-    def feed_frames(self, chunk: bytes) -> None:
-        """Frames: format byte, 4-byte little-endian length, payload (see child.Channel)."""
-        self.wire_bytes += len(chunk)
-        self._buffer += chunk
-        if len(self._buffer) - 5 < int.from_bytes(self._buffer[1:5], "little"):
-            return  # the frame is not complete yet (no copying while a large one arrives)
-        data = bytes(self._buffer)
-        pos = 0
-        while len(data) - pos >= 5 and not self.corrupt:
-            kind = data[pos : pos + 1]
-            size = int.from_bytes(data[pos + 1 : pos + 5], "little")
-            if len(data) - pos - 5 < size:
-                break
-            payload = data[pos + 5 : pos + 5 + size]
-            pos += 5 + size
-            if kind in (b"M", b"J"):  # the final record: the outcome is needed at once
-                batch = self._decode(kind.lower(), payload)
-                if batch is not None:
-                    self.feed(batch)  # only sets the outcome: the events before it wait for a reader
-            elif kind in (b"m", b"j"):
-                self._unread.append((kind, payload))  # decoded and indexed on first use
-            else:
-                self.corrupt = True
-        self._buffer = bytearray(data[pos:])
-
-    def materialize(self) -> None:
-        """Index the events received so far (done on first use, not while the program runs)."""
-        if not self._unread:
-            return
-        gc_was_enabled = gc.isenabled()
-        gc.disable()
-        try:
-            self._index()
-        finally:
-            if gc_was_enabled:
-                gc.enable()
-
-    def _decode(self, kind: bytes, payload: bytes) -> list | None:
-        try:
-            return msgspec.msgpack.decode(payload) if kind == b"m" else msgspec.json.decode(payload)
-        except (msgspec.DecodeError, ValueError, TypeError):
-            self.corrupt = True
-            return None
-
-    def _index(self) -> None:
-        # batches hold ~10^5 small lists: the cyclic GC scanning them while they are made would
-        # cost more than making them (none can form a cycle), so the caller turns it off
-        unread, self._unread = self._unread, []
-        for kind, payload in unread:
-            batch = self._decode(kind, payload)
-            if batch is None:
-                break
-            try:
-                self.feed(batch)
-            except (ValueError, TypeError, KeyError, IndexError):
-                self.corrupt = True
-                break
-
-    def feed(self, batch: list) -> None:
-        for event in batch:
-            tag = event[0]
-            if tag == "l":
-                self._state(event[1], "line", event[2], event[3])
-                if event[4] is not None:
-                    self.caught[len(self.kinds) - 1] = event[4]
-            elif tag == "c":
-                self._call(event)
-            elif tag == "s":
-                self._snapshot(event)
-            elif tag == "r" or tag == "x":
-                inv = self.invocations[event[1]]
-                self._state(event[1], "return" if tag == "r" else "exception", event[2] or inv.first_line, None)
-                self.values[len(self.kinds) - 1] = _decode_repr(event[3])
-            elif tag == "u":
-                # a callee returned and changed objects its caller holds: the caller's next state
-                # carries the change, and stops before it show it through `updates`
-                inv_id, changes = event[1], event[2]
-                self.pending_updates.setdefault(inv_id, []).extend(changes)
-                self.updates.setdefault(inv_id, []).append((len(self.kinds) - 1, changes))
-            elif tag == "o":
-                self.pending_out.append(event[1])
-                self.all_stdout.append(event[1])
-            elif tag == "e":
-                self.pending_err.append(event[1])
-                self.all_stderr.append(event[1])
-            elif tag == "k":
-                _, cid, name, filename, first = event
-                self.codes[cid] = (name, filename, first)
-                self._load_source(filename)
-            elif tag == "engine":
-                self.engine, self.python = event[1], event[2]
-            elif tag == "end":
-                _, kind, message, exit_code, value = event[:5]
-                self.outcome = Outcome(kind, message, exit_code, None if value is None else _decode_repr(value))
-                if len(event) > 5 and event[5]:
-                    self.main_file = str(event[5])  # a module launch: the file the child ran
-
-    def _load_source(self, filename: str) -> None:
-        if filename in self.sources:
-            return
-        if filename == self.main_path and self.program.source is not None:
-            text = self.program.source
-        else:
-            try:
-                text = Path(filename).read_text(encoding="utf-8", errors="replace")
-            except OSError:
-                text = ""
-        self.sources[filename] = text
-        self.source_lines[filename] = text.splitlines()
-
-    def _snapshot(self, event: list) -> None:
-        """A frame already on the stack where a materialised window begins: its locals there."""
-        _, inv_id, cid, line, depth, changes = event
-        name, path, first = self.codes[cid]
-        inv = self.invocations[inv_id] = _Invocation(name, path, depth, first, self.source_lines.get(path, []))
-        if changes:
-            _apply_in_place(inv.locals, inv.values, changes)
-        self.snapshots[inv_id] = (dict(inv.locals), dict(inv.values), line)
-
-    def snapshot_view(self, inv_id: int, until: int) -> tuple[dict[str, str], dict]:
-        """A frame known only by its snapshot: its locals at the window's start, plus what callees
-        that returned since changed (up to state `until`)."""
-        local_reprs, encoded, _ = self.snapshots[inv_id]
-        local_reprs, encoded = dict(local_reprs), dict(encoded)
-        for index, changes in self.updates.get(inv_id, []):
-            if index <= until:
-                _apply_in_place(local_reprs, encoded, changes)
-        return local_reprs, {k: _decode_value(v) for k, v in encoded.items()}
-
-    def _call(self, event: list) -> None:
-        _, inv_id, cid, line, depth, changes = event
-        name, path, first = self.codes[cid]
-        self.invocations[inv_id] = _Invocation(name, path, depth, first, self.source_lines.get(path, []))
-        self._state(inv_id, "call", line or first, changes)  # a module's call event says line 0
-
-    def _state(self, inv_id: int, kind: str, line: int, changes: list | None) -> None:
-        if inv_id in self.pending_updates:
-            changes = self.pending_updates.pop(inv_id) + (changes or [])
-        index = len(self.kinds)
-        self.kinds.append(kind)
-        self.lines.append(line)
-        self.invs.append(inv_id)
-        self.changes.append(changes)
-        inv = self.invocations[inv_id]
-        if changes:
-            _apply_in_place(inv.locals, inv.values, changes)
-        position = len(inv.states)
-        inv.states.append(index)
-        if position % _CHECKPOINT == 0:
-            inv.checkpoints[index] = (dict(inv.locals), dict(inv.values))
-        if self.pending_out:
-            self.stdout_at[index] = "".join(self.pending_out)
-            self.pending_out.clear()
-        if self.pending_err:
-            self.stderr_at[index] = "".join(self.pending_err)
-            self.pending_err.clear()
-
-    # -- rebuilding states -----------------------------------------------------------------------
-    def locals_at(self, index: int) -> tuple[dict[str, str], dict[str, list]]:
-        self.materialize()
-        inv = self.invocations[self.invs[index]]
-        position = bisect_left(inv.states, index)
-        base = position - position % _CHECKPOINT
-        local_reprs, values = inv.checkpoints[inv.states[base]]
-        local_reprs, values = dict(local_reprs), dict(values)
-        for k in range(base + 1, position + 1):
-            changes = self.changes[inv.states[k]]
-            if changes:
-                _apply_in_place(local_reprs, values, changes)
-        return local_reprs, values
-
-    def make_state(self, index: int, local_reprs: dict[str, str], values: dict[str, Value]) -> State:
-        inv_id = self.invs[index]
-        inv = self.invocations[inv_id]
-        line = self.lines[index]
-        lines = inv.lines
-        return State(
-            self.kinds[index],  # type: ignore[arg-type]
-            line,
-            lines[line - 1] if 0 < line <= len(lines) else "",
-            inv.function,
-            inv.depth,
-            inv_id,
-            local_reprs,
-            self.values.get(index),
-            inv.path,
-            self.stdout_at.get(index, ""),
-            self.stderr_at.get(index, ""),
-            values,
-            self.caught.get(index),
-        )
-
-    def caller_view(
-        self, inv_id: int, since: int, until: int, local_reprs: dict[str, str], values: dict
-    ) -> tuple[dict[str, str], dict]:
-        """A caller's locals at state `until`, from its own latest state `since` plus what the
-        callees that returned in between changed."""
-        self.materialize()
-        updates = self.updates.get(inv_id)
-        if not updates:
-            return local_reprs, values
-        start = bisect_left(updates, (since, []))
-        relevant = [c for index, c in updates[start:] if since <= index <= until]
-        if not relevant:
-            return local_reprs, values
-        local_reprs, encoded = dict(local_reprs), dict[str, list]()
-        for changes in relevant:
-            _apply_in_place(local_reprs, encoded, changes)
-        merged = {k: v for k, v in values.items() if k in local_reprs and k not in encoded}
-        merged.update({k: _decode_value(v) for k, v in encoded.items()})
-        return local_reprs, merged
-
-    def state(self, index: int) -> State:
-        local_reprs, values = self.locals_at(index)
-        return self.make_state(index, local_reprs, {k: _decode_value(v) for k, v in values.items()})
-
-
-class StateList(Sequence[State]):
-    """The states of a recording, built on demand (and cheaply in order, when iterated)."""
-
-    def __init__(self, log: EventLog) -> None:
-        self._log = log
-
-    def __len__(self) -> int:
-        return len(self._log)
-
-    @overload
-    def __getitem__(self, index: int) -> State: ...
-    @overload
-    def __getitem__(self, index: slice) -> list[State]: ...
-    def __getitem__(self, index):
-        if isinstance(index, slice):
-            return [self._log.state(i) for i in range(*index.indices(len(self)))]
-        n = len(self)
-        if index < 0:
-            index += n
-        if not 0 <= index < n:
-            raise IndexError("state index out of range")
-        return self._log.state(index)
-
-    def __iter__(self) -> Iterator[State]:
-        log = self._log
-        running: dict[int, tuple[dict[str, str], dict[str, Value]]] = {}
-        for index in range(len(log)):
-            inv_id = log.invs[index]
-            local_reprs, values = running.get(inv_id, ({}, {}))
-            changes = log.changes[index]
-            if changes:
-                local_reprs, values = dict(local_reprs), dict(values)
-                for i in range(0, len(changes), 2):
-                    name, enc = changes[i], changes[i + 1]
-                    values.pop(name, None)
-                    if type(enc) is list and not enc:
-                        local_reprs.pop(name, None)
-                    elif type(enc) is list:
-                        values[name] = _decode_value(enc)
-                        local_reprs[name] = values[name].repr
-                    else:
-                        local_reprs[name] = _decode_repr(enc)
-            running[inv_id] = (local_reprs, values)
-            yield log.make_state(index, local_reprs, values)
-
-
-def _apply_in_place(local_reprs: dict[str, str], values: dict[str, list], changes: list) -> None:
-    for i in range(0, len(changes), 2):
-        name, enc = changes[i], changes[i + 1]
-        if type(enc) is list:
-            if enc:
-                local_reprs[name] = str(enc[0])
-                values[name] = enc
-            else:
-                local_reprs.pop(name, None)
-                values.pop(name, None)
-        else:
-            local_reprs[name] = _decode_repr(enc)
-            if values:
-                values.pop(name, None)
-
-
-def _decode_repr(enc) -> str:
-    kind = type(enc)
-    if kind is str:
-        return enc
-    if kind is int:
-        return str(enc)
-    if enc is True:
-        return "True"
-    if enc is False:
-        return "False"
-    if enc is None:
-        return "None"
-    if kind is list and enc:
-        return str(enc[0])
-    return repr(enc)
-
-
-def _decode_value(enc: list) -> Value:
-    text, type_name, children, more = enc
-    return Value(
-        repr=text,
-        type=type_name,
-        children=tuple(
-            (str(name), _decode_value(c) if type(c) is list else Value(_decode_repr(c))) for name, c in children
-        ),
-        more=int(more),
-    )

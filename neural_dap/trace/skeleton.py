@@ -378,7 +378,8 @@ class SkeletonRecording:
         return window
 
     def _materialise(self, checkpoint: int, a: int, b: int):
-        from neural_dap.trace.recorder import EventLog, Program
+        from neural_dap.trace.eventlog import EventLog
+        from neural_dap.trace.program import Program
 
         path, _pid = self.log.checkpoints[checkpoint]
         answer = _ask(path, {"from": a, "to": b})

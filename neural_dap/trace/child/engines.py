@@ -5,8 +5,15 @@ from __future__ import annotations
 
 import sys
 from _thread import get_ident
-from array import array
 
+from neural_dap.trace.child.monitoring import (
+    LOCAL_EVENTS,
+    free_tool,
+    genexpr_loop_line,
+    instruction_lines,
+    monitor,
+    unmonitor,
+)
 from neural_dap.trace.child.recorder import Recorder
 
 # -- engines ---------------------------------------------------------------------------------------
@@ -81,7 +88,7 @@ def settrace_engine(rec: Recorder):
 def monitoring_engine(rec: Recorder):
     """sys.monitoring (3.12+): events enabled per user code object; other code is DISABLEd."""
     mon = sys.monitoring  # type: ignore[attr-defined]
-    tool = _free_tool(mon)
+    tool = free_tool(mon)
     DISABLE = mon.DISABLE
     emit = rec.events.append
     is_user = rec.is_user
@@ -128,7 +135,7 @@ def monitoring_engine(rec: Recorder):
             top[3] = None
 
     def on_jump(code, offset, target):
-        line = _genexpr_loop_line(line_tables, code, offset, target, DISABLE)
+        line = genexpr_loop_line(line_tables, code, offset, target, DISABLE)
         if line is DISABLE:
             return DISABLE
         on_line_at(code, line, getframe(1))
@@ -171,43 +178,6 @@ def monitoring_engine(rec: Recorder):
     return start, lambda: unmonitor(mon, tool, enabled)
 
 
-# -- what every sys.monitoring engine registers ------------------------------------------------------
-
-LOCAL_EVENTS = 0
-if hasattr(sys, "monitoring"):
-    _E = sys.monitoring.events
-    LOCAL_EVENTS = _E.LINE | _E.PY_RETURN | _E.PY_YIELD | _E.PY_RESUME | _E.JUMP  # per user code object
-
-
-def monitor(mon, tool: int, on_start, on_line, on_jump, on_return, on_unwind, on_handled) -> None:
-    """Take `tool` and register a recording's callbacks: a start, resume or throw into the user's
-    code starts an invocation (the callback enables LOCAL_EVENTS on that code, or DISABLEs it);
-    returns and yields end one; an exception unwinds one."""
-    E = mon.events
-    mon.use_tool_id(tool, "neural-dap")
-    for event, callback in (
-        (E.PY_START, on_start),
-        (E.PY_RESUME, on_start),
-        (E.PY_THROW, on_start),
-        (E.LINE, on_line),
-        (E.JUMP, on_jump),
-        (E.PY_RETURN, on_return),
-        (E.PY_YIELD, on_return),
-        (E.PY_UNWIND, on_unwind),
-        (E.EXCEPTION_HANDLED, on_handled),
-    ):
-        mon.register_callback(tool, event, callback)
-    mon.set_events(tool, E.PY_START | E.PY_RESUME | E.PY_THROW | E.PY_UNWIND | E.EXCEPTION_HANDLED)
-
-
-def unmonitor(mon, tool: int, enabled: set) -> None:
-    """Turn every event `monitor` (and the callbacks) turned on off again, and free the tool."""
-    mon.set_events(tool, 0)
-    for code in enabled:
-        mon.set_local_events(tool, code, 0)
-    mon.free_tool_id(tool)
-
-
 class Engine:
     """What the runner needs of an engine: start and stop; skeleton mode adds skeleton, capture,
     flush and count (see child.skeleton)."""
@@ -242,7 +212,7 @@ class CMonitoring:
     def __init__(self, rec: Recorder) -> None:
         self.tracer = c_tracer(rec)
         self.mon = sys.monitoring  # type: ignore[attr-defined]
-        self.tool = _free_tool(self.mon)
+        self.tool = free_tool(self.mon)
         self.enabled: set = set()
         self.skeleton = self.tracer.skeleton
         self.capture = self.tracer.capture
@@ -258,9 +228,9 @@ class CMonitoring:
             mon.set_local_events(tool, code, LOCAL_EVENTS)
 
         def jump_line(code, offset, target):
-            return _genexpr_loop_line(line_tables, code, offset, target, mon.DISABLE)
+            return genexpr_loop_line(line_tables, code, offset, target, mon.DISABLE)
 
-        tracer.monitoring(mon.DISABLE, enable, jump_line, lambda code: _instruction_lines(code).tobytes())
+        tracer.monitoring(mon.DISABLE, enable, jump_line, lambda code: instruction_lines(code).tobytes())
         tracer.start()
         t = tracer
         monitor(mon, tool, t.on_start, t.on_line, t.on_jump, t.on_return, t.on_unwind, t.on_handled)
@@ -268,43 +238,6 @@ class CMonitoring:
     def stop(self) -> None:
         unmonitor(self.mon, self.tool, self.enabled)
         self.tracer.stop()
-
-
-def _instruction_lines(code) -> array:
-    """The line of each 2-byte instruction of `code` (-1: none). As bytes, the C tracer's table for
-    the line of a start or an exit (what f_lineno would say, without a frame object)."""
-    table = array("i", [-1]) * (len(code.co_code) // 2)
-    for start, end, line in code.co_lines():
-        if line is not None:
-            for offset in range(start, end, 2):
-                table[offset // 2] = line
-    return table
-
-
-def _free_tool(mon) -> int:
-    tool = next((t for t in (4, 3, 5, 2, 1) if mon.get_tool(t) is None), None)
-    if tool is None:
-        raise RuntimeError("no free sys.monitoring tool id")
-    return tool
-
-
-def _genexpr_loop_line(line_tables: dict, code, offset: int, target: int, disable):
-    """The line of a JUMP that settrace reports as a line event, or `disable`.
-
-    settrace reports a backward jump within one line as a new line event (a one-line loop); LINE
-    does not. Mirror that (as CPython's own settrace emulation does) for generator expressions,
-    which are frames on every version; inlined comprehensions (3.12+) stay one step, as their
-    separate, untraced frames are on 3.11.
-    """
-    if target > offset or code.co_name != "<genexpr>":
-        return disable
-    table = line_tables.get(code)
-    if table is None:
-        table = line_tables[code] = _instruction_lines(code)
-    line = table[target // 2]
-    if line < 0 or line != table[offset // 2]:
-        return disable
-    return line
 
 
 def _choose_engine(name: str, rec: Recorder, skeleton: bool = False):

@@ -101,3 +101,17 @@ class Lifeline:
         finally:
             if pidfd is not None:
                 os.close(pidfd)
+
+
+_FORK = os.fork  # the real one: the debuggee's process limit wraps os.fork later
+OWN_FORK = [False]  # True while we fork a checkpoint, a worker or a live stop (not the debuggee: see runner)
+
+
+def fork_ours() -> int:
+    """Fork a checkpoint, a worker or a live stop: the at-fork hook that stops tracing in the
+    debuggee's own children (and makes them die with their parent) must leave these alone."""
+    OWN_FORK[0] = True
+    try:
+        return _FORK()
+    finally:
+        OWN_FORK[0] = False

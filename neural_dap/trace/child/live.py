@@ -26,17 +26,11 @@ import sys
 import time
 import types
 
+from neural_dap.trace.child.lifetime import fork_ours
+
 _EXIT = os._exit
 _OURS = os.path.dirname(os.path.abspath(__file__))
 IDLE_SECONDS = 1800.0  # a live stop nobody asks anything of ends on its own
-
-
-def _fork() -> int:
-    """Fork as the recorder's own (not the debuggee's: its at-fork hook would make the copy a
-    stranger that dies with its parent, the worker, which exits at once)."""
-    from neural_dap.trace.child.skeleton import _fork_ours  # (skeleton imports this module)
-
-    return _fork_ours()
 
 
 def user_frames(is_user) -> list[types.FrameType]:
@@ -54,7 +48,7 @@ def user_frames(is_user) -> list[types.FrameType]:
 
 def serve(conn: socket.socket, answer: bytes, frames: list, encode, owner: int, limits: dict) -> None:
     """Become the live stop (in a fork; this process returns at once) and send `answer` first."""
-    pid = _fork()
+    pid = fork_ours()  # the recorder's own: a debuggee's copy would die with the worker, which exits
     if pid != 0:
         return
     try:
@@ -95,7 +89,7 @@ def _evaluate_in_fork(request: dict, frames: list, encode, limits: dict) -> byte
     """The fork's encoded answer, or an error when it ran out of time or died."""
     seconds = float(limits.get("seconds", 2.0))
     read_fd, write_fd = os.pipe()
-    pid = _fork()
+    pid = fork_ours()  # the recorder's own: a debuggee's copy would die with the worker, which exits
     if pid == 0:
         os.close(read_fd)
         reply = _evaluate(request, frames, limits)

@@ -11,7 +11,7 @@ import sys
 from _thread import get_ident
 from array import array
 
-from neural_dap.trace.child.engines import LOCAL_EVENTS, _free_tool, _genexpr_loop_line, monitor, unmonitor
+from neural_dap.trace.child.monitoring import LOCAL_EVENTS, free_tool, genexpr_loop_line, monitor, unmonitor
 from neural_dap.trace.child.recorder import Recorder
 
 BUFFER = 65536  # events per flushed batch
@@ -163,7 +163,7 @@ class MonitoringSkeleton(_Skeleton):
     def __init__(self, rec: Recorder) -> None:
         super().__init__(rec)
         self.mon = sys.monitoring  # type: ignore[attr-defined]
-        self.tool = _free_tool(self.mon)
+        self.tool = free_tool(self.mon)
         self.enabled: set = set()
         self.line_tables: dict = {}
 
@@ -193,7 +193,7 @@ class MonitoringSkeleton(_Skeleton):
         def on_jump(code, offset, target):
             # a backward jump within one line of a generator expression is a line event, as settrace
             # reports it (see child.engines)
-            line = _genexpr_loop_line(self.line_tables, code, offset, target, DISABLE)
+            line = genexpr_loop_line(self.line_tables, code, offset, target, DISABLE)
             if line is DISABLE:
                 return DISABLE
             if stack and stack[-1].frame is getframe(1):

@@ -14,9 +14,9 @@ from _thread import get_ident
 
 from neural_dap.trace.child.channel import Channel, Limits
 from neural_dap.trace.child.engines import _choose_engine
-from neural_dap.trace.child.lifetime import die_with_parent
+from neural_dap.trace.child.lifetime import OWN_FORK, die_with_parent
 from neural_dap.trace.child.recorder import PASS, Capture, Recorder, set_output_mode
-from neural_dap.trace.child.skeleton import OWN_FORK, Skeleton
+from neural_dap.trace.child.skeleton import Skeleton
 from neural_dap.trace.child.values import _short
 
 

@@ -27,25 +27,13 @@ import threading
 import time
 
 from neural_dap.trace.child import live
-from neural_dap.trace.child.lifetime import Lifeline, die_with_parent
+from neural_dap.trace.child.lifetime import Lifeline, die_with_parent, fork_ours
 from neural_dap.trace.child.recorder import DISCARD, set_output_mode
 
 EVENT_SIZE = 12
 CALL_SIZE = 8
 HASH_EVERY = 1 << 16  # events per hashed range of records
-_FORK = os.fork  # the real ones: the debuggee's process limit wraps os.fork later, and the
-_EXIT = os._exit  # runner wraps os._exit (to flush a program's own exit)
-OWN_FORK = [False]  # True while we fork a checkpoint or a worker (not the debuggee: see runner)
-
-
-def _fork_ours() -> int:
-    """Fork a checkpoint or a worker: the at-fork hook that stops tracing in the debuggee's own
-    children must leave these alone."""
-    OWN_FORK[0] = True
-    try:
-        return _FORK()
-    finally:
-        OWN_FORK[0] = False
+_EXIT = os._exit  # the real one: the runner wraps os._exit (to flush a program's own exit)
 
 
 def _alone(own_threads: int, own_children: set[int]) -> bool:
@@ -178,7 +166,7 @@ class Skeleton:
                 self.stdin_offset = os.lseek(0, 0, os.SEEK_CUR)
             except OSError:
                 self.stdin_offset = 0
-        pid = _fork_ours()
+        pid = fork_ours()
         if pid == 0:
             self._serve(server, count)  # returns only in a worker
             return
@@ -227,7 +215,7 @@ class Skeleton:
                 if request is not None:
                     _EXIT(0)
                 continue
-            pid = _fork_ours()
+            pid = fork_ours()
             if pid == 0:
                 server.close()
                 self._become_worker(conn, request, count)

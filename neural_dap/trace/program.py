@@ -1,0 +1,70 @@
+"""What the recorder runs and how a run ended: the program, the limits it runs under, its outcome.
+Every front end describes a recording with these; the recorder and the event log read them."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+import msgspec
+
+OutcomeKind = Literal["finished", "raised", "exited", "timeout", "event_limit", "memory", "crashed", "error", "paused"]
+
+
+class Limits(msgspec.Struct, frozen=True):
+    max_events: int = 200_000
+    wall_time: float = 10.0  # seconds
+    max_repr: int = 1000  # characters of one repr
+    max_output: int = 1_000_000  # characters of stdout + stderr kept
+    memory_mb: int = 4096  # address-space cap of the child; 0 for none
+    max_children: int = 50  # children of one value in the variables tree
+    max_processes: int = 16  # processes the debuggee may start (fork, subprocess, os.system)
+    repr_seconds: float = 0.1  # one repr of a value may take this long; then it shows as timed out
+
+
+DEFAULT_LIMITS = Limits()
+
+
+class Program(msgspec.Struct, frozen=True, omit_defaults=True):
+    """What to run: a script with argv, one function of it called with literal argument text, or a
+    module as `python -m MODULE argv...` runs it (then `path` only names a fallback main file: the
+    child resolves the module in `cwd`, and the recording's `main_path` is the module's file)."""
+
+    path: str
+    source: str | None = None  # run this text as if it were the file at `path`
+    argv: tuple[str, ...] = ()
+    entry: str | None = None  # function name
+    entry_args: str = ""  # e.g. "[3, 1], key=None"
+    literal_args: bool = False  # entry_args must be Python literals (text that came from a model)
+    cwd: str | None = None
+    env: dict[str, str] | None = None
+    module: str | None = None  # run `python -m module *argv` (in cwd); the user's code is what lies in cwd
+    # what is traced: "folder" the program's folder (the cwd for a module), "mine" every file that is
+    # not the standard library's or an installed package's (debugpy's justMyCode), "all" libraries too
+    trace: Literal["folder", "mine", "all"] = "folder"
+    python_args: tuple[str, ...] = ()  # interpreter options (`-X dev`, `-W error`, `-O`)
+    stdin: str | None = None  # a file the program reads as its standard input (else it reads EOF)
+
+
+class Outcome(msgspec.Struct, frozen=True, omit_defaults=True):
+    kind: OutcomeKind
+    message: str = ""
+    exit_code: int | None = None
+    value: str | None = None  # repr of the entry function's return value, or of the exception
+
+    @property
+    def ok(self) -> bool:
+        return self.kind in ("finished", "raised", "exited")
+
+    def describe(self) -> str:
+        text = {
+            "finished": "the program finished",
+            "raised": "the program raised an uncaught exception",
+            "exited": "the program exited",
+            "timeout": "the program was stopped at the wall-time limit",
+            "paused": "the program was paused while it was recorded",
+            "event_limit": "the program was stopped at the event limit",
+            "memory": "the program ran out of memory",
+            "crashed": "the interpreter crashed",
+            "error": "the program could not be run",
+        }[self.kind]
+        return f"{text}: {self.message}" if self.message else text
