@@ -197,6 +197,31 @@ def change(client: LanguageClient, uri: str, version: int, text: str) -> None:
     )
 
 
+async def run_headless_neovim(nvim: str, path: Path, folder: Path, env: dict) -> tuple[bytes, bytes]:
+    """tests/nvim/lsp_init.lua on `path`, headless; killed (with its language server) if it hangs."""
+    process = await asyncio.create_subprocess_exec(
+        nvim,
+        "--headless",
+        "--clean",
+        "-u",
+        str(ROOT / "tests" / "nvim" / "lsp_init.lua"),
+        str(path),
+        cwd=folder,
+        env=env,
+        stdin=asyncio.subprocess.DEVNULL,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+        start_new_session=True,
+    )
+    try:
+        async with asyncio.timeout(150):
+            return await process.communicate()
+    finally:
+        if process.returncode is None:
+            os.killpg(process.pid, 9)
+            await process.wait()
+
+
 needs_model = pytest.mark.skipif(not EMBEDDED.is_file(), reason="the embedded model is not installed")
 
 
@@ -261,21 +286,7 @@ async def test_headless_neovim_shows_the_hints_lenses_and_diagnostics(tmp_path):
         "PYTHONPATH": str(ROOT),
         "XDG_STATE_HOME": str(state),
     }
-    init = ROOT / "tests" / "nvim" / "lsp_init.lua"
-    process = await asyncio.create_subprocess_exec(
-        nvim,
-        "--headless",
-        "--clean",
-        "-u",
-        str(init),
-        str(path),
-        cwd=tmp_path,
-        env=env,
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.PIPE,
-    )
-    async with asyncio.timeout(150):
-        stdout, stderr = await process.communicate()
+    stdout, stderr = await run_headless_neovim(nvim, path, tmp_path, env)
     assert out.is_file(), (stdout + stderr).decode(errors="replace")[-3000:]
     seen = json.loads(out.read_text())
     assert "error" not in seen, seen
@@ -324,21 +335,7 @@ async def test_headless_neovim_in_an_untrusted_folder_runs_nothing_and_says_why(
         "XDG_STATE_HOME": str(tmp_path / "state"),  # a store that trusts nothing
         "ND_ANSWER": "Never",  # the user's answer to the one question the server asks
     }
-    process = await asyncio.create_subprocess_exec(
-        nvim,
-        "--headless",
-        "--clean",
-        "-u",
-        str(ROOT / "tests" / "nvim" / "lsp_init.lua"),
-        str(path),
-        cwd=tmp_path,
-        env=env,
-        stdin=asyncio.subprocess.DEVNULL,
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.PIPE,
-    )
-    async with asyncio.timeout(150):
-        stdout, stderr = await process.communicate()
+    stdout, stderr = await run_headless_neovim(nvim, path, tmp_path, env)
     assert out.is_file(), (stdout + stderr).decode(errors="replace")[-3000:]
     seen = json.loads(out.read_text())
     assert not (tmp_path / "PWNED").exists()  # opening the file ran none of it

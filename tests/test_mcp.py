@@ -66,10 +66,10 @@ def root(tmp_path: Path) -> Path:
 
 
 @asynccontextmanager
-async def connected(root: Path) -> AsyncIterator[Client]:
+async def connected(root: Path, live_evaluate: bool = False) -> AsyncIterator[Client]:
     """The SDK's in-memory client on a server for `root` (a context manager, not a fixture: an async
     fixture's teardown runs in another task, and the client's scopes must be left where they began)."""
-    server, sessions = build(str(root))
+    server, sessions = build(str(root), live_evaluate=live_evaluate)
     try:
         async with Client(server) as c:
             yield c
@@ -259,7 +259,7 @@ async def test_paths_outside_the_root_are_refused(root: Path, tmp_path_factory) 
 
 
 async def test_values_are_cut_at_max_repr_and_lists_are_bounded(root: Path) -> None:
-    async with connected(root) as client:
+    async with connected(root, live_evaluate=True) as client:  # the whole value, from the live program
         (root / "big.py").write_text(
             "def f():\n"
             + "".join(f"    v{k} = {k}\n" for k in range(50))
@@ -368,3 +368,21 @@ def test_over_http_the_token_is_required(root: Path) -> None:
     finally:
         process.terminate()
         process.wait(10)
+
+
+async def test_an_agents_expression_is_never_executed_unless_the_server_allows_it(root: Path) -> None:
+    attack = "__import__('pathlib').Path('PWNED').write_text('ran') or len(cart)"
+    async with connected(root) as client:  # by default: interpreted over the recorded values
+        session = (await call(client, "record", program="cart.py"))["session"]
+        await call(client, "goto", session=session, where="end")
+        assert "not defined" in await fails(client, "evaluate", session=session, expression=attack)
+        await fails(client, "evaluate", session=session, expression="total_price(cart)")  # no call runs
+    assert not (root / "PWNED").exists()
+    async with connected(root, live_evaluate=True) as client:  # `neural-dap mcp --live-evaluate`
+        session = (await call(client, "record", program="cart.py"))["session"]
+        hit = await call(
+            client, "step", session=session, action="continue", breakpoints=[{"file": "cart.py", "line": 6}]
+        )
+        assert hit["location"]["line"] == 6
+        value = await call(client, "evaluate", session=session, expression="sorted(items, key=lambda i: i[1])[0][0]")
+        assert value["value"] == "'fig'" and value["live"]

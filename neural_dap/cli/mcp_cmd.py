@@ -25,6 +25,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--token",
         help="with --http: the bearer token to require (default: a new random one, or $NEURAL_DAP_MCP_TOKEN)",
     )
+    parser.add_argument(
+        "--live-evaluate",
+        action="store_true",
+        help="let the agent's expressions run in a live copy of the recorded program (calls, methods); "
+        "by default they are only interpreted over the recorded values, never executed",
+    )
     parser.add_argument("--log", help="write a debug log to this file")
 
 
@@ -48,7 +54,7 @@ def run(parser: argparse.ArgumentParser, argv: list[str]) -> int:
     if opts.http is None:
         if opts.token:
             parser.error("--token goes with --http")
-        anyio.run(server.serve_stdio, root)
+        anyio.run(server.serve_stdio, root, opts.live_evaluate)
         return 0
     if not 0 < opts.http < 65536:
         parser.error("--http takes a port number from 1 to 65535")
@@ -59,5 +65,5 @@ def run(parser: argparse.ArgumentParser, argv: list[str]) -> int:
         file=sys.stderr,
         flush=True,
     )
-    anyio.run(server.serve_http, root, opts.http, token)
+    anyio.run(lambda: server.serve_http(root, opts.http, token, live_evaluate=opts.live_evaluate))
     return 0

@@ -40,14 +40,18 @@ Count = Annotated[int, Field(description="items per page", ge=1, le=500)]
 Frame = Annotated[int, Field(description="stack frame: 0 is the innermost", ge=0)]
 
 
-def build(root: str, world_factory: Callable[..., Any] | None = None) -> tuple[MCPServer, Sessions]:
-    """The server, and the sessions it keeps (close them with `Sessions.close_all` at the end)."""
+def build(
+    root: str, world_factory: Callable[..., Any] | None = None, *, live_evaluate: bool = False
+) -> tuple[MCPServer, Sessions]:
+    """The server, and the sessions it keeps (close them with `Sessions.close_all` at the end).
+    `live_evaluate`: the person starting the server lets agents' expressions run in a live copy of
+    the program; by default an agent's text (a model's) is only interpreted, never executed."""
     if world_factory is None:
         from neural_dap.world.factory import create_world
 
         world_factory = create_world
     sessions = Sessions(Workspace(root))
-    tools = Tools(sessions, world_factory)
+    tools = Tools(sessions, world_factory, live_evaluate=live_evaluate)
     server = MCPServer("neural-dap", instructions=INSTRUCTIONS, log_level="WARNING")
 
     async def guarded(timeout: float, work: Callable[[], Awaitable[dict[str, Any]]]) -> dict[str, Any]:
@@ -272,8 +276,8 @@ def build(root: str, world_factory: Callable[..., Any] | None = None) -> tuple[M
     return server, sessions
 
 
-async def serve_stdio(root: str) -> None:
-    server, sessions = build(root)
+async def serve_stdio(root: str, live_evaluate: bool = False) -> None:
+    server, sessions = build(root, live_evaluate=live_evaluate)
     try:
         await server.run_stdio_async()
     finally:
@@ -313,10 +317,10 @@ class BearerAuth:
         await self.app(scope, receive, send)
 
 
-async def serve_http(root: str, port: int, token: str, host: str = "127.0.0.1") -> None:
+async def serve_http(root: str, port: int, token: str, host: str = "127.0.0.1", live_evaluate: bool = False) -> None:
     import uvicorn
 
-    server, sessions = build(root)
+    server, sessions = build(root, live_evaluate=live_evaluate)
     app = BearerAuth(server.streamable_http_app(host=host), token)
     config = uvicorn.Config(app, host=host, port=port, log_level="warning", lifespan="on")
     try:

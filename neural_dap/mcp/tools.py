@@ -111,8 +111,13 @@ def literal_call_args(text: str | None) -> str:
 
 
 class Tools:
-    def __init__(self, sessions: Sessions, world_factory: Callable[[LaunchSpec], Any]) -> None:
+    def __init__(
+        self, sessions: Sessions, world_factory: Callable[[LaunchSpec], Any], *, live_evaluate: bool = False
+    ) -> None:
         self.sessions = sessions
+        # an agent's expressions are a model's text: interpreted by the safe evaluator unless the
+        # person who started the server allowed them to run in a live copy of the program
+        self.live_evaluate = live_evaluate
         self.workspace = sessions.workspace
         self.world_factory = world_factory
 
@@ -405,7 +410,8 @@ class Tools:
                 raise ToolFailure(f"frame must be from 0 (innermost) to {len(stop.stack) - 1}")
             names = dict(stop.stack[frame].locals) if stop.stack else dict(stop.state.locals)
             try:
-                result = await within(timeout, "evaluate", lambda: debugger.evaluate(expression, names, frame))
+                live_frame = frame if self.live_evaluate else None
+                result = await within(timeout, "evaluate", lambda: debugger.evaluate(expression, names, live_frame))
             except WorldError as exc:
                 raise ToolFailure(f"{expression}: {exc}") from None
             viewer = self._viewer(s, max_repr)
