@@ -74,3 +74,21 @@ def adapter_processes() -> list[str]:
     a session)."""
     out = subprocess.run(["pgrep", "-af", "neural[-_]dap adapter"], capture_output=True, text=True).stdout
     return [line for line in out.splitlines() if "pgrep" not in line]
+
+
+# A pytest suite with one failing test (line 7, `assert total == 5` where total is 4) and one passing.
+FAILING_PYTEST_SUITE = textwrap.dedent(
+    """\
+    def add(a, b):
+        return a + b
+
+
+    def test_add():
+        total = add(2, 2)
+        assert total == 5
+
+
+    def test_ok():
+        assert add(1, 1) == 2
+    """
+)

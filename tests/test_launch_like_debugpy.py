@@ -8,23 +8,8 @@ import sys
 import textwrap
 from pathlib import Path
 
+from tests.conftest import FAILING_PYTEST_SUITE
 from tests.dap_helpers import adapter, start, where
-
-FAILING_TEST = textwrap.dedent(
-    """\
-    def add(a, b):
-        return a + b
-
-
-    def test_add():
-        total = add(2, 2)
-        assert total == 5
-
-
-    def test_ok():
-        assert add(1, 1) == 2
-    """
-)
 
 
 async def _launch_and_end(client, launch: dict, filters: list[str] | None = None) -> list[dict]:
@@ -51,7 +36,7 @@ def _outputs(events: list[dict], category: str | None = None) -> str:
 
 async def test_a_pytest_module_launch_stops_in_the_test_and_runs_the_suite(tmp_path: Path) -> None:
     test_file = tmp_path / "test_calc.py"
-    test_file.write_text(FAILING_TEST)
+    test_file.write_text(FAILING_PYTEST_SUITE)
     async with adapter() as client:
         stop = await start(
             client,

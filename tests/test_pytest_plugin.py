@@ -4,24 +4,9 @@ from __future__ import annotations
 
 import subprocess
 import sys
-import textwrap
 from pathlib import Path
 
-SUITE = textwrap.dedent(
-    """\
-    def add(a, b):
-        return a + b
-
-
-    def test_add():
-        total = add(2, 2)
-        assert total == 5
-
-
-    def test_ok():
-        assert add(1, 1) == 2
-    """
-)
+from tests.conftest import FAILING_PYTEST_SUITE
 
 
 def _pytest(folder: Path, *options: str) -> str:
@@ -38,7 +23,7 @@ def _pytest(folder: Path, *options: str) -> str:
 
 
 def test_a_failing_test_opens_at_its_failing_line_with_its_values(tmp_path: Path) -> None:
-    (tmp_path / "test_calc.py").write_text(SUITE)
+    (tmp_path / "test_calc.py").write_text(FAILING_PYTEST_SUITE)
     out = _pytest(tmp_path, "--neural-dap", "--neural-dap-do", "p total; back; where")
     session = out.split("neural-dap: time travel at each failure", 1)[1]
     assert "[exception] test_calc.py:7 in test_add" in session
@@ -47,12 +32,12 @@ def test_a_failing_test_opens_at_its_failing_line_with_its_values(tmp_path: Path
 
 
 def test_without_a_terminal_the_commands_are_printed(tmp_path: Path) -> None:
-    (tmp_path / "test_calc.py").write_text(SUITE)
+    (tmp_path / "test_calc.py").write_text(FAILING_PYTEST_SUITE)
     out = _pytest(tmp_path, "--neural-dap")
     assert "neural_dap debug --run --break-on userUnhandled -m pytest" in out
     assert "test_calc.py::test_add" in out
 
 
 def test_the_plugin_is_inert_without_its_option(tmp_path: Path) -> None:
-    (tmp_path / "test_calc.py").write_text(SUITE)
+    (tmp_path / "test_calc.py").write_text(FAILING_PYTEST_SUITE)
     assert "neural-dap" not in _pytest(tmp_path)

@@ -400,8 +400,7 @@ class Tools:
         self, session: str, expression: str, frame: int = 0, max_repr: int = 200, timeout: float = DEFAULT_TIMEOUT
     ) -> dict[str, Any]:
         timeout = check_timeout(timeout)
-        if not isinstance(expression, str) or not expression.strip() or len(expression) > MAX_EXPRESSION:
-            raise ToolFailure(f"expression must be Python text of at most {MAX_EXPRESSION} characters")
+        self._check_expression(expression)
 
         async def work(s: Session) -> dict[str, Any]:
             debugger = s.debugger

@@ -26,7 +26,7 @@ import sys
 import time
 import types
 
-from neural_dap.trace.child.lifetime import fork_ours
+from neural_dap.trace.child.lifetime import alive, fork_ours
 
 _EXIT = os._exit
 _OURS = os.path.dirname(os.path.abspath(__file__))
@@ -66,7 +66,7 @@ def _loop(conn: socket.socket, frames: list, encode, owner: int, limits: dict) -
     last = time.monotonic()
     while True:
         ready, _, _ = select.select([conn], [], [], 1.0)
-        if not _alive(owner) or time.monotonic() - last > IDLE_SECONDS:
+        if not alive(owner) or time.monotonic() - last > IDLE_SECONDS:
             return  # the adapter is gone, or nobody asks
         if not ready:
             continue
@@ -160,16 +160,6 @@ def _evaluate(request: dict, frames: list, limits: dict) -> dict:
         "repr": _cut(text, max_repr),
         "type": kind.__name__ if kind.__module__ == "builtins" else f"{kind.__module__}.{kind.__qualname__}",
     }
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
 
 
 def _cap_memory(megabytes: int) -> None:
