@@ -34,6 +34,10 @@ class LaunchSpec(msgspec.Struct, frozen=True, omit_defaults=True):
     module: str | None = None  # `python -m MODULE`: run this module as __main__ (pytest, a package's CLI)
     python_args: tuple[str, ...] = ()  # interpreter options before the program (`-X dev`, `-W error`)
     stdin: str | None = None  # absolute path of a file the program reads as its standard input
+    # a terminal console: `stdin` is a FIFO the user's typing arrives on, `stdin_log` keeps those
+    # bytes (replays read them), the program's output is copied to the `output_copy` FIFO
+    stdin_log: str | None = None
+    output_copy: str | None = None
     cwd: str | None = None
     env: dict[str, str] | None = None
     entry: Entry | None = None

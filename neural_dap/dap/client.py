@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from contextlib import asynccontextmanager
 from typing import Any
 
@@ -45,6 +45,8 @@ class DapClient:
         self._event_arrived = anyio.Event()
         self.closed = False
         self.on_event: Callable[[dict], None] | None = None
+        # answers a reverse request (runInTerminal) with the response's body, or None to decline it
+        self.on_reverse_request: Callable[[dict], Awaitable[dict | None]] | None = None
 
     async def _read_loop(self) -> None:
         try:
@@ -79,17 +81,19 @@ class DapClient:
             self._event_arrived.set()
 
     async def _answer_reverse_request(self, message: dict) -> None:
-        # runInTerminal / startDebugging: we cannot, say so rather than leave the adapter waiting
+        # one we cannot answer (startDebugging, or no handler): say so rather than leave the adapter waiting
+        answer: dict[str, Any] = {"success": False, "message": "not supported by this client"}
+        if self.on_reverse_request is not None:
+            try:
+                body = await self.on_reverse_request(message)
+            except Exception as exc:
+                answer["message"] = f"{message.get('command')} failed: {exc}"
+            else:
+                if body is not None:
+                    answer = {"success": True, "body": body}
         self.seq += 1
-        body = {
-            "seq": self.seq,
-            "type": "response",
-            "request_seq": message.get("seq"),
-            "success": False,
-            "command": message.get("command"),
-            "message": "not supported by this client",
-        }
-        await self.writer.write(msgspec.json.encode(body))
+        response = {"seq": self.seq, "type": "response", "request_seq": message.get("seq")}
+        await self.writer.write(msgspec.json.encode({**response, "command": message.get("command"), **answer}))
 
     async def send_request(self, command: str, arguments: dict | None = None) -> int:
         self.seq += 1

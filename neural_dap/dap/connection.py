@@ -56,6 +56,7 @@ class Connection:
         self.goto_ids = 0
         self.progress_counter = 0
         self._task_group: anyio.abc.TaskGroup | None = None
+        self._asked: dict[int, tuple[anyio.Event, list[p.Response]]] = {}  # reverse requests not answered yet
 
     @property
     def world(self) -> WorldModel | None:
@@ -95,6 +96,25 @@ class Connection:
     async def output(self, text: str, category: str = "console") -> None:
         await self.event("output", p.OutputEventBody(output=text, category=category))
 
+    async def ask_client(self, command: str, arguments: msgspec.Struct, timeout: float) -> p.Response | None:
+        """A reverse request (runInTerminal): the client's answer, or None when none came in time."""
+        seq = self._next_seq()
+        arrived, box = anyio.Event(), list[p.Response]()
+        self._asked[seq] = (arrived, box)
+        try:
+            await self._send_struct(p.Request(seq=seq, command=command, arguments=arguments))
+            with anyio.move_on_after(timeout):
+                await arrived.wait()
+        finally:
+            self._asked.pop(seq, None)
+        return box[0] if box else None
+
+    def _answered(self, response: p.Response) -> None:
+        waiter = self._asked.get(response.request_seq)
+        if waiter is not None:
+            waiter[1].append(response)
+            waiter[0].set()
+
     # -- dispatch -----------------------------------------------------------------------------------
     async def run(self, messages, task_group: anyio.abc.TaskGroup) -> None:
         """Serve until the client disconnects. `messages` yields decoded requests or problems."""
@@ -115,6 +135,9 @@ class Connection:
                     await self.output(f"neural-dap: closing the connection: {item.what}\n", "important")
                 log.warning("closing the connection: %s", item.what)
                 break
+            if isinstance(item, p.Response):
+                self._answered(item)
+                continue
             if isinstance(item, p.Request):
                 if item.command == "initialize":
                     self.initialize_read = True

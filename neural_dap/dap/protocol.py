@@ -163,6 +163,16 @@ class InitializeArguments(_Wire):
     supports_progress_reporting: bool = False
     supports_invalidated_event: bool = False
     supports_variable_type: bool = False
+    supports_run_in_terminal_request: bool = False  # the client answers `runInTerminal` (a terminal console)
+
+
+class RunInTerminalRequestArguments(_Wire):
+    """A reverse request: the adapter asks the client to run a command in its terminal."""
+
+    args: list[str]
+    cwd: str
+    kind: Literal["integrated", "external"]  # sent always (the schema's default is integrated)
+    title: str | None = None
 
 
 class EntryArguments(_Wire):
@@ -410,6 +420,7 @@ SCHEMA_NAMES: dict[type, str] = {
     GotoTarget: "GotoTarget",
     ExceptionDetails: "ExceptionDetails",
     InitializeArguments: "InitializeRequestArguments",
+    RunInTerminalRequestArguments: "RunInTerminalRequestArguments",
     SourceBreakpoint: "SourceBreakpoint",
     SetBreakpointsArguments: "SetBreakpointsArguments",
     FunctionBreakpoint: "FunctionBreakpoint",

@@ -30,9 +30,12 @@ _decoder = msgspec.json.Decoder()
 _encoder = msgspec.json.Encoder()
 
 
-async def _messages(reader: FrameReader) -> AsyncIterator[p.Request | tuple[int | None, str] | FramingProblem]:
-    """Requests; (seq if known, what was wrong) for a frame that is not a valid request; and a
-    `FramingProblem`, last, when the stream stops speaking DAP."""
+async def _messages(
+    reader: FrameReader,
+) -> AsyncIterator[p.Request | p.Response | tuple[int | None, str] | FramingProblem]:
+    """Requests; the client's answers to our reverse requests (runInTerminal); (seq if known, what
+    was wrong) for a frame that is not a valid request; and a `FramingProblem`, last, when the stream
+    stops speaking DAP."""
     async for frame in reader.frames():
         if not isinstance(frame, Frame):
             yield frame
@@ -45,8 +48,14 @@ async def _messages(reader: FrameReader) -> AsyncIterator[p.Request | tuple[int 
         seq = raw.get("seq") if isinstance(raw, dict) else None
         seq = seq if isinstance(seq, int) and not isinstance(seq, bool) else None
         if not isinstance(raw, dict) or raw.get("type") != "request":
-            if isinstance(raw, dict) and raw.get("type") in ("response", "event"):
-                continue  # answers to reverse requests we never send; nothing to do
+            if isinstance(raw, dict) and raw.get("type") == "response":
+                try:
+                    yield msgspec.convert(raw, p.Response)
+                except msgspec.ValidationError:
+                    pass  # an answer nobody can match to a question
+                continue
+            if isinstance(raw, dict) and raw.get("type") == "event":
+                continue  # a client has no events for an adapter
             yield (seq, "expected a request object with type 'request'")
             continue
         try:

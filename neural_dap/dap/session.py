@@ -20,12 +20,13 @@ from neural_dap.dap.breakpoint_requests import EXCEPTION_FILTERS, BreakpointRequ
 from neural_dap.dap.connection import THREAD_ID, RequestError, Send, WorldFactory
 from neural_dap.dap.inspection import InspectionRequests, exception_info
 from neural_dap.dap.queries import QueryRequests
+from neural_dap.dap.terminal import TerminalConsole
 from neural_dap.debugger.launch import Launch, LaunchError, LaunchRequest, build_launch
 
 __all__ = ["EXCEPTION_FILTERS", "THREAD_ID", "DebugSession", "RequestError", "Send", "WorldFactory", "exception_info"]
 
 
-class DebugSession(QueryRequests, InspectionRequests, BreakpointRequests):
+class DebugSession(TerminalConsole, QueryRequests, InspectionRequests, BreakpointRequests):
     async def on_initialize(self, request: p.Request) -> None:
         if self.initialized:
             raise RequestError("the session is already initialized")
@@ -41,16 +42,18 @@ class DebugSession(QueryRequests, InspectionRequests, BreakpointRequests):
         launch = await self._launch_spec(args, request.arguments)
         for note in launch.notes:
             await self.output(note + "\n", "important")
+        spec = await self.open_console(launch.spec, runs_program=args.no_debug or _records(launch.spec))
         if args.no_debug:
-            await self._launch_plainly(request, launch.spec)
+            await self._launch_plainly(request, spec)
             return
         debugger = self.debugger
         debugger.stop_on_entry, debugger.stop_at_end = args.stop_on_entry, args.stop_at_end
         progress = await self._progress_start(f"Starting the {launch.spec.world} world model")
         try:
-            await debugger.start(launch.spec, self._task_group)
+            await debugger.start(spec, self._task_group)
         finally:
             await self._progress_end(progress)
+            await self.console_ended()  # the recording is over: nothing more is typed or shown live
         await self.respond(request)
         await self.event(
             "process", p.ProcessEventBody(name=_process_name(launch.spec), start_method="launch", is_local_process=True)
@@ -107,10 +110,11 @@ class DebugSession(QueryRequests, InspectionRequests, BreakpointRequests):
     async def _run_plainly(self, run: plain_run.PlainRun) -> None:
         await self.configured.wait()
         try:
-            code = await run.run(self.output)
+            code = await run.run(self.program_output)
         except OSError as exc:
             await self.output(f"neural-dap: cannot run the program: {exc}\n", "important")
             code = 1
+        await self.console_ended()
         if not self.terminated:
             self.terminated = True
             await self.event("exited", p.ExitedEventBody(exit_code=code))
@@ -135,6 +139,12 @@ class DebugSession(QueryRequests, InspectionRequests, BreakpointRequests):
         if self.plain is not None:
             self.plain.kill()
         await self.debugger.close()
+        await self.close_console()
+
+
+def _records(launch: LaunchSpec) -> bool:
+    """The launch runs the real program (a recorded world, or a neural one reconciled with a recording)."""
+    return launch.world == "recorded" or launch.options.get("reconcile") == "recorded"
 
 
 def _process_name(launch: LaunchSpec) -> str:

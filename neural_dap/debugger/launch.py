@@ -20,18 +20,16 @@ from neural_dap.core.world import Entry, LaunchSpec
 # debugpy's launch keys that this server reads but does not act on: a user who wrote one is told
 # (once, at launch) rather than left to wonder why it had no effect.
 NOT_HONOURED: dict[str, tuple[Any, str]] = {  # key: (the value that matches what neural-dap does, why)
-    "console": (
-        "internalConsole",
-        "the program is recorded before you debug it, without a terminal: give its input as a file"
-        ' with "stdin": "input.txt" (else input() reads end-of-file)',
+    # (`console` and `redirectOutput` are read by dap/terminal.py)
+    "subProcess": (
+        False,
+        "child processes run, untraced (the recording follows the process you launched; no child sessions)",
     ),
-    "subProcess": (False, "child processes run untraced (the recording follows the process you launched)"),
     "django": (False, "no Django template debugging"),
     "jinja": (False, "no Jinja template debugging"),
     "gevent": (False, "no gevent support"),
     "sudo": (False, "the program runs as you"),
     "showReturnValue": (True, "return values are always shown, as `(return) f`"),
-    "redirectOutput": (True, "the program's output is always shown in the debug console"),
     "pyramid": (False, "no Pyramid support"),
     "autoReload": (None, "no auto-reload"),
     "logToFile": (False, "no log file"),

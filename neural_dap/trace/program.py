@@ -43,6 +43,10 @@ class Program(msgspec.Struct, frozen=True, omit_defaults=True):
     trace: Literal["folder", "mine", "all"] = "folder"
     python_args: tuple[str, ...] = ()  # interpreter options (`-X dev`, `-W error`, `-O`)
     stdin: str | None = None  # a file the program reads as its standard input (else it reads EOF)
+    # a terminal console (dap/terminal_link.py): `stdin` is a FIFO of what the user types, this log
+    # keeps the same bytes for replays, and the program's output is copied to the `output_copy` FIFO
+    stdin_log: str | None = None
+    output_copy: str | None = None
 
 
 class Outcome(msgspec.Struct, frozen=True, omit_defaults=True):

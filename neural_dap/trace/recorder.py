@@ -217,6 +217,8 @@ def _record(
         "trace_all": trace_all or program.trace != "folder",
         "trace_libraries": program.trace == "all",
         "stdin_path": program.stdin,
+        "stdin_log": program.stdin_log,
+        "output_copy": program.output_copy,
         "own_path": _PACKAGE_PARENT,
         "owner_pid": os.getpid(),
         "lifeline_fd": lifeline,

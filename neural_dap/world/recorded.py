@@ -126,6 +126,8 @@ class RecordedWorld:
             module=launch.module,
             python_args=launch.python_args,
             stdin=launch.stdin,
+            stdin_log=launch.stdin_log,
+            output_copy=launch.output_copy,
         )
         options = world_options(launch, RecordedOptions, "recorded")
         program = msgspec.structs.replace(program, trace="mine" if options.just_my_code else "all")

@@ -11,6 +11,7 @@ import sysconfig
 import types
 
 from neural_dap.trace.child.channel import Channel
+from neural_dap.trace.child.terminal import OutputCopy
 from neural_dap.trace.child.values import (
     _ATOMS,
     _COMPREHENSIONS,
@@ -160,6 +161,7 @@ class Recorder:
         self.output_left = self.limits.max_output
         self.output_cut = False
         self.count = None  # skeleton mode: a function giving the number of events so far
+        self.terminal = OutputCopy.open(cfg.get("output_copy"))  # a terminal console sees output as it is written
 
     def set_main(self, path: str, roots: list[str]) -> None:
         """A module launch: the main file is known once the module is found; the user's code is
@@ -203,6 +205,8 @@ class Recorder:
         return cid
 
     def output(self, tag: str, text: str) -> None:
+        if text and self.terminal is not None:  # all of it: the limit bounds the recording, not the terminal
+            self.terminal.write(text)
         if not text or self.output_cut:
             return
         left = self.output_left

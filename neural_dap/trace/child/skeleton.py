@@ -29,6 +29,7 @@ import time
 from neural_dap.trace.child import live
 from neural_dap.trace.child.lifetime import Lifeline, die_with_parent, fork_ours
 from neural_dap.trace.child.recorder import DISCARD, set_output_mode
+from neural_dap.trace.child.terminal import typed_offset
 
 EVENT_SIZE = 12
 CALL_SIZE = 8
@@ -85,6 +86,7 @@ class Skeleton:
         self.dir = cfg["checkpoint_dir"]
         self.stdin_path: str | None = cfg.get("stdin_path")  # the program's stdin file, replayed from
         self.stdin_offset = 0  # where the program had read it to when this process became a checkpoint
+        self.stdin_log: str | None = cfg.get("stdin_log")  # typed input (child.terminal): replays read this
         self.every_events = int(cfg.get("checkpoint_events", 1_000_000))
         self.every_seconds = float(cfg.get("checkpoint_seconds", 0.25))
         self.max_checkpoints = int(cfg.get("max_checkpoints", 24))
@@ -161,7 +163,9 @@ class Skeleton:
         except OSError:
             server.close()
             return
-        if self.stdin_path:
+        if self.stdin_log:
+            self.stdin_offset = typed_offset(self.stdin_log)
+        elif self.stdin_path:
             try:  # the copy shares the file's offset with the recording, which reads on
                 self.stdin_offset = os.lseek(0, 0, os.SEEK_CUR)
             except OSError:
@@ -252,11 +256,13 @@ class Skeleton:
 
     def _own_stdin(self) -> None:
         """A replay reads the program's stdin from where the checkpoint had it, through a file
-        description of its own (a forked one shares its offset with every other copy)."""
-        if not self.stdin_path:
+        description of its own (a forked one shares its offset with every other copy). Typed input
+        is read from its log: nobody types it again."""
+        path = self.stdin_log or self.stdin_path
+        if not path:
             return
         try:
-            fd = os.open(self.stdin_path, os.O_RDONLY)
+            fd = os.open(path, os.O_RDONLY)
             os.lseek(fd, self.stdin_offset, os.SEEK_SET)
             os.dup2(fd, 0)
             os.close(fd)

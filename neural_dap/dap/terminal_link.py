@@ -1,0 +1,206 @@
+"""The adapter's end of a terminal console: the program's input and output through the editor's
+terminal, where `neural_dap.terminal_relay` runs (started by the client's `runInTerminal`).
+
+Everything lives in a private folder (mode 0700, ours alone):
+  relay.sock  the Unix socket the relay connects to; a connection counts only from a process of
+              this user (SO_PEERCRED where the platform has it) that first sends the token it was
+              started with; anything else is closed without a word
+  stdin       a FIFO: the program's fd 0 (the recording child opens it as its `stdin` file)
+  stdin.log   every byte put into that FIFO, in order: replays read the program's input from here
+  output      a FIFO the recording child copies the program's output to (child/terminal.py)
+
+What the relay sends (the user's typing) goes into the FIFO and the log as one step under an
+exclusive `flock` of the log: the recording child, under a shared lock, can then tell exactly how
+much of the log its program has read (the log's size less what waits in the pipe), which is where a
+checkpoint's replays start reading. The adapter writes without blocking (only what fits), so it
+never holds the lock while the program is not reading.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import hmac
+import os
+import secrets
+import shutil
+import socket
+import struct
+import sys
+import tempfile
+
+import anyio
+from anyio.abc import SocketAttribute, SocketListener, SocketStream
+
+RELAY = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "terminal_relay.py")
+_TOKEN_BYTES = 64  # a relay's first line is at most this long
+
+
+class TerminalLinkError(Exception):
+    """The terminal never connected (the client could not run the relay, or it failed there)."""
+
+
+class TerminalLink:
+    def __init__(self) -> None:
+        self.folder = tempfile.mkdtemp(prefix="neural-dap-terminal-")  # 0700: only this user
+        self.socket_path = os.path.join(self.folder, "relay.sock")
+        self.stdin_fifo = os.path.join(self.folder, "stdin")
+        self.stdin_log = os.path.join(self.folder, "stdin.log")
+        self.output_fifo = os.path.join(self.folder, "output")
+        self.token = secrets.token_hex(16)
+        os.mkfifo(self.stdin_fifo, 0o600)
+        os.mkfifo(self.output_fifo, 0o600)
+        self._log = os.open(self.stdin_log, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_APPEND, 0o600)
+        # read-write opens never wait for the other end, and hold it open: the program reads no
+        # end-of-file until the terminal's input ends, and its output copy never writes to nobody
+        self._stdin = os.open(self.stdin_fifo, os.O_RDWR | os.O_NONBLOCK)
+        self._output = os.open(self.output_fifo, os.O_RDWR | os.O_NONBLOCK)
+        self._listener: SocketListener | None = None
+        self._relay: SocketStream | None = None
+        self._pumps = anyio.CancelScope()
+        self._served: anyio.Event | None = None  # set when `serve` has stopped forwarding
+
+    def relay_command(self, python: str | None = None) -> list[str]:
+        """What the terminal runs: the relay file by path under an isolated interpreter (-I: no
+        PYTHON* variables, no user site, nothing from the terminal's folder on sys.path), so it
+        starts whatever environment the terminal has."""
+        return [python or sys.executable, "-I", RELAY, self.socket_path, self.token]
+
+    async def listen(self) -> None:
+        self._listener = await anyio.create_unix_listener(self.socket_path, mode=0o600)
+
+    async def accept(self, timeout: float) -> None:
+        """Wait for our relay to connect; whatever else connects is closed."""
+        assert self._listener is not None
+        with anyio.move_on_after(timeout):
+            while self._relay is None:
+                stream = await self._listener.accept()
+                if await self._is_our_relay(stream):
+                    self._relay = stream
+                else:
+                    await stream.aclose()
+        await self._listener.aclose()
+        self._listener = None
+        if self._relay is None:
+            raise TerminalLinkError(f"the terminal did not start neural-dap's relay within {timeout:g} s")
+
+    async def _is_our_relay(self, stream: SocketStream) -> bool:
+        if not _same_user(stream.extra(SocketAttribute.raw_socket)):
+            return False
+        line = b""
+        with anyio.move_on_after(5):
+            while not line.endswith(b"\n") and len(line) <= _TOKEN_BYTES:
+                try:
+                    line += await stream.receive(_TOKEN_BYTES + 1 - len(line))
+                except (anyio.EndOfStream, anyio.BrokenResourceError, OSError):
+                    return False
+        return hmac.compare_digest(line, self.token.encode() + b"\n")
+
+    async def serve(self) -> None:
+        """Forward the terminal's typing to the program and the program's output to the terminal,
+        until `finish`."""
+        self._served = served = anyio.Event()
+        try:
+            with self._pumps:
+                async with anyio.create_task_group() as tg:
+                    tg.start_soon(self._typing)
+                    tg.start_soon(self._showing)
+        finally:
+            served.set()
+
+    async def _typing(self) -> None:
+        relay = self._relay
+        assert relay is not None
+        try:
+            async for chunk in relay:
+                await self._feed(chunk)
+        except (anyio.BrokenResourceError, OSError):
+            pass
+        self._end_input()  # the terminal's input ended (ctrl-D, or it closed): the program reads EOF
+
+    async def _feed(self, data: bytes) -> None:
+        view = memoryview(data)
+        while view:
+            put = self._put(view)
+            view = view[put:]
+            if view:
+                await anyio.wait_writable(self._stdin)
+
+    def _put(self, data: memoryview) -> int:
+        """As much of `data` as the pipe takes now, into the pipe and the log, as one step."""
+        fcntl.flock(self._log, fcntl.LOCK_EX)  # the recording child holds it only while it reads two numbers
+        try:
+            try:
+                put = os.write(self._stdin, data)
+            except BlockingIOError:
+                return 0
+            logged = data[:put]
+            while logged:
+                logged = logged[os.write(self._log, logged) :]
+            return put
+        finally:
+            fcntl.flock(self._log, fcntl.LOCK_UN)
+
+    def _end_input(self) -> None:
+        if self._stdin >= 0:
+            os.close(self._stdin)
+            self._stdin = -1
+
+    async def _showing(self) -> None:
+        while True:
+            await anyio.wait_readable(self._output)
+            await self.show(self._read_output())
+
+    def _read_output(self) -> bytes:
+        if self._output < 0:
+            return b""
+        try:
+            return os.read(self._output, 1 << 16)
+        except BlockingIOError:
+            return b""
+
+    async def show(self, data: bytes) -> None:
+        """Bytes for the terminal (dropped once it has gone)."""
+        if data and self._relay is not None:
+            try:
+                await self._relay.send(data)
+            except (anyio.BrokenResourceError, anyio.ClosedResourceError, OSError):
+                self._relay = None  # the terminal closed; the output is still read, so the program never blocks
+
+    async def finish(self) -> None:
+        """The program has ended (or its recording did): show the rest of its output, end the
+        relay (the terminal is the user's again) and the FIFOs. The log stays for replays."""
+        self._pumps.cancel()
+        if self._served is not None:
+            await self._served.wait()  # no pump is halfway through forwarding a piece
+        while data := self._read_output():
+            await self.show(data)
+        if self._relay is not None:
+            with anyio.CancelScope(shield=True), anyio.move_on_after(2):
+                await self._relay.aclose()
+            self._relay = None
+        if self._listener is not None:
+            await self._listener.aclose()
+            self._listener = None
+        self._end_input()
+        if self._output >= 0:
+            os.close(self._output)
+            self._output = -1
+
+    def remove(self) -> None:
+        """The session is over: no replay reads the log any more."""
+        if self._log >= 0:
+            os.close(self._log)
+            self._log = -1
+        shutil.rmtree(self.folder, ignore_errors=True)
+
+
+def _same_user(sock: socket.socket) -> bool:
+    """The peer runs as this user (Linux tells; elsewhere the folder's mode is the guard)."""
+    option = getattr(socket, "SO_PEERCRED", None)
+    if option is None:
+        return True
+    try:
+        _pid, uid, _gid = struct.unpack("3i", sock.getsockopt(socket.SOL_SOCKET, option, struct.calcsize("3i")))
+    except OSError:
+        return False
+    return uid == os.getuid()

@@ -1,0 +1,64 @@
+"""What runs in the editor's terminal for a launch with `"console": "integratedTerminal"`: it joins
+the terminal to the program being recorded, so that `input()` reads what the user types here and
+the program's output shows here.
+
+    python -I .../neural_dap/terminal_relay.py SOCKET TOKEN
+
+The debug adapter asks the editor to run this (DAP `runInTerminal`). It connects to the adapter's
+Unix socket (in a folder only this user can open), says the token it was given, then forwards its
+stdin to the adapter and what the adapter sends to its stdout, until the adapter closes the
+connection: the program has ended, and the recording is there to debug.
+
+Standard library only, and no imports from neural_dap: it runs as a plain file (`-I`), under
+whatever interpreter and environment the terminal has.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import sys
+import threading
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = sys.argv[1:] if argv is None else argv
+    if len(args) != 2:
+        print("usage: terminal_relay.py SOCKET TOKEN (started by neural-dap's debug adapter)", file=sys.stderr)
+        return 2
+    path, token = args
+    connection = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        connection.connect(path)
+        connection.sendall(token.encode() + b"\n")
+    except OSError as exc:
+        print(f"neural-dap: cannot reach the debugger at {path}: {exc}", file=sys.stderr)
+        return 1
+    # a daemon thread: it may sit in a read of the terminal when the program ends, and must not keep
+    # this process (and the terminal) waiting for a key
+    threading.Thread(target=_forward_typing, args=(connection,), daemon=True).start()
+    try:
+        _show_output(connection)
+    except KeyboardInterrupt:  # ctrl-C in the terminal ends the relay; the program reads end-of-file
+        pass
+    return 0
+
+
+def _forward_typing(connection: socket.socket) -> None:
+    try:
+        while data := os.read(0, 1 << 16):
+            connection.sendall(data)
+        connection.shutdown(socket.SHUT_WR)  # end-of-file (ctrl-D): the program's input ends too
+    except OSError:
+        pass
+
+
+def _show_output(connection: socket.socket) -> None:
+    while data := connection.recv(1 << 16):
+        view = memoryview(data)
+        while view:
+            view = view[os.write(1, view) :]
+
+
+if __name__ == "__main__":
+    sys.exit(main())

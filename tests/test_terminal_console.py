@@ -1,0 +1,217 @@
+"""`"console": "integratedTerminal"` (issue 21, item 3): the program's input and output go through
+the editor's terminal, as with debugpy. The client here is a real DAP client over stdio that does
+what an editor does with `runInTerminal`: it runs the command it is given (with a pipe for the
+terminal's keyboard), and the test types into it."""
+
+from __future__ import annotations
+
+import socket
+import subprocess
+import textwrap
+from pathlib import Path
+
+import anyio
+from anyio.abc import Process
+
+from neural_dap.dap.client import DapClient
+from tests.dap_helpers import adapter, where
+
+GREETER = textwrap.dedent(
+    """\
+    name = input("name? ")
+    line = input("words? ")
+    words = len(line.split())
+    print(f"hello {name}: {words} words")
+    """
+)
+
+
+class Terminal:
+    """An editor's terminal for `runInTerminal`: runs the command with pipes for keyboard and screen."""
+
+    def __init__(self, before_start=None) -> None:
+        self.process: Process | None = None
+        self.requests: list[dict] = []
+        self.screen = b""
+        self.before_start = before_start  # called with the request's arguments before the command runs
+        self.started = anyio.Event()
+
+    async def __call__(self, message: dict) -> dict | None:
+        if message.get("command") != "runInTerminal":
+            return None
+        arguments = message["arguments"]
+        self.requests.append(arguments)
+        if self.before_start is not None:
+            await self.before_start(arguments)
+        self.process = await anyio.open_process(
+            arguments["args"], cwd=arguments["cwd"], stdin=subprocess.PIPE, stderr=subprocess.STDOUT
+        )
+        self.started.set()
+        return {"processId": self.process.pid}
+
+    async def type(self, text: str) -> None:
+        assert self.process is not None and self.process.stdin is not None
+        await self.process.stdin.send(text.encode())
+
+    async def end_input(self) -> None:
+        assert self.process is not None and self.process.stdin is not None
+        await self.process.stdin.aclose()
+
+    async def shows(self, text: str, timeout: float = 30) -> str:
+        """Read the screen until `text` is on it; all it shows so far."""
+        with anyio.fail_after(timeout):
+            await self.started.wait()
+            assert self.process is not None and self.process.stdout is not None
+            while text.encode() not in self.screen:
+                self.screen += await self.process.stdout.receive()
+        return self.screen.decode()
+
+    async def closes(self, timeout: float = 30) -> str:
+        """Read the screen to its end (the relay has exited); all it showed."""
+        assert self.process is not None and self.process.stdout is not None
+        with anyio.fail_after(timeout):
+            try:
+                while True:
+                    self.screen += await self.process.stdout.receive()
+            except anyio.EndOfStream:
+                pass
+            await self.process.wait()
+        return self.screen.decode()
+
+
+async def _initialize(client: DapClient, terminal: Terminal | None) -> None:
+    if terminal is not None:
+        client.on_reverse_request = terminal
+    await client.call(
+        "initialize",
+        {"adapterID": "neural-dap", "linesStartAt1": True, "supportsRunInTerminalRequest": terminal is not None},
+    )
+    await client.wait_event("initialized")
+
+
+def _outputs(client: DapClient, category: str) -> str:
+    return "".join(e["body"]["output"] for e in client.events_named("output") if e["body"].get("category") == category)
+
+
+async def test_input_reads_what_is_typed_in_the_terminal_and_replays_read_it_again(tmp_path: Path) -> None:
+    program = tmp_path / "greeter.py"
+    program.write_text(GREETER)
+    terminal = Terminal()
+    async with adapter() as client:
+        await _initialize(client, terminal)
+        launch = await client.send_request("launch", {"program": str(program), "console": "integratedTerminal"})
+        await client.call("setBreakpoints", {"source": {"path": str(program)}, "breakpoints": [{"line": 4}]})
+        await client.call("configurationDone")
+        await terminal.shows("name? ")
+        await terminal.type("Ada\n")
+        await terminal.shows("words? ")
+        await anyio.sleep(1.0)  # a checkpoint is taken once the first line is read: replays start after it
+        await terminal.type("one two three\n")
+        response = await client.response(launch, "launch", timeout=60)
+        assert response["success"], response
+        screen = await terminal.closes()  # the program has ended: the terminal is the user's again
+        assert "name? words? hello Ada: 3 words" in screen
+        assert terminal.requests[0]["kind"] == "integrated" and terminal.requests[0]["cwd"]
+        stop = await client.wait_event("stopped")
+        assert stop["body"]["reason"] == "breakpoint"
+        _, line, values = await where(client)
+        assert (line, values["name"], values["line"], values["words"]) == (4, "'Ada'", "'one two three'", "3")
+        for _ in range(3):  # back before the second input(), then forward over it again: replayed from the log
+            await client.call("stepBack", {"threadId": 1})
+            await client.wait_event("stopped")
+        _, line, values = await where(client)
+        assert line == 1 and "line" not in values
+        await client.call("continue", {"threadId": 1})
+        await client.wait_event("stopped")
+        _, line, values = await where(client)
+        assert (line, values["name"], values["line"], values["words"]) == (4, "'Ada'", "'one two three'", "3")
+        await client.call("continue", {"threadId": 1})
+        await client.wait_event("stopped")
+    # as debugpy does with a terminal: the output is shown there, not a second time in the debug console
+    assert "hello Ada" not in _outputs(client, "stdout")
+
+
+async def test_a_client_without_a_terminal_is_told_that_input_reads_end_of_file(tmp_path: Path) -> None:
+    program = tmp_path / "greeter.py"
+    program.write_text(GREETER)
+    async with adapter() as client:
+        await _initialize(client, None)
+        launch = await client.send_request(
+            "launch", {"program": str(program), "console": "integratedTerminal", "stopAtEnd": False}
+        )
+        await client.call("setExceptionBreakpoints", {"filters": []})
+        await client.call("configurationDone")
+        assert (await client.response(launch, "launch"))["success"]
+        await client.wait_event("terminated")
+    important = _outputs(client, "important")
+    assert "cannot open a terminal" in important and "input() reads end-of-file" in important
+    assert "EOFError" in important and "name? " in _outputs(client, "stdout")  # the debug console shows its output
+
+
+async def test_the_internal_console_says_where_input_comes_from(tmp_path: Path) -> None:
+    program = tmp_path / "greeter.py"
+    program.write_text(GREETER)
+    terminal = Terminal()
+    async with adapter() as client:
+        await _initialize(client, terminal)
+        launch = await client.send_request(
+            "launch", {"program": str(program), "console": "internalConsole", "stopAtEnd": False}
+        )
+        await client.call("setExceptionBreakpoints", {"filters": []})
+        await client.call("configurationDone")
+        assert (await client.response(launch, "launch"))["success"]
+        await client.wait_event("terminated")
+    assert not terminal.requests
+    important = _outputs(client, "important")
+    assert important.count("input() reads end-of-file") == 1 and '"console": "integratedTerminal"' in important
+
+
+async def test_a_run_without_debugging_reads_and_writes_the_terminal(tmp_path: Path) -> None:
+    program = tmp_path / "greeter.py"
+    program.write_text(GREETER)
+    terminal = Terminal()
+    async with adapter() as client:
+        await _initialize(client, terminal)
+        launch = await client.send_request(
+            "launch", {"program": str(program), "console": "externalTerminal", "noDebug": True}
+        )
+        assert (await client.response(launch, "launch"))["success"]
+        await client.call("configurationDone")
+        await terminal.shows("name? ")
+        await terminal.type("Bo\nx y\n")
+        exited = await client.wait_event("exited")
+        screen = await terminal.closes()
+    assert terminal.requests[0]["kind"] == "external"
+    assert "hello Bo: 2 words" in screen and exited["body"]["exitCode"] == 0
+    assert "hello Bo" not in _outputs(client, "stdout")
+
+
+async def test_only_the_relay_it_started_joins_the_terminal(tmp_path: Path) -> None:
+    """The relay's socket is in a folder of the user's own; a connection that does not know the
+    token the terminal was given is closed, and the real relay still joins."""
+    program = tmp_path / "greeter.py"
+    program.write_text(GREETER)
+    strangers: list[socket.socket] = []
+
+    async def intrude(arguments: dict) -> None:  # connects first, before the relay runs
+        path = arguments["args"][-2]
+        assert (Path(path).parent.stat().st_mode & 0o777) == 0o700
+        stranger = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        stranger.connect(path)
+        stranger.sendall(b"not-the-token\n")
+        strangers.append(stranger)
+
+    terminal = Terminal(before_start=intrude)
+    async with adapter() as client:
+        await _initialize(client, terminal)
+        launch = await client.send_request(
+            "launch", {"program": str(program), "console": "integratedTerminal", "stopAtEnd": False}
+        )
+        await client.call("configurationDone")
+        await terminal.shows("name? ")
+        await terminal.type("Cy\n\n")
+        assert (await client.response(launch, "launch", timeout=60))["success"]
+        assert "hello Cy: 0 words" in await terminal.closes()
+    strangers[0].settimeout(10)
+    assert strangers[0].recv(100) == b""  # closed without a word
+    strangers[0].close()
