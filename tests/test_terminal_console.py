@@ -93,40 +93,69 @@ def _outputs(client: DapClient, category: str) -> str:
     return "".join(e["body"]["output"] for e in client.events_named("output") if e["body"].get("category") == category)
 
 
+# between its two questions the program runs thousands of lines: the states after the second are
+# rebuilt by replays from a checkpoint taken after the first answer was read, and those replays
+# must read the second answer from where the recording had read the input to
+ASKS_TWICE = textwrap.dedent(
+    """\
+    def spin(n):
+        total = 0
+        for k in range(n):
+            total += k
+        return total
+
+
+    name = input("name? ")
+    spin(3000)
+    line = input("words? ")
+    spin(3000)
+    words = len(line.split())
+    print(f"hello {name}: {words} words")
+    """
+)
+
+
 async def test_input_reads_what_is_typed_in_the_terminal_and_replays_read_it_again(tmp_path: Path) -> None:
     program = tmp_path / "greeter.py"
-    program.write_text(GREETER)
+    program.write_text(ASKS_TWICE)
     terminal = Terminal()
     async with adapter() as client:
         await _initialize(client, terminal)
         launch = await client.send_request("launch", {"program": str(program), "console": "integratedTerminal"})
-        await client.call("setBreakpoints", {"source": {"path": str(program)}, "breakpoints": [{"line": 4}]})
+        breakpoints = [{"line": 9}, {"line": 13}]
+        await client.call("setBreakpoints", {"source": {"path": str(program)}, "breakpoints": breakpoints})
         await client.call("configurationDone")
         await terminal.shows("name? ")
+        await anyio.sleep(1.0)  # the user thinks: the recording takes a checkpoint once the answer is read
         await terminal.type("Ada\n")
         await terminal.shows("words? ")
-        await anyio.sleep(1.0)  # a checkpoint is taken once the first line is read: replays start after it
         await terminal.type("one two three\n")
         response = await client.response(launch, "launch", timeout=60)
         assert response["success"], response
         screen = await terminal.closes()  # the program has ended: the terminal is the user's again
         assert "name? words? hello Ada: 3 words" in screen
         assert terminal.requests[0]["kind"] == "integrated" and terminal.requests[0]["cwd"]
+
+        async def stop_after(command: str) -> tuple[int, dict[str, str]]:
+            await client.call(command, {"threadId": 1})
+            await client.wait_event("stopped")
+            _, line, values = await where(client)
+            return line, values
+
         stop = await client.wait_event("stopped")
         assert stop["body"]["reason"] == "breakpoint"
         _, line, values = await where(client)
-        assert (line, values["name"], values["line"], values["words"]) == (4, "'Ada'", "'one two three'", "3")
-        for _ in range(3):  # back before the second input(), then forward over it again: replayed from the log
-            await client.call("stepBack", {"threadId": 1})
-            await client.wait_event("stopped")
-        _, line, values = await where(client)
-        assert line == 1 and "line" not in values
-        await client.call("continue", {"threadId": 1})
-        await client.wait_event("stopped")
-        _, line, values = await where(client)
-        assert (line, values["name"], values["line"], values["words"]) == (4, "'Ada'", "'one two three'", "3")
-        await client.call("continue", {"threadId": 1})
-        await client.wait_event("stopped")
+        assert (line, values["name"]) == (9, "'Ada'")
+        line, values = await stop_after("continue")
+        assert (line, values["line"], values["words"]) == (13, "'one two three'", "3")
+        line, values = await stop_after("reverseContinue")  # back over the second input()...
+        assert line == 9 and "line" not in values
+        await stop_after("next")
+        line, values = await stop_after("next")  # ...and forward over it again: it reads the same answer
+        assert (line, values["line"]) == (11, "'one two three'")
+        line, values = await stop_after("continue")
+        assert (line, values["name"], values["words"]) == (13, "'Ada'", "3")
+        await stop_after("continue")
     # as debugpy does with a terminal: the output is shown there, not a second time in the debug console
     assert "hello Ada" not in _outputs(client, "stdout")
 
