@@ -194,6 +194,9 @@ class LaunchArguments(_Wire):
     env_file: str | None = None  # a dotenv file; `env` overrides it
     python_args: list[str] = []  # interpreter options, e.g. ["-X", "dev"]
     stdin: str | None = None  # a file the program reads as its standard input (as `< input.txt`)
+    # debugpy's keys for where the program's input and output go (dap/terminal.py)
+    console: Literal["internalConsole", "integratedTerminal", "externalTerminal"] | None = None
+    redirect_output: bool | None = None  # with a terminal console: its output in the debug console too
     stop_on_entry: bool = False
     stop_at_end: bool = True
     entry: EntryArguments | None = None

@@ -42,7 +42,7 @@ class DebugSession(TerminalConsole, QueryRequests, InspectionRequests, Breakpoin
         launch = await self._launch_spec(args, request.arguments)
         for note in launch.notes:
             await self.output(note + "\n", "important")
-        spec = await self.open_console(launch.spec, runs_program=args.no_debug or _records(launch.spec))
+        spec = await self.open_console(launch.spec, args, runs_program=args.no_debug or _records(launch.spec))
         if args.no_debug:
             await self._launch_plainly(request, spec)
             return

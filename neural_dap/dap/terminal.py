@@ -55,23 +55,19 @@ class TerminalConsole(Connection):
             await self.terminal.show(text.encode("utf-8", "replace"))
         await self.output(text, category)
 
-    async def open_console(self, spec: LaunchSpec, runs_program: bool) -> LaunchSpec:
+    async def open_console(self, spec: LaunchSpec, args: p.LaunchArguments, runs_program: bool) -> LaunchSpec:
         """The launch, its stdin and output joined to a terminal where the launch asks for one and
         the client can open it; otherwise as it was, with a word on what the program's input is."""
-        console: Any = spec.options.get("console", "internalConsole")
-        kind = TERMINAL_KINDS.get(console) if isinstance(console, str) else None
+        console = args.console or "internalConsole"
+        kind = TERMINAL_KINDS.get(console)
         if kind is None:
-            if console != "internalConsole":
-                raise RequestError(
-                    f"console must be 'internalConsole', 'integratedTerminal' or 'externalTerminal', not {console!r}"
-                )
-            if spec.options.get("redirectOutput") is False:
+            if args.redirect_output is False:
                 await self.output(
                     "neural-dap ignores redirectOutput=False: without a terminal, the debug console is where"
                     " the program's output is shown\n",
                     "important",
                 )
-            if "console" in spec.options and runs_program and not spec.stdin:
+            if args.console is not None and runs_program and not spec.stdin:
                 await self.output(INTERNAL_CONSOLE_INPUT, "important")
             return spec
         if not runs_program:
@@ -95,7 +91,7 @@ class TerminalConsole(Connection):
                 raise RequestError(f"console {console}: {exc}") from None
             raise
         self.terminal = link
-        self.output_in_terminal = spec.options.get("redirectOutput") is not True
+        self.output_in_terminal = args.redirect_output is not True
         assert self._task_group is not None
         self._task_group.start_soon(link.serve)
         return msgspec.structs.replace(
