@@ -50,3 +50,21 @@ def test_program_arguments_and_errors():
     assert "skipped 'x'" in out.stdout and "[end]" in out.stdout
     out = debug("/no/such.py")
     assert out.returncode == 2 and "no such program" in out.stderr
+
+
+def test_the_program_reads_what_is_piped_into_the_front_end_and_replays_read_it_again(tmp_path):
+    program = tmp_path / "greeter.py"
+    program.write_text(
+        'name = input("name? ")\nline = input("words? ")\nwords = len(line.split())\nprint(f"hi {name}: {words}")\n'
+    )
+    out = subprocess.run(
+        [sys.executable, "-m", "neural_dap", "debug", "--stdin", "-", str(program), "--do", "b 4; c; p name; p words"],
+        input="Ada\none two three\n",
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert out.returncode == 0, out.stderr
+    assert "name? words? hi Ada: 3" in out.stdout  # the program's own output, as it ran
+    assert "[breakpoint] greeter.py:4 in <module>" in out.stdout
+    assert "'Ada'" in out.stdout.splitlines() and "3" in out.stdout.splitlines()  # p name; p words (a replay)

@@ -24,6 +24,7 @@ import sys
 from dataclasses import dataclass, field
 from typing import Any
 
+from neural_dap.cli import own_terminal
 from neural_dap.cli.args import parse_with_program
 from neural_dap.dap.client import DapClient
 
@@ -54,7 +55,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="debug `python -m MODULE ARGS...` (e.g. -m pytest -q tests/test_x.py); ends our options",
     )
     parser.add_argument("--python", help="the interpreter that runs the program (default: this one)")
-    parser.add_argument("--stdin", help="a file the program reads as its standard input (input(), sys.stdin)")
+    parser.add_argument(
+        "--stdin",
+        help="a file the program reads as its standard input (input(), sys.stdin); `-`: what is typed (or piped)"
+        " here, the default when this runs in a terminal",
+    )
     parser.add_argument(
         "--run", action="store_true", help="run to the first breakpoint or exception stop instead of stopping on entry"
     )
@@ -113,7 +118,9 @@ def launch_arguments(opts: argparse.Namespace) -> dict:
         args["program"] = os.path.abspath(opts.program)
     if opts.python:
         args["python"] = opts.python
-    if opts.stdin:
+    if own_terminal.wanted(opts.stdin):
+        args["console"] = "integratedTerminal"  # the program reads this terminal (cli/own_terminal.py)
+    elif opts.stdin:
         args["stdin"] = os.path.abspath(opts.stdin)
     if opts.entry:
         args["entry"] = {"function": opts.entry}
@@ -421,6 +428,10 @@ async def _session(opts: argparse.Namespace) -> int:
     async with spawn(adapter_command(), timeout=opts.timeout) as client:
         front = Frontend(client, program=os.path.abspath(opts.program) if opts.program else "")
         client.on_event = front.on_event
+        arguments = launch_arguments(opts)
+        # the adapter is our own child: the relay it asks us to run is its own
+        terminal = own_terminal.OwnTerminal() if "console" in arguments else None
+        client.on_reverse_request = terminal
         try:
             await client.call(
                 "initialize",
@@ -429,13 +440,19 @@ async def _session(opts: argparse.Namespace) -> int:
                     "clientID": "neural-dap-debug",
                     "linesStartAt1": True,
                     "columnsStartAt1": True,
+                    "supportsRunInTerminalRequest": terminal is not None,
                 },
             )
-            launch = await client.send_request("launch", launch_arguments(opts))
+            launch = await client.send_request("launch", arguments)
             filters = [f.strip() for f in opts.break_on.split(",") if f.strip() and f.strip() != "none"]
             await client.call("setExceptionBreakpoints", {"filters": filters})
             await client.call("configurationDone")
-            response = await client.response(launch, "launch", timeout=opts.timeout)
+            # a person answering the program's questions takes the time they take: the recording's
+            # wall-time limit (at most an hour) bounds the launch then
+            wait = opts.timeout if terminal is None else max(opts.timeout, 3700.0)
+            response = await client.response(launch, "launch", timeout=wait)
+            if terminal is not None:
+                await terminal.finished(timeout=10)
             if not response.get("success"):
                 print(f"neural-dap debug: {response.get('message')}", file=sys.stderr)
                 return 1

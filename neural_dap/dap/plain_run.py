@@ -50,7 +50,10 @@ class PlainRun:
         self.process: Process | None = None
 
     async def run(self, output: Callable[[str, str], Awaitable[None]]) -> int:
-        with open(self.stdin or os.devnull, "rb") as given:
+        # a terminal console's FIFO is opened without waiting for a writer (its input may have ended)
+        given_fd = os.open(self.stdin or os.devnull, os.O_RDONLY | os.O_NONBLOCK)
+        os.set_blocking(given_fd, True)
+        with open(given_fd, "rb") as given:
             self.process = await anyio.open_process(
                 self.argv, cwd=self.cwd, env=self.env, start_new_session=True, stdin=given
             )

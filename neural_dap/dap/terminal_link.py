@@ -50,9 +50,12 @@ class TerminalLink:
         os.mkfifo(self.stdin_fifo, 0o600)
         os.mkfifo(self.output_fifo, 0o600)
         self._log = os.open(self.stdin_log, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_APPEND, 0o600)
-        # read-write opens never wait for the other end, and hold it open: the program reads no
-        # end-of-file until the terminal's input ends, and its output copy never writes to nobody
-        self._stdin = os.open(self.stdin_fifo, os.O_RDWR | os.O_NONBLOCK)
+        # the keeper, a reader that never reads, keeps the pipe (and what was typed into it) until
+        # `finish`, though the terminal's input may end before the program opens its end; the
+        # program reads end-of-file once the writer is closed and it has read everything
+        self._keeper = os.open(self.stdin_fifo, os.O_RDONLY | os.O_NONBLOCK)
+        self._stdin = os.open(self.stdin_fifo, os.O_WRONLY | os.O_NONBLOCK)
+        # read-write: never waits for the other end, and the program's output copy never writes to nobody
         self._output = os.open(self.output_fifo, os.O_RDWR | os.O_NONBLOCK)
         self._listener: SocketListener | None = None
         self._relay: SocketStream | None = None
@@ -182,9 +185,10 @@ class TerminalLink:
             await self._listener.aclose()
             self._listener = None
         self._end_input()
-        if self._output >= 0:
-            os.close(self._output)
-            self._output = -1
+        for fd in (self._keeper, self._output):
+            if fd >= 0:
+                os.close(fd)
+        self._keeper = self._output = -1
 
     def remove(self) -> None:
         """The session is over: no replay reads the log any more."""

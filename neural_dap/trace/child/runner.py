@@ -142,8 +142,9 @@ def main() -> None:
             os.environ[name] = value
     # the debuggee reads its `stdin` file (a launch's "stdin"), else EOF; never our configuration
     # (sys.stdin stays the object it was)
-    try:
-        given = os.open(cfg.get("stdin_path") or os.devnull, os.O_RDONLY)
+    try:  # (a terminal console's FIFO: opened without waiting for a writer; reads wait, as a pipe's do)
+        given = os.open(cfg.get("stdin_path") or os.devnull, os.O_RDONLY | os.O_NONBLOCK)
+        os.set_blocking(given, True)
     except OSError:
         given = os.open(os.devnull, os.O_RDONLY)
     os.dup2(given, 0)
