@@ -244,3 +244,29 @@ async def test_only_the_relay_it_started_joins_the_terminal(tmp_path: Path) -> N
     strangers[0].settimeout(10)
     assert strangers[0].recv(100) == b""  # closed without a word
     strangers[0].close()
+
+
+async def test_what_the_programs_child_processes_write_shows_in_the_terminal_too(tmp_path: Path) -> None:
+    program = tmp_path / "parent.py"
+    program.write_text(
+        "import subprocess, sys\n\n"
+        "name = input('name? ')\n"
+        "subprocess.run([sys.executable, '-c', 'print(\"child says hi\")'], check=True)\n"
+        "print('parent done', name)\n"
+    )
+    terminal = Terminal()
+    async with adapter() as client:
+        await _initialize(client, terminal)
+        launch = await client.send_request(
+            "launch",
+            {"program": str(program), "console": "integratedTerminal", "subProcess": True, "stopAtEnd": False},
+        )
+        await client.call("configurationDone")
+        await terminal.shows("name? ")
+        await terminal.type("Di\n")
+        assert (await client.response(launch, "launch", timeout=60))["success"]
+        screen = await terminal.closes()
+        await client.wait_event("terminated")
+    assert screen.index("child says hi") < screen.index("parent done Di")
+    # the child ran, untraced: no child session (startDebugging), and the user is told so
+    assert "subProcess=True" in _outputs(client, "important") and "untraced" in _outputs(client, "important")

@@ -8,6 +8,7 @@ up to that point kept.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -16,6 +17,7 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import anyio.to_thread
@@ -262,7 +264,8 @@ def _record(
         from neural_dap.trace.skeleton import SkeletonLog, SkeletonRecording
 
         skeleton = SkeletonLog(folder)
-        streams = _collect(proc, read_fd, started + limits.wall_time + _GRACE_SECONDS, skeleton.feed_frames)
+        with _copy(program) as copy:
+            streams = _collect(proc, read_fd, started + limits.wall_time + _GRACE_SECONDS, skeleton.feed_frames, copy)
         skeleton.close()
         if program.module and skeleton.outcome is not None and len(skeleton.outcome) > 4 and skeleton.outcome[4]:
             path = str(skeleton.outcome[4])  # the module's file, as the child resolved it
@@ -286,7 +289,8 @@ def _record(
         return recording
     log = EventLog(program, path)
     # batches are decoded as they arrive, on this core, while the child runs on the other
-    streams = _collect(proc, read_fd, started + limits.wall_time + _GRACE_SECONDS, log.feed_frames)
+    with _copy(program) as copy:
+        streams = _collect(proc, read_fd, started + limits.wall_time + _GRACE_SECONDS, log.feed_frames, copy)
     outcome = log.outcome or _outcome_without_end(proc.returncode, streams, limits, log)
     full = Recording(
         program,
@@ -298,6 +302,20 @@ def _record(
     )
     full.module_file = path if program.module else None
     return full
+
+
+@contextlib.contextmanager
+def _copy(program: Program) -> Iterator[Callable[[bytes], None] | None]:
+    """Where the program's fd-level output (its children's, os.write) is copied as it arrives: its
+    terminal console, if it has one."""
+    from neural_dap.trace.child.terminal import OutputCopy
+
+    copy = OutputCopy.open(program.output_copy)
+    try:
+        yield copy.write_bytes if copy is not None else None
+    finally:
+        if copy is not None:
+            copy.close()
 
 
 def _module_file(module: str, cwd: str | None) -> str | None:
@@ -357,10 +375,11 @@ def _widen_pipe(fd: int) -> None:
         pass  # another platform, or a lower limit (/proc/sys/fs/pipe-max-size): the default works
 
 
-def _collect(proc: subprocess.Popen, events_fd: int, deadline: float, on_events) -> _Streams:
+def _collect(proc: subprocess.Popen, events_fd: int, deadline: float, on_events, on_output=None) -> _Streams:
     """Read the event pipe and the child's own stdout/stderr until all close or the deadline.
 
-    `on_events` gets each chunk of the event pipe as soon as it is read.
+    `on_events` gets each chunk of the event pipe as soon as it is read; `on_output` (if any) each
+    chunk of stdout/stderr (a terminal console shows what the program's own children write).
     """
     assert proc.stdout is not None and proc.stderr is not None
     names = {events_fd: "events", proc.stdout.fileno(): "stdout", proc.stderr.fileno(): "stderr"}
@@ -397,9 +416,12 @@ def _collect(proc: subprocess.Popen, events_fd: int, deadline: float, on_events)
                 open_fds.discard(key.fd)
             elif name == "events":
                 on_events(chunk)
-            elif kept[name] < cap:
-                chunks[name].append(chunk)
-                kept[name] += len(chunk)
+            else:
+                if on_output is not None:
+                    on_output(chunk)
+                if kept[name] < cap:
+                    chunks[name].append(chunk)
+                    kept[name] += len(chunk)
     sel.close()
     os.close(events_fd)
     try:

@@ -57,12 +57,19 @@ class OutputCopy:
         return cls(fd)
 
     def write(self, text: str) -> None:
+        self.write_bytes(text.encode("utf-8", "replace"))
+
+    def write_bytes(self, data: bytes | memoryview) -> None:
         if self.fd < 0:
             return
-        data = memoryview(text.encode("utf-8", "replace"))
+        data = memoryview(data)
         try:
             while data:
                 data = data[os.write(self.fd, data) :]
         except OSError:
+            self.close()
+
+    def close(self) -> None:
+        if self.fd >= 0:
             os.close(self.fd)
             self.fd = -1
