@@ -11,6 +11,7 @@ import textwrap
 from pathlib import Path
 
 import anyio
+import pytest
 from anyio.abc import Process
 
 from neural_dap.dap.client import DapClient
@@ -115,13 +116,16 @@ ASKS_TWICE = textwrap.dedent(
 )
 
 
-async def test_input_reads_what_is_typed_in_the_terminal_and_replays_read_it_again(tmp_path: Path) -> None:
+@pytest.mark.parametrize("recording", ["auto", "full"])
+async def test_input_reads_what_is_typed_in_the_terminal_and_replays_read_it_again(tmp_path: Path, recording) -> None:
     program = tmp_path / "greeter.py"
     program.write_text(ASKS_TWICE)
     terminal = Terminal()
     async with adapter() as client:
         await _initialize(client, terminal)
-        launch = await client.send_request("launch", {"program": str(program), "console": "integratedTerminal"})
+        launch = await client.send_request(
+            "launch", {"program": str(program), "console": "integratedTerminal", "recording": recording}
+        )
         breakpoints = [{"line": 9}, {"line": 13}]
         await client.call("setBreakpoints", {"source": {"path": str(program)}, "breakpoints": breakpoints})
         await client.call("configurationDone")
@@ -270,3 +274,39 @@ async def test_what_the_programs_child_processes_write_shows_in_the_terminal_too
     assert screen.index("child says hi") < screen.index("parent done Di")
     # the child ran, untraced: no child session (startDebugging), and the user is told so
     assert "subProcess=True" in _outputs(client, "important") and "untraced" in _outputs(client, "important")
+
+
+async def test_pause_while_the_program_waits_for_input_opens_what_was_recorded(tmp_path: Path) -> None:
+    program = tmp_path / "greeter.py"
+    program.write_text(GREETER)
+    terminal = Terminal()
+    async with adapter() as client:
+        await _initialize(client, terminal)
+        launch = await client.send_request("launch", {"program": str(program), "console": "integratedTerminal"})
+        await client.call("configurationDone")
+        await terminal.shows("name? ")
+        await terminal.type("Ed\n")
+        await terminal.shows("words? ")
+        await client.call("pause", {"threadId": 1})  # nobody answers the second question
+        assert (await client.response(launch, "launch", timeout=60))["success"]
+        await terminal.closes()  # the terminal is released
+        end = await client.wait_event("stopped")
+        assert end["body"]["reason"] == "end" and "paused" in end["body"]["description"]
+        _, line, values = await where(client)
+        assert (line, values["name"]) == (2, "'Ed'")
+
+
+async def test_ending_the_session_while_the_program_waits_releases_the_terminal(tmp_path: Path) -> None:
+    program = tmp_path / "greeter.py"
+    program.write_text(GREETER)
+    terminal = Terminal()
+    async with adapter() as client:
+        await _initialize(client, terminal)
+        await client.send_request("launch", {"program": str(program), "console": "integratedTerminal"})
+        await client.call("configurationDone")
+        await terminal.shows("name? ")
+        folder = Path(terminal.requests[0]["args"][-2]).parent
+        assert folder.is_dir()
+        await client.call("disconnect", {"terminateDebuggee": True})
+        await terminal.closes()
+    assert not folder.exists()  # the typed input is not left behind
