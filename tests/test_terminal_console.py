@@ -310,3 +310,19 @@ async def test_ending_the_session_while_the_program_waits_releases_the_terminal(
         await client.call("disconnect", {"terminateDebuggee": True})
         await terminal.closes()
     assert not folder.exists()  # the typed input is not left behind
+
+
+async def test_a_launch_that_fails_releases_the_terminal_and_says_why(tmp_path: Path) -> None:
+    program = tmp_path / "greeter.py"
+    program.write_text(GREETER)
+    terminal = Terminal()
+    async with adapter() as client:
+        await _initialize(client, terminal)
+        response = await client.request(
+            "launch", {"program": str(program), "console": "integratedTerminal", "limits": {"wallTime": -1}}
+        )
+        assert not response["success"] and "wallTime" in response["message"]
+        await terminal.closes()
+        folder = Path(terminal.requests[0]["args"][-2]).parent
+        assert (await client.request("threads"))["success"]  # the session goes on
+    assert not folder.exists()

@@ -18,6 +18,7 @@ from __future__ import annotations
 import os
 from typing import Any, Literal
 
+import anyio
 import msgspec
 
 from neural_dap.core.world import LaunchSpec
@@ -85,7 +86,8 @@ class TerminalConsole(Connection):
         try:
             await self._start_relay(link, kind, spec)
         except BaseException as exc:
-            await link.finish()
+            with anyio.CancelScope(shield=True):  # the folder goes, even when the launch was cancelled
+                await link.finish()
             link.remove()
             if isinstance(exc, TerminalLinkError):
                 raise RequestError(f"console {console}: {exc}") from None

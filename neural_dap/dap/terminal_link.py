@@ -61,6 +61,7 @@ class TerminalLink:
         self._relay: SocketStream | None = None
         self._pumps = anyio.CancelScope()
         self._served: anyio.Event | None = None  # set when `serve` has stopped forwarding
+        self._sending = anyio.Lock()  # output comes from several tasks (a plain run's stdout and stderr)
 
     def relay_command(self, python: str | None = None) -> list[str]:
         """What the terminal runs: the relay file by path under an isolated interpreter (-I: no
@@ -102,27 +103,28 @@ class TerminalLink:
         """Forward the terminal's typing to the program and the program's output to the terminal,
         until `finish`."""
         self._served = served = anyio.Event()
+        relay = self._relay
         try:
+            if relay is None:
+                return  # finished before it started (the launch failed at once)
             with self._pumps:
                 async with anyio.create_task_group() as tg:
-                    tg.start_soon(self._typing)
+                    tg.start_soon(self._typing, relay)
                     tg.start_soon(self._showing)
         finally:
             served.set()
 
-    async def _typing(self) -> None:
-        relay = self._relay
-        assert relay is not None
+    async def _typing(self, relay: SocketStream) -> None:
         try:
             async for chunk in relay:
                 await self._feed(chunk)
-        except (anyio.BrokenResourceError, OSError):
+        except (anyio.BrokenResourceError, anyio.ClosedResourceError, OSError):
             pass
         self._end_input()  # the terminal's input ended (ctrl-D, or it closed): the program reads EOF
 
     async def _feed(self, data: bytes) -> None:
         view = memoryview(data)
-        while view:
+        while view and self._stdin >= 0:
             put = self._put(view)
             view = view[put:]
             if view:
@@ -149,7 +151,7 @@ class TerminalLink:
             self._stdin = -1
 
     async def _showing(self) -> None:
-        while True:
+        while self._output >= 0:
             await anyio.wait_readable(self._output)
             await self.show(self._read_output())
 
@@ -163,11 +165,12 @@ class TerminalLink:
 
     async def show(self, data: bytes) -> None:
         """Bytes for the terminal (dropped once it has gone)."""
-        if data and self._relay is not None:
-            try:
-                await self._relay.send(data)
-            except (anyio.BrokenResourceError, anyio.ClosedResourceError, OSError):
-                self._relay = None  # the terminal closed; the output is still read, so the program never blocks
+        async with self._sending:
+            if data and self._relay is not None:
+                try:
+                    await self._relay.send(data)
+                except (anyio.BrokenResourceError, anyio.ClosedResourceError, OSError):
+                    self._relay = None  # the terminal closed; output is still read, so the program never blocks
 
     async def finish(self) -> None:
         """The program has ended (or its recording did): show the rest of its output, end the
