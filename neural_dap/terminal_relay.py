@@ -2,12 +2,15 @@
 the terminal to the program being recorded, so that `input()` reads what the user types here and
 the program's output shows here.
 
-    python -I .../neural_dap/terminal_relay.py SOCKET TOKEN
+    python -I .../neural_dap/terminal_relay.py SOCKET TOKEN [--wait]
 
 The debug adapter asks the editor to run this (DAP `runInTerminal`). It connects to the adapter's
 Unix socket (in a folder only this user can open), says the token it was given, then forwards its
 stdin to the adapter and what the adapter sends to its stdout, until the adapter closes the
-connection: the program has ended, and the recording is there to debug.
+connection: the program has ended, and the recording is there to debug. With --wait (an external
+terminal, a window of its own that closes when this ends) it then waits for Enter, so the program's
+last words can be read. ctrl-C ends the relay; the program then reads end-of-file (`pause` in the
+editor ends the recording where the program is).
 
 Standard library only, and no imports from neural_dap: it runs as a plain file (`-I`), under
 whatever interpreter and environment the terminal has.
@@ -23,10 +26,11 @@ import threading
 
 def main(argv: list[str] | None = None) -> int:
     args = sys.argv[1:] if argv is None else argv
-    if len(args) != 2:
-        print("usage: terminal_relay.py SOCKET TOKEN (started by neural-dap's debug adapter)", file=sys.stderr)
+    wait = args[2:] == ["--wait"]
+    if len(args) != 2 and not wait:
+        print("usage: terminal_relay.py SOCKET TOKEN [--wait] (started by neural-dap's debug adapter)", file=sys.stderr)
         return 2
-    path, token = args
+    path, token = args[:2]
     connection = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     try:
         connection.connect(path)
@@ -36,10 +40,18 @@ def main(argv: list[str] | None = None) -> int:
         return 1
     # a daemon thread: it may sit in a read of the terminal when the program ends, and must not keep
     # this process (and the terminal) waiting for a key
-    threading.Thread(target=_forward_typing, args=(connection,), daemon=True).start()
+    typing = threading.Thread(target=_forward_typing, args=(connection,), daemon=True)
+    typing.start()
     try:
         _show_output(connection)
-    except KeyboardInterrupt:  # ctrl-C in the terminal ends the relay; the program reads end-of-file
+        if wait:
+            connection.close()  # what is typed now ends the typing thread instead of reaching the program
+            print("\n[neural-dap: the program has ended; press Enter to close this window]", flush=True)
+            if typing.is_alive():
+                typing.join()
+            else:  # the input had ended (ctrl-D): a terminal still reads a line after it
+                os.read(0, 1 << 16)
+    except KeyboardInterrupt:
         pass
     return 0
 

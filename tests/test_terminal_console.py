@@ -213,6 +213,8 @@ async def test_a_run_without_debugging_reads_and_writes_the_terminal(tmp_path: P
         await terminal.shows("name? ")
         await terminal.type("Bo\nx y\n")
         exited = await client.wait_event("exited")
+        await terminal.shows("press Enter to close this window")  # its own window: the last words stay
+        await terminal.type("\n")
         screen = await terminal.closes()
     assert terminal.requests[0]["kind"] == "external"
     assert "hello Bo: 2 words" in screen and exited["body"]["exitCode"] == 0
@@ -227,7 +229,7 @@ async def test_only_the_relay_it_started_joins_the_terminal(tmp_path: Path) -> N
     strangers: list[socket.socket] = []
 
     async def intrude(arguments: dict) -> None:  # connects first, before the relay runs
-        path = arguments["args"][-2]
+        path = arguments["args"][3]
         assert (Path(path).parent.stat().st_mode & 0o777) == 0o700
         stranger = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         stranger.connect(path)
@@ -305,7 +307,7 @@ async def test_ending_the_session_while_the_program_waits_releases_the_terminal(
         await client.send_request("launch", {"program": str(program), "console": "integratedTerminal"})
         await client.call("configurationDone")
         await terminal.shows("name? ")
-        folder = Path(terminal.requests[0]["args"][-2]).parent
+        folder = Path(terminal.requests[0]["args"][3]).parent
         assert folder.is_dir()
         await client.call("disconnect", {"terminateDebuggee": True})
         await terminal.closes()
@@ -323,6 +325,6 @@ async def test_a_launch_that_fails_releases_the_terminal_and_says_why(tmp_path: 
         )
         assert not response["success"] and "wallTime" in response["message"]
         await terminal.closes()
-        folder = Path(terminal.requests[0]["args"][-2]).parent
+        folder = Path(terminal.requests[0]["args"][3]).parent
         assert (await client.request("threads"))["success"]  # the session goes on
     assert not folder.exists()

@@ -108,7 +108,10 @@ class TerminalConsole(Connection):
         await link.listen()
         name = f"python -m {spec.module}" if spec.module else os.path.basename(spec.program)
         arguments = p.RunInTerminalRequestArguments(
-            args=link.relay_command(), cwd=spec.cwd or os.getcwd(), kind=kind, title=f"neural-dap: {name}"
+            args=link.relay_command(wait=kind == "external"),
+            cwd=spec.cwd or os.getcwd(),
+            kind=kind,
+            title=f"neural-dap: {name}",
         )
         answer = await self.ask_client("runInTerminal", arguments, ANSWER_SECONDS)
         if answer is None or not answer.success:

@@ -18,7 +18,6 @@ never holds the lock while the program is not reading.
 
 from __future__ import annotations
 
-import fcntl
 import hmac
 import os
 import secrets
@@ -63,11 +62,12 @@ class TerminalLink:
         self._served: anyio.Event | None = None  # set when `serve` has stopped forwarding
         self._sending = anyio.Lock()  # output comes from several tasks (a plain run's stdout and stderr)
 
-    def relay_command(self, python: str | None = None) -> list[str]:
+    def relay_command(self, wait: bool = False) -> list[str]:
         """What the terminal runs: the relay file by path under an isolated interpreter (-I: no
         PYTHON* variables, no user site, nothing from the terminal's folder on sys.path), so it
-        starts whatever environment the terminal has."""
-        return [python or sys.executable, "-I", RELAY, self.socket_path, self.token]
+        starts whatever environment the terminal has. `wait`: it waits for Enter once the program
+        has ended (a window of its own would close on the program's last words)."""
+        return [sys.executable, "-I", RELAY, self.socket_path, self.token, *(["--wait"] if wait else [])]
 
     async def listen(self) -> None:
         self._listener = await anyio.create_unix_listener(self.socket_path, mode=0o600)
@@ -132,6 +132,8 @@ class TerminalLink:
 
     def _put(self, data: memoryview) -> int:
         """As much of `data` as the pipe takes now, into the pipe and the log, as one step."""
+        import fcntl  # POSIX only, as terminal consoles are: the adapter itself imports on any platform
+
         fcntl.flock(self._log, fcntl.LOCK_EX)  # the recording child holds it only while it reads two numbers
         try:
             try:
