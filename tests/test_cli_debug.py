@@ -68,3 +68,47 @@ def test_the_program_reads_what_is_piped_into_the_front_end_and_replays_read_it_
     assert "name? words? hi Ada: 3" in out.stdout  # the program's own output, as it ran
     assert "[breakpoint] greeter.py:4 in <module>" in out.stdout
     assert "'Ada'" in out.stdout.splitlines() and "3" in out.stdout.splitlines()  # p name; p words (a replay)
+
+
+def test_in_a_terminal_the_program_reads_what_the_user_types_then_the_debugger_does(tmp_path):
+    import os
+    import pty
+    import select
+    import time
+
+    program = tmp_path / "greeter.py"
+    program.write_text('name = input("name? ")\nline = input("words? ")\nprint(f"hi {name}: {len(line.split())}")\n')
+    master, slave = pty.openpty()  # a terminal, as a person at it has one
+    process = subprocess.Popen(
+        [sys.executable, "-m", "neural_dap", "debug", str(program)],
+        stdin=slave,
+        stdout=slave,
+        stderr=slave,
+        start_new_session=True,
+    )
+    os.close(slave)
+    screen = b""
+
+    def shows(text: str) -> None:
+        nonlocal screen
+        end = time.monotonic() + 60
+        while text.encode() not in screen:
+            ready, _, _ = select.select([master], [], [], max(0.0, end - time.monotonic()))
+            assert ready, f"{text!r} never appeared; the screen: {screen.decode(errors='replace')}"
+            screen += os.read(master, 4096)
+
+    try:
+        shows("name? ")
+        os.write(master, b"Ada\r")
+        shows("words? ")
+        os.write(master, b"one two\r")
+        shows("hi Ada: 2")  # the program's output, as it ran
+        shows("(nd) ")  # the recording is over: the debugger reads the terminal now
+        os.write(master, b"c\r")
+        shows("line = 'one two'")
+        os.write(master, b"q\r")
+        assert process.wait(timeout=30) == 0
+    finally:
+        if process.poll() is None:
+            process.kill()
+        os.close(master)

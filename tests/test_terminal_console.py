@@ -328,3 +328,21 @@ async def test_a_launch_that_fails_releases_the_terminal_and_says_why(tmp_path: 
         folder = Path(terminal.requests[0]["args"][3]).parent
         assert (await client.request("threads"))["success"]  # the session goes on
     assert not folder.exists()
+
+
+async def test_what_is_typed_ahead_before_the_program_asks_is_kept_for_it(tmp_path: Path) -> None:
+    program = tmp_path / "greeter.py"
+    program.write_text(GREETER)
+    terminal = Terminal()
+    async with adapter() as client:
+        await _initialize(client, terminal)
+        launch = await client.send_request(
+            "launch", {"program": str(program), "console": "integratedTerminal", "stopAtEnd": False}
+        )
+        await client.call("configurationDone")
+        with anyio.fail_after(30):
+            await terminal.started.wait()
+        await terminal.type("Flo\nsix seven\n")  # at once, as a paste: it may arrive with the relay's token
+        await terminal.end_input()
+        assert (await client.response(launch, "launch", timeout=60))["success"]
+        assert "hello Flo: 2 words" in await terminal.closes()

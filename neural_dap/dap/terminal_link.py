@@ -31,7 +31,6 @@ import anyio
 from anyio.abc import SocketAttribute, SocketListener, SocketStream
 
 RELAY = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "terminal_relay.py")
-_TOKEN_BYTES = 64  # a relay's first line is at most this long
 
 
 class TerminalLinkError(Exception):
@@ -90,14 +89,16 @@ class TerminalLink:
     async def _is_our_relay(self, stream: SocketStream) -> bool:
         if not _same_user(stream.extra(SocketAttribute.raw_socket)):
             return False
+        expected = self.token.encode() + b"\n"
         line = b""
         with anyio.move_on_after(5):
-            while not line.endswith(b"\n") and len(line) <= _TOKEN_BYTES:
+            # exactly the token's length: what the terminal typed may follow in the same packet
+            while len(line) < len(expected) and not line.endswith(b"\n"):
                 try:
-                    line += await stream.receive(_TOKEN_BYTES + 1 - len(line))
+                    line += await stream.receive(len(expected) - len(line))
                 except (anyio.EndOfStream, anyio.BrokenResourceError, OSError):
                     return False
-        return hmac.compare_digest(line, self.token.encode() + b"\n")
+        return hmac.compare_digest(line, expected)
 
     async def serve(self) -> None:
         """Forward the terminal's typing to the program and the program's output to the terminal,
