@@ -346,3 +346,31 @@ async def test_what_is_typed_ahead_before_the_program_asks_is_kept_for_it(tmp_pa
         await terminal.end_input()
         assert (await client.response(launch, "launch", timeout=60))["success"]
         assert "hello Flo: 2 words" in await terminal.closes()
+
+
+async def test_redirect_output_shows_the_output_in_the_debug_console_too(tmp_path: Path) -> None:
+    program = tmp_path / "greeter.py"
+    program.write_text(GREETER)
+    terminal = Terminal()
+    async with adapter() as client:
+        await _initialize(client, terminal)
+        launch = await client.send_request(
+            "launch",
+            {"program": str(program), "console": "integratedTerminal", "redirectOutput": True, "stopAtEnd": False},
+        )
+        await client.call("configurationDone")
+        await terminal.shows("name? ")
+        await terminal.type("Gu\na b c d\n")
+        assert (await client.response(launch, "launch", timeout=60))["success"]
+        assert "hello Gu: 4 words" in await terminal.closes()
+        await client.wait_event("terminated")
+    assert "hello Gu: 4 words" in _outputs(client, "stdout")
+
+
+async def test_a_console_that_does_not_exist_is_named(tmp_path: Path) -> None:
+    program = tmp_path / "greeter.py"
+    program.write_text(GREETER)
+    async with adapter() as client:
+        await _initialize(client, Terminal())
+        response = await client.request("launch", {"program": str(program), "console": "integratedTermnial"})
+    assert not response["success"] and "console" in response["message"]
