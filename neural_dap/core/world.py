@@ -129,6 +129,27 @@ class EvaluatesLive(Protocol):
     async def evaluate_live(self, stop: Stop, frame: int, expression: str) -> LiveResult: ...
 
 
+class Thread(msgspec.Struct, frozen=True):
+    """A thread of the program, as a debugger lists it: `id` is the number the client uses (1 for
+    the thread that started the program, as debugpy numbers nothing in particular; ours are small)."""
+
+    id: int
+    name: str
+
+
+@runtime_checkable
+class HasThreads(Protocol):
+    """A world whose program runs in more than one thread. A stop is in the thread of its state
+    (`thread_id(stop)`); the others stand where they were at that moment. Worlds without it have
+    one thread, id 1, "MainThread"."""
+
+    def threads(self, stop: Stop) -> list[Thread]: ...
+
+    def thread_id(self, stop: Stop) -> int: ...
+
+    async def thread_stack(self, stop: Stop, thread_id: int) -> tuple[Frame, ...]: ...
+
+
 @runtime_checkable
 class WorldModel(Protocol):
     name: str

@@ -25,7 +25,17 @@ import msgspec
 from neural_dap.core import reprs
 from neural_dap.core.actions import Action
 from neural_dap.core.evaluator import Budget, EvaluationError, evaluate
-from neural_dap.core.world import EvaluatesLive, LaunchSpec, NotLive, Stop, WorldError, WorldModel
+from neural_dap.core.state import Frame
+from neural_dap.core.world import (
+    EvaluatesLive,
+    HasThreads,
+    LaunchSpec,
+    NotLive,
+    Stop,
+    Thread,
+    WorldError,
+    WorldModel,
+)
 from neural_dap.debugger import history
 from neural_dap.debugger.breakpoints import BreakpointSpec, BreakpointTable, hit_condition_met, interpolate
 from neural_dap.debugger.stepping import FORWARD, Outcome, UnknownExecution, drive
@@ -38,6 +48,7 @@ T = TypeVar("T")
 # Conditions and log points run at every hit, inside a step: each gets a small budget of its own.
 CONDITION_BUDGET = Budget(steps=20_000, seconds=0.1)
 EXCEPTION_FILTERS = ("raised", "uncaught", "userUnhandled")
+MAIN_THREAD = 1  # the id of the thread that started the program
 
 
 @runtime_checkable
@@ -120,6 +131,32 @@ class Debugger:
 
     def source(self, path: str) -> str | None:
         return self.world.source(path) if self.world is not None else None
+
+    # -- threads -----------------------------------------------------------------------------------
+    def threads(self) -> list[Thread]:
+        """The program's threads at the stop (one, "MainThread", where the world knows no others)."""
+        world, stop = self.world, self._stop
+        if stop is None or not isinstance(world, HasThreads):
+            return [Thread(MAIN_THREAD, "MainThread")]
+        return world.threads(stop)
+
+    def thread_id(self) -> int:
+        """The thread the stop is in."""
+        world, stop = self.world, self._stop
+        if stop is None or not isinstance(world, HasThreads):
+            return MAIN_THREAD
+        return world.thread_id(stop)
+
+    async def thread_stack(self, thread_id: int) -> tuple[Frame, ...]:
+        """A thread's call stack at the stop: the stop's own for its thread, where the others stood."""
+        stop = self._require_stop()
+        world = self.world
+        if not isinstance(world, HasThreads):
+            return stop.stack if thread_id == MAIN_THREAD else ()
+        if thread_id == world.thread_id(stop):
+            return stop.stack
+        async with self._lock:  # rebuilding its states shares the recording's windows with the moves
+            return await world.thread_stack(stop, thread_id)
 
     # -- launch and end ----------------------------------------------------------------------------
     async def start(self, launch: LaunchSpec, task_group: anyio.abc.TaskGroup | None = None) -> Stop:

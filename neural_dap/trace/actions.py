@@ -8,16 +8,19 @@ which is the only place that says where an action leads.
 
 | action             | from event i, go to ...                                                     |
 |--------------------|-----------------------------------------------------------------------------|
-| step_into          | the next event                                                              |
+| step_into          | the next event (of the same thread)                                         |
 | step_over          | the next event of the same invocation (of the caller, from a terminal)      |
 | step_return        | the terminal event of the invocation (of the caller's, from a terminal)     |
 | breakpoint(T)      | the next `line` event at one of the (path, line) targets T, else the last   |
 | continue           | the last event (the end of the traced scope)                                |
-| inv_step_into      | the previous event                                                          |
+| inv_step_into      | the previous event (of the same thread)                                     |
 | inv_step_over      | the previous event of the same invocation (of the caller, from a call)      |
 | inv_step_return    | the call event of the invocation (of the caller's, from a call)             |
 | inv_breakpoint(T)  | the previous `line` event at one of T, else the first event                 |
-At the first or last event an action that cannot move stays where it is. A target matches a line
+At the first or last event an action that cannot move stays where it is. The steps stay in the
+thread of event i (an invocation runs in one thread, so only step_into needs to say so); a step
+that runs off the end of its thread's events goes on as continue does; breakpoints and continue
+stop in any thread. A target matches a line
 event when the lines are equal and the paths are equal, or the target's path is empty (a
 single-file context: the neural world model, the trace format).
 
@@ -58,6 +61,7 @@ class Columns(msgspec.Struct, frozen=True):
     parent: np.ndarray  # per invocation: its caller's number, -1 for none
     code_of: np.ndarray  # per invocation: the index of its code in `codes`
     codes: tuple[tuple[str, str], ...]  # per code: (function name, path)
+    thread_of: np.ndarray | None = None  # per invocation: its thread's number; None: one thread
 
 
 def positions(mask: np.ndarray) -> np.ndarray:
@@ -125,9 +129,9 @@ class ActionSemantics:
     def apply(self, i: int, action: Action) -> int:
         kind = action.kind
         if kind == "step_into":
-            return min(i + 1, self.last)
+            return self.step_into(i)
         if kind == "inv_step_into":
-            return max(i - 1, 0)
+            return self.inv_step_into(i)
         if kind == "step_over":
             return self.step_over(i)
         if kind == "inv_step_over":
@@ -145,6 +149,50 @@ class ActionSemantics:
         if kind == "continue":
             return self.last
         raise ValueError(f"unknown action {kind}")
+
+    def thread(self, i: int) -> int:
+        """The number of event i's thread (0 where the program ran one)."""
+        thread_of = self.columns.thread_of
+        return 0 if thread_of is None else int(thread_of[self.columns.invs[i]])
+
+    def step_into(self, i: int) -> int:
+        if self.columns.thread_of is None:
+            return min(i + 1, self.last)
+        found = self._in_thread(self.thread(i), i + 1, self.n, forward=True)
+        return found if found >= 0 else self.last
+
+    def inv_step_into(self, i: int) -> int:
+        if self.columns.thread_of is None:
+            return max(i - 1, 0)
+        found = self._in_thread(self.thread(i), 0, i, forward=False)
+        return found if found >= 0 else 0
+
+    def _in_thread(self, thread: int, start: int, stop: int, *, forward: bool) -> int:
+        """The first (or last) event in [start, stop) of `thread`, else -1: slices growing from small,
+        as `first_equal` searches."""
+        thread_of, invs = self.columns.thread_of, self.columns.invs
+        assert thread_of is not None
+        size = _FIRST_SLICE
+        while start < stop:
+            if forward:
+                lo, hi = start, min(stop, start + size)
+            else:
+                lo, hi = max(start, stop - size), stop
+            found = np.flatnonzero(thread_of[invs[lo:hi]] == thread)
+            if len(found):
+                return lo + int(found[0] if forward else found[-1])
+            if forward:
+                start = hi
+            else:
+                stop = lo
+            size = min(size * 8, _MAX_SLICE)
+        return -1
+
+    def last_of_thread(self, thread: int, i: int) -> int:
+        """The latest event of `thread` at or before event i, else -1."""
+        if self.columns.thread_of is None:
+            return i if thread == 0 else -1
+        return self._in_thread(thread, 0, i + 1, forward=False)
 
     def _owner_forward(self, i: int) -> int:
         """Whose events step_over / step_return move through from event i (-1: nobody's)."""

@@ -143,9 +143,17 @@ def record(
     python: str | None = None,
     engine: str = "auto",
     trace_all: bool = False,
+    threads: bool = False,
 ) -> Recording:
-    """Run `program` in a child process under the tracer and return its states (full capture)."""
-    return _record(program, limits, python=python, engine=engine, trace_all=trace_all)  # type: ignore[return-value]
+    """Run `program` in a child process under the tracer and return its states (full capture).
+
+    The fast engines follow the thread that starts the program; when another thread runs the
+    user's code, that recording ends at once (outcome "threads") and the program is recorded again
+    with every thread (`threads`: the Python engines, each event tagged with its thread)."""
+    rec = _record(program, limits, python=python, engine=engine, trace_all=trace_all, threads=threads)
+    if rec.outcome.kind == "threads" and not threads:
+        rec = _record(program, limits, python=python, engine=engine, trace_all=trace_all, threads=True)
+    return rec  # type: ignore[return-value]
 
 
 def record_skeleton(
@@ -188,6 +196,7 @@ def _record(
     python: str | None,
     engine: str,
     trace_all: bool = False,
+    threads: bool = False,
     extra: dict | None = None,
     folder: str | None = None,
     handle: RecordingHandle | None = None,
@@ -217,6 +226,7 @@ def _record(
         "trace_all": trace_all or program.trace != "folder",
         "trace_libraries": program.trace == "all",
         "stdin_path": program.stdin,
+        "threads": threads,
         "own_path": _PACKAGE_PARENT,
         "owner_pid": os.getpid(),
         "lifeline_fd": lifeline,

@@ -33,10 +33,15 @@ class StateTree:
         self.call_index: dict[int, int] = {}
         self.end_index: dict[int, int] = {}
         self.parent: dict[int, int | None] = {}
-        open_stack: list[int] = []
+        self.thread_of: dict[int, int] = {}
+        open_stacks: dict[int, list[int]] = {}  # per thread: its open invocations, innermost last
         for i, state in enumerate(states):
             inv = state.invocation
+            open_stack = open_stacks.get(state.thread)
+            if open_stack is None:
+                open_stack = open_stacks[state.thread] = []
             if inv not in self.by_invocation:
+                self.thread_of[inv] = state.thread
                 self.by_invocation[inv] = []
                 self.call_index[inv] = i
                 self.parent[inv] = open_stack[-1] if open_stack else None
@@ -71,6 +76,9 @@ class StateTree:
             parent=np.array([-1 if p is None else number[p] for p in parents], dtype=np.int64),
             code_of=np.array(code_of, dtype=np.int64),
             codes=tuple(codes),
+            thread_of=np.array([self.thread_of[inv] for inv in ids], dtype=np.int32)
+            if any(self.thread_of.values())
+            else None,
         )
 
     def __len__(self) -> int:

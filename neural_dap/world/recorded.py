@@ -11,6 +11,7 @@ import msgspec
 
 from neural_dap.core.actions import Action, Target
 from neural_dap.core.source import read_source
+from neural_dap.core.state import Frame
 from neural_dap.core.world import (
     Capabilities,
     ExceptionFilter,
@@ -19,6 +20,7 @@ from neural_dap.core.world import (
     LiveResult,
     NotLive,
     Stop,
+    Thread,
     WorldError,
     world_options,
 )
@@ -147,6 +149,13 @@ class RecordedWorld:
                 rec = skeleton
                 execution = SkeletonExecution(skeleton)
                 self.engine, self.python = skeleton.log.engine, skeleton.log.python
+                if skeleton.outcome.kind == "threads":
+                    # a skeleton follows one thread and its replays cannot bring others back:
+                    # record every thread, in full (the Python engines; slower, still exact)
+                    execution.close()
+                    rec = await record_async(program, limits_from(options.limits, "full"), python=python, threads=True)
+                    execution = FullExecution(rec)
+                    self.engine, self.python = rec.engine, rec.python
         except RecorderError as exc:
             raise WorldError(str(exc)) from None
         self.outcome = rec.outcome
@@ -257,6 +266,20 @@ class RecordedWorld:
             hit_exception=hit_exception,
             hit_breakpoint=hit_breakpoint,
         )
+
+    # -- threads (HasThreads) -----------------------------------------------------------------------
+    def threads(self, stop: Stop) -> list[Thread]:
+        """The threads alive at the stop, by the DAP ids the client uses (the thread number + 1)."""
+        return [Thread(number + 1, name) for number, name in self._require().threads(stop.index)]
+
+    def thread_id(self, stop: Stop) -> int:
+        return stop.state.thread + 1
+
+    async def thread_stack(self, stop: Stop, thread_id: int) -> tuple[Frame, ...]:
+        execution = self._require()
+        if thread_id == self.thread_id(stop):
+            return stop.stack
+        return await anyio.to_thread.run_sync(execution.thread_frames, stop.index, thread_id - 1)
 
     async def evaluate_live(self, stop: Stop, frame: int, expression: str) -> LiveResult:
         """`expression` in a live copy of the program at `stop` (see trace/live.py): one copy at a

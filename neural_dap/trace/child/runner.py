@@ -17,6 +17,7 @@ from neural_dap.trace.child.engines import _choose_engine
 from neural_dap.trace.child.lifetime import OWN_FORK, die_with_parent
 from neural_dap.trace.child.recorder import PASS, Capture, Recorder, set_output_mode
 from neural_dap.trace.child.skeleton import Skeleton
+from neural_dap.trace.child.threads import ThreadTable, wait_for_threads, watch_for_threads
 from neural_dap.trace.child.values import _short
 
 
@@ -164,7 +165,11 @@ def main() -> None:
     faulthandler.enable(file=sys.__stderr__ or 2)
     channel = Channel(int(cfg["events_fd"]), limits)
     rec = Recorder(cfg, channel)
-    engine_name, engine = _choose_engine(cfg.get("engine", "auto"), rec, skeleton=cfg.get("mode") == "skeleton")
+    # every thread (the parent asked after a recording of one thread met a second): Python engines
+    threads = ThreadTable(rec.events.append) if cfg.get("threads") else None
+    engine_name, engine = _choose_engine(
+        cfg.get("engine", "auto"), rec, skeleton=cfg.get("mode") == "skeleton", threads=threads
+    )
     start, stop = engine.start, engine.stop
     real_exit = os._exit
     skeleton: Skeleton | None = None
@@ -230,12 +235,20 @@ def main() -> None:
 
     _arm_end_signal(end_here, channel, get_ident())
     traced_thread = get_ident()
+
+    def end_for_threads(outcome: str, message: str) -> None:
+        if channel.end_in_main is None or not channel.end_in_main(outcome, message):
+            channel.finish(outcome, message)
+            real_exit(0)
+
+    stop_watching = (lambda: None) if threads is not None else watch_for_threads(rec.is_user, end_for_threads)
     os._exit = exit_after_flush  # type: ignore[assignment]
     _wrap_exec(before_exec, forked)
     os.register_at_fork(after_in_child=after_fork_in_child)
     channel.events.append(["engine", engine_name, sys.version.split()[0]])
     channel.start()
     outcome = _run(cfg, rec, start, stop, channel, before_start)
+    stop_watching()
     if forked[0]:  # the debuggee's forked copy ran to its end, as a plain run's would
         _end_forked_child(outcome, real_exit)
     if skeleton is not None:
@@ -393,6 +406,7 @@ def _run(cfg: dict, rec: Recorder, start, stop, channel: Channel, before_start=l
             try:
                 result = func(*args, **kwargs)
             finally:
+                wait_for_threads()
                 stop()
             return ("finished", "", 0, rec.reprs.repr(result))
         before_start()
@@ -400,6 +414,7 @@ def _run(cfg: dict, rec: Recorder, start, stop, channel: Channel, before_start=l
         try:
             exec(code, main_module.__dict__)
         finally:
+            wait_for_threads()  # as the interpreter does when the main module ends
             stop()
         return ("finished", "", 0, None)
     except SystemExit as exc:
