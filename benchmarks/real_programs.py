@@ -266,9 +266,9 @@ def plain_run(program: Program, limit: float) -> tuple[float, int | None, str]:
 # -- the neural-dap session ------------------------------------------------------------------------
 
 
-async def top(client: DapClient) -> tuple[str, int, str, dict[str, str]]:
-    """(function, line, path, locals) of the top frame now."""
-    frames = (await client.call("stackTrace", {"threadId": 1}))["stackFrames"]
+async def top(client: DapClient, thread: int = 1) -> tuple[str, int, str, dict[str, str]]:
+    """(function, line, path, locals) of the top frame of `thread` (the one stopped in) now."""
+    frames = (await client.call("stackTrace", {"threadId": thread}))["stackFrames"]
     scopes = (await client.call("scopes", {"frameId": frames[0]["id"]}))["scopes"]
     variables = (await client.call("variables", {"variablesReference": scopes[0]["variablesReference"]}))["variables"]
     path = (frames[0].get("source") or {}).get("path", "")
@@ -391,7 +391,13 @@ def debugpy_launch_target(program: Program, tmp: str) -> str:
     return str(shim)
 
 
-async def compare_with_debugpy(client: DapClient, program: Program, result: Result, steps: int) -> None:
+def stopped_thread(message: dict) -> int:
+    return int((message.get("body") or {}).get("threadId", 1))
+
+
+async def compare_with_debugpy(
+    client: DapClient, program: Program, result: Result, steps: int, thread: int = 1
+) -> None:
     """The same breakpoint in a debugpy session, then the plan, stop by stop. A stop at another
     place ends the comparison (the two are no longer at the same point); locals that differ are
     counted and the comparison goes on."""
@@ -409,19 +415,20 @@ async def compare_with_debugpy(client: DapClient, program: Program, result: Resu
             if real is None:
                 result.disagreements.append("debugpy ended without reaching the breakpoint")
                 return
-            ours = await top(client)
+            ours = await top(client, thread)
             for k, command in enumerate([None, *PLAN[:steps]]):
                 if command is not None:
                     real = await peer.step(command)
                     if real is None:
                         break  # the program ended under debugpy
-                    await client.call(command, {"threadId": 1})
+                    await client.call(command, {"threadId": thread})
                     stopped = await client.wait_event({"stopped", "terminated", "exited"}, timeout=REQUEST_TIMEOUT)
                     if stopped["event"] != "stopped":
                         result.compared += 1
                         result.disagreements.append(f"after {k} steps ({command}): neural-dap ended, debugpy did not")
                         break
-                    ours = await top(client)
+                    thread = stopped_thread(stopped)
+                    ours = await top(client, thread)
                 result.compared += 1
                 difference = compare(ours, real)
                 if not difference:
@@ -443,14 +450,14 @@ async def debug_session(program: Program, result: Result, steps: int) -> None:
         summary = await client.call("sessionSummary")
         result.events = summary.get("states")
         if first["event"] == "stopped":
-            name, line, path, _ = await top(client)
+            name, line, path, _ = await top(client, stopped_thread(first))
             reason = first["body"].get("reason", "")
             result.first_stop = f"{reason} at {name}:{line}"
             result.breakpoint_hit = (
                 reason == "breakpoint" and line == program.line and Path(path).resolve() == program.path.resolve()
             )
             if result.breakpoint_hit and program.comparable and steps > 0:
-                await compare_with_debugpy(client, program, result, steps)
+                await compare_with_debugpy(client, program, result, steps, stopped_thread(first))
             await client.call("setBreakpoints", {"source": {"path": str(program.path)}, "breakpoints": []})
             result.ended = await run_to_end(client)
         else:

@@ -95,6 +95,7 @@ class Stop(msgspec.Struct, frozen=True, omit_defaults=True):
     hit_exception: bool = False  # stopped because of an exception filter
     hit_breakpoint: bool = False  # stopped at one of the breakpoint targets
     note: str = ""  # something the user should know about this stop
+    resumed: bool = False  # a coroutine (or generator) resumes here, at the line that suspended it
     # A predicted stop: the probability the model gave its source line, each local's value and the
     # returned / raised value (format.confidence; empty or None where the model did not say)
     line_confidence: float | None = None
@@ -148,6 +149,17 @@ class HasThreads(Protocol):
     def thread_id(self, stop: Stop) -> int: ...
 
     async def thread_stack(self, stop: Stop, thread_id: int) -> tuple[Frame, ...]: ...
+
+
+@runtime_checkable
+class SteppingConvention(Protocol):
+    """A world whose program ran on an interpreter where debugpy steps differently: on 3.12+ it
+    traces with sys.monitoring, and `next` off a function's return stops in the caller at the call
+    line (with the `(return)` value) and a step on into the user's code stops where a coroutine
+    resumes; on 3.11 (settrace) both go on to the next line. Worlds without it step as on 3.11."""
+
+    @property
+    def returns_stop_in_caller(self) -> bool: ...
 
 
 @runtime_checkable

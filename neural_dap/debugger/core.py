@@ -31,6 +31,7 @@ from neural_dap.core.world import (
     HasThreads,
     LaunchSpec,
     NotLive,
+    SteppingConvention,
     Stop,
     Thread,
     WorldError,
@@ -330,8 +331,13 @@ class Debugger:
                 invocation=invocation,
                 line=line,
                 path=path,
+                returns_stop_in_caller=self._returns_stop_in_caller(),
             )
         return await self._drive_to_data(kind, stop, act, data)
+
+    def _returns_stop_in_caller(self) -> bool:
+        world = self.world
+        return isinstance(world, SteppingConvention) and world.returns_stop_in_caller
 
     # -- data breakpoints: value changes as extra targets of continue / reverseContinue ---------------
     async def _data_target(self, index: int, *, forward: bool) -> tuple[DataBreakpoint, history.Change] | None:
@@ -354,7 +360,14 @@ class Debugger:
         mark = len(self._output)
         self._bound = (bound, forward)
         try:
-            outcome = await drive(kind, start, act, self.breakpoints.targets(), stop_at_end=self.stop_at_end)
+            outcome = await drive(
+                kind,
+                start,
+                act,
+                self.breakpoints.targets(),
+                stop_at_end=self.stop_at_end,
+                returns_stop_in_caller=self._returns_stop_in_caller(),
+            )
         finally:
             self._bound = None
         at = outcome.stop.index

@@ -15,7 +15,7 @@ caller (as a debugger shows it: back in the caller, with the return value). Brea
 from __future__ import annotations
 
 from bisect import bisect_right
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 import numpy as np
 
@@ -25,10 +25,13 @@ from neural_dap.trace.actions import KIND_CODES, ActionSemantics, Columns
 
 
 class StateTree:
-    def __init__(self, states: Sequence[State]) -> None:
+    def __init__(self, states: Sequence[State], resumes: Mapping[int, int] | None = None) -> None:
+        """`resumes`: invocation -> the invocation a resumed generator or coroutine continues (a
+        recording says; see trace/child/coroutines.py)."""
         if not states:
             raise ValueError("a state tree needs at least one state")
         self.states = states
+        self.resumes = dict(resumes or {})
         self.by_invocation: dict[int, list[int]] = {}
         self.call_index: dict[int, int] = {}
         self.end_index: dict[int, int] = {}
@@ -78,6 +81,9 @@ class StateTree:
             codes=tuple(codes),
             thread_of=np.array([self.thread_of[inv] for inv in ids], dtype=np.int32)
             if any(self.thread_of.values())
+            else None,
+            resumes=np.array([number.get(self.resumes.get(inv, -1), -1) for inv in ids], dtype=np.int64)
+            if self.resumes
             else None,
         )
 

@@ -255,6 +255,7 @@ class RecordedWorld:
         except DivergenceError as exc:
             raise WorldError(f"{exc}; the states before it are exact, the ones after cannot be rebuilt") from None
         at_end = i == execution.last
+        resumed = execution.semantics.resumes_here(i)
         return Stop(
             state=state,
             stack=frames,
@@ -265,7 +266,14 @@ class RecordedWorld:
             output=output,
             hit_exception=hit_exception,
             hit_breakpoint=hit_breakpoint,
+            resumed=resumed,
         )
+
+    @property
+    def returns_stop_in_caller(self) -> bool:
+        """The program ran on 3.12+, where debugpy steps with sys.monitoring (SteppingConvention)."""
+        version = tuple(int(p) for p in self.python.split(".")[:2] if p.isdigit())
+        return version >= (3, 12)
 
     # -- threads (HasThreads) -----------------------------------------------------------------------
     def threads(self, stop: Stop) -> list[Thread]:

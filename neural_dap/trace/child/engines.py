@@ -7,6 +7,7 @@ import sys
 import threading
 from _thread import get_ident
 
+from neural_dap.trace.child.coroutines import RESUMABLE
 from neural_dap.trace.child.monitoring import (
     LOCAL_EVENTS,
     free_tool,
@@ -31,6 +32,7 @@ def settrace_engine(rec: Recorder, threads: ThreadTable | None = None):
     value_repr = rec.value_repr
     make_differ = rec.make_differ
     bounded = rec.reprs.repr
+    suspensions = rec.suspensions
     counter = [0]  # next invocation id
     stacks: dict[int, list] = {}  # per thread: (frame, invocation, diff) of each traced frame on its stack
 
@@ -52,7 +54,12 @@ def settrace_engine(rec: Recorder, threads: ThreadTable | None = None):
         cid = code_ids.get(code)
         if cid is None:
             cid = rec.code_id(code)
-        emit(("c", inv, cid, frame.f_lineno, depth, diff(frame.f_locals)))
+        resumable = code.co_flags & RESUMABLE
+        resumes = suspensions.resumed(frame) if resumable else -1
+        if resumes < 0:
+            emit(("c", inv, cid, frame.f_lineno, depth, diff(frame.f_locals)))
+        else:
+            emit(("c", inv, cid, frame.f_lineno, depth, diff(frame.f_locals), resumes))
         pending = None
 
         def local_trace(frame, event, arg):
@@ -64,10 +71,13 @@ def settrace_engine(rec: Recorder, threads: ThreadTable | None = None):
                     emit(("l", inv, frame.f_lineno, diff(frame.f_locals), bounded(pending)))
                     pending = None
             elif event == "return":
-                if pending is not None and arg is None:
+                raised = pending is not None and arg is None
+                if raised:
                     emit(("x", inv, frame.f_lineno, bounded(pending)))
                 else:
                     emit(("r", inv, frame.f_lineno, value_repr(arg)))
+                if resumable:
+                    suspensions.left(frame, inv, raised)
                 if active and active[-1][1] == inv:
                     active.pop()
                 if active:
@@ -135,7 +145,12 @@ def monitoring_engine(rec: Recorder, threads: ThreadTable | None = None):
         rec.next_invocation = inv + 1
         diff = rec.make_differ(code.co_name == "<module>")
         entry = [frame, inv, diff, None]
-        emit(["c", inv, rec.code_id(code), frame.f_lineno, len(stack), diff(frame.f_locals)])
+        event = ["c", inv, rec.code_id(code), frame.f_lineno, len(stack), diff(frame.f_locals)]
+        if code.co_flags & RESUMABLE:
+            resumes = rec.suspensions.resumed(frame)
+            if resumes >= 0:
+                event.append(resumes)
+        emit(event)
         stack.append(entry)
 
     def on_line(code, line):
@@ -172,6 +187,8 @@ def monitoring_engine(rec: Recorder, threads: ThreadTable | None = None):
         if stack and stack[-1][0] is getframe(1):
             top = stack.pop()
             emit(["r", top[1], top[0].f_lineno, value_repr(retval)])
+            if code.co_flags & RESUMABLE:
+                rec.suspensions.left(top[0], top[1], False)
             update_caller(stack)
 
     def on_unwind(code, offset, exc):
@@ -179,6 +196,8 @@ def monitoring_engine(rec: Recorder, threads: ThreadTable | None = None):
         if stack and stack[-1][0] is getframe(1):
             top = stack.pop()
             emit(["x", top[1], top[0].f_lineno, rec.reprs.repr(exc)])
+            if code.co_flags & RESUMABLE:
+                rec.suspensions.left(top[0], top[1], True)
             update_caller(stack)
 
     def update_caller(stack):
@@ -216,7 +235,7 @@ def c_tracer(rec: Recorder):
     as it is, the sys.monitoring one through `CMonitoring`."""
     from neural_dap.trace._ctracer import Tracer
 
-    return Tracer(
+    tracer = Tracer(
         rec.events,
         rec.user_cache,
         rec._judge,
@@ -227,6 +246,10 @@ def c_tracer(rec: Recorder):
         rec.value_repr,
         rec.reprs.repr,
     )
+    if not hasattr(tracer, "suspensions"):  # an extension built from older source: its records differ
+        raise ImportError("the C tracer is out of date: rebuild it (python setup.py build_ext --inplace)")
+    tracer.suspensions(rec.suspensions.resumed, rec.suspensions.left)
+    return tracer
 
 
 class CMonitoring:

@@ -11,6 +11,7 @@ import sys
 from _thread import get_ident
 from array import array
 
+from neural_dap.trace.child.coroutines import RESUMABLE
 from neural_dap.trace.child.monitoring import LOCAL_EVENTS, free_tool, genexpr_loop_line, monitor, unmonitor
 from neural_dap.trace.child.recorder import Recorder
 
@@ -115,13 +116,17 @@ class _Skeleton:
         depth = len(self.stack)
         entry = _Entry(frame, inv, code_id, index, code.co_name == "<module>")
         caller_last = self.stack[-1].last if self.stack else -1
+        resumes = rec.suspensions.resumed(frame) if code.co_flags & RESUMABLE else -1
         self.stack.append(entry)
         capture = self._capturing()
         self._record(inv, frame.f_lineno or 0, 0)
-        self.call_records.extend((code_id, caller_last))
+        self.call_records.extend((code_id, caller_last, resumes))
         if capture:
             self._snapshot(depth)
-            self.emit(["c", inv, code_id, frame.f_lineno, depth, self._differ(entry)(frame.f_locals)])
+            event = ["c", inv, code_id, frame.f_lineno, depth, self._differ(entry)(frame.f_locals)]
+            if resumes >= 0:
+                event.append(resumes)
+            self.emit(event)
         self._counted()
 
     def line(self, entry: _Entry, line: int) -> None:
@@ -142,6 +147,8 @@ class _Skeleton:
         capture = self._capturing()
         self._record(entry.inv, line, 3 if raised is not None else 2)
         entry.last = index
+        if entry.frame.f_code.co_flags & RESUMABLE:
+            self.rec.suspensions.left(entry.frame, entry.inv, raised is not None)
         if capture:
             self._snapshot(len(self.stack))
             if raised is not None:

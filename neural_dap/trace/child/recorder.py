@@ -11,6 +11,7 @@ import sysconfig
 import types
 
 from neural_dap.trace.child.channel import Channel
+from neural_dap.trace.child.coroutines import Suspensions
 from neural_dap.trace.child.values import (
     _ATOMS,
     _COMPREHENSIONS,
@@ -160,6 +161,7 @@ class Recorder:
         self.output_left = self.limits.max_output
         self.output_cut = False
         self.count = None  # skeleton mode: a function giving the number of events so far
+        self.suspensions = Suspensions()  # which invocation a resumed generator or coroutine continues
 
     def set_main(self, path: str, roots: list[str]) -> None:
         """A module launch: the main file is known once the module is found; the user's code is
