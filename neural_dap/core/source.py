@@ -195,6 +195,11 @@ class SourceInfo:
         spans = self.function_spans(name)
         return spans[0].first_line if spans else None
 
+    def module_first_line(self) -> int | None:
+        """The module's first line event: the first line its own code runs."""
+        spans = self.function_spans("<module>")
+        return spans[0].body_first_line if spans else None
+
     def last_return_line(self, name: str) -> int | None:
         """The last `return` line of function `name` (for a launch that starts at a return value)."""
         for span in self.function_spans(name):
@@ -214,6 +219,19 @@ class SourceInfo:
             out = _only(out, shown)
         text = "\n".join(out)
         return text + "\n" if self.text.endswith("\n") or out else text
+
+
+_LINE_END = re.compile(r"\r\n|\r|\n")
+
+
+def mark_as_written(text: str, line: int) -> str:
+    """`text` exactly as it is, with the start marker at the end of line `line` (lines counted as
+    Python counts them: only \\n, \\r\\n and \\r end a line). CWM's own debugger sends the file
+    unchanged, so nothing else is cropped or normalised."""
+    ends = [m.start() for m in _LINE_END.finditer(text)] + [len(text)]
+    if not 1 <= line <= len(ends) or (line == len(ends) and ends[-1] == len(text) and text[-1:] in ("\n", "\r")):
+        return text  # no such line (the empty "line" after a final newline is none)
+    return text[: ends[line - 1]] + START_MARKER + text[ends[line - 1] :]
 
 
 def read_source(path: str) -> str | None:

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field, replace
 from typing import Literal
 
 from neural_dap.core.actions import Action
-from neural_dap.core.source import SourceInfo
+from neural_dap.core.source import SourceInfo, mark_as_written
 from neural_dap.core.state import State
 from neural_dap.format.invocations import InvocationTracker
 from neural_dap.format.tokens import (
@@ -92,11 +92,21 @@ class TraceText:
     def __post_init__(self) -> None:
         if self.dialect not in DIALECTS:
             raise ValueError(f"unknown dialect {self.dialect!r}; expected cwm or nd")
-        self.tracker = InvocationTracker(self.source, entry_function=self.entry_function)
+        self.tracker = InvocationTracker(
+            self.source, entry_function=self.entry_function, exception_leaves=self.dialect == "nd"
+        )
 
     # -- rendering -------------------------------------------------------------------------------
     def context(self) -> list[Segment]:
+        if self.dialect == "cwm":  # the file as it is, as cwmdbg sends it (never cropped)
+            return [BEGIN, CONTEXT_START, mark_as_written(self.source.text, self.entry_line), FRAME_SEP]
         return [BEGIN, CONTEXT_START, self.source.with_start_marker(self.entry_line, self.shown_lines), FRAME_SEP]
+
+    def written(self, state: State) -> bool:
+        """Is `state` a frame of the text? In cwm a module's `call` is not: sys.settrace reports it
+        at line 0 on CPython 3.11 (no source line), and a `call` frame at a def line would read as a
+        call of that function; a whole script's trace starts at the module's first line event."""
+        return not (self.dialect == "cwm" and state.event == "call" and state.function == "<module>")
 
     def action_segments(self, action: Action | None) -> list[Segment]:
         """What the nd dialect writes before a frame reached by `action` (nothing in cwm)."""
@@ -128,7 +138,7 @@ class TraceText:
         self._undo.append((snapshot, inv, shadow, self.went_back))
         if action is not None and action.inverse:
             self.went_back = True
-        segments = self.action_segments(action) + self.frame_segments(state, shadow)
+        segments = self.action_segments(action) + self.frame_segments(state, shadow) if self.written(state) else []
         if state.event in ("call", "line"):
             self.shadow[inv] = dict(state.locals)
         self.frames.append(segments)
@@ -344,6 +354,17 @@ def _parse_locals(raw: str, completion: str, position: int) -> dict[str, str]:
     return value
 
 
+def entry_line(dialect: Dialect, source: SourceInfo, first: State, following: State | None = None) -> int:
+    """The line the start marker goes on: the entry function's def line (its call frame's line).
+    A whole script in cwm starts at the module's first line event (`following`, else the first
+    line the module has code on), where its trace starts."""
+    if dialect == "cwm" and first.function == "<module>" and first.event == "call":
+        if following is not None and following.function == "<module>":
+            return following.line
+        return source.module_first_line() or first.line
+    return first.line if first.event == "call" else (source.def_line(first.function) or first.line)
+
+
 def open_chain(trace: TraceText, current: State) -> list[State]:
     """The latest frame of each invocation open under `current`, outermost first, then `current`;
     just `[current]` where a breakpoint jump could not tell the invocations apart (recursion)."""
@@ -369,8 +390,8 @@ def window_from(
     `chain[0]` and jumps (breakpoint actions) to each next state, down the open call stack, so a
     reader still knows how deep the last state is. Returns the trace and the states as it sees them."""
     first = chain[0]
-    entry_line = first.line if first.event == "call" else (source.def_line(first.function) or first.line)
-    trace = TraceText(dialect, source, entry_line, path=path, entry_function=first.function)
+    line = entry_line(dialect, source, first, chain[1] if len(chain) > 1 else None)
+    trace = TraceText(dialect, source, line, path=path, entry_function=first.function)
     trace.tracker.next_id = first_id  # invocation ids stay unique across windows
     seen = [trace.append(first)]
     for state in chain[1:]:
@@ -388,8 +409,8 @@ def render_trace(
 ) -> TraceText:
     """A whole trace as text: states[0] is the entry state, actions[i] led to states[i]."""
     first = states[0]
-    entry_line = first.line if first.event == "call" else (source.def_line(first.function) or first.line)
-    trace = TraceText(dialect, source, entry_line, path=path, entry_function=first.function)
+    line = entry_line(dialect, source, first, states[1] if len(states) > 1 else None)
+    trace = TraceText(dialect, source, line, path=path, entry_function=first.function)
     for i, state in enumerate(states):
         trace.append(state, actions[i] if actions is not None and i > 0 else None)
     return trace

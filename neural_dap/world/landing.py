@@ -84,6 +84,11 @@ def candidate_landings(
                 out |= set(code.can_follow(current.line))
             if calls:
                 out |= set(flow.calls_from(current.line))
+        elif not trace.tracker.leaves(current.event):
+            # cwm: an exception passing through this frame; a handler here goes on, else the
+            # frame returns (None) at the same line and the caller gets the exception
+            for code in codes:
+                out |= set(code.can_follow(current.line)) | {("return", current.line)}
         else:
             for code, line in sites:
                 out |= set(code.can_follow(line))
@@ -146,7 +151,7 @@ def codes_holding(flow: ProgramFlow, function: str, line: int, event: str) -> li
 
 
 def _entry(code: CodeFacts, line: int) -> set[Landing]:
-    if line == code.first_line:
+    if line == code.first_line or code.kind == "module":  # a module's call: line 1, or 0 (settrace, 3.11)
         return set(code.entry)
     return set(code.can_follow(line)) | {("line", line)}  # a generator resumed at a yield
 
