@@ -339,6 +339,7 @@ def test_the_cwm_reader_reads_every_frame_back_as_it_happened(name):
         assert isinstance(parsed, State), i
         real = states[i]
         assert (parsed.event, parsed.line, parsed.value) == (real.event, real.line, real.value), i
+        assert parsed.depth == real.depth, i  # in the frame it really is (a return after an exception too)
         assert parsed.source == lines[real.line - 1]
         if real.event in ("call", "line"):
             assert parsed.locals == real.locals, i
@@ -357,7 +358,7 @@ def test_the_decoding_constraint_accepts_every_frame_cwm_writes(name):
     trace = TraceText("cwm", info, rendered.entry_line, path=PATH, entry_function=states[0].function)
     seen = trace.append(states[0])
     for i in range(1, len(states)):
-        if not trace.written(states[i]):
+        if not trace.writes(states[i]):
             seen = trace.append(states[i])
             continue
         constraint = frame_constraint(flow, trace, seen, STEP_INTO)

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 
 START_MARKER = "  # << START_OF_TRACE"
+_LINE_END = re.compile(r"\r\n|\r|\n")
 _DEF_RE = re.compile(r"^\s*(?:async\s+)?def\s+([A-Za-z_]\w*)\s*\(")
 
 
@@ -39,7 +40,11 @@ class SourceInfo:
     _lines: list[str] = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
-        self._lines = self.text.splitlines()
+        # lines as Python numbers them: str.splitlines would also break at a form feed, \x1c..\x1e,
+        # \x85 or \u2028, which Python's tokenizer reads as ordinary characters
+        self._lines = _LINE_END.split(self.text)
+        if self._lines and self._lines[-1] == "":
+            self._lines.pop()
 
     # -- lines ---------------------------------------------------------------------------------
     @property
@@ -219,9 +224,6 @@ class SourceInfo:
             out = _only(out, shown)
         text = "\n".join(out)
         return text + "\n" if self.text.endswith("\n") or out else text
-
-
-_LINE_END = re.compile(r"\r\n|\r|\n")
 
 
 def mark_as_written(text: str, line: int) -> str:

@@ -102,7 +102,7 @@ class TraceText:
             return [BEGIN, CONTEXT_START, mark_as_written(self.source.text, self.entry_line), FRAME_SEP]
         return [BEGIN, CONTEXT_START, self.source.with_start_marker(self.entry_line, self.shown_lines), FRAME_SEP]
 
-    def written(self, state: State) -> bool:
+    def writes(self, state: State) -> bool:
         """Is `state` a frame of the text? In cwm a module's `call` is not: sys.settrace reports it
         at line 0 on CPython 3.11 (no source line), and a `call` frame at a def line would read as a
         call of that function; a whole script's trace starts at the module's first line event."""
@@ -125,11 +125,12 @@ class TraceText:
             return [event_token, json.dumps(shown), ACTION_SEP, line_text, FRAME_SEP]
         return [event_token, ACTION_SEP, line_text, ARG_SEP, json.dumps(state.value or ""), FRAME_SEP]
 
-    def append(self, state: State, action: Action | None = None) -> State:
+    def append(self, state: State, action: Action | None = None, *, unwritten: bool = False) -> State:
         """Add a known frame (the entry state, a recorded one, or a parsed one to commit).
 
         Returns the state as the trace text sees it: invocation, depth and function as a reader
-        of the text infers them.
+        of the text infers them. `unwritten`: the state opens its invocation for the reader (a caller
+        of where a restarted history begins) but is not in the text; so nothing of it is `..` later.
         """
         kind = action.kind if action is not None else "step_into"
         snapshot = self.tracker.snapshot()
@@ -138,8 +139,9 @@ class TraceText:
         self._undo.append((snapshot, inv, shadow, self.went_back))
         if action is not None and action.inverse:
             self.went_back = True
-        segments = self.action_segments(action) + self.frame_segments(state, shadow) if self.written(state) else []
-        if state.event in ("call", "line"):
+        written = self.writes(state) and not unwritten
+        segments = self.action_segments(action) + self.frame_segments(state, shadow) if written else []
+        if state.event in ("call", "line") and written:
             self.shadow[inv] = dict(state.locals)
         self.frames.append(segments)
         seen = State(
@@ -363,6 +365,25 @@ def entry_line(dialect: Dialect, source: SourceInfo, first: State, following: St
             return following.line
         return source.module_first_line() or first.line
     return first.line if first.event == "call" else (source.def_line(first.function) or first.line)
+
+
+def cwm_window(
+    source: SourceInfo, callers: list[State], run: list[State], path: str = "", first_id: int = 0
+) -> tuple[TraceText, list[State]]:
+    """A new cwm conversation for a history that no longer fits: CWM's traces have no gaps, so it is
+    `run`, consecutive states from a call (whose def line carries the marker) to now, written as
+    they happened. The open `callers` of that call (outermost first, each its latest state) are
+    known to the reader but not written: a return from the call goes back to them, and their next
+    frames are written in full. Returns the trace and the states (callers, then run) as it sees them."""
+    first = callers[0] if callers else run[0]
+    trace = TraceText("cwm", source, run[0].line, path=path, entry_function=first.function)
+    trace.tracker.next_id = first_id
+    seen = [
+        trace.append(state, Action.at_lines("breakpoint", [state.line]) if k else None, unwritten=True)
+        for k, state in enumerate(callers)
+    ]
+    seen += [trace.append(state, Action("step_into") if callers or k else None) for k, state in enumerate(run)]
+    return trace, seen
 
 
 def open_chain(trace: TraceText, current: State) -> list[State]:

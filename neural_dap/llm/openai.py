@@ -25,6 +25,9 @@ import httpx
 
 from neural_dap.llm.base import CLOSING_ROOM, Completion, CompletionResult, Constraint, ModelError
 
+# The end-of-sequence token of the models served (CWM's Llama-3 tokenizer, the embedded model's)
+END_OF_TEXT = "<|end_of_text|>"
+
 _PREFIX_HITS = re.compile(r"^vllm:prefix_cache_hits(?:_total)?(?:\{[^}]*\})?\s+([0-9.eE+]+)", re.M)
 
 
@@ -391,6 +394,10 @@ def _completion(choice: dict) -> Completion:
     """A choice with its tokens' log probabilities (the legacy completions `logprobs` object:
     `text_offset` and `token_logprobs`), where the server gave them."""
     text = choice["text"]
+    if choice.get("finish_reason") == "stop" and "stop_reason" in choice and choice["stop_reason"] is None:
+        # vLLM: stopped by the end-of-text token, which it leaves out of the text (a stop token id
+        # or string would be the stop_reason): put it back, it means the traced scope has ended
+        text += END_OF_TEXT
     logprobs = choice.get("logprobs")
     offsets: list[int] = []
     values: list[float] = []

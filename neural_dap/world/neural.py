@@ -35,7 +35,16 @@ from neural_dap.core.world import Capabilities, ExceptionFilter, Exit, LaunchSpe
 from neural_dap.format.confidence import UNCERTAIN_BELOW, FrameConfidence, frame_confidence
 from neural_dap.format.grammar import FrameConstraint
 from neural_dap.format.tokens import ACTION_TOKENS, CWM_TOKENS, FRAME_SEP, Special, merge_text
-from neural_dap.format.trace import Dialect, EndOfTrace, FormatError, TraceText, open_chain, window_from
+from neural_dap.format.trace import (
+    Dialect,
+    EndOfTrace,
+    FormatError,
+    TraceText,
+    cwm_window,
+    entry_line,
+    open_chain,
+    window_from,
+)
 from neural_dap.llm.base import ModelClient, ModelError
 from neural_dap.trace.tree import StateTree
 from neural_dap.world.entry import entry_state
@@ -152,7 +161,8 @@ class NeuralWorld:
         self.info = SourceInfo(text, path)
         # a call of one function shows the model only what the call can reach (a long module fits)
         self.shown = focus_lines(text, launch.entry.function) if launch.entry is not None else None
-        self.flow = ProgramFlow(self.info) if self.settings.constrained else None
+        # cwm: the frames sys.settrace reports on 3.11, as CWM's traces have them (comprehensions, `.0`)
+        self.flow = ProgramFlow(self.info, settrace_frames=self.dialect == "cwm") if self.settings.constrained else None
         first = entry_state(self.info, path, launch.entry)
         self.trace = self._trace_from(first)
         needed = [str(t) for t in CWM_TOKENS] + (
@@ -179,7 +189,7 @@ class NeuralWorld:
     def _trace_from(self, state: State) -> TraceText:
         """A new conversation whose first frame is `state` (the start marker on its function's def)."""
         assert self.info is not None
-        line = state.line if state.event == "call" else (self.info.def_line(state.function) or state.line)
+        line = entry_line(self.dialect, self.info, state)
         shown = self.shown if self.shown is not None and line in self.shown else None
         return TraceText(
             self.dialect, self.info, line, path=self.path, entry_function=state.function, shown_lines=shown
@@ -299,9 +309,18 @@ class NeuralWorld:
             return start + len(states) - 1 if self._is_end(states[-1]) and i < len(states) - 1 else None
         return None
 
-    @staticmethod
-    def _is_end(state: State) -> bool:
-        return state.terminal and state.depth == 0
+    def _is_end(self, state: State) -> bool:
+        return state.depth == 0 and self._leaves(state)
+
+    def _leaves(self, state: State) -> bool:
+        """Does `state` end its invocation? In cwm only a return does: an exception event is the
+        exception passing through the frame (sys.settrace), which a handler there may catch."""
+        return state.event == "return" or (state.event == "exception" and self.dialect == "nd")
+
+    @property
+    def steps_past_return(self) -> bool:
+        """cwm: a step out goes one step past the function's return, as cwmdbg's `step_out` does."""
+        return self.dialect == "cwm"
 
     async def _move_to(self, index: int, action: Action) -> None:
         """Move to a known state; the nd conversation records the move, the cwm one is cut back to it."""
@@ -366,10 +385,11 @@ class NeuralWorld:
             del self.gap_before[self.pos + 1 :]
             await self._rebuild_cwm()
         here = self.timeline[self.pos]
-        owner_depth = here.depth - 1 if here.terminal else here.depth  # whose states step_over walks
+        owner_depth = here.depth - 1 if self._leaves(here) else here.depth  # whose states step_over walks
         kind = action.kind
         lines = set(action.lines)
         interrupt = {line for _, line in breakpoints}
+        returned = False  # step_return: the function has returned; one step more, as cwmdbg's step_out
         for step in range(MAX_RUN_STEPS):
             current = self.timeline[self.pos]
             if self._is_end(current):
@@ -400,8 +420,10 @@ class NeuralWorld:
                 return
             if kind == "step_over" and state.depth <= owner_depth and state.event != "call":
                 return
-            if kind == "step_return" and state.terminal and state.depth == owner_depth:
+            if kind == "step_return" and returned:
                 return
+            if kind == "step_return" and state.event == "return" and state.depth == owner_depth:
+                returned = True
             if kind == "breakpoint" and state.event == "line" and state.line in lines:
                 return
         raise WorldError(f"{action} did not end within {MAX_RUN_STEPS} predicted steps")
@@ -537,7 +559,13 @@ class NeuralWorld:
         old = self.trace
         current = old.states[-1]
         chain = open_chain(old, current) if current.event in ("line", "call") else [current]
-        self.trace, seen = window_from(self.dialect, self.info, chain, self.path, old.tracker.next_id)
+        gapless = await self._cwm_run(old) if self.dialect == "cwm" else None
+        if gapless is not None:
+            callers, start = gapless
+            chain = [*callers, *old.states[start:]]
+            self.trace, seen = cwm_window(self.info, callers, old.states[start:], self.path, old.tracker.next_id)
+        else:
+            self.trace, seen = window_from(self.dialect, self.info, chain, self.path, old.tracker.next_id)
         self.context_ids = await self._encode(self.trace.context())
         self.frame_ids = [await self._encode(frame) for frame in self.trace.frames]
         for before, after in zip(chain, seen, strict=False):
@@ -547,6 +575,33 @@ class NeuralWorld:
             self._confidence[id(seen[-1])] = (seen[-1], known[1])
         self.timeline[self.pos] = seen[-1]
         self.windows += 1
+
+    async def _cwm_run(self, old: TraceText) -> tuple[list[State], int] | None:
+        """Where a gapless cwm history can restart: the call of the outermost open invocation whose
+        frames since then fit with room for the next frame; with the latest states of the open
+        invocations above it (its callers). None: no call's history fits (or the callers cannot be
+        told apart, in recursion), then the window jumps down the call stack instead."""
+        limit = await self._context_length()
+        stack = old.tracker.stack
+        current = old.states[-1]
+        latest = open_chain(old, current)[:-1] if current.event in ("line", "call") else []
+        for depth, open_ in enumerate(stack):
+            if depth and len(latest) < depth:
+                return None
+            start = next(
+                (
+                    k
+                    for k in range(len(old.states) - 1, -1, -1)
+                    if old.states[k].invocation == open_.invocation and old.states[k].event == "call"
+                ),
+                None,
+            )
+            if start is None:
+                continue
+            size = len(self.context_ids) + sum(len(ids) for ids in self.frame_ids[start:])
+            if limit is None or size + FRAME_ROOM <= limit:
+                return latest[:depth], start
+        return None
 
     def _check(self, state: State, action: Action) -> None:
         """Is the predicted frame possible here? A FormatError says why not."""
@@ -637,7 +692,8 @@ class NeuralWorld:
         at_end = self._is_end(state)
         exit_ = None
         if at_end:
-            exit_ = Exit(0) if state.event == "return" else Exit(1, f"uncaught {state.value} (predicted)")
+            raised = self._raised_out(state)
+            exit_ = Exit(0) if raised is None else Exit(1, f"uncaught {raised} (predicted)")
         confidence = self.confidence_of(state)
         return Stop(
             line_confidence=confidence.line if confidence else None,
@@ -653,6 +709,16 @@ class NeuralWorld:
             hit_breakpoint=hit_breakpoint,
             hit_exception=hit_exception,
         )
+
+    def _raised_out(self, end: State) -> str | None:
+        """The exception the traced scope ended with (None: it returned). In cwm an exception leaving
+        it is its `exception` event followed by a return (None), as sys.settrace reports it."""
+        if end.event == "exception":
+            return end.value
+        before = self.timeline[self.pos - 1] if self.dialect == "cwm" and self.pos > 0 else None
+        if before is not None and before.event == "exception" and before.depth == 0 and end.value == "None":
+            return before.value
+        return None
 
     def _remember(self, state: State) -> None:
         """The committed state carries the confidence of the prediction it came from; a local written
