@@ -16,6 +16,7 @@ from neural_dap.core.world import Entry, LaunchSpec
 from neural_dap.format.trace import END_OF_TRACE, TraceText, render_trace
 from neural_dap.llm.openai import _completion
 from neural_dap.world.neural import ModelSettings, NeuralWorld
+from neural_dap.world.reconciled import ReconciledWorld
 
 from .fakes import ScriptedClient, frame_text
 from .test_cwm_exact import EXCEPTIONS, PATH, SCRIPT, as_states, run_traced
@@ -195,3 +196,35 @@ def test_an_end_of_text_that_vllm_left_out_of_the_text_still_ends_the_trace():
     stopped_by_frame_sep = _completion({"text": "", "finish_reason": "stop", "stop_reason": 128100})
     assert trace.parse(stopped_by_eos.text) is END_OF_TRACE
     assert stopped_by_frame_sep.text == ""  # an empty frame, not the end
+
+
+async def test_stepping_back_and_out_again_lands_where_the_first_step_out_did(tmp_path):
+    program = write(tmp_path, EXCEPTIONS)
+    truth = as_states(run_traced(EXCEPTIONS, "outer", (2,)))
+    client = ScriptedClient(cwm_oracle(truth))
+    world = NeuralWorld(client, ModelSettings(dialect="cwm"))
+    await world.start(LaunchSpec(program=program, entry=Entry("outer", "2")))
+    for _ in range(3):
+        await world.act(Action("step_into"))
+    first = await world.act(Action("step_return"))
+    asked = len(client.prompts)
+    for _ in range(5):  # back over outer's line, safe's return, check's return and call, safe's line 8
+        back = await world.act(Action("inv_step_into"))
+    assert (back.state.function, back.state.line) == ("safe", 7)
+    again = await world.act(Action("step_return"))
+    assert len(client.prompts) == asked  # known states: a lookup, no model call
+    assert (again.state.event, again.state.line, again.state.function) == ("line", 14, "outer")
+    assert again.state == first.state
+
+
+async def test_reconciling_a_cwm_step_out_with_a_recording_compares_the_same_stop(tmp_path):
+    program = write(tmp_path, EXCEPTIONS)
+    truth = as_states(run_traced(EXCEPTIONS, "outer", (2,)))
+    model = NeuralWorld(ScriptedClient(cwm_oracle(truth)), ModelSettings(dialect="cwm"))
+    world = ReconciledWorld(model, "recorded")
+    await world.start(LaunchSpec(program=program, entry=Entry("outer", "2")))
+    for _ in range(3):
+        await world.act(Action("step_into"))
+    stop = await world.act(Action("step_return"))
+    assert (stop.state.line, stop.state.function) == (14, "outer")
+    assert not stop.divergences

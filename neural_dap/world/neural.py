@@ -279,8 +279,10 @@ class NeuralWorld:
             return self.pos + 1 if i + 1 < len(states) else None
         if kind == "inv_step_into":
             return self.pos - 1 if i > 0 else None
-        tree = StateTree(states)
         here = states[i]
+        if kind in ("step_over", "step_return") and self.dialect == "cwm":
+            return self._cwm_lookup(states, i, kind, start)
+        tree = StateTree(states)
         if kind in ("step_over", "step_return"):
             owner = tree.parent.get(here.invocation) if here.terminal else here.invocation
             j = tree.apply(i, action)
@@ -307,6 +309,22 @@ class NeuralWorld:
             )
         if kind == "continue":
             return start + len(states) - 1 if self._is_end(states[-1]) and i < len(states) - 1 else None
+        return None
+
+    def _cwm_lookup(self, states: list[State], i: int, kind: str, start: int) -> int | None:
+        """Where a known run answers step_over / step_return as `_cwm` would predict it: the next
+        state of the function or its caller (step_over); one step past the function's return
+        (step_return, as cwmdbg's step_out). None where the run ends before that."""
+        here = states[i]
+        owner_depth = here.depth - 1 if self._leaves(here) else here.depth
+        for j in range(i + 1, len(states)):
+            state = states[j]
+            if kind == "step_over" and state.depth <= owner_depth and state.event != "call":
+                return start + j
+            if kind == "step_return" and state.event == "return" and state.depth == owner_depth:
+                if self._is_end(state):
+                    return start + j
+                return start + j + 1 if j + 1 < len(states) else None
         return None
 
     def _is_end(self, state: State) -> bool:
