@@ -201,6 +201,19 @@ EXCEPTIONS = textwrap.dedent(
         return check(n) + len(r)
     """
 )
+HANDLED = textwrap.dedent(
+    """\
+    def parse(s):
+        try:
+            n = int(s)
+        except ValueError:
+            n = -1
+        return n
+
+    def parse_all(items):
+        return sum(parse(s) for s in items)
+    """
+)
 ARGS = textwrap.dedent(
     """\
     def spread(a, b=2, *args, kw, flag=False, **rest):
@@ -267,6 +280,7 @@ CORPUS = {
     "exception caught by the caller": (EXCEPTIONS, "safe", (-1,)),
     "exception leaving the entry": (EXCEPTIONS, "outer", (-2,)),
     "no exception": (EXCEPTIONS, "outer", (2,)),
+    "exception handled where it is raised": (HANDLED, "parse_all", (["1", "x"],)),
     "*args and keyword-only": (ARGS, "main", ()),
     "generator": (GENERATORS, "use", (3,)),
     "classes": (CLASSES, "run", ([1, 2],)),
@@ -379,6 +393,7 @@ RECORDABLE = {  # neural-dap's recorder leaves comprehension frames and `.0` out
 } | {
     "*args and keyword-only": (ARGS, "spread", (1, 5, 6, 7)),
     "classes": (CLASSES, "run", ([1, 2],)),
+    "exception handled where it is raised": (HANDLED, "parse", ("x",)),
     "whole script": (SCRIPT.replace("[v * 2 for v in range(3)]", "list(range(0, 6, 2))"), None, ()),
 }
 

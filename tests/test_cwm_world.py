@@ -82,17 +82,34 @@ async def test_a_function_launch_sends_the_file_as_it_is(tmp_path):
     await world.act(Action("step_into"))
     marked = text.replace("def f(x):", "def f(x):  # << START_OF_TRACE")
     assert client.prompts[0].startswith(f"<|begin_of_text|><|trace_context_start|>{marked}<|frame_sep|>")
+    # lines are numbered as Python numbers them (the form feed is no line break): f's call frame is its def
+    assert client.prompts[0].endswith(
+        '<|frame_sep|><|call_sep|>{"x": "1"}<|action_sep|>def f(x):\n<|frame_sep|><|line_sep|>'
+    )
+
+
+async def test_a_file_already_marked_for_cwmdbg_is_sent_with_its_one_marker(tmp_path):
+    text = "def f(x):  # << START_OF_TRACE\n    return x + 1\n"
+    client = ScriptedClient([['{"x": ".."}<|action_sep|>    return x + 1\n']])
+    world = NeuralWorld(client, ModelSettings(dialect="cwm"))
+    await world.start(LaunchSpec(program=write(tmp_path, text), entry=Entry("f", "1")))
+    stop = await world.act(Action("step_into"))
+    assert client.prompts[0].startswith(f"<|begin_of_text|><|trace_context_start|>{text}<|frame_sep|>")
+    assert stop.state.line == 2
 
 
 async def test_step_out_goes_one_step_past_the_return_as_cwmdbg_does(tmp_path):
     program = write(tmp_path, EXCEPTIONS)
     truth = as_states(run_traced(EXCEPTIONS, "outer", (2,)))
-    world = NeuralWorld(ScriptedClient(cwm_oracle(truth)), ModelSettings(dialect="cwm"))
+    client = ScriptedClient(cwm_oracle(truth))
+    world = NeuralWorld(client, ModelSettings(dialect="cwm"))
     await world.start(LaunchSpec(program=program, entry=Entry("outer", "2")))
     for _ in range(3):  # into safe(): its call, then its first line
         stop = await world.act(Action("step_into"))
     assert (stop.state.function, stop.state.line) == ("safe", 7)
     stop = await world.act(Action("step_return"))
+    # check() was stepped over by forcing its return, and that frame too was constrained
+    assert any(p.endswith("<|return_sep|>") for p in client.prompts) and None not in client.constraints
     # safe returns at line 8 (after check() returned); cwmdbg's step_out takes one more step: outer's next line
     assert (stop.state.event, stop.state.line, stop.state.function) == ("line", 14, "outer")
     assert stop.state.locals == {"n": "2", "r": "2"}

@@ -233,7 +233,10 @@ def mark_as_written(text: str, line: int) -> str:
     ends = [m.start() for m in _LINE_END.finditer(text)] + [len(text)]
     if not 1 <= line <= len(ends) or (line == len(ends) and ends[-1] == len(text) and text[-1:] in ("\n", "\r")):
         return text  # no such line (the empty "line" after a final newline is none)
-    return text[: ends[line - 1]] + START_MARKER + text[ends[line - 1] :]
+    cut = ends[line - 1]
+    if text[:cut].endswith(START_MARKER):
+        return text  # marked already, as a file written for cwmdbg is
+    return text[:cut] + START_MARKER + text[cut:]
 
 
 def read_source(path: str) -> str | None:

@@ -36,6 +36,9 @@ def frame_constraint(
     if found is None:
         return None
     landings, end = found
+    if forced == "return" and current.event == "call" and not action.inverse:
+        # cwmdbg's `next` over a call: the callee's return comes at once (any of its return lines)
+        landings = set().union(*(_ends(c) for c in codes_holding(flow, current.function, current.line, "call")))
     if forced is not None:
         landings = {landing for landing in landings if landing[0] == forced}
         end = False
