@@ -6,15 +6,22 @@ each answer is the next frame CWM would write, so every prompt is a prefix of CW
 
 from __future__ import annotations
 
+import json
 import textwrap
 from pathlib import Path
 
-from neural_dap.core.actions import Action
+import httpx
+import pytest
+
+from neural_dap.core.actions import STEP_INTO, Action
+from neural_dap.core.flow import ProgramFlow
 from neural_dap.core.source import SourceInfo
 from neural_dap.core.state import State
 from neural_dap.core.world import Entry, LaunchSpec
-from neural_dap.format.trace import END_OF_TRACE, TraceText, render_trace
-from neural_dap.llm.openai import _completion
+from neural_dap.format.tokens import ALL_SPECIALS
+from neural_dap.format.trace import END_OF_TRACE, FormatError, TraceText, render_trace
+from neural_dap.llm.openai import OpenAICompatibleClient, _completion
+from neural_dap.world.landing import frame_constraint
 from neural_dap.world.neural import ModelSettings, NeuralWorld
 from neural_dap.world.reconciled import ReconciledWorld
 
@@ -205,14 +212,56 @@ async def test_a_history_that_no_longer_fits_restarts_as_a_gapless_cwm_trace(tmp
     assert [s.function for s in stop.stack] == ["inner", "outer"]  # the caller is still known
 
 
-def test_an_end_of_text_that_vllm_left_out_of_the_text_still_ends_the_trace():
+def mock_vllm(answer) -> httpx.MockTransport:
+    """A vLLM server as the client sees it: one id per character (special tokens one id each), and
+    completions from `answer(body)` as vLLM writes them (a stop token left out of the text)."""
+    specials = {t: 200_000 + k for k, t in enumerate((*EVENT_TOKENS, "<|end_of_text|>", "<|frame_sep|>"))}
+    specials |= {t: 200_100 + k for k, t in enumerate(ALL_SPECIALS) if t not in specials}
+
+    def handle(request: httpx.Request) -> httpx.Response:
+        path = request.url.path
+        if path == "/v1/models":
+            return httpx.Response(200, json={"data": [{"id": "cwm", "max_model_len": 100_000}]})
+        if path == "/tokenize":
+            text = json.loads(request.content)["prompt"]
+            return httpx.Response(
+                200, json={"tokens": [specials.get(text, 0)] if text in specials else [ord(c) for c in text]}
+            )
+        if path == "/v1/completions":
+            return httpx.Response(200, json={"choices": [answer(json.loads(request.content))], "usage": {}})
+        return httpx.Response(404)
+
+    return httpx.MockTransport(handle)
+
+
+async def test_an_end_of_text_that_vllm_left_out_of_the_text_reads_as_the_end():
+    info = SourceInfo(LOOP, PATH)
+    trace = TraceText("cwm", info, 1, path=PATH, entry_function="inner")
+    for state in as_states(run_traced(LOOP, "inner", (1,))):
+        seen = trace.append(state)
+    constraint = frame_constraint(ProgramFlow(info, settrace_frames=True), trace, seen, STEP_INTO)
+    assert constraint is not None and constraint.end  # the entry has returned: the end may come
+    answers: list[dict] = []
+    client = OpenAICompatibleClient("http://vllm.test/v1", transport=mock_vllm(lambda body: answers.pop(0)))
+    eos = {"text": "", "finish_reason": "stop", "stop_reason": None}  # vLLM stopped at <|end_of_text|>
+    answers += [eos]
+    result = await client.complete([1, 2, 3], max_tokens=16, stop_ids=[200_005], constraint=constraint)
+    assert result.completions[0].text == "<|end_of_text|>" and result.requests == 1
+    assert trace.parse(result.completions[0].text) is END_OF_TRACE
+    # a plain answer the frame refuses is made again one segment at a time: the end is chosen as a special token
+    answers += [{"text": "???", "finish_reason": "length", "stop_reason": None}, eos]
+    result = await client.complete([1, 2, 3], max_tokens=16, stop_ids=[200_005], constraint=constraint)
+    assert result.completions[0].text == "<|end_of_text|>" and not answers
+    await client.close()
+
+
+def test_an_empty_text_stopped_by_the_frame_separator_is_no_end():
     trace = TraceText("cwm", SourceInfo(LOOP), 7, entry_function="outer")
     trace.append(State("call", 7, "def outer(n):", "outer", 0, 0, {"n": "6"}))
-    trace.append(State("return", 9, "    return a + 1", "outer", 0, 0, {}, value="16"))
-    stopped_by_eos = _completion({"text": "", "finish_reason": "stop", "stop_reason": None})
-    stopped_by_frame_sep = _completion({"text": "", "finish_reason": "stop", "stop_reason": 128100})
+    stopped_by_eos = _completion({"text": "", "finish_reason": "stop", "stop_reason": None}, ended_by_eos=True)
     assert trace.parse(stopped_by_eos.text) is END_OF_TRACE
-    assert stopped_by_frame_sep.text == ""  # an empty frame, not the end
+    with pytest.raises(FormatError, match="empty frame"):
+        trace.parse(_completion({"text": "", "finish_reason": "stop", "stop_reason": 128100}).text)
 
 
 async def test_stepping_back_and_out_again_lands_where_the_first_step_out_did(tmp_path):
