@@ -294,3 +294,19 @@ async def test_reconciling_a_cwm_step_out_with_a_recording_compares_the_same_sto
     stop = await world.act(Action("step_return"))
     assert (stop.state.line, stop.state.function) == (14, "outer")
     assert not stop.divergences
+
+
+async def test_an_exception_caught_in_the_entry_is_not_reported_as_uncaught(tmp_path):
+    program = write(tmp_path, EXCEPTIONS)
+    uncaught = frozenset({"uncaught"})
+    caught_truth = as_states(run_traced(EXCEPTIONS, "safe", (-1,)))
+    world = NeuralWorld(ScriptedClient(cwm_oracle(caught_truth)), ModelSettings(dialect="cwm"))
+    await world.start(LaunchSpec(program=program, entry=Entry("safe", "-1")))
+    # the exception passes through safe (an exception event at depth 0), whose handler catches it
+    stop = await world.act(Action("continue"), exceptions=uncaught)
+    assert stop.at_end and not stop.hit_exception and stop.exit is not None and stop.exit.code == 0
+    left_truth = as_states(run_traced(EXCEPTIONS, "outer", (-2,)))
+    world = NeuralWorld(ScriptedClient(cwm_oracle(left_truth)), ModelSettings(dialect="cwm"))
+    await world.start(LaunchSpec(program=program, entry=Entry("outer", "-2")))
+    stop = await world.act(Action("continue"), exceptions=uncaught)
+    assert stop.at_end and stop.hit_exception and stop.exit is not None and stop.exit.code == 1

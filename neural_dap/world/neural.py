@@ -253,10 +253,7 @@ class NeuralWorld:
             await self._nd(action, stats)
         state = self.timeline[self.pos]
         hit_bp = state.event == "line" and any(line == state.line for _, line in targets)
-        hit_exc = state.event == "exception" and (
-            "raised" in exceptions or ("uncaught" in exceptions and state.depth == 0)
-        )
-        return self._stop(state, hit_breakpoint=hit_bp, hit_exception=hit_exc)
+        return self._stop(state, hit_breakpoint=hit_bp, hit_exception=self._exception_stop(state, exceptions))
 
     # -- known states -----------------------------------------------------------------------------------------
     def _run(self) -> tuple[int, int]:
@@ -326,6 +323,15 @@ class NeuralWorld:
                     return start + j
                 return start + j + 1 if j + 1 < len(states) else None
         return None
+
+    def _exception_stop(self, state: State, exceptions: frozenset[ExceptionFilter]) -> bool:
+        """Does the exception filter stop at `state`? `uncaught`: the exception leaves the traced
+        scope. In nd that is an exception state at depth 0; in cwm an exception event there may still
+        be caught in that frame, so it is the end the exception left by (its return, None)."""
+        raised = state.event == "exception" and "raised" in exceptions
+        if self.dialect == "nd":
+            return raised or (state.event == "exception" and "uncaught" in exceptions and state.depth == 0)
+        return raised or ("uncaught" in exceptions and self._is_end(state) and self._raised_out(state) is not None)
 
     def _is_end(self, state: State) -> bool:
         return state.depth == 0 and self._leaves(state)
@@ -425,9 +431,7 @@ class NeuralWorld:
             state = await self._cwm_step(forced, stats)
             if state is None or kind == "step_into":
                 return
-            if state.event == "exception" and (
-                "raised" in exceptions or ("uncaught" in exceptions and state.depth == 0)
-            ):
+            if self._exception_stop(state, exceptions):
                 return
             if (
                 state.event == "line"
