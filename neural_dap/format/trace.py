@@ -6,6 +6,9 @@ the per-invocation shadow of full locals that `".."` refers to. Parsing is `json
 matching: model text is never evaluated. Every failure is a `FormatError` saying what and where.
 
 cwm:  <|begin_of_text|><|trace_context_start|>SOURCE<|frame_sep|>FRAME<|frame_sep|>FRAME<|frame_sep|>...
+      (CWM's own traces: SOURCE is the file as it is; frames are sys.settrace's events on CPython 3.11,
+      so an exception frame does not end its invocation, a return does; a module's call is not
+      written. docs/design-notes.md, "CWM-exact traces", says where each rule comes from.)
 nd:   ... FRAME<|frame_sep|>ACTION FRAME<|frame_sep|>ACTION FRAME<|frame_sep|> ...
 call / line:         <|call_sep|>LOCALS<|action_sep|>SOURCE_LINE
 return / exception:  <|return_sep|><|action_sep|>SOURCE_LINE<|arg_sep|>VALUE
@@ -360,7 +363,9 @@ def entry_line(dialect: Dialect, source: SourceInfo, first: State, following: St
     """The line the start marker goes on: the entry function's def line (its call frame's line).
     A whole script in cwm starts at the module's first line event (`following`, else the first
     line the module has code on), where its trace starts."""
-    if dialect == "cwm" and first.function == "<module>" and first.event == "call":
+    if dialect == "cwm" and first.function == "<module>":
+        if first.event != "call":
+            return first.line  # a module has no def line: its trace starts at a line event
         if following is not None and following.function == "<module>":
             return following.line
         return source.module_first_line() or first.line
