@@ -17,7 +17,7 @@ from neural_dap.core.actions import STEP_INTO, Action
 from neural_dap.core.flow import ProgramFlow
 from neural_dap.core.source import SourceInfo
 from neural_dap.core.state import State
-from neural_dap.core.world import Entry, LaunchSpec
+from neural_dap.core.world import Entry, LaunchSpec, WorldError
 from neural_dap.format.tokens import ALL_SPECIALS
 from neural_dap.format.trace import END_OF_TRACE, FormatError, TraceText, render_trace
 from neural_dap.llm.openai import OpenAICompatibleClient, _completion
@@ -145,23 +145,28 @@ COMPREHENSION = textwrap.dedent(
 
 async def test_the_cwm_constraint_lets_the_model_enter_a_comprehension_frame(tmp_path):
     program = write(tmp_path, COMPREHENSION)
+    line = '{"xs": ".."}<|action_sep|>    ys = [x + 1 for x in xs]\n'
     frame = '<|call_sep|>{".0": "<list_iterator object>"}<|action_sep|>    ys = [x + 1 for x in xs]\n'
-    for dialect, allowed in (("cwm", True), ("nd", False)):
-        line = '{"xs": ".."}<|action_sep|>    ys = [x + 1 for x in xs]\n'
-        client = ScriptedClient([[line if dialect == "cwm" else "<|line_sep|>" + line], [frame]])
-        world = NeuralWorld(client, ModelSettings(dialect=dialect))
-        await world.start(LaunchSpec(program=program, entry=Entry("f", "[1]")))
+    client = ScriptedClient([[line], [frame]])
+    world = NeuralWorld(client, ModelSettings(dialect="cwm"))
+    await world.start(LaunchSpec(program=program, entry=Entry("f", "[1]")))
+    await world.act(Action("step_into"))
+    stop = await world.act(Action("step_into"))
+    assert client.constraints[-1] is not None and client.constraints[-1].accepts(frame)
+    assert (stop.state.event, stop.state.function, stop.state.locals) == (
+        "call",
+        "<listcomp>",
+        {".0": "<list_iterator object>"},
+    )
+    assert [f.function for f in stop.stack] == ["<listcomp>", "f"]
+    # neural-dap's recorder does not trace comprehensions (inlined since 3.12): nd keeps them out
+    client = ScriptedClient([["<|line_sep|>" + line], [frame]] * 3)
+    world = NeuralWorld(client, ModelSettings(dialect="nd"))
+    await world.start(LaunchSpec(program=program, entry=Entry("f", "[1]")))
+    await world.act(Action("step_into"))
+    with pytest.raises(WorldError, match="not a frame the program allows"):
         await world.act(Action("step_into"))
-        if dialect == "cwm":
-            await world.act(Action("step_into"))
-            constraint = client.constraints[-1]
-        else:  # our recorder does not trace comprehensions: nd keeps them out
-            try:
-                await world.act(Action("step_into"))
-            except Exception:
-                pass
-            constraint = client.constraints[-1]
-        assert constraint is not None and constraint.accepts(frame) is allowed, dialect
+    assert client.constraints[-1] is not None and not client.constraints[-1].accepts(frame)
 
 
 LOOP = textwrap.dedent(
