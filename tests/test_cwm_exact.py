@@ -2,7 +2,8 @@
 
 The reference writer below knows nothing of neural_dap.format: it is written from CWM's published
 description (facebookresearch/cwm PROMPTING_GUIDE.md "Trace Prediction", demos/cwmdbg.py) and the
-frames base CWM generates, and driven by sys.settrace on real code (CPython 3.11, CWM's traces):
+base-CWM generation quoted in issue 25, and driven by sys.settrace on real code (CPython 3.11, as
+CWM's traces were made):
 
   <|begin_of_text|><|trace_context_start|>SOURCE<|frame_sep|>FRAME<|frame_sep|>...<|end_of_text|>
   SOURCE    the file as it is, `  # << START_OF_TRACE` after the entry line (cwmdbg sends the file
