@@ -18,6 +18,7 @@ from neural_dap.trace.child.lifetime import OWN_FORK, die_with_parent
 from neural_dap.trace.child.recorder import PASS, Capture, Recorder, set_output_mode
 from neural_dap.trace.child.skeleton import Skeleton
 from neural_dap.trace.child.values import _short
+from neural_dap.trace.child.whatif import Edits
 
 
 def _parse_call_args(text: str, namespace: dict, literal_only: bool = False) -> tuple[list, dict]:
@@ -176,6 +177,8 @@ def main() -> None:
     if cfg.get("mode") == "skeleton":
         skeleton = Skeleton(cfg, channel, engine, rec.events, finish)
         skeleton.is_user = rec.is_user  # type: ignore[method-assign]  # a live stop shows the traced frames
+        if cfg.get("what_if"):  # a what-if branch: values to set on the way (child/whatif.py)
+            skeleton.edits = Edits(cfg["what_if"], rec)
         skeleton.start()
         rec.count = engine.count
 

@@ -1,0 +1,222 @@
+"""What-if branches through the real adapter: setVariable / setExpression at a past stop runs the
+real program again from there with the new value (a new branch the session stands on); `branches`
+lists and switches; a value that is not a literal is refused and the session goes on."""
+
+from __future__ import annotations
+
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from neural_dap.dap.client import DapError
+
+from .dap_helpers import adapter, start, where
+
+PROGRAM = textwrap.dedent(
+    """\
+    def total(xs, factor):
+        s = 0
+        for x in xs:
+            s += x * factor
+        return s
+
+
+    def main():
+        factor = 2
+        items = [1, 2, 3]
+        result = total(items, factor)
+        print("result", result)
+        return result
+
+
+    main()
+    """
+)
+
+FUNCTION = textwrap.dedent(
+    """\
+    def f(text, n):
+        out = []
+        for k in range(n):
+            out.append(text[k % len(text)].upper())
+        print("made", len(out))
+        return "-".join(out)
+    """
+)
+
+
+@pytest.fixture()
+def program(tmp_path: Path) -> str:
+    path = tmp_path / "scale.py"
+    path.write_text(PROGRAM)
+    return str(path)
+
+
+@pytest.fixture()
+def function(tmp_path: Path) -> str:
+    path = tmp_path / "spell.py"
+    path.write_text(FUNCTION)
+    return str(path)
+
+
+async def _locals_ref(c, frame: int = 0) -> int:
+    frames = (await c.call("stackTrace", {"threadId": 1}))["stackFrames"]
+    scopes = (await c.call("scopes", {"frameId": frames[frame]["id"]}))["scopes"]
+    return scopes[0]["variablesReference"]
+
+
+async def _move(c, command: str, arguments: dict | None = None) -> dict:
+    await c.call(command, {"threadId": 1, **(arguments or {})})
+    return (await c.wait_event("stopped"))["body"]
+
+
+def _stdout_since(c, mark: int) -> str:
+    return "".join(e["body"]["output"] for e in c.events_named("output")[mark:] if e["body"]["category"] == "stdout")
+
+
+async def _back_before_the_call(c, program: str) -> None:
+    """Stop at the print, then step back to `result = total(items, factor)`: a moment of the past."""
+    await start(c, {"program": program}, breakpoints={program: [{"line": 12}]})
+    assert (await where(c))[:2] == ("main", 12)
+    await _move(c, "stepBack")
+    name, line, names = await where(c)
+    assert (name, line, names["factor"]) == ("main", 11, "2")
+
+
+async def test_set_variable_in_the_past_runs_the_program_again_with_it(program):
+    async with adapter() as c:
+        await _back_before_the_call(c, program)
+        mark = len(c.events_named("output"))
+        answer = await c.call(
+            "setVariable", {"variablesReference": await _locals_ref(c), "name": "factor", "value": "10"}
+        )
+        assert answer["value"] == "10"
+        stopped = (await c.wait_event("stopped"))["body"]
+        assert "branch 1" in stopped["description"] and "factor = 2 \u2192 10" in stopped["description"]
+        name, line, names = await where(c)
+        assert (name, line, names["factor"], names["items"]) == ("main", 11, "10", "[1, 2, 3]")
+        # continue: the breakpoint at the print again, on the new branch, with its output
+        assert (await _move(c, "continue"))["reason"] == "breakpoint"
+        assert (await where(c))[2]["result"] == "60"
+        await _move(c, "continue")
+        assert "result 60\n" in _stdout_since(c, mark)
+        assert "result 12" not in _stdout_since(c, mark)
+
+
+async def test_branches_lists_and_switches_and_the_original_stays(program):
+    async with adapter() as c:
+        await _back_before_the_call(c, program)
+        await c.call("setVariable", {"variablesReference": await _locals_ref(c), "name": "factor", "value": "10"})
+        await c.wait_event("stopped")
+        listed = await c.call("branches")
+        assert listed["current"] == 1
+        original, branch = listed["branches"]
+        assert original["id"] == 0 and not original["current"] and "original" in original["description"]
+        assert branch["current"] and branch["parent"] == 0
+        assert (branch["name"], branch["old"], branch["new"], branch["function"], branch["line"]) == (
+            "factor",
+            "2",
+            "10",
+            "main",
+            11,
+        )
+        assert branch["path"] == program and isinstance(branch["index"], int)
+        # back to the original: at the moment the branches part, with the old value; its output
+        switched = await c.call("branches", {"switch": 0})
+        assert switched["current"] == 0
+        stopped = (await c.wait_event("stopped"))["body"]
+        assert "branch 0" in stopped["description"]
+        assert (await where(c))[1:] == (11, {"factor": "2", "items": "[1, 2, 3]"})
+        mark = len(c.events_named("output"))
+        await _move(c, "continue")
+        assert (await where(c))[2]["result"] == "12"
+        await _move(c, "next")
+        assert _stdout_since(c, mark) == "result 12\n"
+        # and forward to branch 1 again, then a branch of it: both values hold
+        await c.call("branches", {"switch": 1})
+        await c.wait_event("stopped")
+        assert (await where(c))[1:] == (11, {"factor": "10", "items": "[1, 2, 3]"})  # where the runs part
+        await _move(c, "next")
+        assert (await where(c))[2]["result"] == "60"
+        await _move(c, "stepBack")
+        await c.call("setVariable", {"variablesReference": await _locals_ref(c), "name": "items", "value": "[5]"})
+        await c.wait_event("stopped")
+        await _move(c, "next")
+        assert (await where(c))[2]["result"] == "50"
+        listed = await c.call("branches")
+        assert [b["id"] for b in listed["branches"]] == [0, 1, 2] and listed["current"] == 2
+        assert listed["branches"][2]["parent"] == 1
+
+
+async def test_a_value_that_is_not_a_literal_is_refused_and_the_session_goes_on(program, tmp_path):
+    marker = tmp_path / "ran"
+    async with adapter() as c:
+        await _back_before_the_call(c, program)
+        ref = await _locals_ref(c)
+        for value in (f"__import__('pathlib').Path({str(marker)!r}).touch()", "factor + 1", "[x for x in 'ab']"):
+            with pytest.raises(DapError) as refused:
+                await c.call("setVariable", {"variablesReference": ref, "name": "factor", "value": value})
+            assert "literal" in str(refused.value) and "never executed" in str(refused.value)
+        with pytest.raises(DapError) as refused:
+            await c.call("setVariable", {"variablesReference": ref, "name": "nothing", "value": "1"})
+        assert "not a local" in str(refused.value)
+        with pytest.raises(DapError) as refused:
+            await c.call("setExpression", {"expression": "items[0]", "value": "1"})
+        assert "only a local variable" in str(refused.value)
+        assert not marker.exists()
+        assert (await c.call("branches"))["current"] == 0
+        # still at the same stop, on the original run
+        assert (await _move(c, "next"))["reason"] == "breakpoint"  # the one at the print
+        assert (await where(c))[1:] == (12, {"factor": "2", "items": "[1, 2, 3]", "result": "12"})
+
+
+async def test_a_caller_frame_is_refused_with_the_reason(program):
+    async with adapter() as c:
+        await start(c, {"program": program}, breakpoints={program: [{"line": 4}]})
+        assert (await where(c))[0] == "total"
+        with pytest.raises(DapError) as refused:
+            await c.call(
+                "setVariable", {"variablesReference": await _locals_ref(c, frame=1), "name": "factor", "value": "3"}
+            )
+        assert "innermost frame" in str(refused.value)
+
+
+async def _return_value(c) -> str:
+    """Continue to the end of a function launch; the value it returned."""
+    while True:
+        stopped = await _move(c, "continue")
+        if stopped["reason"] == "end":
+            break
+    frames = (await c.call("stackTrace", {"threadId": 1}))["stackFrames"]
+    scopes = (await c.call("scopes", {"frameId": frames[0]["id"]}))["scopes"]
+    variables = (await c.call("variables", {"variablesReference": scopes[0]["variablesReference"]}))["variables"]
+    return next(v["value"] for v in variables if v["name"].startswith("(return)"))
+
+
+async def _fresh(function: str, args: str) -> str:
+    async with adapter() as c:
+        await start(c, {"program": function, "entry": {"function": "f", "args": args}, "stopOnEntry": True})
+        return await _return_value(c)
+
+
+async def test_set_expression_at_the_call_gives_what_a_fresh_recording_gives(function):
+    async with adapter() as c:
+        await start(c, {"program": function, "entry": {"function": "f", "args": "'ab', 3"}, "stopOnEntry": True})
+        await _move(c, "next")
+        await _move(c, "next")
+        await _move(c, "stepBack")
+        await _move(c, "stepBack")  # the first line again, arguments as the call gave them
+        assert (await where(c))[1:] == (2, {"text": "'ab'", "n": "3"})
+        frames = (await c.call("stackTrace", {"threadId": 1}))["stackFrames"]
+        answer = await c.call("setExpression", {"expression": "text", "value": "'xyz'", "frameId": frames[0]["id"]})
+        assert answer["value"] == "'xyz'"
+        await c.wait_event("stopped")
+        answer = await c.call("setExpression", {"expression": "n", "value": "5", "frameId": frames[0]["id"]})
+        await c.wait_event("stopped")
+        assert (await where(c))[2] == {"text": "'xyz'", "n": "5"}
+        mark = len(c.events_named("output"))
+        returned = await _return_value(c)
+        assert "made 5\n" in _stdout_since(c, mark)
+        assert (await c.call("branches"))["branches"][2]["parent"] == 1
+    assert returned == "'X-Y-Z-X-Y'" == await _fresh(function, "'xyz', 5")
