@@ -4,6 +4,9 @@ lists and switches; a value that is not a literal is refused and the session goe
 
 from __future__ import annotations
 
+import importlib.util
+import subprocess
+import sys
 import textwrap
 from pathlib import Path
 
@@ -182,6 +185,48 @@ async def test_a_caller_frame_is_refused_with_the_reason(program):
         assert "innermost frame" in str(refused.value)
 
 
+CHANGING = textwrap.dedent(
+    """\
+    import sys
+    from pathlib import Path
+
+
+    def main(path):
+        counter = Path(path)
+        n = int(counter.read_text()) if counter.exists() else 0
+        counter.write_text(str(n + 1))
+        if n % 2:
+            seen = "odd"
+        seen = "even"
+        x = 5
+        return x
+
+
+    main(sys.argv[1])
+    """
+)
+
+
+async def test_a_program_that_does_not_run_the_same_way_again_is_refused(tmp_path):
+    """Each run of this program takes another path (a counter in a file): the branch would not be
+    the run the user stood on, so none is made, and the session stays where it was."""
+    program = tmp_path / "changing.py"
+    program.write_text(CHANGING)
+    async with adapter() as c:
+        await start(
+            c,
+            {"program": str(program), "args": [str(tmp_path / "counter")], "recording": "full"},
+            breakpoints={str(program): [{"line": 13}]},
+        )
+        name, line, names = await where(c)
+        assert (name, line, names["n"], names["x"]) == ("main", 13, "0", "5")
+        with pytest.raises(DapError) as refused:
+            await c.call("setVariable", {"variablesReference": await _locals_ref(c), "name": "x", "value": "6"})
+        assert "no branch was made" in str(refused.value) and "not deterministic" in str(refused.value)
+        assert [b["id"] for b in (await c.call("branches"))["branches"]] == [0]
+        assert (await where(c))[2]["x"] == "5"
+
+
 async def _return_value(c) -> str:
     """Continue to the end of a function launch; the value it returned."""
     while True:
@@ -220,3 +265,37 @@ async def test_set_expression_at_the_call_gives_what_a_fresh_recording_gives(fun
         assert "made 5\n" in _stdout_since(c, mark)
         assert (await c.call("branches"))["branches"][2]["parent"] == 1
     assert returned == "'X-Y-Z-X-Y'" == await _fresh(function, "'xyz', 5")
+
+
+def test_the_terminal_sets_a_value_in_the_past_and_switches_branches(program):
+    script = "b 12; c; back; set factor 10; n; p result; set factor factor*2; branches; branches 0; n; p result; q"
+    done = subprocess.run(
+        [sys.executable, "-m", "neural_dap", "debug", program, "--do", script],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    out = done.stdout
+    assert done.returncode == 0, done.stderr
+    assert "now on branch 1: factor = 2 \u2192 10 in main at scale.py:11" in out
+    assert "not a Python literal" in out  # factor*2 is refused
+    assert "> branch 1: factor = 2 \u2192 10" in out and "  branch 0 (the original run)" in out
+    assert out.count("\n60\n") == 1 and out.count("\n12\n") == 1  # `p result` on each branch
+
+
+_BENCHMARK = Path(__file__).resolve().parent.parent / "benchmarks" / "what_if.py"
+_spec = importlib.util.spec_from_file_location("neural_dap_what_if", _BENCHMARK)
+assert _spec is not None and _spec.loader is not None
+what_if = importlib.util.module_from_spec(_spec)
+sys.modules[_spec.name] = what_if  # (dataclasses look their module up)
+_spec.loader.exec_module(what_if)
+
+
+@pytest.mark.skipif(not what_if.DATA.exists(), reason="CRUXEval's dev set is not in ../shared/data")
+async def test_a_changed_argument_gives_what_a_fresh_recording_with_it_gives():
+    """benchmarks/what_if.py on the first 30 CRUXEval functions: every branch made at the call with
+    one argument changed returns (or raises) what `f` called with that argument does."""
+    counts = await what_if.measure(what_if.load(what_if.DATA, 30), seed=1)
+    assert counts.different == 0, counts.differences
+    assert counts.refused == 0, counts.reasons
+    assert counts.same >= 25

@@ -4,9 +4,12 @@ program runs on from there with the new value.
 A branch is the program recorded again from its start with a list of edits, "when event N has been
 recorded, set NAME to VALUE in the innermost frame" (trace/child/whatif.py does it in the recording
 child and in every replay of it). A recording is deterministic up to the first edit (the recorder
-fixes the hash seed; a replay that is not is caught by the child, which finds a different frame or
-no such local there, and the branch is refused), so the branch is the run that setting the value at
-that moment would give: its output, its return value, its exceptions. Branch 0 is the original
+fixes the hash seed), so the branch is the run that setting the value at that moment would give:
+its output, its return value, its exceptions. A program that does not run the same way again (the
+clock, the network, threads) is caught when the new recording's events up to the edit (kind, line,
+invocation) differ from the run the user stood on, or when the child finds another function or no
+such local at that event: the branch is refused with the reason. (A run that takes the same path
+with other values is not caught.) Branch 0 is the original
 recording; a branch made while standing on a branch keeps that branch's earlier edits.
 
 Re-recording from the start is the simple, correct design: a branch costs one recording of the
@@ -23,6 +26,7 @@ from typing import TYPE_CHECKING
 
 import anyio
 import msgspec
+import numpy as np
 
 from neural_dap.core.literals import LiteralError, parse_literal
 from neural_dap.core.world import Stop, WorldError
@@ -104,6 +108,12 @@ class WhatIf:
         kept = tuple(e for e in parent.edits if e.index < edit.index or (e.index == edit.index and e.name != name))
         branch = Branch(len(self.branches), parent.id, (*kept, edit))
         execution, outcome = await self._record(branch)
+        if not _same_run(self.world.execution, execution, edit.index):
+            execution.close()
+            raise WorldError(
+                f"no branch was made: run again, the program took another path before event {edit.index} "
+                "(it is not deterministic up to there)"
+            )
         self.branches.append(branch)
         return await self._stand_on(branch, execution, outcome, edit.index)
 
@@ -190,6 +200,18 @@ class WhatIf:
         for execution, _ in self.open.values():
             execution.close()
         self.open.clear()
+
+
+def _same_run(a: Execution | None, b: Execution, last: int) -> bool:
+    """Whether two recordings ran the same events (kind, line, invocation) up to event `last`."""
+    if a is None or len(a) <= last or len(b) <= last:
+        return False
+    x, y = a.semantics.columns, b.semantics.columns
+    end = last + 1
+    return all(
+        np.array_equal(np.asarray(p[:end], dtype=np.int64), np.asarray(q[:end], dtype=np.int64))
+        for p, q in ((x.kinds, y.kinds), (x.lines, y.lines), (x.invs, y.invs))
+    )
 
 
 def _parting(a: Branch, b: Branch) -> int | None:
