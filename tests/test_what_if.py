@@ -10,6 +10,7 @@ import sys
 import textwrap
 from pathlib import Path
 
+import anyio
 import pytest
 
 from neural_dap.dap.client import DapError
@@ -299,3 +300,38 @@ async def test_a_changed_argument_gives_what_a_fresh_recording_with_it_gives():
     assert counts.different == 0, counts.differences
     assert counts.refused == 0, counts.reasons
     assert counts.same >= 25
+
+
+async def test_the_neural_world_refuses_with_the_reason_and_goes_on(tmp_path):
+    from .test_failed_predictions import neural_launch, scripted_model, true_frames
+
+    with scripted_model(tmp_path, true_frames(1)) as url:
+        async with adapter() as c:
+            await start(c, neural_launch(url))
+            name, line, names = await where(c)
+            with pytest.raises(DapError) as refused:
+                await c.call(
+                    "setVariable", {"variablesReference": await _locals_ref(c), "name": "items", "value": "[1]"}
+                )
+            assert "the neural world cannot run the program again" in str(refused.value)
+            with pytest.raises(DapError) as refused:
+                await c.call("branches")
+            assert "world 'recorded'" in str(refused.value)
+            assert await where(c) == (name, line, names)
+
+
+async def test_pause_ends_a_branch_that_runs_for_ever_and_the_session_goes_on(tmp_path):
+    program = tmp_path / "countdown.py"
+    program.write_text("def down(n):\n    while n != 0:\n        n -= 1\n    return n\n\n\ndown(3)\n")
+    async with adapter() as c:
+        await start(c, {"program": str(program)}, breakpoints={str(program): [{"line": 2}]})
+        seq = await c.send_request(
+            "setVariable", {"variablesReference": await _locals_ref(c), "name": "n", "value": "-1"}
+        )
+        await anyio.sleep(1.5)  # the branch counts down from -1: it would run to the wall-time limit
+        await c.call("pause", {"threadId": 1})
+        answer = await c.response(seq, "setVariable", timeout=20)
+        assert not answer["success"] and "no branch was made" in answer["message"]
+        assert [b["id"] for b in (await c.call("branches"))["branches"]] == [0]
+        assert (await where(c))[1:] == (2, {"n": "3"})
+        assert (await _move(c, "next"))["reason"] == "step"

@@ -18,6 +18,7 @@ from neural_dap.dap.connection import RequestError
 from neural_dap.dap.execution import ExecutionRequests
 from neural_dap.dap.presentation import FrameView
 from neural_dap.debugger import branching
+from neural_dap.debugger.core import Busy
 from neural_dap.world.branches import Branch
 
 
@@ -87,7 +88,10 @@ class BranchRequests(ExecutionRequests):
         self._require_launched()
         report = None
         if args.switch is not None:
-            report = await branching.switch(self.debugger, args.switch)
+            try:
+                report = await branching.switch(self.debugger, args.switch)
+            except Busy as exc:
+                raise RequestError(str(exc)) from None
             if report.failure is not None:
                 raise RequestError(report.failure)
         found, current = branching.branches(self.debugger)
@@ -98,7 +102,10 @@ class BranchRequests(ExecutionRequests):
     async def _change(self, request: p.Request, depth: int, name: str, text: str) -> None:
         """Make the branch, answer with the new value as the stop on the branch shows it, then stop there."""
         self._require_launched()
-        report = await branching.set_value(self.debugger, depth, name, text)
+        try:
+            report = await branching.set_value(self.debugger, depth, name, text)
+        except Busy as exc:
+            raise RequestError(str(exc)) from None
         if report.failure is not None:
             raise RequestError(report.failure)
         top = report.stop.stack[0] if report.stop.stack else None

@@ -50,6 +50,8 @@ def branches(debugger: Debugger) -> tuple[list[Branch], int]:
 
 
 def _described(report: Report, what_if: WhatIf) -> Report:
-    if report.failure is None:
+    if report.failure is None and report.reason == "pause":  # cancelled before the branch was recorded
+        report.failure = "paused: no branch was made"
+    elif report.failure is None:
         report.description = what_if.branches[what_if.current].describe()
     return report

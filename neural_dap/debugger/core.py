@@ -192,7 +192,8 @@ class Debugger:
         """Interrupt the running request: it ends at the last stop with reason `pause`. While the
         program is still being recorded, a world that can (`interrupt`) ends the recording there
         and the session opens on what was recorded."""
-        interrupt = getattr(self._starting, "interrupt", None)
+        # (a launched world may be recording too: a what-if branch, world/branches.py)
+        interrupt = getattr(self._starting or self.world, "interrupt", None)
         if interrupt is not None:
             interrupt()
         if self._running is not None:

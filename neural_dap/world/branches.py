@@ -32,7 +32,8 @@ from neural_dap.core.literals import LiteralError, parse_literal
 from neural_dap.core.world import Stop, WorldError
 from neural_dap.trace.execution import Execution, SkeletonExecution
 from neural_dap.trace.program import Limits, Outcome, Program
-from neural_dap.trace.recorder import RecorderError, record_skeleton
+from neural_dap.trace.recorder import RecorderError, RecordingHandle, record_skeleton
+from neural_dap.trace.skeleton import SkeletonRecording
 
 if TYPE_CHECKING:
     from neural_dap.world.recorded import RecordedWorld
@@ -92,9 +93,16 @@ class WhatIf:
         self.branches: list[Branch] = [Branch(0)]
         self.current = 0
         self.open: OrderedDict[int, tuple[Execution, Outcome | None]] = OrderedDict()
+        self.recording: RecordingHandle | None = None  # while a branch is being recorded
 
     def remember(self, program: Program, limits: Limits, python: str | None) -> None:
         self.recipe = Recipe(program, limits, python)
+
+    def interrupt(self) -> bool:
+        """The user paused while a branch is being recorded (a value that makes the program loop):
+        end that recording now; the move is cancelled and no branch is made."""
+        recording = self.recording
+        return recording.end_now() if recording is not None else False
 
     # -- making a branch ----------------------------------------------------------------------------
     async def set_value(self, stop: Stop, frame: int, name: str, text: str) -> Stop:
@@ -146,12 +154,30 @@ class WhatIf:
         recipe = self.recipe
         assert recipe is not None
         edits = [{"at": e.index, "name": e.name, "value": e.value, "function": e.function} for e in branch.edits]
-        try:
-            recording = await anyio.to_thread.run_sync(
-                lambda: record_skeleton(recipe.program, recipe.limits, python=recipe.python, what_if=edits or None)
+        handle = self.recording = RecordingHandle()
+        made: list[SkeletonRecording] = []
+
+        def run() -> SkeletonRecording:
+            made.append(
+                record_skeleton(
+                    recipe.program, recipe.limits, python=recipe.python, recording=handle, what_if=edits or None
+                )
             )
+            return made[0]
+
+        try:
+            recording = await anyio.to_thread.run_sync(run)
         except RecorderError as exc:
             raise WorldError(f"the program could not be run again: {exc}") from None
+        except anyio.get_cancelled_exc_class():
+            for unused in made:  # paused: the recording ended early and no branch is made of it
+                unused.close()
+            raise
+        finally:
+            self.recording = None
+        if handle.ended:  # paused: the recording was ended early
+            recording.close()
+            raise WorldError("paused: the program was stopped while it ran with the new value; no branch was made")
         execution = SkeletonExecution(recording)
         applied = {(at, name): how for at, name, how in recording.log.what_if}
         for edit in branch.edits:
@@ -182,6 +208,12 @@ class WhatIf:
         return await self._stand_on(branch, execution, outcome, index)
 
     async def _stand_on(self, branch: Branch, execution: Execution, outcome: Outcome | None, index: int) -> Stop:
+        # the world and the branches change together: a pause now must not leave one of them behind
+        with anyio.CancelScope(shield=True):
+            stop = await self._move_to(branch, execution, outcome, index)
+        return stop
+
+    async def _move_to(self, branch: Branch, execution: Execution, outcome: Outcome | None, index: int) -> Stop:
         left = self.world.stand_on(execution, outcome)
         if left is not None:
             self.open[self.current] = left

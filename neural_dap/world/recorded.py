@@ -303,7 +303,7 @@ class RecordedWorld:
         """The user paused while the program is being recorded: end the recording where the program
         is and debug what was recorded (a server, a program waiting for something)."""
         recording = self._recording
-        return recording.end_now() if recording is not None else False
+        return recording.end_now() if recording is not None else self.what_if.interrupt()
 
     def why_not_run(self, path: str) -> str | None:
         """Why a breakpoint in `path` can never be hit in this recording, or None if it can: no code

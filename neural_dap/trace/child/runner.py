@@ -9,6 +9,7 @@ import json
 import os
 import signal
 import sys
+import threading
 import types
 from _thread import get_ident
 
@@ -260,6 +261,12 @@ def _arm_end_signal(end_here, channel: Channel, main_thread: int) -> None:
     reason = [("paused", "the recording was paused: it ends here")]
 
     def on_signal(_signum, _frame) -> None:
+        if channel.lock.locked():
+            # the signal may have come while this thread writes records to the pipe (the lock is
+            # held below this handler): ending here would wait on that lock for ever, and write into
+            # the middle of a frame; ask again in a moment, when the write is done
+            threading.Timer(0.01, _resend, (main_thread,)).start()
+            return
         end_here(*reason[0])
 
     def end_in_main(outcome: str, message: str) -> bool:
@@ -276,6 +283,13 @@ def _arm_end_signal(end_here, channel: Channel, main_thread: int) -> None:
     except (OSError, ValueError):
         return
     channel.end_in_main = end_in_main  # type: ignore[assignment]
+
+
+def _resend(thread: int) -> None:
+    try:
+        signal.pthread_kill(thread, END_SIGNAL)  # type: ignore[arg-type]
+    except (OSError, ValueError):
+        pass
 
 
 def _stop_in_forked_child(stop, channel: Channel, cfg: dict) -> None:
