@@ -103,6 +103,13 @@ async def test_set_variable_in_the_past_runs_the_program_again_with_it(program):
         # continue: the breakpoint at the print again, on the new branch, with its output
         assert (await _move(c, "continue"))["reason"] == "breakpoint"
         assert (await where(c))[2]["result"] == "60"
+        # the live copy of the program at this stop is the branch's too (its replays set the value)
+        frames = (await c.call("stackTrace", {"threadId": 1}))["stackFrames"]
+        live = await c.call(
+            "evaluate",
+            {"expression": "factor * sum(items) + len(items)", "frameId": frames[0]["id"], "context": "repl"},
+        )
+        assert live["result"] == "63"
         await _move(c, "continue")
         assert "result 60\n" in _stdout_since(c, mark)
         assert "result 12" not in _stdout_since(c, mark)
