@@ -342,3 +342,38 @@ async def test_pause_ends_a_branch_that_runs_for_ever_and_the_session_goes_on(tm
         assert [b["id"] for b in (await c.call("branches"))["branches"]] == [0]
         assert (await where(c))[1:] == (2, {"n": "3"})
         assert (await _move(c, "next"))["reason"] == "step"
+
+
+CLOSURE = textwrap.dedent(
+    """\
+    def g(k):
+        scale = 2
+
+        def times(v):
+            return v * scale
+
+        return [times(v) for v in range(k)]
+    """
+)
+
+
+@pytest.mark.parametrize("version", ["3.11", "3.12", "3.13"])
+async def test_a_local_a_closure_reads_is_set_on_each_interpreter(tmp_path, version):
+    """3.11 and 3.12 write the frame's locals back with PyFrame_LocalsToFast, 3.13 through f_locals;
+    a local held in a cell (a closure reads it) is set too."""
+    from .test_recorder import _python
+
+    python = sys.executable if version == "3.11" else _python(version)
+    if python is None:
+        pytest.skip(f"no python{version} on this machine")
+    program = tmp_path / "closure.py"
+    program.write_text(CLOSURE)
+    launch = {"program": str(program), "entry": {"function": "g", "args": "3"}, "stopOnEntry": True}
+    async with adapter() as c:
+        await start(c, {**launch, "python": python})
+        await _move(c, "next")
+        assert (await where(c))[1:] == (4, {"k": "3", "scale": "2"})
+        await c.call("setVariable", {"variablesReference": await _locals_ref(c), "name": "scale", "value": "5"})
+        await c.wait_event("stopped")
+        assert (await where(c))[2] == {"k": "3", "scale": "5"}
+        assert await _return_value(c) == "[0, 5, 10]"
