@@ -377,3 +377,38 @@ async def test_a_local_a_closure_reads_is_set_on_each_interpreter(tmp_path, vers
         await c.wait_event("stopped")
         assert (await where(c))[2] == {"k": "3", "scale": "5"}
         assert await _return_value(c) == "[0, 5, 10]"
+
+
+async def test_every_kind_of_literal_is_accepted_and_anything_else_refused(function):
+    """Each accepted value is a branch of its own (more than are kept open: an old one is recorded
+    again when switched back to)."""
+    accepted = {
+        "-3": "-3",
+        "1.5e3": "1500.0",
+        "'é\\\\n'": "'é\\\\n'",
+        "b'xy'": "b'xy'",
+        "(1, 'a')": "(1, 'a')",
+        "{1, 2}": "{1, 2}",
+        "set()": "set()",
+        "{'k': [True, None]}": "{'k': [True, None]}",
+        "1+2j": "(1+2j)",
+    }
+    refused = ["10**9", "text", "-'a'", "[1] * 3", "[" * 40 + "]" * 40, "9" * 5000, "{**{}}", "...", "f'{n}'"]
+    async with adapter() as c:
+        await start(c, {"program": function, "entry": {"function": "f", "args": "'ab', 3"}, "stopOnEntry": True})
+        frame = (await c.call("stackTrace", {"threadId": 1}))["stackFrames"][0]["id"]
+        for value, shown in accepted.items():
+            answer = await c.call("setExpression", {"expression": "text", "value": value, "frameId": frame})
+            await c.wait_event("stopped")
+            assert answer["value"] == shown, value
+            assert (await where(c))[2]["text"] == shown
+        for value in refused:
+            with pytest.raises(DapError):
+                await c.call("setExpression", {"expression": "text", "value": value, "frameId": frame})
+        listed = await c.call("branches")
+        assert len(listed["branches"]) == 1 + len(accepted) and listed["current"] == len(accepted)
+        await c.call("branches", {"switch": 1})
+        await c.wait_event("stopped")
+        assert (await where(c))[2] == {"text": "-3", "n": "3"}
+        stopped = await _move(c, "continue")  # len(-3): the branch's own run raises
+        assert stopped["reason"] == "exception" and "TypeError" in stopped["description"]
