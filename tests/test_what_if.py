@@ -412,3 +412,47 @@ async def test_every_kind_of_literal_is_accepted_and_anything_else_refused(funct
         assert (await where(c))[2] == {"text": "-3", "n": "3"}
         stopped = await _move(c, "continue")  # len(-3): the branch's own run raises
         assert stopped["reason"] == "exception" and "TypeError" in stopped["description"]
+
+
+def test_nvim_dap_with_the_readmes_what_if_helpers(program, tmp_path):
+    """The README's nvim-dap helpers in a real headless Neovim with the real nvim-dap (skipped without
+    a checkout at $NEURAL_DAP_NVIM_DAP or .e2e/nvim-dap, as tests/test_nvim_dap.py is)."""
+    import json
+    import os
+
+    from .conftest import ROOT, modern_nvim
+    from .test_nvim_dap import _nvim_dap
+
+    nvim, plugin = modern_nvim(), _nvim_dap()
+    if nvim is None or plugin is None:
+        pytest.skip("needs Neovim 0.11+ (dev extra) and an nvim-dap checkout at $NEURAL_DAP_NVIM_DAP or .e2e/nvim-dap")
+    out = tmp_path / "seen.json"
+    env = {
+        **os.environ,
+        "ND_NVIM_DAP": str(plugin),
+        "ND_OUT": str(out),
+        "ND_NEURAL_DAP": str(Path(sys.executable).with_name("neural-dap")),
+    }
+    run = subprocess.run(
+        [nvim, "--headless", "--clean", "-u", str(ROOT / "tests" / "nvim" / "what_if.lua"), program],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=180,
+    )
+    assert out.is_file(), (run.stdout + run.stderr)[-3000:]
+    seen = json.loads(out.read_text())
+    assert seen["errors"] == []
+    stops = [(s["reason"], s["line"], s.get("description", "")) for s in seen["stops"]]
+    assert stops == [
+        ("entry", 1, ""),
+        ("breakpoint", 12, ""),
+        ("step", 11, ""),
+        ("goto", 11, "branch 1: factor = 2 \u2192 10 in main at scale.py:11 (event 7)"),
+        ("breakpoint", 12, ""),
+        ("goto", 11, "branch 0 (the original run)"),
+    ]
+    assert (seen["factor"], seen["result"], seen["original"]) == ("10", "60", "2")
+    assert [b["id"] for b in seen["listed"]["branches"]] == [0, 1] and seen["listed"]["current"] == 1
+    assert "result 60\n" not in seen["output"]  # the branch stopped at the print, before it ran
