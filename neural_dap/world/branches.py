@@ -40,6 +40,7 @@ if TYPE_CHECKING:
 
 MAX_BRANCHES = 64
 MAX_OPEN = 6  # recordings kept open (each holds its checkpoint processes)
+_CHUNK = 1 << 20  # events compared at a time
 
 
 class Edit(msgspec.Struct, frozen=True):
@@ -239,11 +240,12 @@ def _same_run(a: Execution | None, b: Execution, last: int) -> bool:
     if a is None or len(a) <= last or len(b) <= last:
         return False
     x, y = a.semantics.columns, b.semantics.columns
-    end = last + 1
-    return all(
-        np.array_equal(np.asarray(p[:end], dtype=np.int64), np.asarray(q[:end], dtype=np.int64))
-        for p, q in ((x.kinds, y.kinds), (x.lines, y.lines), (x.invs, y.invs))
-    )
+    for start in range(0, last + 1, _CHUNK):  # a chunk at a time: runs of 10^7 events
+        end = min(last + 1, start + _CHUNK)
+        for p, q in ((x.kinds, y.kinds), (x.lines, y.lines), (x.invs, y.invs)):
+            if not np.array_equal(np.asarray(p[start:end], dtype=np.int64), np.asarray(q[start:end], dtype=np.int64)):
+                return False
+    return True
 
 
 def _parting(a: Branch, b: Branch) -> int | None:
