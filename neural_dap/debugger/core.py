@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import ast
 import logging
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol, TypeVar, runtime_checkable
 
@@ -230,7 +230,8 @@ class Debugger:
         """Interrupt the running request: it ends at the last stop with reason `pause`. While the
         program is still being recorded, a world that can (`interrupt`) ends the recording there
         and the session opens on what was recorded."""
-        interrupt = getattr(self._starting, "interrupt", None)
+        # (a launched world may be recording too: a what-if branch, world/branches.py)
+        interrupt = getattr(self._starting or self.world, "interrupt", None)
         if interrupt is not None:
             interrupt()
         if self._running is not None:
@@ -537,6 +538,22 @@ class Debugger:
             return Outcome(stop, "goto")
 
         return await self._run(move)
+
+    async def reach(self, move: Callable[[], Awaitable[Stop]], reason: str = "goto") -> Report:
+        """A move the world makes outside the stepping policy (a what-if branch, a switch between
+        branches: debugger/branching.py); the stop it reaches becomes the current one."""
+        if self.world is None:
+            raise WorldError("no program has been launched")
+        if self._lock.locked():
+            raise Busy("the program is already running; pause it first")
+
+        async def run() -> Outcome:
+            stop = await move()
+            self._collect_output(stop)
+            self._stop = stop
+            return Outcome(stop, reason)
+
+        return await self._run(run)
 
     # -- values ---------------------------------------------------------------------------------------
     async def evaluate(self, expression: str, names: dict[str, str], frame: int | None = None) -> Evaluated:

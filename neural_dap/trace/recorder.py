@@ -166,9 +166,11 @@ def record_skeleton(
     checkpoint_seconds: float = 0.25,
     max_checkpoints: int = 24,
     recording: RecordingHandle | None = None,
+    what_if: list[dict] | None = None,
 ):
     """Run `program` recording only its skeleton, with checkpoints to materialise states from
-    (see `trace.skeleton`). Returns a `SkeletonRecording`; close it to end its checkpoints."""
+    (see `trace.skeleton`). Returns a `SkeletonRecording`; close it to end its checkpoints.
+    `what_if`: values to set on the way, {"at", "name", "value", "function"} (child/whatif.py)."""
     from neural_dap.trace.skeleton import new_folder
 
     folder = new_folder()
@@ -180,6 +182,8 @@ def record_skeleton(
         "max_checkpoints": max_checkpoints,
         "owner_pid": os.getpid(),
     }
+    if what_if:
+        extra["what_if"] = what_if
     try:
         return _record(program, limits, python=python, engine=engine, extra=extra, folder=folder, handle=recording)
     except BaseException:

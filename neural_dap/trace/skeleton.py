@@ -66,6 +66,7 @@ class SkeletonLog:
         self.outputs: list[tuple[int, str, str]] = []  # (events before it, stdout|stderr, text)
         self.checkpoints: dict[int, tuple[str, int]] = {}  # event index -> (socket path, pid)
         self.outcome: tuple | None = None
+        self.what_if: list[tuple[int, str, str]] = []  # (event, name, "applied" or why not): child/whatif.py
         self.engine = ""
         self.python = ""
         self.corrupt = False
@@ -126,6 +127,8 @@ class SkeletonLog:
                 self.checkpoints.pop(int(event[1]), None)
             elif tag == "engine":
                 self.engine, self.python = event[1], event[2]
+            elif tag == "whatif":
+                self.what_if.append((int(event[1]), str(event[2]), str(event[3])))
             elif tag == "end":
                 self.outcome = tuple(event[1:])
 

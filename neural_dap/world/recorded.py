@@ -38,6 +38,7 @@ from neural_dap.trace.recorder import (
     record_skeleton,
 )
 from neural_dap.trace.skeleton import DivergenceError
+from neural_dap.world.branches import WhatIf
 
 LIMIT_KEYS = {
     "maxEvents": "max_events",
@@ -113,6 +114,7 @@ class RecordedWorld:
         self._recording: RecordingHandle | None = None  # while the program is being recorded
         self._live: LiveStop | None = None  # the live copy of the program at the stop expressions asked about
         self._queries: RecordingQueries | None = None
+        self.what_if = WhatIf(self)  # what-if branches: the program run again with a value changed
 
     async def start(self, launch: LaunchSpec) -> Stop:
         if launch.entry is not None and launch.entry.returns is not None:
@@ -135,6 +137,7 @@ class RecordedWorld:
         mode = self.mode = options.recording
         limits = limits_from(options.limits, mode)
         python = launch.python
+        self.what_if.remember(program, limits, python)
         try:
             if mode == "full":
                 rec = await record_async(program, limits, python=python)
@@ -171,6 +174,16 @@ class RecordedWorld:
         self.execution = execution
         self.index = 0
         return await self._stop(0, output=execution.output(-1, 0))
+
+    def stand_on(self, execution: Execution, outcome: Outcome | None) -> tuple[Execution, Outcome | None] | None:
+        """Stand on another recording of the program (a what-if branch, world/branches.py); returns
+        the one left, for its branch to come back to. The caller travels to an event of it next."""
+        left = (self.execution, self.outcome) if self.execution is not None else None
+        if self._live is not None:
+            self._live.close()
+            self._live = None
+        self.execution, self.outcome = execution, outcome
+        return left
 
     def _require(self) -> Execution:
         if self.execution is None:
@@ -321,7 +334,7 @@ class RecordedWorld:
         """The user paused while the program is being recorded: end the recording where the program
         is and debug what was recorded (a server, a program waiting for something)."""
         recording = self._recording
-        return recording.end_now() if recording is not None else False
+        return recording.end_now() if recording is not None else self.what_if.interrupt()
 
     def why_not_run(self, path: str) -> str | None:
         """Why a breakpoint in `path` can never be hit in this recording, or None if it can: no code
@@ -388,6 +401,7 @@ class RecordedWorld:
         return out
 
     async def close(self) -> None:
+        self.what_if.close()
         if self._live is not None:
             self._live.close()
             self._live = None

@@ -9,6 +9,7 @@ import json
 import os
 import signal
 import sys
+import threading
 import types
 from _thread import get_ident
 
@@ -19,6 +20,7 @@ from neural_dap.trace.child.recorder import PASS, Capture, Recorder, set_output_
 from neural_dap.trace.child.skeleton import Skeleton
 from neural_dap.trace.child.threads import ThreadTable, wait_for_threads, watch_for_threads
 from neural_dap.trace.child.values import _short
+from neural_dap.trace.child.whatif import Edits
 
 
 def _parse_call_args(text: str, namespace: dict, literal_only: bool = False) -> tuple[list, dict]:
@@ -181,6 +183,8 @@ def main() -> None:
     if cfg.get("mode") == "skeleton":
         skeleton = Skeleton(cfg, channel, engine, rec.events, finish)
         skeleton.is_user = rec.is_user  # type: ignore[method-assign]  # a live stop shows the traced frames
+        if cfg.get("what_if"):  # a what-if branch: values to set on the way (child/whatif.py)
+            skeleton.edits = Edits(cfg["what_if"], rec)
         skeleton.start()
         rec.count = engine.count
 
@@ -270,6 +274,12 @@ def _arm_end_signal(end_here, channel: Channel, main_thread: int) -> None:
     reason = [("paused", "the recording was paused: it ends here")]
 
     def on_signal(_signum, _frame) -> None:
+        if channel.lock.locked():
+            # the signal may have come while this thread writes records to the pipe (the lock is
+            # held below this handler): ending here would wait on that lock for ever, and write into
+            # the middle of a frame; ask again in a moment, when the write is done
+            threading.Timer(0.01, _resend, (main_thread,)).start()
+            return
         end_here(*reason[0])
 
     def end_in_main(outcome: str, message: str) -> bool:
@@ -286,6 +296,13 @@ def _arm_end_signal(end_here, channel: Channel, main_thread: int) -> None:
     except (OSError, ValueError):
         return
     channel.end_in_main = end_in_main  # type: ignore[assignment]
+
+
+def _resend(thread: int) -> None:
+    try:
+        signal.pthread_kill(thread, END_SIGNAL)  # type: ignore[arg-type]
+    except (OSError, ValueError):
+        pass
 
 
 def _stop_in_forked_child(stop, channel: Channel, cfg: dict) -> None:
