@@ -56,6 +56,7 @@ typedef struct {
     long long last;       /* index of this invocation's latest event */
     long code_id;
     int resumable;        /* a generator's or coroutine's code: it may leave by a yield and resume */
+    Py_ssize_t depth;     /* as recorded: its place on the stack, 0 for an entry of its own (a task's coroutine) */
 } Entry;
 
 /* skeleton records, little-endian, packed */
@@ -113,7 +114,7 @@ typedef struct {
     PyObject *line_tables;   /* list of bytes: each code's int line per 2-byte instruction (-1: none) */
     PyObject *make_line_table; /* callable(code) -> that bytes */
     /* generators and coroutines (child/coroutines.py); NULL: not followed */
-    PyObject *resumed;       /* callable(frame) -> the invocation a resumed frame continues, or -1 */
+    PyObject *resumed;       /* callable(frame) -> (the invocation a resumed frame continues or -1, run by the user's code) */
     PyObject *left;          /* callable(frame, inv, raised): the frame left by a yield, a return or an exception */
     /* skeleton mode */
     int skeleton;
@@ -454,7 +455,7 @@ static int snapshot_stack(Tracer *t, Py_ssize_t upto) {
         if (changes == NULL)
             return -1;
         int line = e->frame != NULL ? PyFrame_GetLineNumber(e->frame) : 0;
-        if (emit(t, Py_BuildValue("(OLliNN)", TAG_S, e->inv, e->code_id, line, PyLong_FromSsize_t(d), changes)) < 0)
+        if (emit(t, Py_BuildValue("(OLliNN)", TAG_S, e->inv, e->code_id, line, PyLong_FromSsize_t(e->depth), changes)) < 0)
             return -1;
     }
     return 0;
@@ -573,6 +574,7 @@ static Entry *push(Tracer *t, PyObject *code, PyFrameObject *frame) {
     e->last = t->count;
     e->code_id = 0;
     e->resumable = 0;
+    e->depth = t->depth - 1;
     return e;
 }
 
@@ -594,15 +596,16 @@ static int call_event(Tracer *t, PyFrameObject *frame, CodeInfo *info, int line)
         return -1;
     int capture = capturing(t);
     long long resumes = -1;
+    int direct = 1;
     if (info->resumable && t->resumed != NULL) {
         PyFrameObject *started = frame != NULL ? frame : PyEval_GetFrame();
         if (started != NULL) {
             PyObject *found = call1(t->resumed, (PyObject *)started);
             if (found == NULL)
                 return -1;
-            resumes = PyLong_AsLongLong(found);
+            int ok = PyArg_ParseTuple(found, "Lp", &resumes, &direct);
             Py_DECREF(found);
-            if (resumes == -1 && PyErr_Occurred())
+            if (!ok)
                 return -1;
         }
     }
@@ -615,14 +618,16 @@ static int call_event(Tracer *t, PyFrameObject *frame, CodeInfo *info, int line)
     e->resumable = info->resumable;
     e->lines = info->lines;
     e->n_lines = info->n_lines;
-    Py_ssize_t depth = t->depth - 1;
+    /* a task's coroutine is run by the event loop, not by the user's code below it: an entry of its own */
+    Py_ssize_t depth = direct ? t->depth - 1 : 0;
+    e->depth = depth;
     if (t->skeleton) {
-        long long caller_last = depth > 0 ? t->stack[depth - 1].last : -1;
+        long long caller_last = depth > 0 ? t->stack[t->depth - 2].last : -1;
         if (record_event(t, e->inv, line, 0) < 0 || record_call(t, code_id, caller_last, resumes) < 0)
             return -1;
     }
     if (capture) {
-        if (snapshot_stack(t, depth) < 0 || ensure_dicts(e) < 0)
+        if (snapshot_stack(t, t->depth - 1) < 0 || ensure_dicts(e) < 0)
             return -1;
         PyObject *changes = frame_diff(t, e);
         if (changes == NULL)

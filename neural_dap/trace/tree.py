@@ -47,7 +47,9 @@ class StateTree:
                 self.thread_of[inv] = state.thread
                 self.by_invocation[inv] = []
                 self.call_index[inv] = i
-                self.parent[inv] = open_stack[-1] if open_stack else None
+                # depth 0: an entry of its own (the traced scope, a thread's function, a task's
+                # coroutine the event loop runs), whatever traced frames are below it
+                self.parent[inv] = open_stack[-1] if open_stack and state.depth > 0 else None
                 open_stack.append(inv)
             self.by_invocation[inv].append(i)
             if state.event in TERMINAL_EVENTS:

@@ -11,6 +11,8 @@ suspended, so a suspension is kept by the frame's id until the frame resumes, or
 from __future__ import annotations
 
 import opcode
+import types
+from collections.abc import Callable
 
 # CO_GENERATOR | CO_COROUTINE | CO_ITERABLE_COROUTINE | CO_ASYNC_GENERATOR (as inspect names them;
 # inspect itself is not imported: the program sees the modules it imported, not ours)
@@ -21,14 +23,20 @@ _FINAL = frozenset(opcode.opmap[name] for name in ("RETURN_VALUE", "RETURN_CONST
 
 
 class Suspensions:
-    def __init__(self) -> None:
+    def __init__(self, is_user: Callable[[types.CodeType], bool]) -> None:
         self._by_frame: dict[int, tuple[object, int]] = {}  # id(frame) -> (its code, the invocation it left)
+        self._is_user = is_user
 
-    def resumed(self, frame) -> int:
-        """A generator's or coroutine's frame starts running: the invocation it continues, or -1
-        (it starts for the first time)."""
+    def started(self, frame) -> tuple[int, bool]:
+        """A generator's or coroutine's frame starts running: (the invocation it continues, or -1
+        where it starts for the first time; whether the user's code runs it). A task's coroutine is
+        run by the event loop, not by the code below it on the stack: it leaves (returns, yields)
+        into library code, and a debugger stepping off its end goes on to the user's next line
+        (the next task's) rather than to that code."""
         found = self._by_frame.pop(id(frame), None)
-        return found[1] if found is not None and found[0] is frame.f_code else -1
+        resumes = found[1] if found is not None and found[0] is frame.f_code else -1
+        back = frame.f_back
+        return resumes, back is not None and self._is_user(back.f_code)
 
     def left(self, frame, inv: int, raised: bool) -> None:
         """The frame of invocation `inv` leaves: by a yield (kept, to be resumed), or for good."""

@@ -55,7 +55,10 @@ def settrace_engine(rec: Recorder, threads: ThreadTable | None = None):
         if cid is None:
             cid = rec.code_id(code)
         resumable = code.co_flags & RESUMABLE
-        resumes = suspensions.resumed(frame) if resumable else -1
+        resumes = -1
+        if resumable:
+            resumes, direct = suspensions.started(frame)
+            depth = depth if direct else 0  # run by library code (an event loop): an entry of its own
         if resumes < 0:
             emit(("c", inv, cid, frame.f_lineno, depth, diff(frame.f_locals)))
         else:
@@ -147,7 +150,9 @@ def monitoring_engine(rec: Recorder, threads: ThreadTable | None = None):
         entry = [frame, inv, diff, None]
         event = ["c", inv, rec.code_id(code), frame.f_lineno, len(stack), diff(frame.f_locals)]
         if code.co_flags & RESUMABLE:
-            resumes = rec.suspensions.resumed(frame)
+            resumes, direct = rec.suspensions.started(frame)
+            if not direct:
+                event[4] = 0  # run by library code (an event loop): an entry of its own
             if resumes >= 0:
                 event.append(resumes)
         emit(event)
@@ -248,7 +253,7 @@ def c_tracer(rec: Recorder):
     )
     if not hasattr(tracer, "suspensions"):  # an extension built from older source: its records differ
         raise ImportError("the C tracer is out of date: rebuild it (python setup.py build_ext --inplace)")
-    tracer.suspensions(rec.suspensions.resumed, rec.suspensions.left)
+    tracer.suspensions(rec.suspensions.started, rec.suspensions.left)
     return tracer
 
 

@@ -161,7 +161,8 @@ class Recorder:
         self.output_left = self.limits.max_output
         self.output_cut = False
         self.count = None  # skeleton mode: a function giving the number of events so far
-        self.suspensions = Suspensions()  # which invocation a resumed generator or coroutine continues
+        # which invocation a resumed generator or coroutine continues, and whether the user's code runs it
+        self.suspensions = Suspensions(self.is_user)
 
     def set_main(self, path: str, roots: list[str]) -> None:
         """A module launch: the main file is known once the module is found; the user's code is
