@@ -126,6 +126,85 @@ def far_stops(python: str, program: Program, limits: Limits) -> tuple[float, flo
         execution.close()
 
 
+# Whole scripts for the second table: a program whose work runs in four threads (recorded again with
+# every thread, by the Python tracers, when the fast recording meets the second thread), and
+# library-heavy code recorded with justMyCode true (the default) and false (the libraries traced too)
+THREADED = textwrap.dedent(
+    """
+    import threading
+
+    def work(n, out):
+        total = 0
+        for i in range(n):
+            total += i * i % 7
+        out.append(total)
+
+    results = []
+    threads = [threading.Thread(target=work, args=({n}, results)) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    print(sum(results))
+    """
+)
+LIBRARIES = textwrap.dedent(
+    """
+    import json, re, textwrap
+
+    def main(n):
+        words = 0
+        for k in range(n):
+            text = json.dumps({{"id": k, "tags": ["a", "b", str(k)], "note": "lorem ipsum " * 5}})
+            words += len(re.findall(r"\\w+", textwrap.fill(json.loads(text)["note"], 20)))
+        return words
+
+    print(main({n}))
+    """
+)
+
+
+def script_seconds(python: str, path: Path) -> float:
+    """A plain run of a whole script, interpreter start-up left out."""
+    t = time.perf_counter()
+    subprocess.run([python, str(path)], capture_output=True, check=True)
+    total = time.perf_counter() - t
+    t = time.perf_counter()
+    subprocess.run([python, "-c", "pass"], capture_output=True, check=True)
+    return max(total - (time.perf_counter() - t), 1e-6)
+
+
+def whole_programs(python: str, tmp: Path, scale: int, limits: Limits, base_skeleton: float, base_full: float) -> None:
+    print(f"\n{'python':>8} {'program':>22} {'events':>10} {'plain ms':>9} {'recorded':>9}  how")
+    version = subprocess.run(
+        [python, "-c", "import sys; print(sys.version.split()[0])"], capture_output=True, text=True
+    ).stdout.strip()
+    threaded = tmp / "threaded.py"
+    threaded.write_text(THREADED.format(n=25_000 * scale))
+    plain = script_seconds(python, threaded)
+    t = time.perf_counter()
+    rec = record(Program(str(threaded)), limits, python=python)  # ends at the second thread, records again
+    seconds = time.perf_counter() - t - base_full
+    threads = len({s.thread for s in rec.states})
+    print(
+        f"{version:>8} {'threads (4 workers)':>22} {len(rec.states):>10} {plain * 1e3:>9.1f} {seconds / plain:>8.1f}x"
+        f"  every thread ({threads}), full, {rec.engine}; the first recording included"
+    )
+    libraries = tmp / "libraries.py"
+    libraries.write_text(LIBRARIES.format(n=300 * scale))
+    plain = script_seconds(python, libraries)
+    for trace, label in (("mine", "justMyCode true"), ("all", "justMyCode false")):
+        t = time.perf_counter()
+        skeleton = record_skeleton(Program(str(libraries), trace=trace), limits, python=python)
+        seconds = time.perf_counter() - t - base_skeleton
+        events = len(skeleton)
+        skeleton.close()
+        print(
+            f"{version:>8} {'libraries (' + label + ')':>22} {events:>10} {plain * 1e3:>9.1f} "
+            f"{seconds / plain:>8.1f}x  skeleton"
+        )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--python", action="append", help="interpreters to measure (default: this one)")
@@ -179,6 +258,7 @@ def main() -> None:
                     f"{skeleton / plain:>8.1f}x {full_text:>9} "
                     f"{per_event:>8.1f} {late * 1e3:>7.0f}ms {back * 1e3:>5.0f}ms"
                 )
+            whole_programs(python, Path(tmp), opts.scale, limits, base_skeleton, base_full)
 
 
 if __name__ == "__main__":

@@ -1,4 +1,6 @@
-"""Forward stops and local values agree with a real debugpy session, step for step.
+"""Forward stops and local values agree with a real debugpy session, step for step, on 3.11 and
+3.12 (whose debugpy steps by sys.monitoring's rules), for the examples and for a threaded and an
+asyncio program (breakpoints in a worker thread, `next` over `await` in interleaving tasks).
 
 For each example program and each stepping plan, the same commands go to `python -m debugpy.adapter`
 and to neural-dap (recorded world), both through a real DAP client; every stop must be at the same
@@ -38,16 +40,25 @@ def _comparable(local: dict[str, str]) -> tuple[dict[str, str], dict[str, str]]:
 
 
 @pytest.mark.slow
+@pytest.mark.parametrize("version", ["3.11", "3.12"])
 @pytest.mark.parametrize("plan", sorted(PLANS))
 @pytest.mark.parametrize("example", RUNNABLE)
-async def test_neural_dap_stops_where_debugpy_stops(example, plan):
+async def test_neural_dap_stops_where_debugpy_stops(example, plan, version):
+    """debugpy steps differently on 3.12+ (sys.monitoring: `next` off a return stops in the caller
+    at the call line): the same program under each interpreter, each compared with debugpy's."""
+    from .test_child_real_world import _interpreter
+
     path = str(EXAMPLES / example)
-    peer = DebugpyPeer(path)
+    python = _interpreter(version)
+    peer = DebugpyPeer(path, python=python)
+    launch: dict = {"program": path, "stopOnEntry": True}
+    if python:
+        launch["python"] = python
     compared = 0
     try:
         real = await peer.start()
         async with adapter() as c:
-            await start(c, {"program": path, "stopOnEntry": True})
+            await start(c, launch)
             for k, command in enumerate([None, *PLANS[plan]]):
                 if command is not None:
                     real = await peer.step(command)
@@ -72,3 +83,102 @@ async def test_neural_dap_stops_where_debugpy_stops(example, plan):
     finally:
         await peer.close()
     assert compared >= 5  # (a plan that steps out of module code ends the program early)
+
+
+# -- threads and asyncio -------------------------------------------------------------------------------
+
+THREADED = """\
+import threading
+
+
+def work(n, out):
+    total = 0
+    for k in range(n):
+        total += k
+    out.append(total)
+
+
+results = []
+for i in range(2):
+    t = threading.Thread(target=work, args=(3 + i, results), name=f"worker-{i}")
+    t.start()
+    t.join()
+print(results)
+"""
+
+ASYNCIO = """\
+import asyncio
+
+
+async def fetch(name, delay):
+    await asyncio.sleep(delay)
+    size = len(name)
+    await asyncio.sleep(delay)
+    return size * 2
+
+
+async def main():
+    first = await fetch("ab", 0)
+    both = await asyncio.gather(fetch("xyz", 0.01), fetch("four", 0.03))
+    return first, both
+
+
+print(asyncio.run(main()))
+"""
+
+CONCURRENT = {
+    # (program, breakpoint lines, commands): a worker's breakpoint, steps in the worker, continue to
+    # the next hit and into the second worker
+    "threads": (THREADED, (7,), ["next"] * 3 + ["continue"] + ["next"] * 2 + ["continue"] * 4),
+    # next over each `await`, in one coroutine and in two tasks whose suspensions interleave
+    "asyncio": (ASYNCIO, (5,), ["next"] * 4 + ["continue"] + ["next"] * 3 + ["continue"] + ["next"] * 3),
+}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("version", ["3.11", "3.12"])
+@pytest.mark.parametrize("program", sorted(CONCURRENT))
+async def test_threads_and_coroutines_stop_where_debugpy_stops(tmp_path, program, version):
+    from .test_child_real_world import _interpreter
+
+    text, lines, commands = CONCURRENT[program]
+    path = tmp_path / f"{program}_demo.py"
+    path.write_text(text)
+    python = _interpreter(version)
+    peer = DebugpyPeer(str(path), breakpoints=lines, python=python)
+    launch: dict = {"program": str(path), "stopOnEntry": False}
+    if python:
+        launch["python"] = python
+    compared = 0
+    try:
+        real = await peer.start()
+        async with adapter() as c:
+            stopped = await start(c, launch, {str(path): [{"line": line} for line in lines]})
+            thread = stopped["body"]["threadId"]
+            for k, command in enumerate([None, *commands]):
+                if command is not None:
+                    real = await peer.step(command)
+                    if real is None:
+                        break
+                    await c.call(command, {"threadId": thread})
+                    stopped = await c.wait_event("stopped")
+                    thread = stopped["body"]["threadId"]
+                assert real is not None
+                frames = (await c.call("stackTrace", {"threadId": thread}))["stackFrames"]
+                scopes = (await c.call("scopes", {"frameId": frames[0]["id"]}))["scopes"]
+                variables = (await c.call("variables", {"variablesReference": scopes[0]["variablesReference"]}))[
+                    "variables"
+                ]
+                plain, _ = _comparable({v["name"]: v["value"] for v in variables})
+                names = {t["id"]: t["name"] for t in (await c.call("threads"))["threads"]}
+                here = f"after {k} commands ({command})"
+                assert (frames[0]["name"], frames[0]["line"]) == (real.function, real.line), (
+                    f"{here}: neural-dap at {frames[0]['name']}:{frames[0]['line']}, debugpy at "
+                    f"{real.function}:{real.line}"
+                )
+                assert plain == real.locals, here
+                assert names[thread] == real.thread, here
+                compared += 1
+    finally:
+        await peer.close()
+    assert compared >= 8

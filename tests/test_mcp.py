@@ -105,6 +105,8 @@ async def test_the_tools_are_listed_with_a_short_description_and_an_example(root
             "logpoint",
             "evaluate",
             "predict",
+            "set_value",
+            "branches",
             "close",
         ]
         for tool in listed:
@@ -308,6 +310,24 @@ async def test_predict_forward_reconciled_with_the_recorded_run(root: Path) -> N
 
 
 # -- the real transports ---------------------------------------------------------------------------------
+
+
+async def test_what_if_a_value_had_been_another(root: Path) -> None:
+    """set_value at a past moment runs the real program on with the new value (a branch); branches
+    lists and switches; an agent's value is a literal, never executed."""
+    async with connected(root) as client:
+        session = (await call(client, "record", program="cart.py"))["session"]
+        await call(client, "step", session=session, action="continue", breakpoints=[{"file": "cart.py", "line": 5}])
+        moved = await call(client, "set_value", session=session, name="total", value="100")
+        assert "branch 1: total = 15 \u2192 100" in moved["branch"] and moved["locals"]["total"] == "100"
+        refused = await fails(client, "set_value", session=session, name="total", value="__import__('os')")
+        assert "not a Python literal" in refused
+        end = await call(client, "goto", session=session, where="end")
+        assert end["locals"]["result"] == "99"
+        assert "step back to a line" in await fails(client, "set_value", session=session, name="result", value="1")
+        listed = await call(client, "branches", session=session, switch=0)
+        assert [b["current"] for b in listed["branches"]] == [True, False]
+        assert listed["locals"]["total"] == "15"
 
 
 async def test_over_real_stdio(root: Path) -> None:

@@ -11,6 +11,9 @@ Asking the recording (recorded world): `history EXPR` every change of a local, `
 `d["k"]` (every call of this frame's function), `last EXPR` where it last changed (who set it),
 `calls FUNCTION` every call with its arguments and result, `log LINE MESSAGE` a log point over every
 past run of a line (`{expr}` is interpolated), `travel INDEX` go to a moment (an event index above).
+What if (recorded world): `set NAME VALUE` gives a local of the innermost frame a new value (a Python
+literal) here, even in the past, and the program runs on from here with it as a new branch;
+`branches` lists the branches, `branches ID` switches to one (0: the original run).
 `--do "b 5; c; n; back; p x"` runs a script of commands and prints every stop.
 """
 
@@ -273,6 +276,10 @@ class Frontend:
                 return True
             self.ended = False
             await self.next_stop(timeout)
+        elif cmd == "set":
+            await self.set_value(rest, timeout)
+        elif cmd == "branches":
+            await self.branches(rest, timeout)
         elif cmd in ("h", "help", "?"):
             self.print(COMMANDS_HELP)
         else:
@@ -324,6 +331,40 @@ class Frontend:
             self.print(f"  ({shown} shown of{more} {page['total']})")
         elif not shown:
             self.print("  (none)")
+
+    async def set_value(self, rest: str, timeout: float) -> None:
+        """set NAME VALUE: a what-if branch from this stop (the adapter's setExpression)."""
+        name, _, value = rest.strip().partition(" ")
+        if not name or not value.strip():
+            self.print("set NAME VALUE, e.g. set n 5 or set items [1, 2]")
+            return
+        response = await self.client.request(
+            "setExpression", {"expression": name, "value": value, "frameId": self.frame_id}, timeout=timeout
+        )
+        if not response.get("success"):
+            self.print(f"! {response.get('message')}")
+            return
+        self.ended = False
+        await self.next_stop(timeout)
+
+    async def branches(self, rest: str, timeout: float) -> None:
+        """branches [ID]: list the what-if branches, or switch to one."""
+        arguments = {}
+        if rest.strip():
+            if not rest.strip().isdigit():
+                self.print("branches [ID]: a branch number, as `branches` lists them")
+                return
+            arguments["switch"] = int(rest)
+        response = await self.client.request("branches", arguments, timeout=timeout)
+        if not response.get("success"):
+            self.print(f"! {response.get('message')}")
+            return
+        if "switch" in arguments:
+            self.ended = False
+            await self.next_stop(timeout)
+            return
+        for branch in response["body"]["branches"]:
+            self.print(f"{'>' if branch['current'] else ' '} {branch['description']}")
 
     async def next_stop(self, timeout: float) -> None:
         """Show the stop the last command led to, or say that the program ended."""

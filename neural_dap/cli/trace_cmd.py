@@ -48,6 +48,7 @@ def run(parser: argparse.ArgumentParser, argv: list[str]) -> int:
     opts = parse_with_program(parser, argv, OPTIONS_WITH_VALUE)
     from neural_dap.core.actions import STEP_INTO
     from neural_dap.core.source import SourceInfo
+    from neural_dap.format.settrace import as_settrace
     from neural_dap.format.trace import render_trace
     from neural_dap.trace.recorder import Limits, Program, RecorderError, record
 
@@ -84,6 +85,8 @@ def run(parser: argparse.ArgumentParser, argv: list[str]) -> int:
         states = list(rec.states)
         main = rec.main_path
         mine = [s for s in states if s.path == main] if any(s.path != main for s in states) else states
+        if opts.format == "cwm":
+            mine = as_settrace(mine)  # CWM's traces have every exception event settrace reports
         trace = render_trace(
             mine, opts.format, SourceInfo(rec.sources.get(main, "")), path=main, actions=[STEP_INTO] * len(mine)
         )

@@ -88,8 +88,13 @@ class CodeFacts:
 class ProgramFlow:
     """The control-flow facts of one program text (compiled once; cache it per program)."""
 
-    def __init__(self, source: SourceInfo) -> None:
+    def __init__(self, source: SourceInfo, *, settrace_frames: bool = False) -> None:
+        """`settrace_frames`: every frame sys.settrace reports on CPython 3.11, as CWM's traces have
+        them: comprehensions in frames of their own, and `.0`, a comprehension's or generator
+        expression's iterator, among its locals. Without it, as neural-dap's recorder shows a run
+        (comprehensions are inlined since 3.12, so it leaves them out; `.0` is never shown)."""
         self.source = source
+        self.settrace_frames = settrace_frames
         self.codes: list[CodeFacts] = []
         self.tree: ast.Module | None = None
         self._statements: dict[int, ast.AST] = {}
@@ -107,9 +112,9 @@ class ProgramFlow:
             for const in code.co_consts:
                 if isinstance(const, types.CodeType):
                     stack.append((const, _kind_of(const, scopes)))
-            if code.co_name in _UNTRACED:
+            if code.co_name in _UNTRACED and not settrace_frames:
                 continue
-            self.codes.append(_facts(code, kind, scopes))
+            self.codes.append(_facts(code, kind, scopes, hidden_dot=not settrace_frames))
         self.codes.sort(key=lambda c: (c.first_line, c.name))
 
     @property
@@ -289,7 +294,7 @@ class _Walker:
         return landings, yields
 
 
-def _facts(code: types.CodeType, kind: str, scopes: dict) -> CodeFacts:
+def _facts(code: types.CodeType, kind: str, scopes: dict, hidden_dot: bool = True) -> CodeFacts:
     walker = _Walker(code)
     instructions = walker.instructions
     start = 0
@@ -302,6 +307,8 @@ def _facts(code: types.CodeType, kind: str, scopes: dict) -> CodeFacts:
         and any(i.opname == "RETURN_GENERATOR" for i in instructions[:start])
     ):
         start += 1
+        while start < len(instructions) and instructions[start].opname in _PROLOGUE:
+            start += 1  # a generator's RESUME follows the POP_TOP (3.11)
     by_line: dict[int, list[int]] = {}  # the body's instructions by line (the prologue runs before the call event)
     for k in range(start, len(instructions)):
         line = walker.lines[k]
@@ -333,7 +340,8 @@ def _facts(code: types.CodeType, kind: str, scopes: dict) -> CodeFacts:
             + tuple(n for n in code.co_cellvars if n not in code.co_varnames)
             + tuple(code.co_freevars)
         )
-        names = tuple(n for n in names if not n.startswith("."))  # `.0`, a comprehension's iterator, is never shown
+        if hidden_dot:  # `.0`, a comprehension's iterator, is not shown (neural-dap's recorder)
+            names = tuple(n for n in names if not n.startswith("."))
         params = code.co_varnames[
             : code.co_argcount + code.co_kwonlyargcount + bool(code.co_flags & 0x04) + bool(code.co_flags & 0x08)
         ]

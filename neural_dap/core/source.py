@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 
 START_MARKER = "  # << START_OF_TRACE"
+_LINE_END = re.compile(r"\r\n|\r|\n")
 _DEF_RE = re.compile(r"^\s*(?:async\s+)?def\s+([A-Za-z_]\w*)\s*\(")
 
 
@@ -39,7 +40,11 @@ class SourceInfo:
     _lines: list[str] = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
-        self._lines = self.text.splitlines()
+        # lines as Python numbers them: str.splitlines would also break at a form feed, \x1c..\x1e,
+        # \x85 or \u2028, which Python's tokenizer reads as ordinary characters
+        self._lines = _LINE_END.split(self.text)
+        if self._lines and self._lines[-1] == "":
+            self._lines.pop()
 
     # -- lines ---------------------------------------------------------------------------------
     @property
@@ -195,6 +200,11 @@ class SourceInfo:
         spans = self.function_spans(name)
         return spans[0].first_line if spans else None
 
+    def module_first_line(self) -> int | None:
+        """The module's first line event: the first line its own code runs."""
+        spans = self.function_spans("<module>")
+        return spans[0].body_first_line if spans else None
+
     def last_return_line(self, name: str) -> int | None:
         """The last `return` line of function `name` (for a launch that starts at a return value)."""
         for span in self.function_spans(name):
@@ -214,6 +224,19 @@ class SourceInfo:
             out = _only(out, shown)
         text = "\n".join(out)
         return text + "\n" if self.text.endswith("\n") or out else text
+
+
+def mark_as_written(text: str, line: int) -> str:
+    """`text` exactly as it is, with the start marker at the end of line `line` (lines counted as
+    Python counts them: only \\n, \\r\\n and \\r end a line). CWM's own debugger sends the file
+    unchanged, so nothing else is cropped or normalised."""
+    ends = [m.start() for m in _LINE_END.finditer(text)] + [len(text)]
+    if not 1 <= line <= len(ends) or (line == len(ends) and ends[-1] == len(text) and text[-1:] in ("\n", "\r")):
+        return text  # no such line (the empty "line" after a final newline is none)
+    cut = ends[line - 1]
+    if text[:cut].endswith(START_MARKER):
+        return text  # marked already, as a file written for cwmdbg is
+    return text[:cut] + START_MARKER + text[cut:]
 
 
 def read_source(path: str) -> str | None:

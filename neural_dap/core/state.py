@@ -44,6 +44,7 @@ class State(msgspec.Struct, frozen=True, omit_defaults=True):
     stderr: str = ""
     values: dict[str, Value] = {}  # structured children of locals that are not plain literals
     caught: str | None = None  # an exception raised and handled just before this state
+    thread: int = 0  # the thread it ran in, numbered in the order threads first ran traced code
 
     @property
     def terminal(self) -> bool:

@@ -99,6 +99,7 @@ class Stop(msgspec.Struct, frozen=True, omit_defaults=True):
     hit_exception: bool = False  # stopped because of an exception filter
     hit_breakpoint: bool = False  # stopped at one of the breakpoint targets
     note: str = ""  # something the user should know about this stop
+    resumed: bool = False  # a coroutine (or generator) resumes here, at the line that suspended it
     # A predicted stop: the probability the model gave its source line, each local's value and the
     # returned / raised value (format.confidence; empty or None where the model did not say)
     line_confidence: float | None = None
@@ -131,6 +132,38 @@ class EvaluatesLive(Protocol):
     error where it raised."""
 
     async def evaluate_live(self, stop: Stop, frame: int, expression: str) -> LiveResult: ...
+
+
+class Thread(msgspec.Struct, frozen=True):
+    """A thread of the program, as a debugger lists it: `id` is the number the client uses (1 for
+    the thread that started the program, as debugpy numbers nothing in particular; ours are small)."""
+
+    id: int
+    name: str
+
+
+@runtime_checkable
+class HasThreads(Protocol):
+    """A world whose program runs in more than one thread. A stop is in the thread of its state
+    (`thread_id(stop)`); the others stand where they were at that moment. Worlds without it have
+    one thread, id 1, "MainThread"."""
+
+    def threads(self, stop: Stop) -> list[Thread]: ...
+
+    def thread_id(self, stop: Stop) -> int: ...
+
+    async def thread_stack(self, stop: Stop, thread_id: int) -> tuple[Frame, ...]: ...
+
+
+@runtime_checkable
+class SteppingConvention(Protocol):
+    """A world whose program ran on an interpreter where debugpy steps differently: on 3.12+ it
+    traces with sys.monitoring, and `next` off a function's return stops in the caller at the call
+    line (with the `(return)` value) and a step on into the user's code stops where a coroutine
+    resumes; on 3.11 (settrace) both go on to the next line. Worlds without it step as on 3.11."""
+
+    @property
+    def returns_stop_in_caller(self) -> bool: ...
 
 
 @runtime_checkable

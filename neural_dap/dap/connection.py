@@ -55,6 +55,7 @@ class Connection:
         self.goto_moments: dict[int, int] = {}  # gotoTargets' executions of a line: target id -> event
         self.goto_ids = 0
         self.progress_counter = 0
+        self.threads_shown: set[int] = {THREAD_ID}  # announced with a `thread` started event
         self._task_group: anyio.abc.TaskGroup | None = None
         self._asked: dict[int, tuple[anyio.Event, list[p.Response]]] = {}  # reverse requests not answered yet
 

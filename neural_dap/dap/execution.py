@@ -135,11 +135,12 @@ class ExecutionRequests(Connection):
     async def _present(self, report: Report) -> None:
         stop = report.stop
         self.view = StopView(stop, stop.divergences)
+        await self._announce_threads()
         await self.event(
             "stopped",
             p.StoppedEventBody(
                 reason=report.reason,
-                thread_id=THREAD_ID,
+                thread_id=self.debugger.thread_id(),
                 all_threads_stopped=True,
                 description=report.description,
                 text=report.text,
@@ -147,7 +148,9 @@ class ExecutionRequests(Connection):
             ),
         )
         if stop.divergences:
-            await self.event("invalidated", p.InvalidatedEventBody(areas=["variables"], thread_id=THREAD_ID))
+            await self.event(
+                "invalidated", p.InvalidatedEventBody(areas=["variables"], thread_id=self.debugger.thread_id())
+            )
             top = self.view.frames[0] if self.view.frames else None
             if top is not None:
                 await self.event(
@@ -163,6 +166,16 @@ class ExecutionRequests(Connection):
                     for k in ("world", "dialect", "model", "stops", "divergences", "statesCompared", "reconcile")
                 },
             )
+
+    async def _announce_threads(self) -> None:
+        """`thread` events for the threads that started or ended on the way to this stop (in a
+        recording, going backwards un-starts them: they are announced as exited, and again later)."""
+        alive = {t.id for t in self.debugger.threads()} | {THREAD_ID}
+        for thread_id in sorted(alive - self.threads_shown):
+            await self.event("thread", p.ThreadEventBody(reason="started", thread_id=thread_id))
+        for thread_id in sorted(self.threads_shown - alive):
+            await self.event("thread", p.ThreadEventBody(reason="exited", thread_id=thread_id))
+        self.threads_shown = alive
 
     async def _finish(self) -> None:
         if self.terminated:

@@ -11,20 +11,29 @@ from typing import Any
 
 from neural_dap.core import reprs
 from neural_dap.core.source import SourceInfo, read_source
-from neural_dap.core.world import Stop, WorldError
+from neural_dap.core.world import Stop, Thread, WorldError
 from neural_dap.dap import protocol as p
-from neural_dap.dap.connection import THREAD_ID, Connection, RequestError
+from neural_dap.dap.connection import Connection, RequestError
 from neural_dap.debugger import history
-from neural_dap.debugger.core import is_plain_reference
+from neural_dap.debugger.core import MAIN_THREAD, is_plain_reference
 
 
 class InspectionRequests(Connection):
     async def on_threads(self, request: p.Request) -> None:
-        await self.respond(request, {"threads": [p.Thread(id=THREAD_ID, name="MainThread")]})
+        threads = self.debugger.threads() if self.view is not None else [Thread(MAIN_THREAD, "MainThread")]
+        await self.respond(request, {"threads": [p.Thread(id=t.id, name=t.name) for t in threads]})
 
     async def on_stack_trace(self, request: p.Request) -> None:
         args = self._args(request, p.StackTraceArguments)
-        frames = self._require_view().stack_frames()
+        view = self._require_view()
+        if args.thread_id == self.debugger.thread_id():
+            frames = view.stack_frames()
+        else:  # another thread: where it stood at this stop
+            try:
+                stack = await self.debugger.thread_stack(args.thread_id)
+            except WorldError as exc:
+                raise RequestError(str(exc)) from None
+            frames = view.stack_frames(view.add_thread(args.thread_id, stack))
         start = max(0, args.start_frame)
         chosen = frames[start : start + args.levels] if args.levels > 0 else frames[start:]
         await self.respond(request, {"stackFrames": chosen, "totalFrames": len(frames)})

@@ -21,7 +21,7 @@ import os
 from dataclasses import dataclass, field
 
 from neural_dap.core import reprs
-from neural_dap.core.state import Value
+from neural_dap.core.state import Frame, Value
 from neural_dap.core.world import Divergence, Stop
 from neural_dap.dap import protocol as p
 
@@ -52,6 +52,30 @@ class FrameView:
         return out
 
 
+def _frame_views(stack: list[Frame], first_id: int, extras: list[tuple[str, str]], at_call: bool) -> list[FrameView]:
+    views = [
+        FrameView(
+            id=first_id + k,
+            name=frame.function,
+            line=frame.line,
+            path=frame.path,
+            locals=dict(frame.locals),
+            values=dict(frame.values),
+            invocation=frame.invocation,
+            extras=extras if k == 0 else [],
+            is_call=k == 0 and at_call,
+        )
+        for k, frame in enumerate(stack)
+    ]
+    for view in views:
+        # the outermost `<module>` frame of the same file (a script's; an imported module's while
+        # it is being imported); none for a function launch or a module imported earlier
+        view.module = next(
+            (m for m in reversed(views) if m.name == "<module>" and m.path == view.path and view.path), None
+        )
+    return views
+
+
 @dataclass
 class _Node:
     """A handle's target: a frame's locals, a recorded structured value, or a parsed value."""
@@ -67,7 +91,8 @@ class StopView:
     def __init__(self, stop: Stop, divergences: tuple[Divergence, ...] = ()) -> None:
         self.stop = stop
         self.handles: dict[int, _Node] = {}
-        self.frames: list[FrameView] = []
+        self.frames: list[FrameView] = []  # the stopped thread's
+        self.other_threads: dict[int, list[FrameView]] = {}  # thread id -> its frames, as asked for
         self.marked = {d.name: d for d in divergences if d.kind == "local"}
         self._next = 1
         self._build()
@@ -88,35 +113,26 @@ class StopView:
             extras.append((f"{label} {state.function}", state.value or "None"))
             if len(stack) > 1:
                 stack = stack[1:]  # back in the caller, at the call line
-        for k, frame in enumerate(stack):
-            self.frames.append(
-                FrameView(
-                    id=1000 + k,
-                    name=frame.function,
-                    line=frame.line,
-                    path=frame.path,
-                    locals=dict(frame.locals),
-                    values=dict(frame.values),
-                    invocation=frame.invocation,
-                    extras=extras if k == 0 else [],
-                    is_call=k == 0 and state.event == "call",
-                )
-            )
-        for view in self.frames:
-            # the outermost `<module>` frame of the same file (a script's; an imported module's
-            # while it is being imported); none for a function launch or a module imported earlier
-            view.module = next(
-                (m for m in reversed(self.frames) if m.name == "<module>" and m.path == view.path and view.path),
-                None,
-            )
+        self.frames = _frame_views(stack, 1000, extras, state.event == "call")
+
+    def add_thread(self, thread_id: int, stack: tuple[Frame, ...]) -> list[FrameView]:
+        """Another thread's frames at this stop (where it stood), with ids of their own."""
+        views = self.other_threads.get(thread_id)
+        if views is None:
+            views = self.other_threads[thread_id] = _frame_views(list(stack), 1_000_000 * thread_id, [], False)
+        return views
 
     def frame(self, frame_id: int | None) -> FrameView | None:
         if frame_id is None:
             return self.frames[0] if self.frames else None
-        return next((f for f in self.frames if f.id == frame_id), None)
+        for frames in (self.frames, *self.other_threads.values()):
+            found = next((f for f in frames if f.id == frame_id), None)
+            if found is not None:
+                return found
+        return None
 
     # -- DAP shapes --------------------------------------------------------------------------------
-    def stack_frames(self) -> list[p.StackFrame]:
+    def stack_frames(self, frames: list[FrameView] | None = None) -> list[p.StackFrame]:
         return [
             p.StackFrame(
                 id=f.id,
@@ -125,7 +141,7 @@ class StopView:
                 column=1,
                 source=p.Source(name=os.path.basename(f.path) or f.path, path=f.path) if f.path else None,
             )
-            for f in self.frames
+            for f in (self.frames if frames is None else frames)
         ]
 
     def scopes(self, frame_id: int) -> list[p.Scope]:

@@ -81,7 +81,9 @@ class Capabilities(msgspec.Struct, rename="camel"):
     supports_delayed_stack_trace_loading: bool = False
     supports_log_points: bool = True
     supports_value_formatting_options: bool = False
-    supports_set_variable: bool = False
+    # what-if branches (dap/branch_requests.py): the program runs again with the value set
+    supports_set_variable: bool = True
+    supports_set_expression: bool = True
     supports_loaded_sources_request: bool = False
     supports_single_thread_execution_requests: bool = False
     # value changes in the recorded run (debugger/history.py); other worlds answer with no dataId

@@ -16,6 +16,7 @@ import anyio
 from neural_dap.core.world import Entry, LaunchSpec
 from neural_dap.dap import plain_run
 from neural_dap.dap import protocol as p
+from neural_dap.dap.branch_requests import BranchRequests
 from neural_dap.dap.breakpoint_requests import EXCEPTION_FILTERS, BreakpointRequests
 from neural_dap.dap.connection import THREAD_ID, RequestError, Send, WorldFactory
 from neural_dap.dap.inspection import InspectionRequests, exception_info
@@ -26,7 +27,7 @@ from neural_dap.debugger.launch import Launch, LaunchError, LaunchRequest, build
 __all__ = ["EXCEPTION_FILTERS", "THREAD_ID", "DebugSession", "RequestError", "Send", "WorldFactory", "exception_info"]
 
 
-class DebugSession(TerminalConsole, QueryRequests, InspectionRequests, BreakpointRequests):
+class DebugSession(TerminalConsole, QueryRequests, BranchRequests, InspectionRequests, BreakpointRequests):
     async def on_initialize(self, request: p.Request) -> None:
         if self.initialized:
             raise RequestError("the session is already initialized")

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import ast
 import logging
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol, TypeVar, runtime_checkable
 
@@ -25,7 +25,18 @@ import msgspec
 from neural_dap.core import reprs
 from neural_dap.core.actions import Action
 from neural_dap.core.evaluator import Budget, EvaluationError, evaluate
-from neural_dap.core.world import EvaluatesLive, LaunchSpec, NotLive, Stop, WorldError, WorldModel
+from neural_dap.core.state import Frame
+from neural_dap.core.world import (
+    EvaluatesLive,
+    HasThreads,
+    LaunchSpec,
+    NotLive,
+    SteppingConvention,
+    Stop,
+    Thread,
+    WorldError,
+    WorldModel,
+)
 from neural_dap.debugger import history
 from neural_dap.debugger.breakpoints import BreakpointSpec, BreakpointTable, hit_condition_met, interpolate
 from neural_dap.debugger.stepping import FORWARD, Outcome, UnknownExecution, drive
@@ -38,6 +49,7 @@ T = TypeVar("T")
 # Conditions and log points run at every hit, inside a step: each gets a small budget of its own.
 CONDITION_BUDGET = Budget(steps=20_000, seconds=0.1)
 EXCEPTION_FILTERS = ("raised", "uncaught", "userUnhandled")
+MAIN_THREAD = 1  # the id of the thread that started the program
 
 
 @runtime_checkable
@@ -121,6 +133,32 @@ class Debugger:
     def source(self, path: str) -> str | None:
         return self.world.source(path) if self.world is not None else None
 
+    # -- threads -----------------------------------------------------------------------------------
+    def threads(self) -> list[Thread]:
+        """The program's threads at the stop (one, "MainThread", where the world knows no others)."""
+        world, stop = self.world, self._stop
+        if stop is None or not isinstance(world, HasThreads):
+            return [Thread(MAIN_THREAD, "MainThread")]
+        return world.threads(stop)
+
+    def thread_id(self) -> int:
+        """The thread the stop is in."""
+        world, stop = self.world, self._stop
+        if stop is None or not isinstance(world, HasThreads):
+            return MAIN_THREAD
+        return world.thread_id(stop)
+
+    async def thread_stack(self, thread_id: int) -> tuple[Frame, ...]:
+        """A thread's call stack at the stop: the stop's own for its thread, where the others stood."""
+        stop = self._require_stop()
+        world = self.world
+        if not isinstance(world, HasThreads):
+            return stop.stack if thread_id == MAIN_THREAD else ()
+        if thread_id == world.thread_id(stop):
+            return stop.stack
+        async with self._lock:  # rebuilding its states shares the recording's windows with the moves
+            return await world.thread_stack(stop, thread_id)
+
     # -- launch and end ----------------------------------------------------------------------------
     async def start(self, launch: LaunchSpec, task_group: anyio.abc.TaskGroup | None = None) -> Stop:
         """Start the world asked for; its first stop (the program's start) becomes the current one.
@@ -192,7 +230,8 @@ class Debugger:
         """Interrupt the running request: it ends at the last stop with reason `pause`. While the
         program is still being recorded, a world that can (`interrupt`) ends the recording there
         and the session opens on what was recorded."""
-        interrupt = getattr(self._starting, "interrupt", None)
+        # (a launched world may be recording too: a what-if branch, world/branches.py)
+        interrupt = getattr(self._starting or self.world, "interrupt", None)
         if interrupt is not None:
             interrupt()
         if self._running is not None:
@@ -293,8 +332,13 @@ class Debugger:
                 invocation=invocation,
                 line=line,
                 path=path,
+                returns_stop_in_caller=self._returns_stop_in_caller(),
             )
         return await self._drive_to_data(kind, stop, act, data)
+
+    def _returns_stop_in_caller(self) -> bool:
+        world = self.world
+        return isinstance(world, SteppingConvention) and world.returns_stop_in_caller
 
     # -- data breakpoints: value changes as extra targets of continue / reverseContinue ---------------
     async def _data_target(self, index: int, *, forward: bool) -> tuple[DataBreakpoint, history.Change] | None:
@@ -317,7 +361,14 @@ class Debugger:
         mark = len(self._output)
         self._bound = (bound, forward)
         try:
-            outcome = await drive(kind, start, act, self.breakpoints.targets(), stop_at_end=self.stop_at_end)
+            outcome = await drive(
+                kind,
+                start,
+                act,
+                self.breakpoints.targets(),
+                stop_at_end=self.stop_at_end,
+                returns_stop_in_caller=self._returns_stop_in_caller(),
+            )
         finally:
             self._bound = None
         at = outcome.stop.index
@@ -487,6 +538,22 @@ class Debugger:
             return Outcome(stop, "goto")
 
         return await self._run(move)
+
+    async def reach(self, move: Callable[[], Awaitable[Stop]], reason: str = "goto") -> Report:
+        """A move the world makes outside the stepping policy (a what-if branch, a switch between
+        branches: debugger/branching.py); the stop it reaches becomes the current one."""
+        if self.world is None:
+            raise WorldError("no program has been launched")
+        if self._lock.locked():
+            raise Busy("the program is already running; pause it first")
+
+        async def run() -> Outcome:
+            stop = await move()
+            self._collect_output(stop)
+            self._stop = stop
+            return Outcome(stop, reason)
+
+        return await self._run(run)
 
     # -- values ---------------------------------------------------------------------------------------
     async def evaluate(self, expression: str, names: dict[str, str], frame: int | None = None) -> Evaluated:

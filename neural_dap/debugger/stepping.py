@@ -2,7 +2,9 @@
 
 Stops land where debugpy's do, so a session can be compared with debugpy stop by stop:
 
-  next            step_over; a return is stepped past into the caller, as debugpy does
+  next            step_over; a return is stepped past into the caller, as debugpy does on 3.11
+                  (on 3.12+ debugpy stops at it, shown in the caller at the call line:
+                  `returns_stop_in_caller`)
   stepIn          step_into; a call is stepped through to the callee's first line
   stepOut         step_return (shown in the caller with the `(return)` value)
   continue        breakpoint(enabled lines), or continue to the end
@@ -55,20 +57,20 @@ async def drive(
     invocation: int | None = None,
     line: int | None = None,
     path: str = "",
+    returns_stop_in_caller: bool = False,
 ) -> Outcome:
-    """Carry out one execution request from `current`; `targets` are the enabled breakpoints."""
+    """Carry out one execution request from `current`; `targets` are the enabled breakpoints.
+    `returns_stop_in_caller`: step as debugpy does on 3.12+ (see core.world.SteppingConvention)."""
     reason = "step"
     if kind == "next":
         stop = await act(Action("step_over"), True)
-        while (
-            stop.state.terminal
-            and len(stop.stack) > 1
-            and not (stop.hit_breakpoint or stop.hit_exception or stop.at_end)
-        ):
+        while _passes(stop, returns_stop_in_caller):
             stop = await act(Action("step_over"), True)
     elif kind == "stepIn":
         stop = await act(Action("step_into"), True)
         if stop.state.event == "call" and not (stop.hit_breakpoint or stop.hit_exception):
+            stop = await act(Action("step_into"), True)
+        while returns_stop_in_caller and stop.state.event == "exception" and _passes(stop, True):
             stop = await act(Action("step_into"), True)
     elif kind == "stepOut":
         stop = await act(Action("step_return"), True)
@@ -104,8 +106,17 @@ async def drive(
     else:
         raise UnknownExecution(f"unknown execution {kind}")
     if kind in ("next", "stepIn", "stepOut"):
-        stop = await _on_to_user_code(stop, act)
+        stop = await _on_to_user_code(stop, act, returns_stop_in_caller)
     return Outcome(stop, _reason(kind, stop, reason), finished=_finishes(kind, stop, stop_at_end))
+
+
+def _passes(stop: Stop, returns_stop_in_caller: bool) -> bool:
+    """A step goes on past this exit of a function back into its (traced) caller, as debugpy's do:
+    `next` past a return on 3.11 (on 3.12+ it stops there, shown in the caller) and past an
+    exception leaving the function on every version; `stepIn` past the latter on 3.12+."""
+    if not stop.state.terminal or len(stop.stack) <= 1 or stop.hit_breakpoint or stop.hit_exception or stop.at_end:
+        return False
+    return stop.state.event == "exception" or not returns_stop_in_caller
 
 
 def _left_user_code(stop: Stop) -> bool:
@@ -116,13 +127,15 @@ def _left_user_code(stop: Stop) -> bool:
     )
 
 
-async def _on_to_user_code(stop: Stop, act: Act) -> Stop:
+async def _on_to_user_code(stop: Stop, act: Act, at_resumes: bool = False) -> Stop:
     """As debugpy steps with justMyCode: stepping out of the user's code into a library runs on to
     the next line of the user's code, wherever it is (the next test, the next task), rather than
-    stopping at a return nobody traced will see."""
+    stopping at a return nobody traced will see. `at_resumes`: a coroutine resuming at its `await`
+    is such a line (debugpy on 3.12+)."""
     while _left_user_code(stop):
         stop = await act(Action("step_into"), True)
-        if stop.state.event == "call" and not (stop.hit_breakpoint or stop.hit_exception):
+        resumes_here = at_resumes and stop.resumed
+        if stop.state.event == "call" and not (stop.hit_breakpoint or stop.hit_exception or resumes_here):
             stop = await act(Action("step_into"), True)
     return stop
 

@@ -34,6 +34,10 @@ class InvocationTracker:
     next_id: int = 0
     last_event: str | None = None
     previous_line: int | None = None  # set by advance: the landing invocation's line before it
+    # nd (our recorder): an `exception` frame is the exception leaving its function. CWM writes
+    # sys.settrace's events: `exception` in every frame the exception passes (it may be caught
+    # there), and each frame it leaves ends with a `return`; so in cwm only a return leaves.
+    exception_leaves: bool = True
 
     def _push(self, function: str, line: int, certain: bool = True) -> Open:
         entry = Open(self.next_id, function, certain=certain)
@@ -62,10 +66,11 @@ class InvocationTracker:
             entry.last_line = line
             return entry.invocation, 0, entry.function
         function = self.function_of(event, line)
+        left = self.leaves(prev)
         if action in ("step_into", "step_over", "step_return"):
-            if prev in TERMINAL_EVENTS and len(stack) > 1:
+            if left and len(stack) > 1:
                 self._leave()  # the frame before this one had left its invocation
-            elif prev in TERMINAL_EVENTS and event != "call":
+            elif left and event != "call":
                 stack[-1].certain = False  # going on after the traced scope "ended": a caller we never saw
             if event == "call" and action == "step_into":
                 self._push(function, line)
@@ -80,7 +85,7 @@ class InvocationTracker:
                 else:
                     self._push(function, line, certain=False)
         else:  # a forward jump: breakpoint, continue
-            if prev in TERMINAL_EVENTS and len(stack) > 1:
+            if left and len(stack) > 1:
                 self._leave()
             if stack[-1].function != function:
                 if self._pop_to(function):
@@ -93,6 +98,10 @@ class InvocationTracker:
         self.previous_line = top.last_line
         top.last_line = line
         return top.invocation, len(stack) - 1, top.function
+
+    def leaves(self, event: str | None) -> bool:
+        """Does a frame of this event end its invocation?"""
+        return event == "return" or (event == "exception" and self.exception_leaves)
 
     def _leave(self) -> None:
         left = self.stack.pop()

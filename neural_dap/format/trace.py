@@ -6,6 +6,9 @@ the per-invocation shadow of full locals that `".."` refers to. Parsing is `json
 matching: model text is never evaluated. Every failure is a `FormatError` saying what and where.
 
 cwm:  <|begin_of_text|><|trace_context_start|>SOURCE<|frame_sep|>FRAME<|frame_sep|>FRAME<|frame_sep|>...
+      (CWM's own traces: SOURCE is the file as it is; frames are sys.settrace's events on CPython 3.11,
+      so an exception frame does not end its invocation, a return does; a module's call is not
+      written. docs/design-notes.md, "CWM-exact traces", says where each rule comes from.)
 nd:   ... FRAME<|frame_sep|>ACTION FRAME<|frame_sep|>ACTION FRAME<|frame_sep|> ...
 call / line:         <|call_sep|>LOCALS<|action_sep|>SOURCE_LINE
 return / exception:  <|return_sep|><|action_sep|>SOURCE_LINE<|arg_sep|>VALUE
@@ -18,7 +21,7 @@ from dataclasses import dataclass, field, replace
 from typing import Literal
 
 from neural_dap.core.actions import Action
-from neural_dap.core.source import SourceInfo
+from neural_dap.core.source import SourceInfo, mark_as_written
 from neural_dap.core.state import State
 from neural_dap.format.invocations import InvocationTracker
 from neural_dap.format.tokens import (
@@ -92,11 +95,21 @@ class TraceText:
     def __post_init__(self) -> None:
         if self.dialect not in DIALECTS:
             raise ValueError(f"unknown dialect {self.dialect!r}; expected cwm or nd")
-        self.tracker = InvocationTracker(self.source, entry_function=self.entry_function)
+        self.tracker = InvocationTracker(
+            self.source, entry_function=self.entry_function, exception_leaves=self.dialect == "nd"
+        )
 
     # -- rendering -------------------------------------------------------------------------------
     def context(self) -> list[Segment]:
+        if self.dialect == "cwm":  # the file as it is, as cwmdbg sends it (never cropped)
+            return [BEGIN, CONTEXT_START, mark_as_written(self.source.text, self.entry_line), FRAME_SEP]
         return [BEGIN, CONTEXT_START, self.source.with_start_marker(self.entry_line, self.shown_lines), FRAME_SEP]
+
+    def writes(self, state: State) -> bool:
+        """Is `state` a frame of the text? In cwm a module's `call` is not: sys.settrace reports it
+        at line 0 on CPython 3.11 (no source line), and a `call` frame at a def line would read as a
+        call of that function; a whole script's trace starts at the module's first line event."""
+        return not (self.dialect == "cwm" and state.event == "call" and state.function == "<module>")
 
     def action_segments(self, action: Action | None) -> list[Segment]:
         """What the nd dialect writes before a frame reached by `action` (nothing in cwm)."""
@@ -115,11 +128,12 @@ class TraceText:
             return [event_token, json.dumps(shown), ACTION_SEP, line_text, FRAME_SEP]
         return [event_token, ACTION_SEP, line_text, ARG_SEP, json.dumps(state.value or ""), FRAME_SEP]
 
-    def append(self, state: State, action: Action | None = None) -> State:
+    def append(self, state: State, action: Action | None = None, *, unwritten: bool = False) -> State:
         """Add a known frame (the entry state, a recorded one, or a parsed one to commit).
 
         Returns the state as the trace text sees it: invocation, depth and function as a reader
-        of the text infers them.
+        of the text infers them. `unwritten`: the state opens its invocation for the reader (a caller
+        of where a restarted history begins) but is not in the text; so nothing of it is `..` later.
         """
         kind = action.kind if action is not None else "step_into"
         snapshot = self.tracker.snapshot()
@@ -128,8 +142,9 @@ class TraceText:
         self._undo.append((snapshot, inv, shadow, self.went_back))
         if action is not None and action.inverse:
             self.went_back = True
-        segments = self.action_segments(action) + self.frame_segments(state, shadow)
-        if state.event in ("call", "line"):
+        written = self.writes(state) and not unwritten
+        segments = self.action_segments(action) + self.frame_segments(state, shadow) if written else []
+        if state.event in ("call", "line") and written:
             self.shadow[inv] = dict(state.locals)
         self.frames.append(segments)
         seen = State(
@@ -344,6 +359,38 @@ def _parse_locals(raw: str, completion: str, position: int) -> dict[str, str]:
     return value
 
 
+def entry_line(dialect: Dialect, source: SourceInfo, first: State, following: State | None = None) -> int:
+    """The line the start marker goes on: the entry function's def line (its call frame's line).
+    A whole script in cwm starts at the module's first line event (`following`, else the first
+    line the module has code on), where its trace starts."""
+    if dialect == "cwm" and first.function == "<module>":
+        if first.event != "call":
+            return first.line  # a module has no def line: its trace starts at a line event
+        if following is not None and following.function == "<module>":
+            return following.line
+        return source.module_first_line() or first.line
+    return first.line if first.event == "call" else (source.def_line(first.function) or first.line)
+
+
+def cwm_window(
+    source: SourceInfo, callers: list[State], run: list[State], path: str = "", first_id: int = 0
+) -> tuple[TraceText, list[State]]:
+    """A new cwm conversation for a history that no longer fits: CWM's traces have no gaps, so it is
+    `run`, consecutive states from a call (whose def line carries the marker) to now, written as
+    they happened. The open `callers` of that call (outermost first, each its latest state) are
+    known to the reader but not written: a return from the call goes back to them, and their next
+    frames are written in full. Returns the trace and the states (callers, then run) as it sees them."""
+    first = callers[0] if callers else run[0]
+    trace = TraceText("cwm", source, run[0].line, path=path, entry_function=first.function)
+    trace.tracker.next_id = first_id
+    seen = [
+        trace.append(state, Action.at_lines("breakpoint", [state.line]) if k else None, unwritten=True)
+        for k, state in enumerate(callers)
+    ]
+    seen += [trace.append(state, Action("step_into") if callers or k else None) for k, state in enumerate(run)]
+    return trace, seen
+
+
 def open_chain(trace: TraceText, current: State) -> list[State]:
     """The latest frame of each invocation open under `current`, outermost first, then `current`;
     just `[current]` where a breakpoint jump could not tell the invocations apart (recursion)."""
@@ -369,8 +416,8 @@ def window_from(
     `chain[0]` and jumps (breakpoint actions) to each next state, down the open call stack, so a
     reader still knows how deep the last state is. Returns the trace and the states as it sees them."""
     first = chain[0]
-    entry_line = first.line if first.event == "call" else (source.def_line(first.function) or first.line)
-    trace = TraceText(dialect, source, entry_line, path=path, entry_function=first.function)
+    line = entry_line(dialect, source, first, chain[1] if len(chain) > 1 else None)
+    trace = TraceText(dialect, source, line, path=path, entry_function=first.function)
     trace.tracker.next_id = first_id  # invocation ids stay unique across windows
     seen = [trace.append(first)]
     for state in chain[1:]:
@@ -388,8 +435,8 @@ def render_trace(
 ) -> TraceText:
     """A whole trace as text: states[0] is the entry state, actions[i] led to states[i]."""
     first = states[0]
-    entry_line = first.line if first.event == "call" else (source.def_line(first.function) or first.line)
-    trace = TraceText(dialect, source, entry_line, path=path, entry_function=first.function)
+    line = entry_line(dialect, source, first, states[1] if len(states) > 1 else None)
+    trace = TraceText(dialect, source, line, path=path, entry_function=first.function)
     for i, state in enumerate(states):
         trace.append(state, actions[i] if actions is not None and i > 0 else None)
     return trace

@@ -25,6 +25,9 @@ import httpx
 
 from neural_dap.llm.base import CLOSING_ROOM, Completion, CompletionResult, Constraint, ModelError
 
+# The end-of-sequence token of the models served (CWM's Llama-3 tokenizer, the embedded model's)
+END_OF_TEXT = "<|end_of_text|>"
+
 _PREFIX_HITS = re.compile(r"^vllm:prefix_cache_hits(?:_total)?(?:\{[^}]*\})?\s+([0-9.eE+]+)", re.M)
 
 
@@ -318,6 +321,8 @@ class OpenAICompatibleClient:
         }
         data = await self._json("POST", "/v1/completions", json=body)
         text = _first_text(data)
+        if not text and _ended_by_eos(data["choices"][0]):
+            text = END_OF_TEXT  # the end was the choice (vLLM leaves it out of the text)
         chosen = _completion(data["choices"][0])
         for option in options:
             if text.startswith(option):
@@ -377,7 +382,7 @@ class OpenAICompatibleClient:
             hits_after = await self._prefix_hits()
             if hits_after is not None:
                 cached = int(hits_after - hits_before)
-        completions = tuple(_completion(c) for c in choices)
+        completions = tuple(_completion(c, ended_by_eos=_ended_by_eos(c)) for c in choices)
         return CompletionResult(
             completions=completions,
             prompt_tokens=int(usage.get("prompt_tokens") or len(prompt)),
@@ -387,10 +392,17 @@ class OpenAICompatibleClient:
         )
 
 
-def _completion(choice: dict) -> Completion:
+def _ended_by_eos(choice: dict) -> bool:
+    """vLLM stopped at the end-of-text token, which it leaves out of the text: `stop_reason` is null
+    (a stop token id or string would be named there). For a trace it means the traced scope ended."""
+    return choice.get("finish_reason") == "stop" and "stop_reason" in choice and choice["stop_reason"] is None
+
+
+def _completion(choice: dict, *, ended_by_eos: bool = False) -> Completion:
     """A choice with its tokens' log probabilities (the legacy completions `logprobs` object:
-    `text_offset` and `token_logprobs`), where the server gave them."""
-    text = choice["text"]
+    `text_offset` and `token_logprobs`), where the server gave them; `ended_by_eos`: the end-of-text
+    token that stopped it is put back at the end of the text."""
+    text = choice["text"] + (END_OF_TEXT if ended_by_eos else "")
     logprobs = choice.get("logprobs")
     offsets: list[int] = []
     values: list[float] = []

@@ -20,6 +20,7 @@ from mcp.server.mcpserver.exceptions import ToolError
 from pydantic import Field
 
 from neural_dap.core.world import WorldError
+from neural_dap.mcp import what_if
 from neural_dap.mcp.sessions import Sessions, ToolFailure, Workspace
 from neural_dap.mcp.tools import DEFAULT_TIMEOUT, GRACE, Tools
 
@@ -30,6 +31,7 @@ Recorded execution of Python programs, for finding why a program misbehaves. `re
 program once under a recorder and returns a session; the run can then be travelled exactly, both \
 ways: `goto` end or exception, `last_value` of the wrong value (which line set it, and from what), \
 `value_history`, `calls`, `logpoint`, `evaluate`, `step`. Moments ("m123") name points of the run. \
+`set_value` asks what if a value had been another (a branch of the run, `branches` lists them). \
 `predict` asks a model instead of running the code. Paths are relative to the workspace root."""
 
 SessionId = Annotated[str, Field(description="the session id `record` returned, e.g. 's1'")]
@@ -268,6 +270,39 @@ def build(
                 file, function, call_args or None, returns or None, actions, reconcile, model, max_repr, timeout
             ),
         )
+
+    @server.tool(
+        name="set_value",
+        description=(
+            "What if: give a local of the current moment a new value (a Python literal, never executed) and "
+            "run the real program on from there with it, as a new branch the session then stands on; step "
+            'and goto then travel the branch. Example: {"session": "s1", "name": "qty", "value": "0"}'
+        ),
+    )
+    async def set_value(
+        session: SessionId,
+        name: Annotated[str, Field(description="a local of the innermost frame")],
+        value: Annotated[str, Field(description="a Python literal: 3, 'text', [1, 2], {'k': None}")],
+        frame: Frame = 0,
+        max_repr: MaxRepr = 200,
+        timeout: Timeout = DEFAULT_TIMEOUT,
+    ) -> dict[str, Any]:
+        return await guarded(timeout, lambda: what_if.set_value(tools, session, name, value, frame, max_repr, timeout))
+
+    @server.tool(
+        name="branches",
+        description=(
+            "The what-if branches of a session (0 is the original run; each other one changed a value), "
+            'and with `switch` stand on another one. Example: {"session": "s1", "switch": 0}'
+        ),
+    )
+    async def branches(
+        session: SessionId,
+        switch: Annotated[int | None, Field(description="the branch to stand on", ge=0)] = None,
+        max_repr: MaxRepr = 200,
+        timeout: Timeout = DEFAULT_TIMEOUT,
+    ) -> dict[str, Any]:
+        return await guarded(timeout, lambda: what_if.branches(tools, session, switch, max_repr, timeout))
 
     @server.tool(name="close", description='End a session and free its recording. Example: {"session": "s1"}')
     async def close(session: SessionId) -> dict[str, Any]:

@@ -36,6 +36,7 @@ class Snapshot:
     frames: list[tuple[str, int, str]]  # (function, line, path)
     locals: dict[str, str]
     returns: dict[str, str] = field(default_factory=dict)  # "(return) f" pseudo-variables
+    thread: str = ""  # the name of the thread it stopped in
 
     @property
     def function(self) -> str:
@@ -56,6 +57,7 @@ class DebugpyPeer:
         python: str | None = None,
         timeout: float = 30.0,
         entry: tuple[str, str] | None = None,
+        breakpoints: tuple[int, ...] = (),
     ) -> None:
         self.program = os.path.abspath(program)
         self.args = args
@@ -64,6 +66,7 @@ class DebugpyPeer:
         self.python = python or sys.executable
         self.timeout = timeout
         self.entry = entry  # (function, literal args): debug a call of one function
+        self.breakpoints = breakpoints  # lines of the program: the session starts at the first hit
         self.client: DapClient | None = None
         self.ended = False
         self._stack = AsyncExitStack()
@@ -75,7 +78,9 @@ class DebugpyPeer:
         program = self.program
         if self.entry is not None:
             program = self._entry_wrapper()
-        command = [self.python, "-m", "debugpy.adapter"]
+        # the adapter runs here, where debugpy is installed; the program runs under `python` (debugpy's
+        # launcher brings its own copy of debugpy into that interpreter, as for any VS Code user)
+        command = [sys.executable, "-m", "debugpy.adapter"]
         self.client = await self._stack.enter_async_context(
             spawn(command, timeout=self.timeout, stderr=subprocess.DEVNULL)
         )
@@ -95,11 +100,12 @@ class DebugpyPeer:
             "launch",
             {
                 "program": program,
+                "python": [self.python],
                 "args": list(self.args),
                 "cwd": self.cwd,
                 "env": self.env,
                 "console": "internalConsole",
-                "stopOnEntry": self.entry is None,
+                "stopOnEntry": self.entry is None and not self.breakpoints,
                 "justMyCode": True,
                 "showReturnValue": True,
                 "redirectOutput": True,
@@ -108,6 +114,11 @@ class DebugpyPeer:
         await c.wait_event("initialized", timeout=self.timeout)
         if self.entry is not None:
             await self._call("setFunctionBreakpoints", {"breakpoints": [{"name": self.entry[0]}]})
+        if self.breakpoints:
+            await self._call(
+                "setBreakpoints",
+                {"source": {"path": self.program}, "breakpoints": [{"line": line} for line in self.breakpoints]},
+            )
         await self._call("setExceptionBreakpoints", {"filters": []})
         await self._call("configurationDone")
         response = await c.response(launch, "launch", timeout=self.timeout)
@@ -152,6 +163,8 @@ class DebugpyPeer:
             return None
         body = message.get("body") or {}
         self._thread = body.get("threadId", 1)
+        threads = (await self._call("threads")).get("threads", [])
+        thread_name = next((t["name"] for t in threads if t["id"] == self._thread), "")
         frames_body = await self._call("stackTrace", {"threadId": self._thread})
         frames = [
             (f["name"], f["line"], (f.get("source") or {}).get("path", "")) for f in frames_body.get("stackFrames", [])
@@ -178,7 +191,7 @@ class DebugpyPeer:
                     returns[name] = without_addresses(v["value"])
                     continue
                 local_vars[name] = without_addresses(v["value"])
-        return Snapshot(body.get("reason", ""), frames, local_vars, returns)
+        return Snapshot(body.get("reason", ""), frames, local_vars, returns, thread_name)
 
     async def close(self) -> None:
         if self.client is not None and not self.client.closed:

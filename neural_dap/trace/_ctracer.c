@@ -12,11 +12,11 @@
  * below by hand: only the 3.11 front end calls it, and its signature has not changed since 2.x.
  *
  * Full capture: events appended to the recorder's list are the tuples child/__init__.py documents:
- *   ("c", inv, code_id, line, depth, changes)  ("l", inv, line, changes, caught)
+ *   ("c", inv, code_id, line, depth, changes[, resumes])  ("l", inv, line, changes, caught)
  *   ("r", inv, line, value)  ("x", inv, line, value)  ("u", inv, changes)
  *
  * Skeleton mode records only what the debugger actions need, in fixed-size binary records (see
- * child/skeleton.py: 12 bytes an event, 8 more a call), and no locals at all; every `hook_every`
+ * child/skeleton.py: 12 bytes an event, 12 more a call), and no locals at all; every `hook_every`
  * events (or at `hook_at`) it calls the recorder's hook, which takes checkpoints and enforces
  * limits. Inside a capture window [capture_from, capture_to] (a materialisation replaying from a
  * checkpoint) it also does the full capture, starting with a snapshot
@@ -55,6 +55,8 @@ typedef struct {
     int module_scope;
     long long last;       /* index of this invocation's latest event */
     long code_id;
+    int resumable;        /* a generator's or coroutine's code: it may leave by a yield and resume */
+    Py_ssize_t depth;     /* as recorded: its place on the stack, 0 for an entry of its own (a task's coroutine) */
 } Entry;
 
 /* skeleton records, little-endian, packed */
@@ -68,6 +70,7 @@ typedef struct {
 typedef struct {
     unsigned int code_id;
     int caller_last; /* the caller's latest event before this call (-1: none) */
+    int resumes;     /* the invocation this one continues: a generator or coroutine resumed (-1: none) */
 } CallRecord;
 #pragma pack(pop)
 
@@ -81,6 +84,7 @@ typedef struct {
     long code_id;         /* -1: none yet */
     const int *lines;     /* sys.monitoring: its line table (owned by Tracer.line_tables) */
     Py_ssize_t n_lines;   /* -1: not made yet */
+    int resumable;        /* a generator's, coroutine's or async generator's code */
 } CodeInfo;
 
 typedef struct {
@@ -109,6 +113,9 @@ typedef struct {
     PyObject *jump_line;     /* callable(code, offset, target) -> a line, or DISABLE */
     PyObject *line_tables;   /* list of bytes: each code's int line per 2-byte instruction (-1: none) */
     PyObject *make_line_table; /* callable(code) -> that bytes */
+    /* generators and coroutines (child/coroutines.py); NULL: not followed */
+    PyObject *resumed;       /* callable(frame) -> (the invocation a resumed frame continues or -1, run by the user's code) */
+    PyObject *left;          /* callable(frame, inv, raised): the frame left by a yield, a return or an exception */
     /* skeleton mode */
     int skeleton;
     long long count;          /* events so far */
@@ -128,6 +135,8 @@ typedef struct {
 
 static PyObject *TAG_C, *TAG_L, *TAG_R, *TAG_X, *TAG_U, *TAG_S, *FUNCTION_TYPE, *CO_NAME, *F_LOCALS;
 static const long long SMALL_INT = 1LL << 53;
+/* CO_GENERATOR | CO_COROUTINE | CO_ITERABLE_COROUTINE | CO_ASYNC_GENERATOR */
+#define RESUMABLE_FLAGS (0x20 | 0x80 | 0x100 | 0x200)
 
 static int is_atom(PyObject *v) {
     PyTypeObject *t = Py_TYPE(v);
@@ -361,7 +370,7 @@ static int record_event(Tracer *t, long long inv, int line, unsigned char kind) 
     return 0;
 }
 
-static int record_call(Tracer *t, long code_id, long long caller_last) {
+static int record_call(Tracer *t, long code_id, long long caller_last, long long resumes) {
     if (t->calls_len == t->calls_cap) {
         Py_ssize_t capacity = t->calls_cap * 2;
         CallRecord *grown = PyMem_Realloc(t->calls, capacity * sizeof(CallRecord));
@@ -375,6 +384,7 @@ static int record_call(Tracer *t, long code_id, long long caller_last) {
     CallRecord *r = &t->calls[t->calls_len++];
     r->code_id = (unsigned int)code_id;
     r->caller_last = (int)caller_last;
+    r->resumes = (int)resumes;
     return 0;
 }
 
@@ -445,7 +455,7 @@ static int snapshot_stack(Tracer *t, Py_ssize_t upto) {
         if (changes == NULL)
             return -1;
         int line = e->frame != NULL ? PyFrame_GetLineNumber(e->frame) : 0;
-        if (emit(t, Py_BuildValue("(OLliNN)", TAG_S, e->inv, e->code_id, line, PyLong_FromSsize_t(d), changes)) < 0)
+        if (emit(t, Py_BuildValue("(OLliNN)", TAG_S, e->inv, e->code_id, line, PyLong_FromSsize_t(e->depth), changes)) < 0)
             return -1;
     }
     return 0;
@@ -508,6 +518,17 @@ static CodeInfo *code_info(Tracer *t, PyObject *code) {
     info->code_id = -1;
     info->lines = NULL;
     info->n_lines = -1;
+    info->resumable = 0;
+    if (info->user) {
+        PyObject *flags = PyObject_GetAttrString(code, "co_flags");
+        if (flags == NULL)
+            return NULL;
+        long value = PyLong_AsLong(flags);
+        Py_DECREF(flags);
+        if (value == -1 && PyErr_Occurred())
+            return NULL;
+        info->resumable = (value & RESUMABLE_FLAGS) != 0;
+    }
     t->codes_len++;
     return info;
 }
@@ -552,6 +573,8 @@ static Entry *push(Tracer *t, PyObject *code, PyFrameObject *frame) {
     e->module_scope = 0;
     e->last = t->count;
     e->code_id = 0;
+    e->resumable = 0;
+    e->depth = t->depth - 1;
     return e;
 }
 
@@ -572,30 +595,64 @@ static int call_event(Tracer *t, PyFrameObject *frame, CodeInfo *info, int line)
     if (code_id == -1 && PyErr_Occurred())
         return -1;
     int capture = capturing(t);
+    long long resumes = -1;
+    int direct = 1;
+    if (info->resumable && t->resumed != NULL) {
+        PyFrameObject *started = frame != NULL ? frame : PyEval_GetFrame();
+        if (started != NULL) {
+            PyObject *found = call1(t->resumed, (PyObject *)started);
+            if (found == NULL)
+                return -1;
+            int ok = PyArg_ParseTuple(found, "Lp", &resumes, &direct);
+            Py_DECREF(found);
+            if (!ok)
+                return -1;
+        }
+    }
     if (capture && frame == NULL)
         frame = PyEval_GetFrame(); /* borrowed: the frame that starts */
     Entry *e = push(t, code, frame);
     if (e == NULL)
         return -1;
     e->code_id = code_id;
+    e->resumable = info->resumable;
     e->lines = info->lines;
     e->n_lines = info->n_lines;
-    Py_ssize_t depth = t->depth - 1;
+    /* a task's coroutine is run by the event loop, not by the user's code below it: an entry of its own */
+    Py_ssize_t depth = direct ? t->depth - 1 : 0;
+    e->depth = depth;
     if (t->skeleton) {
-        long long caller_last = depth > 0 ? t->stack[depth - 1].last : -1;
-        if (record_event(t, e->inv, line, 0) < 0 || record_call(t, code_id, caller_last) < 0)
+        long long caller_last = depth > 0 ? t->stack[t->depth - 2].last : -1;
+        if (record_event(t, e->inv, line, 0) < 0 || record_call(t, code_id, caller_last, resumes) < 0)
             return -1;
     }
     if (capture) {
-        if (snapshot_stack(t, depth) < 0 || ensure_dicts(e) < 0)
+        if (snapshot_stack(t, t->depth - 1) < 0 || ensure_dicts(e) < 0)
             return -1;
         PyObject *changes = frame_diff(t, e);
         if (changes == NULL)
             return -1;
-        if (emit(t, Py_BuildValue("(OLliNN)", TAG_C, e->inv, code_id, line, PyLong_FromSsize_t(depth), changes)) < 0)
+        PyObject *event = resumes >= 0
+            ? Py_BuildValue("(OLliNNL)", TAG_C, e->inv, code_id, line, PyLong_FromSsize_t(depth), changes, resumes)
+            : Py_BuildValue("(OLliNN)", TAG_C, e->inv, code_id, line, PyLong_FromSsize_t(depth), changes);
+        if (emit(t, event) < 0)
             return -1;
     }
     return t->skeleton ? counted(t) : 0;
+}
+
+/* A generator's or coroutine's frame leaves: the helper keeps a suspended one to link its resume. */
+static int left_event(Tracer *t, Entry *e, int raised) {
+    if (!e->resumable || t->left == NULL)
+        return 0;
+    PyFrameObject *frame = e->frame != NULL ? e->frame : PyEval_GetFrame();
+    if (frame == NULL)
+        return 0;
+    PyObject *rc = PyObject_CallFunction(t->left, "OLO", (PyObject *)frame, e->inv, raised ? Py_True : Py_False);
+    if (rc == NULL)
+        return -1;
+    Py_DECREF(rc);
+    return 0;
 }
 
 static int line_event(Tracer *t, Entry *e, int line) {
@@ -638,6 +695,8 @@ static int leave_event(Tracer *t, int line, PyObject *value, PyObject *raised) {
         e->last = t->count;
     }
     int rc = 0;
+    if (left_event(t, e, raised != NULL) < 0)
+        return -1;
     if (capture) {
         if (snapshot_stack(t, t->depth) < 0)
             return -1;
@@ -948,6 +1007,18 @@ static PyObject *tracer_monitoring(PyObject *self, PyObject *args) {
     Py_RETURN_NONE;
 }
 
+static PyObject *tracer_suspensions(PyObject *self, PyObject *args) {
+    Tracer *t = (Tracer *)self;
+    PyObject *resumed, *left;
+    if (!PyArg_ParseTuple(args, "OO", &resumed, &left))
+        return NULL;
+    Py_INCREF(resumed);
+    Py_INCREF(left);
+    SET_REF(t->resumed, resumed);
+    SET_REF(t->left, left);
+    Py_RETURN_NONE;
+}
+
 static PyObject *tracer_skeleton(PyObject *self, PyObject *args, PyObject *kwargs) {
     Tracer *t = (Tracer *)self;
     static char *names[] = {"hook", "flush", "hook_every", "hook_at", "buffer", NULL};
@@ -1023,7 +1094,7 @@ static void tracer_dealloc(Tracer *self) {
     PyObject *refs[] = {self->events, self->user_cache, self->judge, self->code_ids, self->code_id, self->encode_atom,
                         self->encode_object, self->value_repr, self->bounded, self->hook, self->flush,
                         self->disable, self->enable, self->jump_line, self->line_tables,
-                        self->make_line_table};
+                        self->make_line_table, self->resumed, self->left};
     for (size_t i = 0; i < sizeof(refs) / sizeof(refs[0]); i++)
         Py_XDECREF(refs[i]);
     PyMem_Free(self->ev);
@@ -1048,6 +1119,8 @@ static PyMethodDef tracer_methods[] = {
     {"skeleton", (PyCFunction)(void (*)(void))tracer_skeleton, METH_VARARGS | METH_KEYWORDS,
      "skeleton(hook, flush, hook_every, hook_at): record only the skeleton from now on."},
     {"capture", tracer_capture, METH_VARARGS, "capture(first, last): full capture for events first..last."},
+    {"suspensions", tracer_suspensions, METH_VARARGS,
+     "suspensions(resumed, left): link each resume of a generator or coroutine to the invocation it continues."},
     {"flush", tracer_flush, METH_NOARGS, "Hand the buffered skeleton records to the flush callable."},
     {"count", tracer_count, METH_NOARGS, "Events so far."},
     {NULL, NULL, 0, NULL},

@@ -8,16 +8,19 @@ which is the only place that says where an action leads.
 
 | action             | from event i, go to ...                                                     |
 |--------------------|-----------------------------------------------------------------------------|
-| step_into          | the next event                                                              |
+| step_into          | the next event (of the same thread)                                         |
 | step_over          | the next event of the same invocation (of the caller, from a terminal)      |
 | step_return        | the terminal event of the invocation (of the caller's, from a terminal)     |
 | breakpoint(T)      | the next `line` event at one of the (path, line) targets T, else the last   |
 | continue           | the last event (the end of the traced scope)                                |
-| inv_step_into      | the previous event                                                          |
+| inv_step_into      | the previous event (of the same thread)                                     |
 | inv_step_over      | the previous event of the same invocation (of the caller, from a call)      |
 | inv_step_return    | the call event of the invocation (of the caller's, from a call)             |
 | inv_breakpoint(T)  | the previous `line` event at one of T, else the first event                 |
-At the first or last event an action that cannot move stays where it is. A target matches a line
+At the first or last event an action that cannot move stays where it is. The steps stay in the
+thread of event i (an invocation runs in one thread, so only step_into needs to say so); a step
+that runs off the end of its thread's events goes on as continue does; breakpoints and continue
+stop in any thread. A target matches a line
 event when the lines are equal and the paths are equal, or the target's path is empty (a
 single-file context: the neural world model, the trace format).
 
@@ -58,6 +61,9 @@ class Columns(msgspec.Struct, frozen=True):
     parent: np.ndarray  # per invocation: its caller's number, -1 for none
     code_of: np.ndarray  # per invocation: the index of its code in `codes`
     codes: tuple[tuple[str, str], ...]  # per code: (function name, path)
+    thread_of: np.ndarray | None = None  # per invocation: its thread's number; None: one thread
+    # per invocation: the invocation a resumed generator or coroutine continues (-1: none); None: none do
+    resumes: np.ndarray | None = None
 
 
 def positions(mask: np.ndarray) -> np.ndarray:
@@ -106,6 +112,7 @@ class ActionSemantics:
         # per invocation: the index of its path in `paths`
         self.path_of = code_paths[columns.code_of] if len(columns.code_of) else np.zeros(0, dtype=np.int32)
         self._line_indexes: OrderedDict[tuple[str, int], np.ndarray] = OrderedDict()
+        self._continuations: np.ndarray | None = None  # per invocation: the one that continues it
 
     def __len__(self) -> int:
         return self.n
@@ -125,9 +132,9 @@ class ActionSemantics:
     def apply(self, i: int, action: Action) -> int:
         kind = action.kind
         if kind == "step_into":
-            return min(i + 1, self.last)
+            return self.step_into(i)
         if kind == "inv_step_into":
-            return max(i - 1, 0)
+            return self.inv_step_into(i)
         if kind == "step_over":
             return self.step_over(i)
         if kind == "inv_step_over":
@@ -146,6 +153,50 @@ class ActionSemantics:
             return self.last
         raise ValueError(f"unknown action {kind}")
 
+    def thread(self, i: int) -> int:
+        """The number of event i's thread (0 where the program ran one)."""
+        thread_of = self.columns.thread_of
+        return 0 if thread_of is None else int(thread_of[self.columns.invs[i]])
+
+    def step_into(self, i: int) -> int:
+        if self.columns.thread_of is None:
+            return min(i + 1, self.last)
+        found = self._in_thread(self.thread(i), i + 1, self.n, forward=True)
+        return found if found >= 0 else self.last
+
+    def inv_step_into(self, i: int) -> int:
+        if self.columns.thread_of is None:
+            return max(i - 1, 0)
+        found = self._in_thread(self.thread(i), 0, i, forward=False)
+        return found if found >= 0 else 0
+
+    def _in_thread(self, thread: int, start: int, stop: int, *, forward: bool) -> int:
+        """The first (or last) event in [start, stop) of `thread`, else -1: slices growing from small,
+        as `first_equal` searches."""
+        thread_of, invs = self.columns.thread_of, self.columns.invs
+        assert thread_of is not None
+        size = _FIRST_SLICE
+        while start < stop:
+            if forward:
+                lo, hi = start, min(stop, start + size)
+            else:
+                lo, hi = max(start, stop - size), stop
+            found = np.flatnonzero(thread_of[invs[lo:hi]] == thread)
+            if len(found):
+                return lo + int(found[0] if forward else found[-1])
+            if forward:
+                start = hi
+            else:
+                stop = lo
+            size = min(size * 8, _MAX_SLICE)
+        return -1
+
+    def last_of_thread(self, thread: int, i: int) -> int:
+        """The latest event of `thread` at or before event i, else -1."""
+        if self.columns.thread_of is None:
+            return i if thread == 0 else -1
+        return self._in_thread(thread, 0, i + 1, forward=False)
+
     def _owner_forward(self, i: int) -> int:
         """Whose events step_over / step_return move through from event i (-1: nobody's)."""
         inv = int(self.columns.invs[i])
@@ -156,20 +207,80 @@ class ActionSemantics:
         return int(self.columns.parent[inv]) if self.kind(i) == CALL else inv
 
     def step_over(self, i: int) -> int:
+        inv = int(self.columns.invs[i])
+        if self.kind(i) == RETURN and self._continued_by(inv) >= 0:
+            return self._resumed(self._continued_by(inv))  # from a suspension: where it resumes
         owner = self._owner_forward(i)
         if owner < 0:
             return self.last
         end = int(self.columns.end_index[owner])
         stop = end + 1 if end >= i else self.n  # nothing of the owner's comes after its end
         found = first_equal(self.columns.invs, owner, i + 1, stop)
-        return found if found >= 0 else self.last
+        if found < 0:
+            return self.last
+        if found == end and self.kind(found) == RETURN and self._continued_by(owner) >= 0:
+            # over an `await` (a `yield`) that suspends the coroutine: on at its next line, once resumed
+            return self._resumed(self._continued_by(owner))
+        return found
 
     def inv_step_over(self, i: int) -> int:
+        inv = int(self.columns.invs[i])
+        if self.kind(i) == CALL and self._resumes(inv) >= 0:
+            return self._suspended_at(self._resumes(inv))  # from a resume: back where it suspended
         owner = self._owner_backward(i)
         if owner < 0:
             return 0
-        found = last_equal(self.columns.invs, owner, int(self.columns.call_index[owner]), i)
+        start = int(self.columns.call_index[owner])
+        found = last_equal(self.columns.invs, owner, start, i)
+        if found == start and self._resumes(owner) >= 0:
+            return self._suspended_at(self._resumes(owner))  # back over the `await`, to its line
         return found if found >= 0 else 0
+
+    # -- generators and coroutines: one frame, an invocation per run between suspensions ------------
+    def _resumes(self, inv: int) -> int:
+        """The invocation `inv` continues (a resumed generator or coroutine), else -1."""
+        resumes = self.columns.resumes
+        return -1 if resumes is None else int(resumes[inv])
+
+    def resumes_here(self, i: int) -> bool:
+        """Event i is where a generator or coroutine resumes (its call event, at the suspending line)."""
+        return self.kind(i) == CALL and self._resumes(int(self.columns.invs[i])) >= 0
+
+    def _continued_by(self, inv: int) -> int:
+        """The invocation that continues `inv` after it suspended, else -1."""
+        if self.columns.resumes is None:
+            return -1
+        if self._continuations is None:
+            resumes = self.columns.resumes
+            continuations = np.full(len(resumes), -1, dtype=np.int64)
+            resumed = np.flatnonzero(resumes >= 0)
+            continuations[resumes[resumed]] = resumed
+            self._continuations = continuations
+        return int(self._continuations[inv])
+
+    def _resumed(self, inv: int) -> int:
+        """The first event of resumed invocation `inv` after its resume (its call event, at the
+        `await` line): the next line, or where it suspends again at once (then on, to its resume)."""
+        seen = 0
+        while True:
+            start = int(self.columns.call_index[inv])
+            end = int(self.columns.end_index[inv])
+            found = first_equal(self.columns.invs, inv, start + 1, end + 1 if end >= 0 else self.n)
+            if found < 0:
+                return start
+            later = self._continued_by(inv)
+            if found != end or self.kind(found) != RETURN or later < 0 or seen > 1000:
+                return found
+            inv, seen = later, seen + 1
+
+    def _suspended_at(self, inv: int) -> int:
+        """The last event of `inv` before it suspended (the `await` line), else its call event."""
+        start = int(self.columns.call_index[inv])
+        end = int(self.columns.end_index[inv])
+        found = last_equal(self.columns.invs, inv, start, end if end >= 0 else self.n)
+        if found == start and self._resumes(inv) >= 0:
+            return self._suspended_at(self._resumes(inv))
+        return found if found >= 0 else start
 
     def step_return(self, i: int) -> int:
         owner = self._owner_forward(i)

@@ -18,12 +18,26 @@ _CHECKPOINT = 32  # every 32nd state of an invocation keeps a full copy of its l
 
 
 class _Invocation:
-    __slots__ = ("checkpoints", "depth", "first_line", "function", "lines", "locals", "path", "states", "values")
+    __slots__ = (
+        "checkpoints",
+        "depth",
+        "first_line",
+        "function",
+        "lines",
+        "locals",
+        "path",
+        "states",
+        "thread",
+        "values",
+    )
 
-    def __init__(self, function: str, path: str, depth: int, first_line: int, lines: list[str]) -> None:
+    def __init__(
+        self, function: str, path: str, depth: int, first_line: int, lines: list[str], thread: int = 0
+    ) -> None:
         self.function = function
         self.path = path
-        self.depth = depth
+        self.depth = depth  # within its thread
+        self.thread = thread  # the number of the thread it ran in (0: the one that started the program)
         self.first_line = first_line
         self.lines = lines  # the source lines of its file
         self.states: list[int] = []  # indices of its states
@@ -51,6 +65,9 @@ class EventLog:
         self.stdout_at: dict[int, str] = {}
         self.stderr_at: dict[int, str] = {}
         self.codes: dict[int, tuple[str, str, int]] = {}
+        self.resumes: dict[int, int] = {}  # invocation -> the one it continues (a generator or coroutine resumed)
+        self.thread = 0  # whose events arrive now (a ["t", number, name?] record switches)
+        self.thread_names: dict[int, str] = {0: "MainThread"}
         self.invocations: dict[int, _Invocation] = {}
         self.sources: dict[str, str] = {}
         self.source_lines: dict[str, list[str]] = {}
@@ -163,6 +180,10 @@ class EventLog:
             elif tag == "e":
                 self.pending_err.append(event[1])
                 self.all_stderr.append(event[1])
+            elif tag == "t":
+                self.thread = event[1]
+                if len(event) > 2:
+                    self.thread_names[event[1]] = str(event[2])
             elif tag == "k":
                 _, cid, name, filename, first = event
                 self.codes[cid] = (name, filename, first)
@@ -208,9 +229,11 @@ class EventLog:
         return local_reprs, {k: _decode_value(v) for k, v in encoded.items()}
 
     def _call(self, event: list) -> None:
-        _, inv_id, cid, line, depth, changes = event
+        _, inv_id, cid, line, depth, changes = event[:6]
+        if len(event) > 6:
+            self.resumes[inv_id] = event[6]
         name, path, first = self.codes[cid]
-        self.invocations[inv_id] = _Invocation(name, path, depth, first, self.source_lines.get(path, []))
+        self.invocations[inv_id] = _Invocation(name, path, depth, first, self.source_lines.get(path, []), self.thread)
         self._state(inv_id, "call", line or first, changes)  # a module's call event says line 0
 
     def _state(self, inv_id: int, kind: str, line: int, changes: list | None) -> None:
@@ -268,6 +291,7 @@ class EventLog:
             self.stderr_at.get(index, ""),
             values,
             self.caught.get(index),
+            inv.thread,
         )
 
     def caller_view(

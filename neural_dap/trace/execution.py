@@ -60,6 +60,15 @@ class Execution(Protocol):
 
     def output(self, start: int, end: int) -> tuple[tuple[str, str], ...]: ...
 
+    def threads(self, i: int) -> list[tuple[int, str]]:
+        """(number, name) of each thread alive at event i: it has run traced code by then and has
+        not run its last yet. Thread 0 started the program."""
+        ...
+
+    def thread_frames(self, i: int, thread: int) -> tuple[Frame, ...]:
+        """The call stack of `thread` as it stood at event i (its latest event up to i)."""
+        ...
+
     def first_exception(self, start: int, end: int, filters: frozenset[str]) -> int | None: ...
 
     def close(self) -> None: ...
@@ -68,7 +77,7 @@ class Execution(Protocol):
 class FullExecution:
     def __init__(self, recording: Recording) -> None:
         self.recording = recording
-        self.tree = StateTree(list(recording.states))
+        self.tree = StateTree(list(recording.states), recording.log.resumes)
         states = self.tree.states
         self.raised = [i for i, s in enumerate(states) if s.event == "exception" or s.caught]
 
@@ -118,6 +127,29 @@ class FullExecution:
                 local_reprs, values = log.caller_view(s.invocation, k, i, local_reprs, values)
             out.append(Frame(s.function, s.line, s.source, s.invocation, s.path, local_reprs, values))
         return tuple(out)
+
+    @functools.cached_property
+    def _thread_spans(self) -> dict[int, tuple[int, int]]:
+        """Per thread: its first and last event."""
+        spans: dict[int, tuple[int, int]] = {}
+        for k, s in enumerate(self.tree.states):
+            first, _ = spans.get(s.thread, (k, k))
+            spans[s.thread] = (first, k)
+        return spans
+
+    def threads(self, i: int) -> list[tuple[int, str]]:
+        names = self.recording.log.thread_names
+        return [
+            (t, names.get(t, f"Thread-{t}"))
+            for t, (first, last) in sorted(self._thread_spans.items())
+            if t == 0 or first <= i <= last
+        ]
+
+    def thread_frames(self, i: int, thread: int) -> tuple[Frame, ...]:
+        if thread == self.tree.states[i].thread:
+            return self.frames(i)
+        k = self.tree.semantics.last_of_thread(thread, i)
+        return self.frames(k) if k >= 0 else ()
 
     def output(self, start: int, end: int) -> tuple[tuple[str, str], ...]:
         states = self.tree.states
@@ -212,6 +244,12 @@ class SkeletonExecution:
                 )
             out.append(Frame(s.function, s.line, s.source, s.invocation, s.path, local_reprs, values))
         return tuple(out)
+
+    def threads(self, i: int) -> list[tuple[int, str]]:
+        return [(0, "MainThread")]  # a skeleton follows one thread (a second one re-records in full)
+
+    def thread_frames(self, i: int, thread: int) -> tuple[Frame, ...]:
+        return self.frames(i) if thread == 0 else ()
 
     def output(self, start: int, end: int) -> tuple[tuple[str, str], ...]:
         return tuple(self.recording.output_between(start, end))

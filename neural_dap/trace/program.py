@@ -7,7 +7,9 @@ from typing import Literal
 
 import msgspec
 
-OutcomeKind = Literal["finished", "raised", "exited", "timeout", "event_limit", "memory", "crashed", "error", "paused"]
+OutcomeKind = Literal[
+    "finished", "raised", "exited", "timeout", "event_limit", "memory", "crashed", "error", "paused", "threads"
+]
 
 
 class Limits(msgspec.Struct, frozen=True):
@@ -66,6 +68,7 @@ class Outcome(msgspec.Struct, frozen=True, omit_defaults=True):
             "exited": "the program exited",
             "timeout": "the program was stopped at the wall-time limit",
             "paused": "the program was paused while it was recorded",
+            "threads": "another thread ran the program's code: the recording of one thread ended",
             "event_limit": "the program was stopped at the event limit",
             "memory": "the program ran out of memory",
             "crashed": "the interpreter crashed",

@@ -145,9 +145,17 @@ def record(
     python: str | None = None,
     engine: str = "auto",
     trace_all: bool = False,
+    threads: bool = False,
 ) -> Recording:
-    """Run `program` in a child process under the tracer and return its states (full capture)."""
-    return _record(program, limits, python=python, engine=engine, trace_all=trace_all)  # type: ignore[return-value]
+    """Run `program` in a child process under the tracer and return its states (full capture).
+
+    The fast engines follow the thread that starts the program; when another thread runs the
+    user's code, that recording ends at once (outcome "threads") and the program is recorded again
+    with every thread (`threads`: the Python engines, each event tagged with its thread)."""
+    rec = _record(program, limits, python=python, engine=engine, trace_all=trace_all, threads=threads)
+    if rec.outcome.kind == "threads" and not threads:
+        rec = _record(program, limits, python=python, engine=engine, trace_all=trace_all, threads=True)
+    return rec  # type: ignore[return-value]
 
 
 def record_skeleton(
@@ -160,9 +168,11 @@ def record_skeleton(
     checkpoint_seconds: float = 0.25,
     max_checkpoints: int = 24,
     recording: RecordingHandle | None = None,
+    what_if: list[dict] | None = None,
 ):
     """Run `program` recording only its skeleton, with checkpoints to materialise states from
-    (see `trace.skeleton`). Returns a `SkeletonRecording`; close it to end its checkpoints."""
+    (see `trace.skeleton`). Returns a `SkeletonRecording`; close it to end its checkpoints.
+    `what_if`: values to set on the way, {"at", "name", "value", "function"} (child/whatif.py)."""
     from neural_dap.trace.skeleton import new_folder
 
     folder = new_folder()
@@ -174,6 +184,8 @@ def record_skeleton(
         "max_checkpoints": max_checkpoints,
         "owner_pid": os.getpid(),
     }
+    if what_if:
+        extra["what_if"] = what_if
     try:
         return _record(program, limits, python=python, engine=engine, extra=extra, folder=folder, handle=recording)
     except BaseException:
@@ -190,6 +202,7 @@ def _record(
     python: str | None,
     engine: str,
     trace_all: bool = False,
+    threads: bool = False,
     extra: dict | None = None,
     folder: str | None = None,
     handle: RecordingHandle | None = None,
@@ -221,6 +234,7 @@ def _record(
         "stdin_path": program.stdin,
         "stdin_log": program.stdin_log,
         "output_copy": program.output_copy,
+        "threads": threads,
         "own_path": _PACKAGE_PARENT,
         "owner_pid": os.getpid(),
         "lifeline_fd": lifeline,

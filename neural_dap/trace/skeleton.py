@@ -34,7 +34,9 @@ from neural_dap.core.state import State
 from neural_dap.trace.actions import ActionSemantics, Columns, positions
 
 EVENT_DTYPE = np.dtype([("inv", "<u4"), ("line", "<i4"), ("kind", "u1"), ("pad", "V3")])
-CALL_DTYPE = np.dtype([("code", "<u4"), ("caller_last", "<i4")])
+# per call: its code, its caller's latest event (-1: none), the invocation a resumed generator or
+# coroutine continues (-1: none; see child/coroutines.py)
+CALL_DTYPE = np.dtype([("code", "<u4"), ("caller_last", "<i4"), ("resumes", "<i4")])
 KINDS = ("call", "line", "return", "exception")
 CALL, LINE, RETURN, EXCEPTION = 0, 1, 2, 3
 HASH_EVERY = 1 << 16
@@ -64,6 +66,7 @@ class SkeletonLog:
         self.outputs: list[tuple[int, str, str]] = []  # (events before it, stdout|stderr, text)
         self.checkpoints: dict[int, tuple[str, int]] = {}  # event index -> (socket path, pid)
         self.outcome: tuple | None = None
+        self.what_if: list[tuple[int, str, str]] = []  # (event, name, "applied" or why not): child/whatif.py
         self.engine = ""
         self.python = ""
         self.corrupt = False
@@ -124,6 +127,8 @@ class SkeletonLog:
                 self.checkpoints.pop(int(event[1]), None)
             elif tag == "engine":
                 self.engine, self.python = event[1], event[2]
+            elif tag == "whatif":
+                self.what_if.append((int(event[1]), str(event[2]), str(event[3])))
             elif tag == "end":
                 self.outcome = tuple(event[1:])
 
@@ -185,6 +190,10 @@ class SkeletonTree:
         self.depth = opened - closed
         self.end_index = np.full(count, -1, dtype=np.int64)
         self.end_index[self.invs[terminal]] = terminal
+        resumes = np.full(count, -1, dtype=np.int64)
+        known = min(count, len(calls))
+        resumes[:known] = calls["resumes"][:known]
+        self.resumes = resumes
 
     @functools.cached_property
     def line_events(self) -> np.ndarray:
@@ -211,6 +220,7 @@ class SkeletonTree:
             parent=self.parent,
             code_of=code_index,
             codes=(*((codes[c][0], codes[c][1]) for c in ids), ("", "")),
+            resumes=self.resumes if len(self.resumes) and int(self.resumes.max()) >= 0 else None,
         )
 
     def __len__(self) -> int:

@@ -15,7 +15,7 @@ caller (as a debugger shows it: back in the caller, with the return value). Brea
 from __future__ import annotations
 
 from bisect import bisect_right
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 import numpy as np
 
@@ -25,21 +25,31 @@ from neural_dap.trace.actions import KIND_CODES, ActionSemantics, Columns
 
 
 class StateTree:
-    def __init__(self, states: Sequence[State]) -> None:
+    def __init__(self, states: Sequence[State], resumes: Mapping[int, int] | None = None) -> None:
+        """`resumes`: invocation -> the invocation a resumed generator or coroutine continues (a
+        recording says; see trace/child/coroutines.py)."""
         if not states:
             raise ValueError("a state tree needs at least one state")
         self.states = states
+        self.resumes = dict(resumes or {})
         self.by_invocation: dict[int, list[int]] = {}
         self.call_index: dict[int, int] = {}
         self.end_index: dict[int, int] = {}
         self.parent: dict[int, int | None] = {}
-        open_stack: list[int] = []
+        self.thread_of: dict[int, int] = {}
+        open_stacks: dict[int, list[int]] = {}  # per thread: its open invocations, innermost last
         for i, state in enumerate(states):
             inv = state.invocation
+            open_stack = open_stacks.get(state.thread)
+            if open_stack is None:
+                open_stack = open_stacks[state.thread] = []
             if inv not in self.by_invocation:
+                self.thread_of[inv] = state.thread
                 self.by_invocation[inv] = []
                 self.call_index[inv] = i
-                self.parent[inv] = open_stack[-1] if open_stack else None
+                # depth 0: an entry of its own (the traced scope, a thread's function, a task's
+                # coroutine the event loop runs), whatever traced frames are below it
+                self.parent[inv] = open_stack[-1] if open_stack and state.depth > 0 else None
                 open_stack.append(inv)
             self.by_invocation[inv].append(i)
             if state.event in TERMINAL_EVENTS:
@@ -71,6 +81,12 @@ class StateTree:
             parent=np.array([-1 if p is None else number[p] for p in parents], dtype=np.int64),
             code_of=np.array(code_of, dtype=np.int64),
             codes=tuple(codes),
+            thread_of=np.array([self.thread_of[inv] for inv in ids], dtype=np.int32)
+            if any(self.thread_of.values())
+            else None,
+            resumes=np.array([number.get(self.resumes.get(inv, -1), -1) for inv in ids], dtype=np.int64)
+            if self.resumes
+            else None,
         )
 
     def __len__(self) -> int:

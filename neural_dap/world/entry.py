@@ -81,11 +81,11 @@ def bind_arguments(source: SourceInfo, function: str, args_text: str) -> dict[st
     missing = [p for p in positional + [k.arg for k in a.kwonlyargs] if p not in bound]
     if missing:
         raise WorldError(f"{function}() is missing arguments {missing}")
-    # locals appear in the order of the parameters, as CPython lists them
+    # locals appear as CPython lists them (co_varnames): positional, keyword-only, then *args, **kwargs
     order = (
         positional
-        + ([a.vararg.arg] if a.vararg else [])
         + [p.arg for p in a.kwonlyargs]
+        + ([a.vararg.arg] if a.vararg else [])
         + ([a.kwarg.arg] if a.kwarg else [])
     )
     return {name: bound[name] for name in order if name in bound}

@@ -36,6 +36,9 @@ def frame_constraint(
     if found is None:
         return None
     landings, end = found
+    if forced == "return" and current.event == "call" and not action.inverse:
+        # cwmdbg's `next` over a call: the callee's return comes at once (any of its return lines)
+        landings = set().union(*(_ends(c) for c in codes_holding(flow, current.function, current.line, "call")))
     if forced is not None:
         landings = {landing for landing in landings if landing[0] == forced}
         end = False
@@ -84,6 +87,11 @@ def candidate_landings(
                 out |= set(code.can_follow(current.line))
             if calls:
                 out |= set(flow.calls_from(current.line))
+        elif not trace.tracker.leaves(current.event):
+            # cwm: an exception passing through this frame; a handler here goes on, else the
+            # frame returns (None) at the same line and the caller gets the exception
+            for code in codes:
+                out |= set(code.can_follow(current.line)) | {("return", current.line)}
         else:
             for code, line in sites:
                 out |= set(code.can_follow(line))
@@ -146,7 +154,7 @@ def codes_holding(flow: ProgramFlow, function: str, line: int, event: str) -> li
 
 
 def _entry(code: CodeFacts, line: int) -> set[Landing]:
-    if line == code.first_line:
+    if line == code.first_line or code.kind == "module":  # a module's call: line 1, or 0 (settrace, 3.11)
         return set(code.entry)
     return set(code.can_follow(line)) | {("line", line)}  # a generator resumed at a yield
 

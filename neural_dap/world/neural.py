@@ -35,7 +35,16 @@ from neural_dap.core.world import Capabilities, ExceptionFilter, Exit, LaunchSpe
 from neural_dap.format.confidence import UNCERTAIN_BELOW, FrameConfidence, frame_confidence
 from neural_dap.format.grammar import FrameConstraint
 from neural_dap.format.tokens import ACTION_TOKENS, CWM_TOKENS, FRAME_SEP, Special, merge_text
-from neural_dap.format.trace import Dialect, EndOfTrace, FormatError, TraceText, open_chain, window_from
+from neural_dap.format.trace import (
+    Dialect,
+    EndOfTrace,
+    FormatError,
+    TraceText,
+    cwm_window,
+    entry_line,
+    open_chain,
+    window_from,
+)
 from neural_dap.llm.base import ModelClient, ModelError
 from neural_dap.trace.tree import StateTree
 from neural_dap.world.entry import entry_state
@@ -152,7 +161,8 @@ class NeuralWorld:
         self.info = SourceInfo(text, path)
         # a call of one function shows the model only what the call can reach (a long module fits)
         self.shown = focus_lines(text, launch.entry.function) if launch.entry is not None else None
-        self.flow = ProgramFlow(self.info) if self.settings.constrained else None
+        # cwm: the frames sys.settrace reports on 3.11, as CWM's traces have them (comprehensions, `.0`)
+        self.flow = ProgramFlow(self.info, settrace_frames=self.dialect == "cwm") if self.settings.constrained else None
         first = entry_state(self.info, path, launch.entry)
         self.trace = self._trace_from(first)
         needed = [str(t) for t in CWM_TOKENS] + (
@@ -179,7 +189,7 @@ class NeuralWorld:
     def _trace_from(self, state: State) -> TraceText:
         """A new conversation whose first frame is `state` (the start marker on its function's def)."""
         assert self.info is not None
-        line = state.line if state.event == "call" else (self.info.def_line(state.function) or state.line)
+        line = entry_line(self.dialect, self.info, state)
         shown = self.shown if self.shown is not None and line in self.shown else None
         return TraceText(
             self.dialect, self.info, line, path=self.path, entry_function=state.function, shown_lines=shown
@@ -243,10 +253,7 @@ class NeuralWorld:
             await self._nd(action, stats)
         state = self.timeline[self.pos]
         hit_bp = state.event == "line" and any(line == state.line for _, line in targets)
-        hit_exc = state.event == "exception" and (
-            "raised" in exceptions or ("uncaught" in exceptions and state.depth == 0)
-        )
-        return self._stop(state, hit_breakpoint=hit_bp, hit_exception=hit_exc)
+        return self._stop(state, hit_breakpoint=hit_bp, hit_exception=self._exception_stop(state, exceptions))
 
     # -- known states -----------------------------------------------------------------------------------------
     def _run(self) -> tuple[int, int]:
@@ -269,8 +276,10 @@ class NeuralWorld:
             return self.pos + 1 if i + 1 < len(states) else None
         if kind == "inv_step_into":
             return self.pos - 1 if i > 0 else None
-        tree = StateTree(states)
         here = states[i]
+        if kind in ("step_over", "step_return") and self.dialect == "cwm":
+            return self._cwm_lookup(states, i, kind, start)
+        tree = StateTree(states)
         if kind in ("step_over", "step_return"):
             owner = tree.parent.get(here.invocation) if here.terminal else here.invocation
             j = tree.apply(i, action)
@@ -299,9 +308,43 @@ class NeuralWorld:
             return start + len(states) - 1 if self._is_end(states[-1]) and i < len(states) - 1 else None
         return None
 
-    @staticmethod
-    def _is_end(state: State) -> bool:
-        return state.terminal and state.depth == 0
+    def _cwm_lookup(self, states: list[State], i: int, kind: str, start: int) -> int | None:
+        """Where a known run answers step_over / step_return as `_cwm` would predict it: the next
+        state of the function or its caller (step_over); one step past the function's return
+        (step_return, as cwmdbg's step_out). None where the run ends before that."""
+        here = states[i]
+        owner_depth = here.depth - 1 if self._leaves(here) else here.depth
+        for j in range(i + 1, len(states)):
+            state = states[j]
+            if kind == "step_over" and state.depth <= owner_depth and state.event != "call":
+                return start + j
+            if kind == "step_return" and state.event == "return" and state.depth == owner_depth:
+                if self._is_end(state):
+                    return start + j
+                return start + j + 1 if j + 1 < len(states) else None
+        return None
+
+    def _exception_stop(self, state: State, exceptions: frozenset[ExceptionFilter]) -> bool:
+        """Does the exception filter stop at `state`? `uncaught`: the exception leaves the traced
+        scope. In nd that is an exception state at depth 0; in cwm an exception event there may still
+        be caught in that frame, so it is the end the exception left by (its return, None)."""
+        raised = state.event == "exception" and "raised" in exceptions
+        if self.dialect == "nd":
+            return raised or (state.event == "exception" and "uncaught" in exceptions and state.depth == 0)
+        return raised or ("uncaught" in exceptions and self._is_end(state) and self._raised_out(state) is not None)
+
+    def _is_end(self, state: State) -> bool:
+        return state.depth == 0 and self._leaves(state)
+
+    def _leaves(self, state: State) -> bool:
+        """Does `state` end its invocation? In cwm only a return does: an exception event is the
+        exception passing through the frame (sys.settrace), which a handler there may catch."""
+        return state.event == "return" or (state.event == "exception" and self.dialect == "nd")
+
+    @property
+    def steps_past_return(self) -> bool:
+        """cwm: a step out goes one step past the function's return, as cwmdbg's `step_out` does."""
+        return self.dialect == "cwm"
 
     async def _move_to(self, index: int, action: Action) -> None:
         """Move to a known state; the nd conversation records the move, the cwm one is cut back to it."""
@@ -366,10 +409,11 @@ class NeuralWorld:
             del self.gap_before[self.pos + 1 :]
             await self._rebuild_cwm()
         here = self.timeline[self.pos]
-        owner_depth = here.depth - 1 if here.terminal else here.depth  # whose states step_over walks
+        owner_depth = here.depth - 1 if self._leaves(here) else here.depth  # whose states step_over walks
         kind = action.kind
         lines = set(action.lines)
         interrupt = {line for _, line in breakpoints}
+        returned = False  # step_return: the function has returned; one step more, as cwmdbg's step_out
         for step in range(MAX_RUN_STEPS):
             current = self.timeline[self.pos]
             if self._is_end(current):
@@ -387,9 +431,7 @@ class NeuralWorld:
             state = await self._cwm_step(forced, stats)
             if state is None or kind == "step_into":
                 return
-            if state.event == "exception" and (
-                "raised" in exceptions or ("uncaught" in exceptions and state.depth == 0)
-            ):
+            if self._exception_stop(state, exceptions):
                 return
             if (
                 state.event == "line"
@@ -400,8 +442,10 @@ class NeuralWorld:
                 return
             if kind == "step_over" and state.depth <= owner_depth and state.event != "call":
                 return
-            if kind == "step_return" and state.terminal and state.depth == owner_depth:
+            if kind == "step_return" and returned:
                 return
+            if kind == "step_return" and state.event == "return" and state.depth == owner_depth:
+                returned = True
             if kind == "breakpoint" and state.event == "line" and state.line in lines:
                 return
         raise WorldError(f"{action} did not end within {MAX_RUN_STEPS} predicted steps")
@@ -537,7 +581,13 @@ class NeuralWorld:
         old = self.trace
         current = old.states[-1]
         chain = open_chain(old, current) if current.event in ("line", "call") else [current]
-        self.trace, seen = window_from(self.dialect, self.info, chain, self.path, old.tracker.next_id)
+        gapless = await self._cwm_run(old) if self.dialect == "cwm" else None
+        if gapless is not None:
+            callers, start = gapless
+            chain = [*callers, *old.states[start:]]
+            self.trace, seen = cwm_window(self.info, callers, old.states[start:], self.path, old.tracker.next_id)
+        else:
+            self.trace, seen = window_from(self.dialect, self.info, chain, self.path, old.tracker.next_id)
         self.context_ids = await self._encode(self.trace.context())
         self.frame_ids = [await self._encode(frame) for frame in self.trace.frames]
         for before, after in zip(chain, seen, strict=False):
@@ -547,6 +597,33 @@ class NeuralWorld:
             self._confidence[id(seen[-1])] = (seen[-1], known[1])
         self.timeline[self.pos] = seen[-1]
         self.windows += 1
+
+    async def _cwm_run(self, old: TraceText) -> tuple[list[State], int] | None:
+        """Where a gapless cwm history can restart: the call of the outermost open invocation whose
+        frames since then fit with room for the next frame; with the latest states of the open
+        invocations above it (its callers). None: no call's history fits (or the callers cannot be
+        told apart, in recursion), then the window jumps down the call stack instead."""
+        limit = await self._context_length()
+        stack = old.tracker.stack
+        current = old.states[-1]
+        latest = open_chain(old, current)[:-1] if current.event in ("line", "call") else []
+        for depth, open_ in enumerate(stack):
+            if depth and len(latest) < depth:
+                return None
+            start = next(
+                (
+                    k
+                    for k in range(len(old.states) - 1, -1, -1)
+                    if old.states[k].invocation == open_.invocation and old.states[k].event == "call"
+                ),
+                None,
+            )
+            if start is None:
+                continue
+            size = len(self.context_ids) + sum(len(ids) for ids in self.frame_ids[start:])
+            if limit is None or size + FRAME_ROOM <= limit:
+                return latest[:depth], start
+        return None
 
     def _check(self, state: State, action: Action) -> None:
         """Is the predicted frame possible here? A FormatError says why not."""
@@ -637,7 +714,8 @@ class NeuralWorld:
         at_end = self._is_end(state)
         exit_ = None
         if at_end:
-            exit_ = Exit(0) if state.event == "return" else Exit(1, f"uncaught {state.value} (predicted)")
+            raised = self._raised_out(state)
+            exit_ = Exit(0) if raised is None else Exit(1, f"uncaught {raised} (predicted)")
         confidence = self.confidence_of(state)
         return Stop(
             line_confidence=confidence.line if confidence else None,
@@ -653,6 +731,16 @@ class NeuralWorld:
             hit_breakpoint=hit_breakpoint,
             hit_exception=hit_exception,
         )
+
+    def _raised_out(self, end: State) -> str | None:
+        """The exception the traced scope ended with (None: it returned). In cwm an exception leaving
+        it is its `exception` event followed by a return (None), as sys.settrace reports it."""
+        if end.event == "exception":
+            return end.value
+        before = self.timeline[self.pos - 1] if self.dialect == "cwm" and self.pos > 0 else None
+        if before is not None and before.event == "exception" and before.depth == 0 and end.value == "None":
+            return before.value
+        return None
 
     def _remember(self, state: State) -> None:
         """The committed state carries the confidence of the prediction it came from; a local written

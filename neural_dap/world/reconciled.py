@@ -90,6 +90,8 @@ class ReconciledWorld:
             real = await self.recorded.act(
                 action, exceptions=exceptions, breakpoints=breakpoints, accept=lambda _s: next(replay, True)
             )
+            if action.kind == "step_return" and self.model.steps_past_return and not real.at_end:
+                real = await self.recorded.act(Action("step_into"))  # where the model's step out lands too
             return await self._reconcile(stop, real.state, action)
         return await self._act_debugpy(action, before, stop)
 

@@ -11,6 +11,7 @@ import msgspec
 
 from neural_dap.core.actions import Action, Target
 from neural_dap.core.source import read_source
+from neural_dap.core.state import Frame
 from neural_dap.core.world import (
     Capabilities,
     ExceptionFilter,
@@ -19,6 +20,7 @@ from neural_dap.core.world import (
     LiveResult,
     NotLive,
     Stop,
+    Thread,
     WorldError,
     world_options,
 )
@@ -36,6 +38,7 @@ from neural_dap.trace.recorder import (
     record_skeleton,
 )
 from neural_dap.trace.skeleton import DivergenceError
+from neural_dap.world.branches import WhatIf
 
 LIMIT_KEYS = {
     "maxEvents": "max_events",
@@ -111,6 +114,7 @@ class RecordedWorld:
         self._recording: RecordingHandle | None = None  # while the program is being recorded
         self._live: LiveStop | None = None  # the live copy of the program at the stop expressions asked about
         self._queries: RecordingQueries | None = None
+        self.what_if = WhatIf(self)  # what-if branches: the program run again with a value changed
 
     async def start(self, launch: LaunchSpec) -> Stop:
         if launch.entry is not None and launch.entry.returns is not None:
@@ -135,6 +139,7 @@ class RecordedWorld:
         mode = self.mode = options.recording
         limits = limits_from(options.limits, mode)
         python = launch.python
+        self.what_if.remember(program, limits, python)
         try:
             if mode == "full":
                 rec = await record_async(program, limits, python=python)
@@ -149,6 +154,13 @@ class RecordedWorld:
                 rec = skeleton
                 execution = SkeletonExecution(skeleton)
                 self.engine, self.python = skeleton.log.engine, skeleton.log.python
+                if skeleton.outcome.kind == "threads":
+                    # a skeleton follows one thread and its replays cannot bring others back:
+                    # record every thread, in full (the Python engines; slower, still exact)
+                    execution.close()
+                    rec = await record_async(program, limits_from(options.limits, "full"), python=python, threads=True)
+                    execution = FullExecution(rec)
+                    self.engine, self.python = rec.engine, rec.python
         except RecorderError as exc:
             raise WorldError(str(exc)) from None
         self.outcome = rec.outcome
@@ -164,6 +176,16 @@ class RecordedWorld:
         self.execution = execution
         self.index = 0
         return await self._stop(0, output=execution.output(-1, 0))
+
+    def stand_on(self, execution: Execution, outcome: Outcome | None) -> tuple[Execution, Outcome | None] | None:
+        """Stand on another recording of the program (a what-if branch, world/branches.py); returns
+        the one left, for its branch to come back to. The caller travels to an event of it next."""
+        left = (self.execution, self.outcome) if self.execution is not None else None
+        if self._live is not None:
+            self._live.close()
+            self._live = None
+        self.execution, self.outcome = execution, outcome
+        return left
 
     def _require(self) -> Execution:
         if self.execution is None:
@@ -248,6 +270,7 @@ class RecordedWorld:
         except DivergenceError as exc:
             raise WorldError(f"{exc}; the states before it are exact, the ones after cannot be rebuilt") from None
         at_end = i == execution.last
+        resumed = execution.semantics.resumes_here(i)
         return Stop(
             state=state,
             stack=frames,
@@ -258,7 +281,28 @@ class RecordedWorld:
             output=output,
             hit_exception=hit_exception,
             hit_breakpoint=hit_breakpoint,
+            resumed=resumed,
         )
+
+    @property
+    def returns_stop_in_caller(self) -> bool:
+        """The program ran on 3.12+, where debugpy steps with sys.monitoring (SteppingConvention)."""
+        version = tuple(int(p) for p in self.python.split(".")[:2] if p.isdigit())
+        return version >= (3, 12)
+
+    # -- threads (HasThreads) -----------------------------------------------------------------------
+    def threads(self, stop: Stop) -> list[Thread]:
+        """The threads alive at the stop, by the DAP ids the client uses (the thread number + 1)."""
+        return [Thread(number + 1, name) for number, name in self._require().threads(stop.index)]
+
+    def thread_id(self, stop: Stop) -> int:
+        return stop.state.thread + 1
+
+    async def thread_stack(self, stop: Stop, thread_id: int) -> tuple[Frame, ...]:
+        execution = self._require()
+        if thread_id == self.thread_id(stop):
+            return stop.stack
+        return await anyio.to_thread.run_sync(execution.thread_frames, stop.index, thread_id - 1)
 
     async def evaluate_live(self, stop: Stop, frame: int, expression: str) -> LiveResult:
         """`expression` in a live copy of the program at `stop` (see trace/live.py): one copy at a
@@ -292,7 +336,7 @@ class RecordedWorld:
         """The user paused while the program is being recorded: end the recording where the program
         is and debug what was recorded (a server, a program waiting for something)."""
         recording = self._recording
-        return recording.end_now() if recording is not None else False
+        return recording.end_now() if recording is not None else self.what_if.interrupt()
 
     def why_not_run(self, path: str) -> str | None:
         """Why a breakpoint in `path` can never be hit in this recording, or None if it can: no code
@@ -359,6 +403,7 @@ class RecordedWorld:
         return out
 
     async def close(self) -> None:
+        self.what_if.close()
         if self._live is not None:
             self._live.close()
             self._live = None

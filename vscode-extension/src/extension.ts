@@ -56,6 +56,7 @@ export function activate(context: vscode.ExtensionContext): LanguageServerHost {
       output.appendLine(JSON.stringify(summary, null, 2));
       output.show(true);
     }),
+    vscode.commands.registerCommand('neuralDap.switchBranch', () => switchBranch()),
     vscode.debug.onDidStartDebugSession((session) => {
       if (session.type === DEBUG_TYPE && (session.configuration as LaunchConfig).world === 'neural') {
         marks.clear();
@@ -112,6 +113,31 @@ async function customRequest(command: string): Promise<void> {
     await session.customRequest(command, { threadId: 1 });
   } catch (error) {
     void vscode.window.showErrorMessage(`neural-dap: ${command} failed: ${String((error as Error).message ?? error)}`);
+  }
+}
+
+interface BranchInfo {
+  id: number;
+  current: boolean;
+  description: string;
+}
+
+/** What-if branches (setVariable in the past runs the program again): pick one to stand on. */
+async function switchBranch(): Promise<void> {
+  const session = activeNeuralSession();
+  if (!session) {
+    void vscode.window.showInformationMessage('No neural-dap session is running.');
+    return;
+  }
+  try {
+    const answer = (await session.customRequest('branches')) as { branches: BranchInfo[] };
+    const items = answer.branches.map((b) => ({ label: `${b.current ? '$(check) ' : ''}branch ${b.id}`, description: b.description, id: b.id, current: b.current }));
+    const picked = await vscode.window.showQuickPick(items, { placeHolder: 'What-if branch to stand on (set a value with Set Value in Variables)' });
+    if (picked && !picked.current) {
+      await session.customRequest('branches', { switch: picked.id });
+    }
+  } catch (error) {
+    void vscode.window.showErrorMessage(`neural-dap: branches failed: ${String((error as Error).message ?? error)}`);
   }
 }
 

@@ -13,10 +13,10 @@ const session = (configuration, requests = []) => ({
   customRequest: async (command, args) => { requests.push([command, args]); return { world: 'neural', divergences: 2 }; },
 });
 
-test('registers the debug type, its factory and the three commands', () => {
+test('registers the debug type, its factory and the commands', () => {
   assert.ok(mock.registered.factories.has('neural-python'));
   assert.ok(mock.registered.providers.has('neural-python'));
-  for (const id of ['neuralDap.stepBackInto', 'neuralDap.stepBackOut', 'neuralDap.showSessionSummary']) {
+  for (const id of ['neuralDap.stepBackInto', 'neuralDap.stepBackOut', 'neuralDap.showSessionSummary', 'neuralDap.switchBranch']) {
     assert.ok(mock.registered.commands.has(id), id);
   }
 });
@@ -65,6 +65,21 @@ test('step-back commands send the custom requests to the active session', async 
   mock.vscode.debug.activeDebugSession = undefined;
   await mock.registered.commands.get('neuralDap.stepBackInto')();
   assert.match(mock.messages.info.at(-1), /No neural-dap session/);
+});
+
+test('switch branch lists the what-if branches and switches to the one picked', async () => {
+  const requests = [];
+  const s = session({}, requests);
+  s.customRequest = async (command, args) => {
+    requests.push([command, args]);
+    return { branches: [{ id: 0, current: false, description: 'branch 0 (the original run)' }, { id: 1, current: true, description: 'branch 1: x = 2 → 5' }] };
+  };
+  mock.vscode.debug.activeDebugSession = s;
+  mock.vscode.window.pick = (items) => items.find((i) => i.id === 0);
+  await mock.registered.commands.get('neuralDap.switchBranch')();
+  assert.deepStrictEqual(requests, [['branches', undefined], ['branches', { switch: 0 }]]);
+  mock.vscode.window.pick = undefined;
+  mock.vscode.debug.activeDebugSession = undefined;
 });
 
 test('a neural session shows a status bar item that counts divergences, and hides at the end', () => {

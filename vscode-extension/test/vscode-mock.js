@@ -35,6 +35,8 @@ function createMock() {
       createTextEditorDecorationType: (options) => ({ options, dispose() {} }),
       showInformationMessage: (m) => { messages.info.push(m); return Promise.resolve(undefined); },
       showErrorMessage: (m) => { messages.error.push(m); return Promise.resolve(undefined); },
+      pick: undefined, // a test's choice among the quick pick's items: (items) => item
+      showQuickPick(items) { return Promise.resolve(this.pick ? this.pick(items) : undefined); },
       onDidChangeVisibleTextEditors: events.editors,
     },
     commands: { registerCommand: (id, fn) => { registered.commands.set(id, fn); return { dispose() {} }; } },

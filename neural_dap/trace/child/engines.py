@@ -4,8 +4,10 @@ Each records the same events (see `neural_dap.trace.child`). Standard library on
 from __future__ import annotations
 
 import sys
+import threading
 from _thread import get_ident
 
+from neural_dap.trace.child.coroutines import RESUMABLE
 from neural_dap.trace.child.monitoring import (
     LOCAL_EVENTS,
     free_tool,
@@ -15,21 +17,24 @@ from neural_dap.trace.child.monitoring import (
     unmonitor,
 )
 from neural_dap.trace.child.recorder import Recorder
+from neural_dap.trace.child.threads import ThreadTable
 
 # -- engines ---------------------------------------------------------------------------------------
 
 
-def settrace_engine(rec: Recorder):
-    """sys.settrace: one closure per traced frame keeps its invocation id and locals shadow."""
-    emit = rec.events.append
+def settrace_engine(rec: Recorder, threads: ThreadTable | None = None):
+    """sys.settrace: one closure per traced frame keeps its invocation id and locals shadow. With a
+    thread table, every thread `threading` starts is traced too (each with its own stack)."""
+    emit = rec.events.append if threads is None else threads.emitter()
     user_cache = rec.user_cache
     judge = rec._judge
     code_ids = rec.code_ids
     value_repr = rec.value_repr
     make_differ = rec.make_differ
     bounded = rec.reprs.repr
+    suspensions = rec.suspensions
     counter = [0]  # next invocation id
-    active: list = []  # (frame, invocation, diff) of each traced frame on the stack
+    stacks: dict[int, list] = {}  # per thread: (frame, invocation, diff) of each traced frame on its stack
 
     def global_trace(frame, event, arg):
         code = frame.f_code
@@ -40,13 +45,24 @@ def settrace_engine(rec: Recorder):
             return None
         inv = counter[0]
         counter[0] = inv + 1
+        active = stacks.get(get_ident())
+        if active is None:
+            active = stacks[get_ident()] = []
         depth = len(active)
         diff = make_differ(code.co_name == "<module>")
         active.append((frame, inv, diff))
         cid = code_ids.get(code)
         if cid is None:
             cid = rec.code_id(code)
-        emit(("c", inv, cid, frame.f_lineno, depth, diff(frame.f_locals)))
+        resumable = code.co_flags & RESUMABLE
+        resumes = -1
+        if resumable:
+            resumes, direct = suspensions.started(frame)
+            depth = depth if direct else 0  # run by library code (an event loop): an entry of its own
+        if resumes < 0:
+            emit(("c", inv, cid, frame.f_lineno, depth, diff(frame.f_locals)))
+        else:
+            emit(("c", inv, cid, frame.f_lineno, depth, diff(frame.f_locals), resumes))
         pending = None
 
         def local_trace(frame, event, arg):
@@ -58,10 +74,13 @@ def settrace_engine(rec: Recorder):
                     emit(("l", inv, frame.f_lineno, diff(frame.f_locals), bounded(pending)))
                     pending = None
             elif event == "return":
-                if pending is not None and arg is None:
+                raised = pending is not None and arg is None
+                if raised:
                     emit(("x", inv, frame.f_lineno, bounded(pending)))
                 else:
                     emit(("r", inv, frame.f_lineno, value_repr(arg)))
+                if resumable:
+                    suspensions.left(frame, inv, raised)
                 if active and active[-1][1] == inv:
                     active.pop()
                 if active:
@@ -77,31 +96,39 @@ def settrace_engine(rec: Recorder):
         return local_trace
 
     def start():
-        sys.settrace(global_trace)  # this thread only: threads the program starts are not traced
+        if threads is not None:
+            threads.begin()
+            threading.settrace(global_trace)  # each thread `threading` starts from now on
+        sys.settrace(global_trace)  # this thread
 
     def stop():
         sys.settrace(None)
+        if threads is not None:
+            threading.settrace(None)  # type: ignore[arg-type]
 
     return start, stop
 
 
-def monitoring_engine(rec: Recorder):
-    """sys.monitoring (3.12+): events enabled per user code object; other code is DISABLEd."""
+def monitoring_engine(rec: Recorder, threads: ThreadTable | None = None):
+    """sys.monitoring (3.12+): events enabled per user code object; other code is DISABLEd. Events
+    come from every thread: without a thread table only the thread that started tracing is
+    recorded (as settrace would), with one every thread is, each with its own stack."""
     mon = sys.monitoring  # type: ignore[attr-defined]
     tool = free_tool(mon)
     DISABLE = mon.DISABLE
-    emit = rec.events.append
+    emit = rec.events.append if threads is None else threads.emitter()
     is_user = rec.is_user
     value_repr = rec.value_repr
     getframe = sys._getframe
-    stack: list = []  # [frame, inv, diff, pending] per active traced frame
+    stacks: dict[int, list] = {}  # per thread: [frame, inv, diff, pending] per active traced frame
+    no_stack: list = []
     enabled: set = set()
     line_tables: dict = {}
-
-    traced_thread = [0]  # the thread that started tracing: settrace traces only it, and so do we
+    every_thread = threads is not None
+    traced_thread = [0]  # the thread that started tracing (when only it is recorded)
 
     def on_start(code, offset, *thrown):  # PY_START, PY_RESUME and PY_THROW (an exception thrown in)
-        if get_ident() != traced_thread[0]:
+        if not every_thread and get_ident() != traced_thread[0]:
             return None
         if thrown and not is_user(code):
             return None  # PY_THROW cannot be DISABLEd (that raises "Cannot disable" in the program)
@@ -114,14 +141,25 @@ def monitoring_engine(rec: Recorder):
             enabled.add(code)
             mon.set_local_events(tool, code, LOCAL_EVENTS)
         frame = getframe(2)  # 0: here, 1: on_start, 2: the code that started
+        stack = stacks.get(get_ident())
+        if stack is None:
+            stack = stacks[get_ident()] = []
         inv = rec.next_invocation
         rec.next_invocation = inv + 1
         diff = rec.make_differ(code.co_name == "<module>")
         entry = [frame, inv, diff, None]
-        emit(["c", inv, rec.code_id(code), frame.f_lineno, len(stack), diff(frame.f_locals)])
+        event = ["c", inv, rec.code_id(code), frame.f_lineno, len(stack), diff(frame.f_locals)]
+        if code.co_flags & RESUMABLE:
+            resumes, direct = rec.suspensions.started(frame)
+            if not direct:
+                event[4] = 0  # run by library code (an event loop): an entry of its own
+            if resumes >= 0:
+                event.append(resumes)
+        emit(event)
         stack.append(entry)
 
     def on_line(code, line):
+        stack = stacks.get(get_ident(), no_stack)
         if not stack:
             return
         top = stack[-1]
@@ -141,6 +179,7 @@ def monitoring_engine(rec: Recorder):
         on_line_at(code, line, getframe(1))
 
     def on_line_at(code, line, frame):
+        stack = stacks.get(get_ident(), no_stack)
         if not stack:
             return
         top = stack[-1]
@@ -149,18 +188,24 @@ def monitoring_engine(rec: Recorder):
         emit(["l", top[1], line, top[2](frame.f_locals), None])
 
     def on_return(code, offset, retval):
+        stack = stacks.get(get_ident(), no_stack)
         if stack and stack[-1][0] is getframe(1):
             top = stack.pop()
             emit(["r", top[1], top[0].f_lineno, value_repr(retval)])
-            update_caller()
+            if code.co_flags & RESUMABLE:
+                rec.suspensions.left(top[0], top[1], False)
+            update_caller(stack)
 
     def on_unwind(code, offset, exc):
+        stack = stacks.get(get_ident(), no_stack)
         if stack and stack[-1][0] is getframe(1):
             top = stack.pop()
             emit(["x", top[1], top[0].f_lineno, rec.reprs.repr(exc)])
-            update_caller()
+            if code.co_flags & RESUMABLE:
+                rec.suspensions.left(top[0], top[1], True)
+            update_caller(stack)
 
-    def update_caller():
+    def update_caller(stack):
         if stack:
             caller = stack[-1]
             changes = caller[2](caller[0].f_locals)
@@ -168,11 +213,14 @@ def monitoring_engine(rec: Recorder):
                 emit(["u", caller[1], changes])
 
     def on_handled(code, offset, exc):
+        stack = stacks.get(get_ident(), no_stack)
         if stack and stack[-1][0] is getframe(1):
             stack[-1][3] = exc
 
     def start():
         traced_thread[0] = get_ident()
+        if threads is not None:
+            threads.begin()
         monitor(mon, tool, on_start, on_line, on_jump, on_return, on_unwind, on_handled)
 
     return start, lambda: unmonitor(mon, tool, enabled)
@@ -192,7 +240,7 @@ def c_tracer(rec: Recorder):
     as it is, the sys.monitoring one through `CMonitoring`."""
     from neural_dap.trace._ctracer import Tracer
 
-    return Tracer(
+    tracer = Tracer(
         rec.events,
         rec.user_cache,
         rec._judge,
@@ -203,6 +251,10 @@ def c_tracer(rec: Recorder):
         rec.value_repr,
         rec.reprs.repr,
     )
+    if not hasattr(tracer, "suspensions"):  # an extension built from older source: its records differ
+        raise ImportError("the C tracer is out of date: rebuild it (python setup.py build_ext --inplace)")
+    tracer.suspensions(rec.suspensions.started, rec.suspensions.left)
+    return tracer
 
 
 class CMonitoring:
@@ -240,12 +292,17 @@ class CMonitoring:
         self.tracer.stop()
 
 
-def _choose_engine(name: str, rec: Recorder, skeleton: bool = False):
+def _choose_engine(name: str, rec: Recorder, skeleton: bool = False, threads: ThreadTable | None = None):
     """(name, engine); skeleton mode needs an engine that has it (see child.skeleton).
 
     "auto" picks the C tracer where it is built (sys.monitoring on 3.12+, settrace on 3.11) and
-    the Python engine of the same kind where it is not.
+    the Python engine of the same kind where it is not. A recording of every thread (a thread
+    table; full capture) takes the Python engine: the C tracer follows one thread.
     """
+    if threads is not None:
+        if hasattr(sys, "monitoring"):
+            return "monitoring", Engine(*monitoring_engine(rec, threads))
+        return "settrace", Engine(*settrace_engine(rec, threads))
     if name in ("auto", "cmonitoring") and hasattr(sys, "monitoring"):
         try:
             return "cmonitoring", CMonitoring(rec)

@@ -11,6 +11,7 @@ import sys
 from _thread import get_ident
 from array import array
 
+from neural_dap.trace.child.coroutines import RESUMABLE
 from neural_dap.trace.child.monitoring import LOCAL_EVENTS, free_tool, genexpr_loop_line, monitor, unmonitor
 from neural_dap.trace.child.recorder import Recorder
 
@@ -18,7 +19,7 @@ BUFFER = 65536  # events per flushed batch
 
 
 class _Entry:
-    __slots__ = ("code_id", "diff", "frame", "inv", "last", "module", "pending")
+    __slots__ = ("code_id", "depth", "diff", "frame", "inv", "last", "module", "pending")
 
     def __init__(self, frame, inv: int, code_id: int, last: int, module: bool) -> None:
         self.frame = frame
@@ -28,6 +29,7 @@ class _Entry:
         self.pending = None  # an exception raised here and not yet handled
         self.last = last
         self.module = module
+        self.depth = 0  # as recorded: 0 for an entry of its own (a task's coroutine)
 
 
 class _Skeleton:
@@ -93,7 +95,7 @@ class _Skeleton:
         if self.snapshotted:
             return
         self.snapshotted = True
-        for depth, entry in enumerate(self.stack[:upto]):
+        for entry in self.stack[:upto]:
             if entry.diff is None:
                 self.emit(
                     [
@@ -101,7 +103,7 @@ class _Skeleton:
                         entry.inv,
                         entry.code_id,
                         entry.frame.f_lineno or 0,
-                        depth,
+                        entry.depth,
                         self._differ(entry)(entry.frame.f_locals),
                     ]
                 )
@@ -115,13 +117,22 @@ class _Skeleton:
         depth = len(self.stack)
         entry = _Entry(frame, inv, code_id, index, code.co_name == "<module>")
         caller_last = self.stack[-1].last if self.stack else -1
+        resumes = -1
+        if code.co_flags & RESUMABLE:
+            resumes, direct = rec.suspensions.started(frame)
+            if not direct:  # run by library code (an event loop): an entry of its own
+                caller_last, depth = -1, 0
+        entry.depth = depth
         self.stack.append(entry)
         capture = self._capturing()
         self._record(inv, frame.f_lineno or 0, 0)
-        self.call_records.extend((code_id, caller_last))
+        self.call_records.extend((code_id, caller_last, resumes))
         if capture:
-            self._snapshot(depth)
-            self.emit(["c", inv, code_id, frame.f_lineno, depth, self._differ(entry)(frame.f_locals)])
+            self._snapshot(len(self.stack) - 1)
+            event = ["c", inv, code_id, frame.f_lineno, depth, self._differ(entry)(frame.f_locals)]
+            if resumes >= 0:
+                event.append(resumes)
+            self.emit(event)
         self._counted()
 
     def line(self, entry: _Entry, line: int) -> None:
@@ -142,6 +153,8 @@ class _Skeleton:
         capture = self._capturing()
         self._record(entry.inv, line, 3 if raised is not None else 2)
         entry.last = index
+        if entry.frame.f_code.co_flags & RESUMABLE:
+            self.rec.suspensions.left(entry.frame, entry.inv, raised is not None)
         if capture:
             self._snapshot(len(self.stack))
             if raised is not None:

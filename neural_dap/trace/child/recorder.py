@@ -11,6 +11,7 @@ import sysconfig
 import types
 
 from neural_dap.trace.child.channel import Channel
+from neural_dap.trace.child.coroutines import Suspensions
 from neural_dap.trace.child.terminal import OutputCopy
 from neural_dap.trace.child.values import (
     _ATOMS,
@@ -162,6 +163,8 @@ class Recorder:
         self.output_cut = False
         self.count = None  # skeleton mode: a function giving the number of events so far
         self.terminal = OutputCopy.open(cfg.get("output_copy"))  # a terminal console sees output as it is written
+        # which invocation a resumed generator or coroutine continues, and whether the user's code runs it
+        self.suspensions = Suspensions(self.is_user)
 
     def set_main(self, path: str, roots: list[str]) -> None:
         """A module launch: the main file is known once the module is found; the user's code is

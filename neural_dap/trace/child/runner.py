@@ -9,6 +9,7 @@ import json
 import os
 import signal
 import sys
+import threading
 import types
 from _thread import get_ident
 
@@ -17,7 +18,9 @@ from neural_dap.trace.child.engines import _choose_engine
 from neural_dap.trace.child.lifetime import OWN_FORK, die_with_parent
 from neural_dap.trace.child.recorder import PASS, Capture, Recorder, set_output_mode
 from neural_dap.trace.child.skeleton import Skeleton
+from neural_dap.trace.child.threads import ThreadTable, wait_for_threads, watch_for_threads
 from neural_dap.trace.child.values import _short
+from neural_dap.trace.child.whatif import Edits
 
 
 def _parse_call_args(text: str, namespace: dict, literal_only: bool = False) -> tuple[list, dict]:
@@ -165,7 +168,11 @@ def main() -> None:
     faulthandler.enable(file=sys.__stderr__ or 2)
     channel = Channel(int(cfg["events_fd"]), limits)
     rec = Recorder(cfg, channel)
-    engine_name, engine = _choose_engine(cfg.get("engine", "auto"), rec, skeleton=cfg.get("mode") == "skeleton")
+    # every thread (the parent asked after a recording of one thread met a second): Python engines
+    threads = ThreadTable(rec.events.append) if cfg.get("threads") else None
+    engine_name, engine = _choose_engine(
+        cfg.get("engine", "auto"), rec, skeleton=cfg.get("mode") == "skeleton", threads=threads
+    )
     start, stop = engine.start, engine.stop
     real_exit = os._exit
     skeleton: Skeleton | None = None
@@ -177,6 +184,8 @@ def main() -> None:
     if cfg.get("mode") == "skeleton":
         skeleton = Skeleton(cfg, channel, engine, rec.events, finish)
         skeleton.is_user = rec.is_user  # type: ignore[method-assign]  # a live stop shows the traced frames
+        if cfg.get("what_if"):  # a what-if branch: values to set on the way (child/whatif.py)
+            skeleton.edits = Edits(cfg["what_if"], rec)
         skeleton.start()
         rec.count = engine.count
 
@@ -231,12 +240,20 @@ def main() -> None:
 
     _arm_end_signal(end_here, channel, get_ident())
     traced_thread = get_ident()
+
+    def end_for_threads(outcome: str, message: str) -> None:
+        if channel.end_in_main is None or not channel.end_in_main(outcome, message):
+            channel.finish(outcome, message)
+            real_exit(0)
+
+    stop_watching = (lambda: None) if threads is not None else watch_for_threads(rec.is_user, end_for_threads)
     os._exit = exit_after_flush  # type: ignore[assignment]
     _wrap_exec(before_exec, forked)
     os.register_at_fork(after_in_child=after_fork_in_child)
     channel.events.append(["engine", engine_name, sys.version.split()[0]])
     channel.start()
     outcome = _run(cfg, rec, start, stop, channel, before_start)
+    stop_watching()
     if forked[0]:  # the debuggee's forked copy ran to its end, as a plain run's would
         _end_forked_child(outcome, real_exit)
     if skeleton is not None:
@@ -258,6 +275,12 @@ def _arm_end_signal(end_here, channel: Channel, main_thread: int) -> None:
     reason = [("paused", "the recording was paused: it ends here")]
 
     def on_signal(_signum, _frame) -> None:
+        if channel.lock.locked():
+            # the signal may have come while this thread writes records to the pipe (the lock is
+            # held below this handler): ending here would wait on that lock for ever, and write into
+            # the middle of a frame; ask again in a moment, when the write is done
+            threading.Timer(0.01, _resend, (main_thread,)).start()
+            return
         end_here(*reason[0])
 
     def end_in_main(outcome: str, message: str) -> bool:
@@ -274,6 +297,13 @@ def _arm_end_signal(end_here, channel: Channel, main_thread: int) -> None:
     except (OSError, ValueError):
         return
     channel.end_in_main = end_in_main  # type: ignore[assignment]
+
+
+def _resend(thread: int) -> None:
+    try:
+        signal.pthread_kill(thread, END_SIGNAL)  # type: ignore[arg-type]
+    except (OSError, ValueError):
+        pass
 
 
 def _stop_in_forked_child(stop, channel: Channel, cfg: dict) -> None:
@@ -394,6 +424,7 @@ def _run(cfg: dict, rec: Recorder, start, stop, channel: Channel, before_start=l
             try:
                 result = func(*args, **kwargs)
             finally:
+                wait_for_threads()
                 stop()
             return ("finished", "", 0, rec.reprs.repr(result))
         before_start()
@@ -401,6 +432,7 @@ def _run(cfg: dict, rec: Recorder, start, stop, channel: Channel, before_start=l
         try:
             exec(code, main_module.__dict__)
         finally:
+            wait_for_threads()  # as the interpreter does when the main module ends
             stop()
         return ("finished", "", 0, None)
     except SystemExit as exc:

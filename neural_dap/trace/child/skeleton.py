@@ -30,6 +30,7 @@ from neural_dap.trace.child import live
 from neural_dap.trace.child.lifetime import Lifeline, die_with_parent, fork_ours
 from neural_dap.trace.child.recorder import DISCARD, set_output_mode
 from neural_dap.trace.child.terminal import typed_offset
+from neural_dap.trace.child.whatif import Edits
 
 EVENT_SIZE = 12
 CALL_SIZE = 8
@@ -77,6 +78,7 @@ class Skeleton:
     """
 
     is_user = staticmethod(lambda code: True)  # the recorder's judgement of the user's code (runner sets it)
+    edits: Edits | None = None  # a what-if branch's values to set on the way (runner sets them)
 
     def __init__(self, cfg: dict, channel, tracer, events: list, finish) -> None:
         self.channel = channel
@@ -106,7 +108,7 @@ class Skeleton:
     # -- the recording process ----------------------------------------------------------------------
     def start(self) -> None:
         self.next_count = self.every_events
-        self.tracer.skeleton(self.hook, self.flush, 4096, self.next_count)
+        self.tracer.skeleton(self.hook, self.flush, 4096, self._sooner(self.next_count))
 
     def begin(self) -> None:
         """Tracing has started and no event has happened yet: the first checkpoint."""
@@ -131,7 +133,20 @@ class Skeleton:
         self.channel.write_records(first, events, calls)
 
     def hook(self, count: int) -> int:
-        """Called by the engine at `hook_at` and every 4096 events; returns the next `hook_at`."""
+        """Called by the engine at `hook_at` and every 4096 events; returns the next `hook_at`. A
+        what-if edit due here is made first (a checkpoint taken here holds the new value)."""
+        edits = self.edits
+        if edits is None:
+            return self._hook(count)
+        worker = self.worker
+        capturing = worker is not None and worker["from"] < count <= worker["to"] + 1
+        edits.reached(count, self.events, capturing, tell=worker is None)
+        return edits.sooner(self._hook(count))
+
+    def _sooner(self, at: int) -> int:
+        return at if self.edits is None else self.edits.sooner(at)
+
+    def _hook(self, count: int) -> int:
         if self.worker is not None:
             if count > self.worker["to"]:
                 self._finish_worker(count)
@@ -251,7 +266,7 @@ class Skeleton:
         # stop right after the window (a live stop: at its event; the hook runs once that event is
         # recorded): a worker of the first checkpoint, taken before any hook ran, would otherwise run
         # on to the next 4096th event, or to the end of a program that may never end
-        self.tracer.skeleton(self.hook, self.flush, 4096, self.worker["to"] + 1)
+        self.tracer.skeleton(self.hook, self.flush, 4096, self._sooner(self.worker["to"] + 1))
         self.tracer.capture(self.worker["from"], self.worker["to"])
 
     def _own_stdin(self) -> None:

@@ -1,0 +1,52 @@
+"""Generators and coroutines: which invocation a resumed frame continues. Standard library only.
+
+Every engine reports a resumed generator or coroutine (after a `yield` or an `await` that
+suspended it) as a new invocation, as settrace does (a `call` event). To step over an `await` as
+debugpy does (to the coroutine's next line, after the task resumes), the debugger needs to know
+that the new invocation continues the old one: the frame is the same object while it is
+suspended, so a suspension is kept by the frame's id until the frame resumes, or leaves for good
+(a return or an exception ends it; its id can then belong to a new frame).
+"""
+
+from __future__ import annotations
+
+import opcode
+import types
+from collections.abc import Callable
+
+# CO_GENERATOR | CO_COROUTINE | CO_ITERABLE_COROUTINE | CO_ASYNC_GENERATOR (as inspect names them;
+# inspect itself is not imported: the program sees the modules it imported, not ours)
+RESUMABLE = 0x20 | 0x80 | 0x100 | 0x200
+# a frame leaving on one of these has returned for good; any other instruction is a yield (3.11-3.12:
+# YIELD_VALUE; 3.13 reports the RESUME after it)
+_FINAL = frozenset(opcode.opmap[name] for name in ("RETURN_VALUE", "RETURN_CONST") if name in opcode.opmap)
+
+
+class Suspensions:
+    def __init__(self, is_user: Callable[[types.CodeType], bool]) -> None:
+        self._by_frame: dict[int, tuple[object, int]] = {}  # id(frame) -> (its code, the invocation it left)
+        self._is_user = is_user
+
+    def started(self, frame) -> tuple[int, bool]:
+        """A generator's or coroutine's frame starts running: (the invocation it continues, or -1
+        where it starts for the first time; whether the user's code runs it). A task's coroutine is
+        run by the event loop, not by the code below it on the stack: it leaves (returns, yields)
+        into library code, and a debugger stepping off its end goes on to the user's next line
+        (the next task's) rather than to that code."""
+        found = self._by_frame.pop(id(frame), None)
+        resumes = found[1] if found is not None and found[0] is frame.f_code else -1
+        back = frame.f_back
+        return resumes, back is not None and self._is_user(back.f_code)
+
+    def left(self, frame, inv: int, raised: bool) -> None:
+        """The frame of invocation `inv` leaves: by a yield (kept, to be resumed), or for good."""
+        if raised or _returned(frame):
+            self._by_frame.pop(id(frame), None)
+        else:
+            self._by_frame[id(frame)] = (frame.f_code, inv)
+
+
+def _returned(frame) -> bool:
+    lasti = frame.f_lasti
+    code = frame.f_code.co_code
+    return not 0 <= lasti < len(code) or code[lasti] in _FINAL

@@ -1,0 +1,113 @@
+"""The program's threads, as the recording child sees them. Standard library only.
+
+Two jobs:
+- `ThreadTable` (a recording of every thread): numbers the threads in the order they first run
+  traced code (0 is the thread that started the program) and puts a ["t", number, name] record
+  before the first event of each run of events of one thread, so the parent knows whose events
+  follow. Events are appended under the GIL, one at a time, so the order they arrive in is the
+  order they happened in.
+- `watch_for_threads` (a recording of one thread, the fast default): the C tracer and the skeleton
+  follow only the thread that started the program, and a replay from a fork checkpoint cannot
+  bring threads back (a fork copies only the calling thread). So the first time another thread
+  runs the user's code, the recording ends with the outcome "threads" and the parent records the
+  program again with every thread (the Python engines, full capture).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import threading
+import types
+import weakref
+from _thread import get_ident
+from collections.abc import Callable
+
+THREADS_OUTCOME = "threads"
+
+
+class ThreadTable:
+    def __init__(self, append: Callable[[object], None]) -> None:
+        self._append = append
+        # by Thread object, not by ident: an ident is reused as soon as its thread has ended
+        self._numbers: weakref.WeakKeyDictionary[threading.Thread, int] = weakref.WeakKeyDictionary()
+        self._by_ident: dict[int, int] = {}  # threads `threading` does not know (_thread.start_new_thread)
+        self._count = 0
+        self._current = -1
+        self.begin()
+
+    def emitter(self) -> Callable[[object], None]:
+        """`append` for events: each run of one thread's events starts with its thread record."""
+        append = self._append
+
+        def emit(event: object) -> None:
+            ident = get_ident()
+            if ident != self._current:
+                self._current = ident
+                append(self._record(ident))
+            append(event)
+
+        return emit
+
+    def _record(self, ident: int) -> list:
+        thread = threading._active.get(ident)  # type: ignore[attr-defined]  # never makes a dummy thread
+        number = self._by_ident.get(ident) if thread is None else self._numbers.get(thread)
+        if number is not None:
+            return ["t", number]
+        number = self._count
+        self._count += 1
+        if thread is None:
+            self._by_ident[ident] = number
+        else:
+            self._numbers[thread] = number
+        return ["t", number, thread.name if thread is not None else f"Thread-{ident}"]
+
+    def begin(self) -> None:
+        """The program starts in this thread: thread 0, whose events need no record before them."""
+        ident = get_ident()
+        if self._count == 0:
+            self._record(ident)
+        self._current = ident
+
+
+def watch_for_threads(
+    is_user: Callable[[types.CodeType], bool], end: Callable[[str, str], object]
+) -> Callable[[], None]:
+    """Until the returned function is called: the first thread (started by `threading`) that runs
+    the user's code ends the recording with the outcome "threads". Only in the process that was
+    started to record: a replay (a worker forked from a checkpoint) follows the recording it
+    replays, and a process the program forked is not recorded at all."""
+    recording_pid = os.getpid()
+    asked = [False]
+
+    def first_call(frame, event, arg):
+        if event != "call" or asked[0] or os.getpid() != recording_pid:
+            return None
+        if not is_user(frame.f_code):
+            return None
+        asked[0] = True
+        end(THREADS_OUTCOME, f"thread {threading.current_thread().name!r} runs the program's code")
+        threading.Event().wait()  # this thread must not run on while the recording ends (it never wakes)
+        return None
+
+    threading.settrace(first_call)
+
+    def stop() -> None:
+        if threading.gettrace() is first_call:  # type: ignore[attr-defined]
+            threading.settrace(None)  # type: ignore[arg-type]
+
+    return stop
+
+
+def wait_for_threads() -> None:
+    """What the interpreter does when the main module ends: run the atexit work `threading`
+    registered (a thread pool's shutdown) and join every non-daemon thread, so the program's
+    threads run to their end (and are recorded) as they would without us."""
+    module = sys.modules.get("threading")
+    shutdown = getattr(module, "_shutdown", None)
+    if shutdown is None:
+        return
+    try:
+        shutdown()
+    except Exception:  # a thread's atexit work raised: the interpreter prints it and exits too
+        pass

@@ -1,0 +1,121 @@
+"""Every thread of the program, through a real DAP client over stdio: a breakpoint in a worker
+stops there with the worker's stack and locals, `threads` lists the workers by name, steps stay in
+the thread they started in (forward and back), continue and reverse-continue stop in any thread,
+and `thread` events say when workers start. Both recordings (the default, which meets the
+second thread and records every thread, and "full"), on 3.11 and 3.12."""
+
+from __future__ import annotations
+
+import textwrap
+
+import pytest
+
+from neural_dap.trace.recorder import Program, record
+
+from .dap_helpers import adapter, start
+from .test_child_real_world import _interpreter
+
+PROGRAM = textwrap.dedent(
+    """\
+    import threading
+
+
+    def work(n, out):
+        total = 0
+        for k in range(n):
+            total += k
+        out.append(total)
+
+
+    results = []
+    workers = [threading.Thread(target=work, args=(3 + i, results), name=f"worker-{i}") for i in range(2)]
+    for t in workers:
+        t.start()
+        t.join()
+    print(sorted(results))
+    """
+)
+WORK_LOOP = 7  # total += k
+MODULE_START = 14  # t.start()
+
+
+def _program(tmp_path):
+    path = tmp_path / "threads_demo.py"
+    path.write_text(PROGRAM)
+    return str(path)
+
+
+async def _stack(client, thread_id: int) -> list[tuple[str, int]]:
+    frames = (await client.call("stackTrace", {"threadId": thread_id}))["stackFrames"]
+    return [(f["name"], f["line"]) for f in frames]
+
+
+async def _locals(client, thread_id: int) -> dict[str, str]:
+    frames = (await client.call("stackTrace", {"threadId": thread_id}))["stackFrames"]
+    scopes = (await client.call("scopes", {"frameId": frames[0]["id"]}))["scopes"]
+    variables = (await client.call("variables", {"variablesReference": scopes[0]["variablesReference"]}))["variables"]
+    return {v["name"]: v["value"] for v in variables}
+
+
+async def _step(client, command: str, thread_id: int) -> dict:
+    await client.call(command, {"threadId": thread_id})
+    return (await client.wait_event("stopped"))["body"]
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("recording", ["auto", "full"])
+@pytest.mark.parametrize("version", ["3.11", "3.12"])
+async def test_a_breakpoint_in_a_worker_thread_stops_there_with_its_stack_and_locals(tmp_path, recording, version):
+    path = _program(tmp_path)
+    launch = {"program": path, "recording": recording, "stopOnEntry": False}
+    python = _interpreter(version)
+    if python:
+        launch["python"] = python
+    async with adapter() as client:
+        stopped = await start(client, launch, {path: [{"line": WORK_LOOP}]})
+        body = stopped["body"]
+        assert body["reason"] == "breakpoint"
+        worker = body["threadId"]
+        assert worker != 1
+        names = {t["id"]: t["name"] for t in (await client.call("threads"))["threads"]}
+        assert names[1] == "MainThread" and names[worker] == "worker-0"
+        assert (await _stack(client, worker)) == [("work", WORK_LOOP)]
+        assert (await _locals(client, worker))["n"] == "3"
+        # the main thread stands where it was: in the module, starting the worker
+        main_stack = await _stack(client, 1)
+        assert main_stack[0][0] == "<module>" and main_stack[0][1] in (MODULE_START, MODULE_START + 1)
+
+        # steps stay in the worker, forward and back
+        body = await _step(client, "next", worker)
+        assert body["threadId"] == worker and (await _stack(client, worker)) == [("work", 6)]
+        body = await _step(client, "stepBack", worker)
+        assert body["threadId"] == worker and (await _stack(client, worker)) == [("work", WORK_LOOP)]
+
+        # continue: the next hit, then the second worker's first hit
+        seen = []
+        for _ in range(3):
+            body = await _step(client, "continue", worker)
+            assert body["reason"] == "breakpoint"
+            seen.append((body["threadId"], (await _locals(client, body["threadId"]))["k"]))
+        second = seen[2][0]
+        assert seen == [(worker, "1"), (worker, "2"), (second, "0")]
+        assert second not in (1, worker)
+        names = {t["id"]: t["name"] for t in (await client.call("threads"))["threads"]}
+        assert names[second] == "worker-1" and worker not in names  # the first worker has ended
+
+        # reverse-continue goes back into the first worker
+        body = await _step(client, "reverseContinue", second)
+        assert body["threadId"] == worker
+        assert (await _locals(client, worker))["k"] == "2"
+        await client.call("disconnect")
+    started = [e["body"]["threadId"] for e in client.events_named("thread") if e["body"]["reason"] == "started"]
+    assert worker in started and second in started
+
+
+def test_a_recording_of_every_thread_tags_each_event_with_its_thread(tmp_path):
+    rec = record(Program(path=_program(tmp_path)))
+    assert rec.outcome.kind == "finished" and rec.stdout == "[3, 6]\n"
+    assert rec.log.thread_names == {0: "MainThread", 1: "worker-0", 2: "worker-1"}
+    work = [s for s in rec.states if s.function == "work"]
+    assert {s.thread for s in work} == {1, 2}
+    assert all(s.thread == 0 for s in rec.states if s.function == "<module>")
