@@ -374,3 +374,33 @@ async def test_a_console_that_does_not_exist_is_named(tmp_path: Path) -> None:
         await _initialize(client, Terminal())
         response = await client.request("launch", {"program": str(program), "console": "integratedTermnial"})
     assert not response["success"] and "console" in response["message"]
+
+
+async def test_a_what_if_branch_reads_the_same_typed_input_and_shows_its_output(tmp_path: Path) -> None:
+    """A branch runs the program again: it reads what was typed the first time (from the log), and
+    its output, which no terminal showed, goes to the debug console."""
+    program = tmp_path / "greeter.py"
+    program.write_text(GREETER)
+    terminal = Terminal()
+    async with adapter() as client:
+        await _initialize(client, terminal)
+        launch = await client.send_request("launch", {"program": str(program), "console": "integratedTerminal"})
+        await client.call("setBreakpoints", {"source": {"path": str(program)}, "breakpoints": [{"line": 2}]})
+        await client.call("configurationDone")
+        await terminal.shows("name? ")
+        await terminal.type("Ada\none two three\n")
+        assert (await client.response(launch, "launch", timeout=60))["success"]
+        assert "hello Ada: 3 words" in await terminal.closes()
+        await client.wait_event("stopped")
+        frames = (await client.call("stackTrace", {"threadId": 1}))["stackFrames"]
+        scopes = (await client.call("scopes", {"frameId": frames[0]["id"]}))["scopes"]
+        ref = scopes[0]["variablesReference"]
+        await client.call("setVariable", {"variablesReference": ref, "name": "name", "value": "'Zed'"})
+        stopped = await client.wait_event("stopped")
+        assert "branch 1" in stopped["body"]["description"]
+        await client.call("continue", {"threadId": 1})
+        await client.wait_event("stopped")  # the branch's end
+        _, _, values = await where(client)
+        assert (values["name"], values["line"], values["words"]) == ("'Zed'", "'one two three'", "3")
+    stdout = _outputs(client, "stdout")
+    assert "hello Zed: 3 words" in stdout and "hello Ada" not in stdout  # the original's went to the terminal

@@ -21,10 +21,11 @@ from typing import Any, Literal
 import anyio
 import msgspec
 
-from neural_dap.core.world import LaunchSpec
+from neural_dap.core.world import LaunchSpec, WorldError
 from neural_dap.dap import protocol as p
 from neural_dap.dap.connection import Connection, RequestError
 from neural_dap.dap.terminal_link import TerminalLink, TerminalLinkError
+from neural_dap.debugger import branching
 
 TerminalKind = Literal["integrated", "external"]
 TERMINAL_KINDS: dict[str, TerminalKind] = {"integratedTerminal": "integrated", "externalTerminal": "external"}
@@ -46,9 +47,19 @@ class TerminalConsole(Connection):
     output_in_terminal = False  # the program's output went to the terminal: not again to the debug console
 
     async def output(self, text: str, category: str = "console") -> None:
-        if self.output_in_terminal and category in ("stdout", "stderr"):
+        if category in ("stdout", "stderr") and self._terminal_showed_it():
             return
         await super().output(text, category)
+
+    def _terminal_showed_it(self) -> bool:
+        """The run the session stands on is the one whose output went to the terminal (a what-if
+        branch, recorded since, was not shown anywhere: its output goes to the debug console)."""
+        if not self.output_in_terminal:
+            return False
+        try:
+            return branching.branches(self.debugger)[1] == 0
+        except WorldError:
+            return True
 
     async def program_output(self, text: str, category: str) -> None:
         """What a program run without debugging writes: to its terminal, else the debug console."""

@@ -51,6 +51,14 @@ class Program(msgspec.Struct, frozen=True, omit_defaults=True):
     output_copy: str | None = None
 
 
+def run_again(program: Program) -> Program:
+    """The program as a later recording of it runs (a what-if branch): what was typed into its
+    terminal the first time is read from the log (nobody types it again; the terminal is gone)."""
+    if program.stdin_log is None:
+        return program
+    return msgspec.structs.replace(program, stdin=program.stdin_log, stdin_log=None, output_copy=None)
+
+
 class Outcome(msgspec.Struct, frozen=True, omit_defaults=True):
     kind: OutcomeKind
     message: str = ""

@@ -26,6 +26,7 @@ from neural_dap.core.world import (
 )
 from neural_dap.trace.execution import Execution, FullExecution, SkeletonExecution
 from neural_dap.trace.live import LiveError, LiveStop
+from neural_dap.trace.program import run_again
 from neural_dap.trace.queries import RecordingQueries
 from neural_dap.trace.recorder import (
     Limits,
@@ -139,7 +140,7 @@ class RecordedWorld:
         mode = self.mode = options.recording
         limits = limits_from(options.limits, mode)
         python = launch.python
-        self.what_if.remember(program, limits, python)
+        self.what_if.remember(run_again(program), limits, python)
         try:
             if mode == "full":
                 rec = await record_async(program, limits, python=python)
