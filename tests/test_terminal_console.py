@@ -404,3 +404,44 @@ async def test_a_what_if_branch_reads_the_same_typed_input_and_shows_its_output(
         assert (values["name"], values["line"], values["words"]) == ("'Zed'", "'one two three'", "3")
     stdout = _outputs(client, "stdout")
     assert "hello Zed: 3 words" in stdout and "hello Ada" not in stdout  # the original's went to the terminal
+
+
+THREADED = textwrap.dedent(
+    """\
+    import threading
+
+    name = input("name? ")
+    lengths = []
+    worker = threading.Thread(target=lambda: lengths.append(len(name)))
+    worker.start()
+    worker.join()
+    line = input("words? ")
+    print(f"hello {name}: {lengths[0]} letters, {len(line.split())} words")
+    """
+)
+
+
+async def test_a_program_recorded_again_for_its_threads_reads_what_was_typed_again(tmp_path: Path) -> None:
+    """A second thread running the program's code makes the recorder record the program again, with
+    every thread: the run again reads the answers already typed (nobody types them twice), then
+    what is typed next, and the terminal says why the program starts over."""
+    program = tmp_path / "threaded.py"
+    program.write_text(THREADED)
+    terminal = Terminal()
+    async with adapter() as client:
+        await _initialize(client, terminal)
+        launch = await client.send_request(
+            "launch", {"program": str(program), "console": "integratedTerminal", "stopAtEnd": True}
+        )
+        await client.call("configurationDone")
+        await terminal.shows("name? ")
+        await terminal.type("Ada\n")
+        await terminal.shows("words? ")
+        await terminal.type("one two\n")
+        assert (await client.response(launch, "launch", timeout=60))["success"]
+        screen = await terminal.closes()
+        assert "hello Ada: 3 letters, 2 words" in screen
+        assert "it runs again from the start" in screen  # and it did not wait for "Ada" to be typed again
+        await client.wait_event("stopped")
+        _, _, values = await where(client)
+        assert (values["name"], values["line"]) == ("'Ada'", "'one two'")

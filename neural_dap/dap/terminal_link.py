@@ -9,11 +9,10 @@ Everything lives in a private folder (mode 0700, ours alone):
   stdin.log   every byte put into that FIFO, in order: replays read the program's input from here
   output      a FIFO the recording child copies the program's output to (child/terminal.py)
 
-What the relay sends (the user's typing) goes into the FIFO and the log as one step under an
-exclusive `flock` of the log: the recording child, under a shared lock, can then tell exactly how
-much of the log its program has read (the log's size less what waits in the pipe), which is where a
-checkpoint's replays start reading. The adapter writes without blocking (only what fits), so it
-never holds the lock while the program is not reading.
+What the relay sends (the user's typing) goes into the FIFO and the log as one step
+(trace/typed_input.py), so a checkpoint knows how much of the log its program has read. The
+adapter writes without blocking (only what fits), so it never holds the lock while the program is
+not reading.
 """
 
 from __future__ import annotations
@@ -132,21 +131,9 @@ class TerminalLink:
                 await anyio.wait_writable(self._stdin)
 
     def _put(self, data: memoryview) -> int:
-        """As much of `data` as the pipe takes now, into the pipe and the log, as one step."""
-        import fcntl  # POSIX only, as terminal consoles are: the adapter itself imports on any platform
+        from neural_dap.trace import typed_input  # POSIX (flock), as terminal consoles are
 
-        fcntl.flock(self._log, fcntl.LOCK_EX)  # the recording child holds it only while it reads two numbers
-        try:
-            try:
-                put = os.write(self._stdin, data)
-            except BlockingIOError:
-                return 0
-            logged = data[:put]
-            while logged:
-                logged = logged[os.write(self._log, logged) :]
-            return put
-        finally:
-            fcntl.flock(self._log, fcntl.LOCK_UN)
+        return typed_input.put(self._stdin, self._log, data)
 
     def _end_input(self) -> None:
         if self._stdin >= 0:

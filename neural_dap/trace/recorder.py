@@ -215,6 +215,8 @@ def _record(
         path = _module_file(program.module, program.cwd) or path
     elif program.source is None and not os.path.isfile(path):
         raise RecorderError(f"no such program: {program.path}")
+    if threads and program.stdin_log and program.stdin:
+        _start_over_in_the_terminal(program.stdin, program.stdin_log, program.output_copy)
     read_fd, write_fd = os.pipe()
     _widen_pipe(write_fd)
     lifeline = _lifeline()
@@ -316,6 +318,23 @@ def _record(
     )
     full.module_file = path if program.module else None
     return full
+
+
+def _start_over_in_the_terminal(fifo: str, log: str, output_copy: str | None) -> None:
+    """A terminal console's program recorded again (every thread, after a first recording met a
+    second one): it reads what was typed again from the start, and the terminal says why the
+    program's output starts over."""
+    from neural_dap.trace import typed_input
+    from neural_dap.trace.child.terminal import OutputCopy
+
+    typed_input.rewind(fifo, log)
+    copy = OutputCopy.open(output_copy)
+    if copy is not None:
+        copy.write(
+            "\n[neural-dap: the program started a second thread: it runs again from the start, recorded"
+            " with every thread, and reads what you typed again]\n"
+        )
+        copy.close()
 
 
 @contextlib.contextmanager

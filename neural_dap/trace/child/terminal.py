@@ -1,7 +1,7 @@
 """The recording child's side of a terminal console (launch `"console": "integratedTerminal"`).
 
 The adapter feeds what the user types into a FIFO (the program's fd 0) and appends the very same
-bytes to a log file, both while it holds an exclusive `flock` on the log (dap/terminal_link.py). So
+bytes to a log file, both while it holds an exclusive `flock` on the log (trace/typed_input.py). So
 while this side holds a shared lock, the log's size is everything ever put into the pipe, and what
 the program has read of it is that size less what still waits in the pipe (FIONREAD). A checkpoint
 keeps that offset; its replays read the log from there, so they see exactly the bytes the
