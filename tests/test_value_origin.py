@@ -1,0 +1,178 @@
+"""valueOrigin through the real adapter: where a value came from, followed back through copies,
+attribute and item stores and arguments to the statement that computed it; each step a moment the
+client can travel to, and an honest end where the chain cannot go on (a literal, a global, library
+code). Also the terminal's `origin` command."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from neural_dap.dap.client import DapError
+
+from .dap_helpers import adapter, start, where
+
+PROGRAM = textwrap.dedent(
+    """\
+    import json
+
+    COUNT = 7
+
+
+    class Box:
+        def __init__(self):
+            self.x = None
+
+
+    def compute(n):
+        return n * 6
+
+
+    def f(p):
+        q = p
+        return q
+
+
+    def g(v):
+        return v
+
+
+    def h(w):
+        return w
+
+
+    def main():
+        a = compute(7)
+        b = a
+        obj = Box()
+        obj.x = b
+        r = f(obj.x)
+        lit = 42
+        s = lit
+        t = g(s)
+        glob = COUNT
+        lib = json.loads("[1, 2]")
+        k = lib
+        d = {}
+        d["k"] = k
+        xs = [0, 0, 0, 0]
+        i = 3
+        xs[i] = a
+        m = list(map(h, [5]))
+        return r, t, glob, k, m
+
+
+    main()
+    """
+)
+
+
+def _line(fragment: str) -> int:
+    return next(k for k, text in enumerate(PROGRAM.splitlines(), 1) if fragment in text)
+
+
+@pytest.fixture()
+def program(tmp_path: Path) -> str:
+    path = tmp_path / "origins.py"
+    path.write_text(PROGRAM)
+    return str(path)
+
+
+async def _frame(c) -> int:
+    return (await c.call("stackTrace", {"threadId": 1}))["stackFrames"][0]["id"]
+
+
+@pytest.mark.parametrize("recording", ["full", "skeleton"])
+async def test_a_parameter_is_followed_through_copies_a_store_and_the_call_to_the_computing_line(program, recording):
+    async with adapter() as c:
+        await start(
+            c, {"program": program, "recording": recording}, breakpoints={program: [{"line": _line("return q")}]}
+        )
+        origin = await c.call("valueOrigin", {"expression": "q", "frameId": await _frame(c)})
+        assert origin["expression"] == "q" and origin["value"] == "42"
+        steps = [
+            (s["kind"], s["expression"], s["value"], s["statement"], s["moment"]["function"], s["moment"]["line"])
+            for s in origin["steps"]
+        ]
+        assert steps == [
+            ("assigned", "q", "42", "q = p", "f", _line("q = p")),
+            ("argument", "p", "42", "r = f(obj.x)", "main", _line("r = f(obj.x)")),
+            ("assigned", "obj.x", "42", "obj.x = b", "main", _line("obj.x = b")),
+            ("assigned", "b", "42", "b = a", "main", _line("b = a")),
+            ("assigned", "a", "42", "a = compute(7)", "main", _line("a = compute(7)")),
+        ]
+        assert origin["end"] == "computed" and "compute(7)" in origin["reason"]
+        assert all(s["moment"]["path"] == program and s["moment"]["thread"] == 1 for s in origin["steps"])
+
+        # every step is a moment: travel to where the value was computed, the line about to run
+        await c.call("travel", {"index": origin["steps"][-1]["moment"]["index"]})
+        assert (await c.wait_event("stopped"))["body"]["reason"] == "goto"
+        function, line, names = await where(c)
+        assert (function, line) == ("main", _line("a = compute(7)")) and "a" not in names
+        # and asked from there, the value is gone: it has not been computed yet
+        unbound = await c.call("valueOrigin", {"expression": "a", "frameId": await _frame(c)})
+        assert unbound["value"] is None and unbound["end"] == "unbound" and unbound["steps"] == []
+
+
+async def test_a_literal_ends_the_chain_at_its_line(program):
+    async with adapter() as c:
+        await start(c, {"program": program}, breakpoints={program: [{"line": _line("return v")}]})
+        origin = await c.call("valueOrigin", {"expression": "v", "frameId": await _frame(c)})
+        assert [(s["kind"], s["statement"]) for s in origin["steps"]] == [
+            ("argument", "t = g(s)"),
+            ("assigned", "s = lit"),
+            ("assigned", "lit = 42"),
+        ]
+        assert origin["end"] == "literal" and "42" in origin["reason"]
+
+
+async def test_globals_library_code_and_items_end_with_the_reason(program):
+    async with adapter() as c:
+        await start(c, {"program": program}, breakpoints={program: [{"line": _line("return r, t")}]})
+        frame = await _frame(c)
+
+        glob = await c.call("valueOrigin", {"expression": "glob", "frameId": frame})
+        assert [s["statement"] for s in glob["steps"]] == ["glob = COUNT"]
+        assert glob["end"] == "global" and "COUNT" in glob["reason"]
+
+        item = await c.call("valueOrigin", {"expression": 'd["k"]', "frameId": frame})
+        assert [s["statement"] for s in item["steps"]] == ['d["k"] = k', "k = lib", 'lib = json.loads("[1, 2]")']
+        assert item["value"] == "[1, 2]"
+        assert item["end"] == "library" and "not recorded" in item["reason"] and "json.loads" in item["reason"]
+
+        # an item stored under a name's key (i = 3): read from the recorded value of i
+        indexed = await c.call("valueOrigin", {"expression": "xs[3]", "frameId": frame})
+        assert [s["statement"] for s in indexed["steps"]] == ["xs[i] = a", "a = compute(7)"]
+        assert indexed["end"] == "computed"
+
+        with pytest.raises(DapError, match="not a local"):
+            await c.call("valueOrigin", {"expression": "a + 1", "frameId": frame})
+
+
+async def test_an_argument_passed_by_library_code_ends_there(program):
+    async with adapter() as c:
+        await start(c, {"program": program}, breakpoints={program: [{"line": _line("return w")}]})
+        origin = await c.call("valueOrigin", {"expression": "w", "frameId": await _frame(c)})
+        assert [(s["kind"], s["statement"]) for s in origin["steps"]] == [("argument", "m = list(map(h, [5]))")]
+        assert origin["end"] == "library" and "not called by name" in origin["reason"]
+
+
+def test_the_terminal_prints_the_origin_chain(program):
+    script = f"b {_line('return q')}; c; origin q; origin nothing; q"
+    result = subprocess.run(
+        [sys.executable, "-m", "neural_dap", "debug", program, "--do", script],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    out = result.stdout
+    assert "q = 42 came from:" in out
+    assert "r = f(obj.x)   \u2192 p = 42 (argument)   @" in out
+    assert f"origins.py:{_line('r = f(obj.x)')} in main" in out
+    assert "a = compute(7)   \u2192 a = 42   @" in out
+    assert "[computed] computed by a call: `compute(7)`" in out
+    assert "`nothing` has no value here" in out
