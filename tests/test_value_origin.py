@@ -176,3 +176,80 @@ def test_the_terminal_prints_the_origin_chain(program):
     assert "a = compute(7)   \u2192 a = 42   @" in out
     assert "[computed] computed by a call: `compute(7)`" in out
     assert "`nothing` has no value here" in out
+
+
+INSIDE = textwrap.dedent(
+    """\
+    import threading
+
+
+    class Box:
+        def __init__(self, x):
+            self.x = x
+
+        def set(self, val):
+            self.x = val
+
+
+    def make():
+        return 5
+
+
+    def work(n):
+        r = n
+        return r
+
+
+    def main():
+        base = make()
+        box = Box(base)
+        other = Box(0)
+        other.set(base)
+        worker = threading.Thread(target=work, args=(base,))
+        worker.start()
+        worker.join()
+        return box, other
+
+
+    main()
+    """
+)
+
+
+def _inside_line(fragment: str) -> int:
+    return next(k for k, text in enumerate(INSIDE.splitlines(), 1) if fragment in text)
+
+
+async def test_a_value_set_inside_a_call_is_followed_into_it_and_back_through_its_argument(tmp_path: Path):
+    program = tmp_path / "inside.py"
+    program.write_text(INSIDE)
+    async with adapter() as c:
+        await start(c, {"program": str(program)}, breakpoints={str(program): [{"line": _inside_line("return box")}]})
+        frame = await _frame(c)
+        for expression, call, store, parameter in (
+            ("box.x", "box = Box(base)", "self.x = x", "x"),
+            ("other.x", "other.set(base)", "self.x = val", "val"),
+        ):
+            origin = await c.call("valueOrigin", {"expression": expression, "frameId": frame})
+            assert [(s["kind"], s["expression"], s["statement"], s["moment"]["function"]) for s in origin["steps"]] == [
+                ("call", expression, call, "main"),
+                ("assigned", "self.x", store, "__init__" if parameter == "x" else "set"),
+                ("argument", parameter, call, "main"),
+                ("assigned", "base", "base = make()", "main"),
+            ]
+            assert origin["value"] == "5" and origin["end"] == "computed" and "make()" in origin["reason"]
+
+
+async def test_a_thread_started_by_library_code_ends_at_its_argument_with_the_thread_named(tmp_path: Path):
+    program = tmp_path / "inside.py"
+    program.write_text(INSIDE)
+    async with adapter() as c:
+        stopped = await start(
+            c, {"program": str(program)}, breakpoints={str(program): [{"line": _inside_line("return r")}]}
+        )
+        thread = stopped["body"]["threadId"]
+        assert thread == 2  # the worker: the second thread that ran traced code
+        frames = (await c.call("stackTrace", {"threadId": thread}))["stackFrames"]
+        origin = await c.call("valueOrigin", {"expression": "r", "frameId": frames[0]["id"]})
+        assert [(s["statement"], s["moment"]["thread"]) for s in origin["steps"]] == [("r = n", 2)]
+        assert origin["end"] == "library" and "not recorded" in origin["reason"]

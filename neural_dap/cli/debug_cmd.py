@@ -338,7 +338,7 @@ class Frontend:
             return
         self.print(f"{origin['expression']} = {origin['value']} came from:")
         for step in origin["steps"]:
-            argument = " (argument)" if step["kind"] == "argument" else ""
+            argument = {"argument": " (argument)", "call": " (set inside this call)"}.get(step["kind"], "")
             self.print(
                 f"  {step['statement']}   \u2192 {step['expression']} = {step['value']}{argument}   "
                 f"{_moment(step['moment'])}"

@@ -31,15 +31,18 @@ from neural_dap.trace.queries import QueryError
 
 MAX_STEPS = 32
 MAX_TEXT = 200  # a statement's text is cut here
+MAX_SCAN = 100_000  # events of a callee searched back for the statement that set the value
 
 End = Literal["computed", "literal", "library", "global", "complex", "unknown", "unbound", "limit"]
-StepKind = Literal["assigned", "argument"]
+StepKind = Literal["assigned", "argument", "call"]
 
 
 class OriginStep(msgspec.Struct, frozen=True):
     """One statement the value passed through: `expression` held `value` after it. `moment` is the
     statement's own event (travel there to see it about to run); for an argument, the caller's
-    event at the call line."""
+    event at the call line. `kind`: "assigned" (the statement stored it), "argument" (bound as a
+    parameter at the call), "call" (set inside a function this statement called: the next step is
+    in that call)."""
 
     expression: str
     value: str | None
@@ -60,10 +63,10 @@ class Origin(msgspec.Struct, frozen=True):
 
 
 class _Next(NamedTuple):
-    """What one step found: the step (if a statement was found), and either the next expression to
-    follow (in which invocation, at which event) or the end of the chain."""
+    """What one step found: its steps (none, one, or a call's and the statement within it), and
+    either the next expression to follow (in which invocation, at which event) or the end."""
 
-    step: OriginStep | None
+    steps: tuple[OriginStep, ...]
     follow: tuple[str, int, int] | None = None
     end: End = "computed"
     reason: str = ""
@@ -101,8 +104,7 @@ class _Chain:
                 found = self.step(expr, inv, at)
             except QueryError as exc:
                 return Origin(expression, now, steps, "limit", str(exc))
-            if found.step is not None:
-                steps.append(found.step)
+            steps.extend(found.steps[: MAX_STEPS - len(steps)])
             if found.follow is None:
                 return Origin(expression, now, steps, found.end, found.reason)
             expr, inv, at = found.follow
@@ -113,7 +115,7 @@ class _Chain:
         function = cols.codes[int(cols.code_of[inv])][0]
         if change is None:
             return _Next(
-                None,
+                (),
                 end="unknown",
                 reason=f"`{expr}` was not set in this call of {function} (a variable of an enclosing "
                 "function, or bound before the recording began)",
@@ -125,9 +127,9 @@ class _Chain:
         if continued >= 0:  # a generator or coroutine resumed: its locals were kept while it was suspended
             end = int(cols.end_index[continued])
             if end >= 0 and resolve(self.history.state(end), parse_path(expr)) == change.new:
-                return _Next(None, (expr, continued, end))
+                return _Next((), (expr, continued, end))
             return _Next(
-                None, end="complex", reason=f"`{expr}` was given a value while {function} was suspended (sent in)"
+                (), end="complex", reason=f"`{expr}` was given a value while {function} was suspended (sent in)"
             )
         return self.argument(expr, change.new, inv, i)
 
@@ -136,39 +138,115 @@ class _Chain:
         cols = self.cols
         s = last_equal(cols.invs, inv, int(cols.call_index[inv]), i)
         if s < 0 or int(cols.kinds[s]) != LINE:
-            return _Next(None, end="unknown", reason=f"`{expr}` changed at event {i} with no statement before it")
-        path, line = self.history.moment(s).path, int(cols.lines[s])
+            return _Next((), end="unknown", reason=f"`{expr}` changed at event {i} with no statement before it")
+        return self.at_statement(expr, value, inv, s, i)
+
+    def at_statement(self, expr: str, value: str | None, inv: int, s: int, i: int) -> _Next:
+        """The statement run at event `s` gave `expr` its value (seen from event `i` on)."""
+        path, line = self.history.moment(s).path, int(self.cols.lines[s])
         stmt, text = self.statement(path, line)
         step = OriginStep(expr, value, self.history.moment(s), text, "assigned")
         if stmt is None:
-            return _Next(step, end="unknown", reason=f"the source of {path}:{line} is not available")
+            return _Next((step,), end="unknown", reason=f"the source of {path}:{line} is not available")
         state = self.history.state(s)
         target = parse_path(expr)
         found = _assigned(stmt, target, state)
         if found is None:
-            return self.in_place(step, stmt, inv, s, i)
+            inside = self.descend(step, stmt, target, value, state, inv, s, i)
+            return inside if inside is not None else self.in_place(step, stmt, inv, s, i)
         how, node, suffix = found
+        if how == "value" and suffix and isinstance(node, ast.Call):  # `obj = Box(b)`: obj.x set in __init__
+            inside = self.descend(step, stmt, target, value, state, inv, s, i, made=suffix)
+            if inside is not None:
+                return inside
         if how == "augmented":
-            return _Next(step, end="computed", reason=f"computed from its previous value: `{_text(stmt)}`")
+            return _Next((step,), end="computed", reason=f"computed from its previous value: `{_text(stmt)}`")
         if how == "loop":
-            return _Next(step, end="complex", reason=f"an item of the loop over `{_text(node)}`: not followed")
+            return _Next((step,), end="complex", reason=f"an item of the loop over `{_text(node)}`: not followed")
         if how == "caught":
-            return _Next(step, end="computed", reason="the exception caught here")
+            return _Next((step,), end="computed", reason="the exception caught here")
         if how == "imported":
-            return _Next(step, end="library", reason="a module imported here")
+            return _Next((step,), end="library", reason="a module imported here")
         if how == "defined":
-            return _Next(step, end="computed", reason="defined here")
+            return _Next((step,), end="computed", reason="defined here")
         if how == "unpacked":
             return self.value_of(step, node, (), state, inv, s, i, lead=f"unpacked from `{_text(node)}`")
         return self.value_of(step, node, suffix, state, inv, s, i)
+
+    def descend(
+        self,
+        step: OriginStep,
+        stmt: ast.stmt,
+        target: tuple[Any, ...],
+        value: str | None,
+        state: State,
+        inv: int,
+        s: int,
+        i: int,
+        made: tuple[Any, ...] | None = None,
+    ) -> _Next | None:
+        """A function this statement called set the value (`obj.set(v)`, `fill(xs)`, or `Box(b)` whose
+        `__init__` set `self.x`, `made` being the rest of the path after the new object): the same
+        path as the callee names it (`self.x`), from the last statement of that call that stores it.
+        Read from the source, not the values: a callee's last state may not show an attribute it set
+        in place. None: no call can be matched so."""
+        cols = self.cols
+        children = np.flatnonzero(cols.parent == inv)
+        began = cols.call_index[children]
+        latest_first = children[(began > s) & (began < i)][::-1][:16]
+        for k in latest_first.tolist():
+            end = int(cols.end_index[k])
+            function, path = cols.codes[int(cols.code_of[k])]
+            definition = self.definition(path, function, int(cols.lines[int(cols.call_index[k])]))
+            if end < 0 or definition is None:
+                continue
+            func, owner = definition
+            for call in (n for n in ast.walk(stmt) if isinstance(n, ast.Call) and _calls(n, func, owner)):
+                for param in _parameters(func):
+                    how, node = _bound(call, func, owner, param)
+                    if how == "new" and made:
+                        rest: tuple[Any, ...] | None = made
+                    elif how == "passed" and node is not None and made is None:
+                        rest = _prefix(_path_of(node, state), target)
+                    else:
+                        continue
+                    inner = None if rest is None else (param, *rest)
+                    found = None if inner is None else self.store_in(k, inner, end)
+                    if inner is None or found is None:
+                        continue
+                    within = self.at_statement(_render(inner), value, k, *found)
+                    called = OriginStep(step.expression, step.value, step.moment, step.statement, "call")
+                    return _Next((called, *within.steps), within.follow, within.end, within.reason)
+        return None
+
+    def store_in(self, k: int, inner: tuple[Any, ...], end: int) -> tuple[int, int] | None:
+        """The last statement invocation `k` ran (up to event `end`, within `MAX_SCAN` events) that
+        stores `inner` (`self.x = ...`), read from the statements' source: (its event, the event after)."""
+        cols = self.cols
+        low = max(int(cols.call_index[k]), end - MAX_SCAN)
+        own = (np.flatnonzero(cols.invs[low : end + 1] == k) + low).tolist()
+        path = cols.codes[int(cols.code_of[k])][1]
+        stores: dict[int, bool] = {}
+        blank = State(event="line", line=0, source="", function="", depth=0, invocation=0)
+        for n in range(len(own) - 1, -1, -1):
+            j = own[n]
+            if int(cols.kinds[j]) != LINE:
+                continue
+            line = int(cols.lines[j])
+            if line not in stores:
+                stmt, _ = self.statement(path, line)
+                stores[line] = stmt is not None and _assigned(stmt, inner, blank) is not None
+            if stores[line]:
+                return j, own[n + 1] if n + 1 < len(own) else end
+        return None
 
     def in_place(self, step: OriginStep, stmt: ast.stmt, inv: int, s: int, i: int) -> _Next:
         """The statement changed the value without storing it (a method that mutates it, a store into
         one of its items or attributes, a callee that kept a reference)."""
         calls = [n for n in ast.walk(stmt) if isinstance(n, ast.Call)]
         if calls and not self.recorded_calls(inv, s, i):
-            return _Next(step, end="library", reason="changed in place by code that was not recorded (library code)")
-        return _Next(step, end="computed", reason="changed in place by this statement")
+            return _Next((step,), end="library", reason="changed in place by code that was not recorded (library code)")
+        return _Next((step,), end="computed", reason="changed in place by this statement")
 
     def value_of(
         self,
@@ -189,20 +267,20 @@ class _Chain:
             root = source[0]
             function = self.cols.codes[int(self.cols.code_of[inv])][0]
             if root not in state.locals and function != "<module>":
-                return _Next(step, end="global", reason=f"`{root}` is a global or a builtin: not followed")
-            return _Next(step, (_render((*source, *suffix)), inv, start))
+                return _Next((step,), end="global", reason=f"`{root}` is a global or a builtin: not followed")
+            return _Next((step,), (_render((*source, *suffix)), inv, start))
         shown = _text(node)
         within = f"`{shown}`" if not suffix else f"`{shown}` (its {_render(('', *suffix))[1:]} was set within)"
         lead = f"{lead}: " if lead else ""
         if _literal(node):
-            return _Next(step, end="literal", reason=f"{lead}a literal: {within}")
+            return _Next((step,), end="literal", reason=f"{lead}a literal: {within}")
         if isinstance(node, ast.Call):
             name = _callee_name(node.func)
             called = self.recorded_calls(inv, start, stop, skip)
             if name in called or (name[:1].isupper() and "__init__" in called):
-                return _Next(step, end="computed", reason=f"{lead}computed by a call: {within}")
-            return _Next(step, end="library", reason=f"{lead}returned by code that was not recorded: {within}")
-        return _Next(step, end="computed", reason=f"{lead}computed: {within}")
+                return _Next((step,), end="computed", reason=f"{lead}computed by a call: {within}")
+            return _Next((step,), end="library", reason=f"{lead}returned by code that was not recorded: {within}")
+        return _Next((step,), end="computed", reason=f"{lead}computed: {within}")
 
     # -- a parameter bound at a call ---------------------------------------------------------------
     def argument(self, expr: str, value: str | None, inv: int, i: int) -> _Next:
@@ -214,7 +292,7 @@ class _Chain:
         c = last_equal(cols.invs, caller, int(cols.call_index[caller]), i) if caller >= 0 else -1
         if c < 0 or int(cols.kinds[c]) != LINE:
             return _Next(
-                None,
+                (),
                 end="library",
                 reason=f"`{root}` is an argument of {function}, called by code that was not recorded",
             )
@@ -223,29 +301,35 @@ class _Chain:
         step = OriginStep(expr, value, self.history.moment(c), text, "argument")
         definition = self.definition(callee_path, function, int(cols.lines[i]))
         if stmt is None or definition is None:
-            return _Next(step, end="unknown", reason=f"the source of {function} or of its caller is not available")
+            return _Next((step,), end="unknown", reason=f"the source of {function} or of its caller is not available")
         func, owner = definition
         calls = [n for n in ast.walk(stmt) if isinstance(n, ast.Call) and _calls(n, func, owner)]
+        if not calls and _suspends(func):
+            return _Next(
+                (step,),
+                end="complex",
+                reason=f"{function} is a generator or coroutine: `{root}` was bound where it was created, "
+                "not where it first ran (not followed)",
+            )
         if not calls:
             return _Next(
-                step,
+                (step,),
                 end="library",
                 reason=f"{function} is not called by name at this line (library code or another name called it)",
             )
         bound = [_bound(call, func, owner, root) for call in calls]
         if any(b != bound[0] for b in bound[1:]):
-            return _Next(step, end="complex", reason=f"this line calls {function} more than once")
+            return _Next((step,), end="complex", reason=f"this line calls {function} more than once")
         how, node = bound[0]
         if how == "new":
-            return _Next(step, end="computed", reason=f"`{root}` is the new object made by `{_text(calls[0])}`")
+            return _Next((step,), end="computed", reason=f"`{root}` is the new object made by `{_text(calls[0])}`")
         if how == "default" and node is not None:
-            state = self.history.state(c)
             lead = f"the default value of `{root}`"
             if _literal(node):
-                return _Next(step, end="literal", reason=f"{lead}: `{_text(node)}`")
-            return _Next(step, end="computed", reason=f"{lead}: `{_text(node)}`")
+                return _Next((step,), end="literal", reason=f"{lead}: `{_text(node)}`")
+            return _Next((step,), end="computed", reason=f"{lead}: `{_text(node)}`")
         if how != "passed" or node is None:
-            return _Next(step, end="complex", reason=f"`{root}` is not matched to one argument of this call ({how})")
+            return _Next((step,), end="complex", reason=f"`{root}` is not matched to one argument of this call ({how})")
         state = self.history.state(c)
         return self.value_of(step, node, suffix, state, caller, c, i, lead=f"passed as `{root}`", skip=inv)
 
@@ -446,6 +530,18 @@ def _calls(call: ast.Call, func: ast.FunctionDef | ast.AsyncFunctionDef, owner: 
     """Whether `call` calls `func` by name (a constructor call names the class of its `__init__`)."""
     name = _callee_name(call.func)
     return name == func.name or (func.name == "__init__" and bool(owner) and name == owner)
+
+
+def _suspends(func: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
+    """A generator or a coroutine: its arguments are bound when it is made, before its first run."""
+    return isinstance(func, ast.AsyncFunctionDef) or any(
+        isinstance(n, (ast.Yield, ast.YieldFrom, ast.Await)) for n in ast.walk(func)
+    )
+
+
+def _parameters(func: ast.FunctionDef | ast.AsyncFunctionDef) -> list[str]:
+    args = func.args
+    return [a.arg for a in (*args.posonlyargs, *args.args, *args.kwonlyargs)]
 
 
 def _bound(

@@ -31,7 +31,7 @@ export interface OriginStep {
   value: string | null;
   moment: Moment;
   statement: string;
-  kind: 'assigned' | 'argument';
+  kind: 'assigned' | 'argument' | 'call'; // call: set inside a function this statement called (the next step)
 }
 
 export interface Origin {
@@ -55,6 +55,7 @@ export interface VariablesContext {
   variable?: { name?: string; evaluateName?: string };
 }
 
+const KIND_NOTES: Record<string, string> = { argument: ' (argument)', call: ' (set inside this call)' };
 const MAX_VALUE = 60; // a long repr is cut in a row; the Variables view shows it whole
 
 /** The expression a Variables-view entry stands for (`self.items` for an attribute), if any. */
@@ -104,7 +105,7 @@ export function historyTitle(expression: string, page: ChangePage): string {
 export function originItems(origin: Origin): MomentItem[] {
   return origin.steps.map((step) => ({
     label: `line ${step.moment.line}: ${step.statement}`,
-    description: `${step.expression} = ${shown(step.value)}${step.kind === 'argument' ? ' (argument)' : ''} · ${where(step.moment)}`,
+    description: `${step.expression} = ${shown(step.value)}${KIND_NOTES[step.kind] ?? ''} · ${where(step.moment)}`,
     index: step.moment.index,
   }));
 }
