@@ -158,7 +158,7 @@ async def test_an_argument_passed_by_library_code_ends_there(program):
         await start(c, {"program": program}, breakpoints={program: [{"line": _line("return w")}]})
         origin = await c.call("valueOrigin", {"expression": "w", "frameId": await _frame(c)})
         assert [(s["kind"], s["statement"]) for s in origin["steps"]] == [("argument", "m = list(map(h, [5]))")]
-        assert origin["end"] == "library" and "not called by name" in origin["reason"]
+        assert origin["end"] == "library" and "passed to code that was not recorded" in origin["reason"]
 
 
 def test_the_terminal_prints_the_origin_chain(program):
@@ -253,3 +253,75 @@ async def test_a_thread_started_by_library_code_ends_at_its_argument_with_the_th
         origin = await c.call("valueOrigin", {"expression": "r", "frameId": frames[0]["id"]})
         assert [(s["statement"], s["moment"]["thread"]) for s in origin["steps"]] == [("r = n", 2)]
         assert origin["end"] == "library" and "not recorded" in origin["reason"]
+
+
+ARGUMENTS = textwrap.dedent(
+    """\
+    import functools
+
+
+    def logged(fn):
+        @functools.wraps(fn)
+        def wrapper(*args):
+            return fn(*args)
+
+        return wrapper
+
+
+    @logged
+    def wrapped(w):
+        return w
+
+
+    def pair(a, b=10, *, c=20):
+        return a + b + c
+
+
+    def main():
+        p, q = 3, len("four")
+        q, p = p, q
+        first = pair(p, c=q)
+        second = pair(p - 1)
+        third = wrapped(p)
+        return first, second, third
+
+
+    main()
+    """
+)
+
+
+async def test_arguments_by_keyword_and_default_a_swap_and_a_wrapper(tmp_path: Path):
+    program = tmp_path / "arguments.py"
+    program.write_text(ARGUMENTS)
+    line = next(k for k, text in enumerate(ARGUMENTS.splitlines(), 1) if "return a + b + c" in text)
+    inner = next(k for k, text in enumerate(ARGUMENTS.splitlines(), 1) if text.strip() == "return w")
+    async with adapter() as c:
+        await start(c, {"program": str(program)}, breakpoints={str(program): [{"line": line}, {"line": inner}]})
+        frame = await _frame(c)
+
+        async def origin(expression: str) -> tuple[list[str], str, str]:
+            answer = await c.call("valueOrigin", {"expression": expression, "frameId": frame})
+            return [s["statement"] for s in answer["steps"]], answer["end"], answer["reason"]
+
+        # pair(p, c=q) after the swap: p came from len("four"), c (a keyword) from the literal 3
+        assert await origin("a") == (
+            ["first = pair(p, c=q)", "q, p = p, q", 'p, q = 3, len("four")'],
+            "library",
+            "returned by code that was not recorded: `len('four')`",
+        )
+        steps, end, _ = await origin("c")
+        assert steps == ["first = pair(p, c=q)", "q, p = p, q", 'p, q = 3, len("four")'] and end == "literal"
+        assert await origin("b") == (["first = pair(p, c=q)"], "literal", "the default value of `b`: `10`")
+
+        await c.call("continue", {"threadId": 1})
+        await c.wait_event("stopped")
+        frame = await _frame(c)
+        steps, end, reason = await origin("a")  # pair(p - 1): arithmetic
+        assert steps == ["second = pair(p - 1)"] and end == "computed" and "p - 1" in reason
+
+        await c.call("continue", {"threadId": 1})
+        await c.wait_event("stopped")
+        frame = await _frame(c)
+        steps, end, reason = await origin("w")  # called by the decorator's wrapper as fn(*args)
+        assert steps == ["return fn(*args)"] and end == "complex" and "not called by its name" in reason

@@ -91,7 +91,7 @@ class _Chain:
             return Origin(expression, None, [], "unbound", f"`{expression}` has no value here")
         steps: list[OriginStep] = []
         expr = expression
-        while True:
+        for _ in range(4 * MAX_STEPS):  # each turn goes back in time; a generator's resume adds no step
             if len(steps) >= MAX_STEPS:
                 return Origin(
                     expression,
@@ -108,6 +108,7 @@ class _Chain:
             if found.follow is None:
                 return Origin(expression, now, steps, found.end, found.reason)
             expr, inv, at = found.follow
+        return Origin(expression, now, steps, "limit", "followed the value as far as this question goes")
 
     def step(self, expr: str, inv: int, at: int) -> _Next:
         cols = self.cols
@@ -244,9 +245,8 @@ class _Chain:
         """The statement changed the value without storing it (a method that mutates it, a store into
         one of its items or attributes, a callee that kept a reference)."""
         calls = [n for n in ast.walk(stmt) if isinstance(n, ast.Call)]
-        if calls and not self.recorded_calls(inv, s, i):
-            return _Next((step,), end="library", reason="changed in place by code that was not recorded (library code)")
-        return _Next((step,), end="computed", reason="changed in place by this statement")
+        unrecorded = " (by code that was not recorded)" if calls and not self.recorded_calls(inv, s, i) else ""
+        return _Next((step,), end="computed", reason=f"changed in place by this statement{unrecorded}")
 
     def value_of(
         self,
@@ -311,11 +311,19 @@ class _Chain:
                 reason=f"{function} is a generator or coroutine: `{root}` was bound where it was created, "
                 "not where it first ran (not followed)",
             )
-        if not calls:
+        if not calls and function in _passed_names(stmt):  # map(f, xs), Thread(target=f), sorted(key=f)
             return _Next(
                 (step,),
                 end="library",
-                reason=f"{function} is not called by name at this line (library code or another name called it)",
+                reason=f"{function} was passed to code that was not recorded, which called it: "
+                f"`{root}` is not matched to an argument",
+            )
+        if not calls:
+            return _Next(
+                (step,),
+                end="complex",
+                reason=f"{function} is not called by its name at this line (another name, a wrapper): "
+                f"`{root}` is not matched to an argument",
             )
         bound = [_bound(call, func, owner, root) for call in calls]
         if any(b != bound[0] for b in bound[1:]):
@@ -530,6 +538,20 @@ def _calls(call: ast.Call, func: ast.FunctionDef | ast.AsyncFunctionDef, owner: 
     """Whether `call` calls `func` by name (a constructor call names the class of its `__init__`)."""
     name = _callee_name(call.func)
     return name == func.name or (func.name == "__init__" and bool(owner) and name == owner)
+
+
+def _passed_names(stmt: ast.stmt) -> set[str]:
+    """The names a statement uses other than as the function of a call: `map(f, xs)` passes `f`."""
+    called = {id(n.func) for n in ast.walk(stmt) if isinstance(n, ast.Call)}
+    out: set[str] = set()
+    for node in ast.walk(stmt):
+        if id(node) in called:
+            continue
+        if isinstance(node, ast.Name):
+            out.add(node.id)
+        elif isinstance(node, ast.Attribute):
+            out.add(node.attr)
+    return out
 
 
 def _suspends(func: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
