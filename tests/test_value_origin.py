@@ -152,6 +152,14 @@ async def test_globals_library_code_and_items_end_with_the_reason(program):
         with pytest.raises(DapError, match="not a local"):
             await c.call("valueOrigin", {"expression": "a + 1", "frameId": frame})
 
+        # a global asked in a function: where to ask instead; in the module's frame, it is followed
+        hint = await c.call("valueOrigin", {"expression": "COUNT", "frameId": frame})
+        assert hint["end"] == "unbound" and "frame of its module" in hint["reason"]
+        module = (await c.call("stackTrace", {"threadId": 1}))["stackFrames"][-1]
+        assert module["name"] == "<module>"
+        count = await c.call("valueOrigin", {"expression": "COUNT", "frameId": module["id"]})
+        assert [s["statement"] for s in count["steps"]] == ["COUNT = 7"] and count["end"] == "literal"
+
 
 async def test_an_argument_passed_by_library_code_ends_there(program):
     async with adapter() as c:
@@ -175,7 +183,7 @@ def test_the_terminal_prints_the_origin_chain(program):
     assert f"origins.py:{_line('r = f(obj.x)')} in main" in out
     assert "a = compute(7)   \u2192 a = 42   @" in out
     assert "[computed] computed by a call: `compute(7)`" in out
-    assert "`nothing` has no value here" in out
+    assert "`nothing` is not a local of f here" in out
 
 
 INSIDE = textwrap.dedent(

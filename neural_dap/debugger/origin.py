@@ -86,7 +86,14 @@ class _Chain:
     # -- the walk ----------------------------------------------------------------------------------
     def run(self, expression: str, inv: int, at: int) -> Origin:
         path = parse_path(expression)
-        now = resolve(self.history.state(at), path)
+        state = self.history.state(at)
+        now = resolve(state, path)
+        if now is None and path[0] not in state.locals and state.function != "<module>":
+            reason = (
+                f"`{path[0]}` is not a local of {state.function} here: a global or a builtin is followed in the "
+                "frame of its module (at the bottom of the call stack), where it is one"
+            )
+            return Origin(expression, None, [], "unbound", reason)
         if now is None:
             return Origin(expression, None, [], "unbound", f"`{expression}` has no value here")
         steps: list[OriginStep] = []
