@@ -333,3 +333,22 @@ async def test_arguments_by_keyword_and_default_a_swap_and_a_wrapper(tmp_path: P
         frame = await _frame(c)
         steps, end, reason = await origin("w")  # called by the decorator's wrapper as fn(*args)
         assert steps == ["return fn(*args)"] and end == "complex" and "not called by its name" in reason
+
+
+async def test_a_long_chain_stops_at_the_limit_and_goes_on_from_its_last_step(tmp_path: Path):
+    copies = "\n".join(f"    v{k} = v{k - 1}" for k in range(1, 41))
+    program = tmp_path / "copies.py"
+    program.write_text(f"def main():\n    v0 = len('seed')\n{copies}\n    return v40\n\n\nmain()\n")
+    async with adapter() as c:
+        await start(c, {"program": str(program)}, breakpoints={str(program): [{"line": 43}]})
+        origin = await c.call("valueOrigin", {"expression": "v40", "frameId": await _frame(c)})
+        assert len(origin["steps"]) == 32 and origin["end"] == "limit" and "ask again" in origin["reason"]
+        assert origin["steps"][-1]["statement"] == "v9 = v8"
+        # travel to the last step, step over it, and ask again: the rest of the chain
+        await c.call("travel", {"index": origin["steps"][-1]["moment"]["index"]})
+        await c.wait_event("stopped")
+        await c.call("next", {"threadId": 1})
+        await c.wait_event("stopped")
+        rest = await c.call("valueOrigin", {"expression": "v9", "frameId": await _frame(c)})
+        assert [s["statement"] for s in rest["steps"]][-2:] == ["v1 = v0", "v0 = len('seed')"]
+        assert len(rest["steps"]) == 10 and rest["end"] == "library"

@@ -25,6 +25,7 @@ import msgspec
 import numpy as np
 
 from neural_dap.core.state import State
+from neural_dap.core.world import WorldError
 from neural_dap.debugger.history import History, Moment, _source, parse_path, resolve
 from neural_dap.trace.actions import CALL, LINE, last_equal
 from neural_dap.trace.queries import QueryError
@@ -78,6 +79,8 @@ def follow(history: History, expression: str, inv: int, at: int) -> Origin:
 
 
 class _Chain:
+    """One origin question: the source trees its steps parsed are kept while it is answered."""
+
     def __init__(self, history: History) -> None:
         self.history = history
         self.cols = history.columns
@@ -111,7 +114,12 @@ class _Chain:
                 found = self.step(expr, inv, at)
             except QueryError as exc:
                 return Origin(expression, now, steps, "limit", str(exc))
-            steps.extend(found.steps[: MAX_STEPS - len(steps)])
+            except WorldError as exc:  # a path this walk made that cannot be asked about (an odd item key)
+                return Origin(expression, now, steps, "complex", str(exc))
+            room = MAX_STEPS - len(steps)
+            steps.extend(found.steps[:room])
+            if len(found.steps) > room:
+                continue  # the limit, said at the top of the loop
             if found.follow is None:
                 return Origin(expression, now, steps, found.end, found.reason)
             expr, inv, at = found.follow
