@@ -228,11 +228,13 @@ def _inside_line(fragment: str) -> int:
     return next(k for k, text in enumerate(INSIDE.splitlines(), 1) if fragment in text)
 
 
-async def test_a_value_set_inside_a_call_is_followed_into_it_and_back_through_its_argument(tmp_path: Path):
+@pytest.mark.parametrize("recording", ["full", "skeleton"])
+async def test_a_value_set_inside_a_call_is_followed_into_it_and_back_through_its_argument(tmp_path: Path, recording):
     program = tmp_path / "inside.py"
     program.write_text(INSIDE)
     async with adapter() as c:
-        await start(c, {"program": str(program)}, breakpoints={str(program): [{"line": _inside_line("return box")}]})
+        launch = {"program": str(program), "recording": recording}
+        await start(c, launch, breakpoints={str(program): [{"line": _inside_line("return box")}]})
         frame = await _frame(c)
         for expression, call, store, parameter in (
             ("box.x", "box = Box(base)", "self.x = x", "x"),
