@@ -101,6 +101,7 @@ async def test_the_tools_are_listed_with_a_short_description_and_an_example(root
             "goto",
             "last_value",
             "value_history",
+            "value_origin",
             "calls",
             "logpoint",
             "evaluate",
@@ -137,6 +138,15 @@ async def test_record_then_find_the_line_that_made_the_wrong_output(root: Path) 
         origin = await call(client, "last_value", session=session, expression="total")
         assert (origin["before"], origin["after"], origin["changed_by"]["line"]) == ("15", "14", 5)
         assert "> 5 |     total = total - 1  # the bug" in origin["changed_by"]["source"]
+
+        # where the argument came from: the module's `cart`, a literal
+        chain = await call(client, "value_origin", session=session, expression="items")
+        assert [(s["kind"], s["statement"], s["line"]) for s in chain["steps"]] == [
+            ("argument", "result = total_price(cart)", 10),
+            ("assigned", 'cart = [("apple", 2, 3), ("pear", 5, 1), ("fig", 1, 4)]', 9),
+        ]
+        assert chain["end"] == "literal" and chain["steps"][0]["moment"].startswith("m")
+        assert chain["steps"][0]["function"] == "<module>"
 
         history = await call(client, "value_history", session=session, expression="total", count=2)
         assert [(c["before"], c["after"]) for c in history["items"]] == [("<not set>", "0"), ("0", "6")]

@@ -9,6 +9,7 @@ what it shows is exactly what an editor would get. Commands:
   b LINE [if COND]    b FUNCTION              p EXPR    where    list    locals    summary    q
 Asking the recording (recorded world): `history EXPR` every change of a local, `self.attr` or
 `d["k"]` (every call of this frame's function), `last EXPR` where it last changed (who set it),
+`origin EXPR` where its value came from (followed through copies and arguments to where it was computed),
 `calls FUNCTION` every call with its arguments and result, `log LINE MESSAGE` a log point over every
 past run of a line (`{expr}` is interpolated), `travel INDEX` go to a moment (an event index above).
 What if (recorded world): `set NAME VALUE` gives a local of the innermost frame a new value (a Python
@@ -261,7 +262,7 @@ class Frontend:
                 self.print(f"{'->' if n == line else '  '} {n:>4} | {text_line}")
         elif cmd == "summary":
             self.print_summary(await self.client.call("sessionSummary"))
-        elif cmd in ("history", "last", "calls", "log"):
+        elif cmd in ("history", "last", "origin", "calls", "log"):
             try:
                 await self.ask_recording(cmd, rest)
             except Exception as exc:
@@ -299,6 +300,11 @@ class Frontend:
             else:
                 self.print(f"{rest}: {change['old']} \u2192 {change['new']}   {_moment(change['moment'])}")
             return
+        if cmd == "origin":
+            self.print_origin(
+                await self.client.call("valueOrigin", {"expression": rest.strip(), "frameId": self.frame_id})
+            )
+            return
         if cmd == "history":
             page = await self.client.call(
                 "valueHistory", {"expression": rest, "frameId": self.frame_id, "count": count}
@@ -331,6 +337,20 @@ class Frontend:
             self.print(f"  ({shown} shown of{more} {page['total']})")
         elif not shown:
             self.print("  (none)")
+
+    def print_origin(self, origin: dict) -> None:
+        """A value's origin chain: each statement it passed through, newest first, then why it ends."""
+        if origin["value"] is None:
+            self.print(origin["reason"])
+            return
+        self.print(f"{origin['expression']} = {origin['value']} came from:")
+        for step in origin["steps"]:
+            argument = {"argument": " (argument)", "call": " (set inside this call)"}.get(step["kind"], "")
+            self.print(
+                f"  {step['statement']}   \u2192 {step['expression']} = {step['value']}{argument}   "
+                f"{_moment(step['moment'])}"
+            )
+        self.print(f"  [{origin['end']}] {origin['reason']}")
 
     async def set_value(self, rest: str, timeout: float) -> None:
         """set NAME VALUE: a what-if branch from this stop (the adapter's setExpression)."""

@@ -316,6 +316,11 @@ class LastChangeArguments(_Wire):
     before: int | None = None
 
 
+class ValueOriginArguments(_Wire):
+    expression: str
+    frame_id: int | None = None
+
+
 class CallsArguments(_Wire):
     function: str
     start: int = 0

@@ -1,5 +1,6 @@
 """Questions about the whole recorded run (debugger/history.py) as DAP requests: data
-breakpoints, valueHistory, lastChange, calls, logpointHistory, travel, and the session summary."""
+breakpoints, valueHistory, lastChange, valueOrigin, calls, logpointHistory, travel, and the session
+summary."""
 
 from __future__ import annotations
 
@@ -83,6 +84,14 @@ class QueryRequests(ExecutionRequests):
         depth = self._frame_depth(args.frame_id)
         change = await history.last_change(self.debugger, args.expression, frame=depth, before=args.before)
         await self.respond(request, {"change": _camel(change) if change is not None else None})
+
+    async def on_value_origin(self, request: p.Request) -> None:
+        """Custom: where the value came from, a chain of steps (each a moment `travel` goes to) back to
+        the statement that computed it, and why the chain ends there (`end`, `reason`)."""
+        args = self._args(request, p.ValueOriginArguments)
+        depth = self._frame_depth(args.frame_id)
+        origin = await history.value_origin(self.debugger, args.expression, frame=depth)
+        await self.respond(request, _camel(origin))
 
     async def on_calls(self, request: p.Request) -> None:
         args = self._args(request, p.CallsArguments)

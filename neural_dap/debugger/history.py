@@ -51,6 +51,7 @@ from neural_dap.trace.queries import MAX_MATERIALISED_SPAN, QueryError, Recordin
 
 if TYPE_CHECKING:
     from neural_dap.debugger.core import Debugger, Report
+    from neural_dap.debugger.origin import Origin
 
 T = TypeVar("T")
 
@@ -67,6 +68,7 @@ class Moment(msgspec.Struct, frozen=True):
     path: str
     line: int
     function: str
+    thread: int = 1  # the DAP id of the thread it ran in (the recorder's thread number + 1)
 
 
 class Change(msgspec.Struct, frozen=True):
@@ -165,6 +167,17 @@ async def last_change(
     return await debugger.ask(track.previous, at, inv)
 
 
+async def value_origin(debugger: Debugger, expression: str, *, frame: int = 0) -> Origin:
+    """Where the value of `expression` in the frame at the current stop came from: the statement
+    that set it, followed back through plain copies, attribute and item stores and arguments to
+    where it was computed (debugger/origin.py), each step a moment `travel` can go to."""
+    from neural_dap.debugger.origin import follow
+
+    queries = queries_of(debugger)
+    event, inv = _frame_target(debugger, frame)
+    return await debugger.ask(follow, history_of(queries), expression, inv, event)
+
+
 async def calls(debugger: Debugger, function: str, *, start: int = 0, count: int = 100) -> Page[Call]:
     """Every call of `function` (a name; `path:name` for one file's), in run order."""
     queries = queries_of(debugger)
@@ -242,7 +255,7 @@ class History:
     def moment(self, i: int) -> Moment:
         cols = self.columns
         name, path = cols.codes[int(cols.code_of[cols.invs[i]])]
-        return Moment(int(i), path, int(cols.lines[i]), name)
+        return Moment(int(i), path, int(cols.lines[i]), name, self.semantics.thread(int(i)) + 1)
 
     def state(self, i: int) -> State:
         return self.execution.state(int(i))
@@ -733,4 +746,5 @@ __all__ = [
     "queries_of",
     "travel",
     "value_history",
+    "value_origin",
 ]

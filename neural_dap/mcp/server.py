@@ -30,7 +30,8 @@ INSTRUCTIONS = """\
 Recorded execution of Python programs, for finding why a program misbehaves. `record` runs a \
 program once under a recorder and returns a session; the run can then be travelled exactly, both \
 ways: `goto` end or exception, `last_value` of the wrong value (which line set it, and from what), \
-`value_history`, `calls`, `logpoint`, `evaluate`, `step`. Moments ("m123") name points of the run. \
+`value_origin` (where it came from, through copies and arguments), `value_history`, `calls`, \
+`logpoint`, `evaluate`, `step`. Moments ("m123") name points of the run. \
 `set_value` asks what if a value had been another (a branch of the run, `branches` lists them). \
 `predict` asks a model instead of running the code. Paths are relative to the workspace root."""
 
@@ -183,6 +184,24 @@ def build(
         return await guarded(
             timeout, lambda: tools.value_history(session, expression, frame, start, count, max_repr, timeout)
         )
+
+    @server.tool(
+        name="value_origin",
+        description=(
+            "Where a value came from: the statement that set it, followed back through plain copies (b = a), "
+            "attribute and item stores and call arguments to where it was computed; each step a moment, and "
+            "why the chain ends (computed, literal, global, library, complex). "
+            'Example: {"session": "s1", "expression": "total"}'
+        ),
+    )
+    async def value_origin(
+        session: SessionId,
+        expression: Annotated[str, Field(description="a variable, attribute path or item, e.g. 'obj.x'")],
+        frame: Frame = 0,
+        max_repr: MaxRepr = 200,
+        timeout: Timeout = DEFAULT_TIMEOUT,
+    ) -> dict[str, Any]:
+        return await guarded(timeout, lambda: tools.value_origin(session, expression, frame, max_repr, timeout))
 
     @server.tool(
         name="calls",

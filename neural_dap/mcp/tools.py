@@ -490,6 +490,42 @@ class Tools:
 
         return await self._locked(session, timeout + GRACE, work)
 
+    async def value_origin(
+        self,
+        session: str,
+        expression: str,
+        frame: int = 0,
+        max_repr: int = 200,
+        timeout: float = DEFAULT_TIMEOUT,
+    ) -> dict[str, Any]:
+        timeout = check_timeout(timeout)
+        self._check_expression(expression)
+
+        async def work(s: Session) -> dict[str, Any]:
+            from neural_dap.debugger import history
+
+            stop = self._stop(s.debugger)
+            origin = await self._ask(timeout, lambda: history.value_origin(s.debugger, expression, frame=frame))
+            viewer = self._viewer(s, max_repr)
+            steps = [
+                {
+                    "moment": moment_id(step.moment.index),
+                    "kind": step.kind,
+                    "expression": step.expression,
+                    "value": viewer.cut(step.value) if step.value is not None else "<not set>",
+                    "statement": step.statement,
+                    **viewer.location(
+                        step.moment.path, step.moment.line, step.moment.function, context=k < CONTEXT_ITEMS
+                    ),
+                }
+                for k, step in enumerate(origin.steps)
+            ]
+            out: dict[str, Any] = {"session": s.id, "expression": expression, "now": f"m{stop.index}"}
+            out["value"] = viewer.cut(origin.value) if origin.value is not None else "<not set>"
+            return {**out, "steps": steps, "end": origin.end, "reason": viewer.cut(origin.reason)}
+
+        return await self._locked(session, timeout + GRACE, work)
+
     async def calls(
         self,
         session: str,

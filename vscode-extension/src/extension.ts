@@ -1,10 +1,12 @@
 // The VS Code side of neural-dap: starts the adapter, adds time-travel commands, shows how a neural
-// session is doing (status bar) and where its predictions diverged from reality (line decorations).
+// session is doing (status bar) and where its predictions diverged from reality (line decorations),
+// and a value's history and origin as quick picks that travel to the moment picked.
 
 import { execFile } from 'child_process';
 import * as vscode from 'vscode';
 import { chooseAdapter, installHint, LaunchConfig, modelLabel, pickInterpreter, withDefaults } from './config';
 import { DivergenceEvent, DivergenceMarks } from './decorations';
+import { ChangePage, expressionOf, historyItems, historyTitle, MomentItem, Origin, originItems, originTitle } from './history';
 import { LanguageServerHost } from './languageClient';
 import { StatusBody, statusText, statusTooltip } from './status';
 
@@ -57,6 +59,8 @@ export function activate(context: vscode.ExtensionContext): LanguageServerHost {
       output.show(true);
     }),
     vscode.commands.registerCommand('neuralDap.switchBranch', () => switchBranch()),
+    vscode.commands.registerCommand('neuralDap.showValueHistory', (context?: unknown) => showValueHistory(context)),
+    vscode.commands.registerCommand('neuralDap.showValueOrigin', (context?: unknown) => showValueOrigin(context)),
     vscode.debug.onDidStartDebugSession((session) => {
       if (session.type === DEBUG_TYPE && (session.configuration as LaunchConfig).world === 'neural') {
         marks.clear();
@@ -138,6 +142,89 @@ async function switchBranch(): Promise<void> {
     }
   } catch (error) {
     void vscode.window.showErrorMessage(`neural-dap: branches failed: ${String((error as Error).message ?? error)}`);
+  }
+}
+
+const HISTORY_ROWS = 200; // changes listed at once; the title says how many there are in all
+
+/** Every change of a value over the recorded run (`valueHistory`); the row picked is travelled to. */
+async function showValueHistory(context: unknown): Promise<void> {
+  const session = activeNeuralSession();
+  if (!session) {
+    void vscode.window.showInformationMessage('No neural-dap session is running.');
+    return;
+  }
+  const expression = await askExpression(context, 'Value history');
+  if (!expression) {
+    return;
+  }
+  try {
+    const args = { expression, frameId: focusedFrameId(session), count: HISTORY_ROWS };
+    const page = (await session.customRequest('valueHistory', args)) as ChangePage;
+    const title = historyTitle(expression, page);
+    if (!page.items.length) {
+      void vscode.window.showInformationMessage(`neural-dap: ${title}`);
+      return;
+    }
+    await pickAndTravel(session, historyItems(page), title);
+  } catch (error) {
+    void vscode.window.showErrorMessage(`neural-dap: value history failed: ${String((error as Error).message ?? error)}`);
+  }
+}
+
+/** Where a value came from (`valueOrigin`): the chain back to where it was computed; a step picked is travelled to. */
+async function showValueOrigin(context: unknown): Promise<void> {
+  const session = activeNeuralSession();
+  if (!session) {
+    void vscode.window.showInformationMessage('No neural-dap session is running.');
+    return;
+  }
+  const expression = await askExpression(context, 'Value origin');
+  if (!expression) {
+    return;
+  }
+  try {
+    const origin = (await session.customRequest('valueOrigin', { expression, frameId: focusedFrameId(session) })) as Origin;
+    const title = originTitle(origin);
+    if (!origin.steps.length) {
+      void vscode.window.showInformationMessage(`neural-dap: ${title}`);
+      return;
+    }
+    await pickAndTravel(session, originItems(origin), title);
+  } catch (error) {
+    void vscode.window.showErrorMessage(`neural-dap: value origin failed: ${String((error as Error).message ?? error)}`);
+  }
+}
+
+/** The Variables-view entry the command was run on, else an expression typed in (the editor's selection offered). */
+async function askExpression(context: unknown, what: string): Promise<string | undefined> {
+  const chosen = expressionOf(context);
+  if (chosen) {
+    return chosen;
+  }
+  const editor = vscode.window.activeTextEditor;
+  const selected = editor && !editor.selection.isEmpty ? editor.document.getText(editor.selection).trim() : '';
+  const typed = await vscode.window.showInputBox({
+    title: `neural-dap: ${what}`,
+    prompt: 'A variable, an attribute path or an item: x, self.items, d["k"], xs[3]',
+    value: selected.includes('\n') ? '' : selected,
+  });
+  return typed && typed.trim() ? typed.trim() : undefined;
+}
+
+/** The frame focused in the Call Stack view, when it is this session's (else the adapter takes the top frame). */
+function focusedFrameId(session: vscode.DebugSession): number | undefined {
+  const item = vscode.debug.activeStackItem as { session?: vscode.DebugSession; frameId?: number } | undefined;
+  if (!item || typeof item.frameId !== 'number') {
+    return undefined;
+  }
+  return item.session === session || (item.session?.id !== undefined && item.session.id === session.id) ? item.frameId : undefined;
+}
+
+async function pickAndTravel(session: vscode.DebugSession, items: MomentItem[], title: string): Promise<void> {
+  const picked = await vscode.window.showQuickPick(items, { title, placeHolder: title, matchOnDescription: true });
+  if (picked) {
+    await session.customRequest('travel', { index: picked.index });
   }
 }
 

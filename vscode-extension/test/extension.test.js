@@ -169,3 +169,110 @@ test('the setting neuralDap.python is the interpreter when the launch names none
   assert.strictEqual(resolved.python, python);
   mock.settings.delete('neuralDap.python');
 });
+
+// A session that answers each custom request from `answers` (a function of the command and arguments).
+const answering = (requests, answers) => ({
+  ...session({}, requests),
+  id: 'history-session',
+  customRequest: async (command, args) => {
+    requests.push([command, args]);
+    const answer = answers(command, args);
+    if (answer instanceof Error) throw answer;
+    return answer;
+  },
+});
+
+const moment = (index, line, fn = 'fill') => ({ index, path: '/w/bag.py', line, function: fn, thread: 1 });
+
+test('the history and origin commands are contributed to the palette and the Variables view context menu', () => {
+  const manifest = require('../package.json');
+  const commands = manifest.contributes.commands.map((c) => c.command);
+  const menu = manifest.contributes.menus['debug/variables/context'].map((m) => m.command);
+  for (const id of ['neuralDap.showValueHistory', 'neuralDap.showValueOrigin']) {
+    assert.ok(mock.registered.commands.has(id), id);
+    assert.ok(commands.includes(id) && menu.includes(id), id);
+  }
+  const titles = manifest.contributes.commands.filter((c) => c.command.startsWith('neuralDap.showValue')).map((c) => `${c.category}: ${c.title}`);
+  assert.deepStrictEqual(titles, ['neural-dap: Show Value History', 'neural-dap: Show Value Origin']);
+});
+
+test('Show Value History on a Variables entry asks valueHistory in the focused frame and travels to the row picked', async () => {
+  const requests = [];
+  const page = {
+    items: [
+      { moment: moment(12, 10), old: null, new: '0', call: 1 },
+      { moment: moment(31, 12), old: '0', new: '3', call: 1 },
+      { moment: moment(55, 12), old: '3', new: '5', call: 2 },
+    ],
+    start: 0, count: 200, total: 3, totalExact: true,
+  };
+  const s = answering(requests, (command) => (command === 'valueHistory' ? page : {}));
+  mock.vscode.debug.activeDebugSession = s;
+  mock.vscode.debug.activeStackItem = { session: s, threadId: 1, frameId: 7 };
+  mock.vscode.window.pick = (items) => items[1];
+  const context = { sessionId: 'history-session', container: { name: 'Locals', variablesReference: 3 }, variable: { name: 'items', value: '[0, 1]', evaluateName: 'self.items' } };
+  await mock.registered.commands.get('neuralDap.showValueHistory')(context);
+  assert.deepStrictEqual(requests, [
+    ['valueHistory', { expression: 'self.items', frameId: 7, count: 200 }],
+    ['travel', { index: 31 }],
+  ]);
+  const shown = mock.vscode.window.quickPicks.at(-1);
+  assert.deepStrictEqual(shown.items.map((i) => i.label), ['line 10: (not set) → 0', 'line 12: 0 → 3', 'line 12: 3 → 5']);
+  assert.strictEqual(shown.items[2].description, 'bag.py · in fill (call 2) · event 55');
+  assert.match(shown.options.title, /^self\.items: 3 changes — pick one/);
+  mock.vscode.window.pick = undefined;
+  mock.vscode.debug.activeDebugSession = undefined;
+  mock.vscode.debug.activeStackItem = undefined;
+});
+
+test('Show Value Origin from the palette asks for an expression, lists the chain with why it ends, and travels', async () => {
+  const requests = [];
+  const origin = {
+    expression: 'q', value: '42', end: 'computed', reason: 'computed by a call: `compute(7)`',
+    steps: [
+      { expression: 'q', value: '42', moment: moment(27, 16, 'f'), statement: 'q = p', kind: 'assigned' },
+      { expression: 'p', value: '42', moment: moment(25, 33, 'main'), statement: 'r = f(obj.x)', kind: 'argument' },
+      { expression: 'a', value: '42', moment: moment(15, 29, 'main'), statement: 'a = compute(7)', kind: 'assigned' },
+    ],
+  };
+  const s = answering(requests, (command) => (command === 'valueOrigin' ? origin : {}));
+  mock.vscode.debug.activeDebugSession = s;
+  mock.vscode.debug.activeStackItem = { session: { id: 'another session' }, threadId: 1, frameId: 9 }; // not this session's
+  mock.vscode.window.input = () => ' q ';
+  mock.vscode.window.pick = (items) => items.at(-1);
+  await mock.registered.commands.get('neuralDap.showValueOrigin')();
+  assert.match(mock.vscode.window.inputBoxes.at(-1).prompt, /self\.items/);
+  assert.deepStrictEqual(requests, [
+    ['valueOrigin', { expression: 'q', frameId: undefined }],
+    ['travel', { index: 15 }],
+  ]);
+  const shown = mock.vscode.window.quickPicks.at(-1);
+  assert.deepStrictEqual(shown.items.map((i) => i.label), ['line 16: q = p', 'line 33: r = f(obj.x)', 'line 29: a = compute(7)']);
+  assert.strictEqual(shown.items[1].description, 'p = 42 (argument) · bag.py · in main · event 25');
+  assert.strictEqual(shown.options.title, 'q = 42 — computed: computed by a call: `compute(7)`');
+  mock.vscode.window.input = undefined;
+  mock.vscode.window.pick = undefined;
+  mock.vscode.debug.activeDebugSession = undefined;
+  mock.vscode.debug.activeStackItem = undefined;
+});
+
+test('nothing to list, a refused question and a cancelled input: a message or nothing, and no travel', async () => {
+  const requests = [];
+  const s = answering(requests, (command, args) => {
+    if (command === 'valueOrigin') return { expression: args.expression, value: null, steps: [], end: 'unbound', reason: '`zz` has no value here' };
+    if (command === 'valueHistory') return new Error("'a + 1' is not a local, an attribute path or an item");
+    return {};
+  });
+  mock.vscode.debug.activeDebugSession = s;
+  await mock.registered.commands.get('neuralDap.showValueOrigin')({ variable: { name: 'zz' } });
+  assert.strictEqual(mock.messages.info.at(-1), 'neural-dap: `zz` has no value here');
+  await mock.registered.commands.get('neuralDap.showValueHistory')({ variable: { name: 'a + 1' } });
+  assert.match(mock.messages.error.at(-1), /value history failed: 'a \+ 1' is not a local/);
+  mock.vscode.window.input = () => undefined; // Escape in the input box
+  await mock.registered.commands.get('neuralDap.showValueHistory')();
+  assert.deepStrictEqual(requests.map((r) => r[0]), ['valueOrigin', 'valueHistory']);
+  mock.vscode.window.input = undefined;
+  mock.vscode.debug.activeDebugSession = undefined;
+  await mock.registered.commands.get('neuralDap.showValueOrigin')({ variable: { name: 'x' } });
+  assert.match(mock.messages.info.at(-1), /No neural-dap session/);
+});

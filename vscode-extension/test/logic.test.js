@@ -70,3 +70,34 @@ test('the language server: its command, documents and the settings it is given',
   assert.ok(needsRestart((s) => s === 'neuralDap.python'));
   assert.ok(!needsRestart((s) => s === 'neuralDap.world'));
 });
+
+test('value history rows: the line and the change, where and which event; the title counts them', () => {
+  const { historyItems, historyTitle } = require('../out/history');
+  const page = {
+    items: [
+      { moment: { index: 4, path: '/w/a.py', line: 7, function: 'main' }, old: null, new: '0', call: 1 },
+      { moment: { index: 9, path: '/w/a.py', line: 8, function: 'main' }, old: '0', new: 'x'.repeat(100), call: 1 },
+    ],
+    start: 0, count: 2, total: 40, totalExact: false,
+  };
+  const rows = historyItems(page);
+  assert.deepStrictEqual(rows.map((r) => [r.label.slice(0, 14), r.index]), [['line 7: (not s', 4], ['line 8: 0 → xx', 9]]);
+  assert.ok(rows[1].label.endsWith('…') && rows[1].label.length < 80);
+  assert.strictEqual(rows[0].description, 'a.py · in main (call 1) · event 4');
+  assert.strictEqual(historyTitle('total', page), 'total: 2 changes (2 of at most 40) — pick one to travel there');
+  assert.strictEqual(historyTitle('total', { items: [], start: 0, count: 2, total: 0 }), 'total: no changes recorded');
+});
+
+test('origin rows: each step\'s statement and what it gave; the title says why the chain ends', () => {
+  const { originItems, originTitle, expressionOf } = require('../out/history');
+  const origin = {
+    expression: 'glob', value: '7', end: 'global', reason: '`COUNT` is a global or a builtin: not followed',
+    steps: [{ expression: 'glob', value: '7', moment: { index: 36, path: '/w/a.py', line: 37, function: 'main' }, statement: 'glob = COUNT', kind: 'assigned' }],
+  };
+  assert.deepStrictEqual(originItems(origin), [{ label: 'line 37: glob = COUNT', description: 'glob = 7 · a.py · in main · event 36', index: 36 }]);
+  assert.strictEqual(originTitle(origin), 'glob = 7 — global: `COUNT` is a global or a builtin: not followed');
+  assert.strictEqual(expressionOf({ variable: { name: 'items', evaluateName: 'self.items' } }), 'self.items');
+  assert.strictEqual(expressionOf({ variable: { name: 'x' } }), 'x');
+  assert.strictEqual(expressionOf(undefined), undefined);
+  assert.strictEqual(expressionOf({ variable: { name: '  ' } }), undefined);
+});

@@ -36,12 +36,17 @@ function createMock() {
       showInformationMessage: (m) => { messages.info.push(m); return Promise.resolve(undefined); },
       showErrorMessage: (m) => { messages.error.push(m); return Promise.resolve(undefined); },
       pick: undefined, // a test's choice among the quick pick's items: (items) => item
-      showQuickPick(items) { return Promise.resolve(this.pick ? this.pick(items) : undefined); },
+      quickPicks: [], // what each quick pick showed: { items, options }
+      showQuickPick(items, options) { this.quickPicks.push({ items, options }); return Promise.resolve(this.pick ? this.pick(items) : undefined); },
+      input: undefined, // a test's answer to an input box: (options) => text
+      inputBoxes: [], // the options of each input box shown
+      showInputBox(options) { this.inputBoxes.push(options); return Promise.resolve(this.input ? this.input(options) : undefined); },
       onDidChangeVisibleTextEditors: events.editors,
     },
     commands: { registerCommand: (id, fn) => { registered.commands.set(id, fn); return { dispose() {} }; } },
     debug: {
       activeDebugSession: undefined,
+      activeStackItem: undefined, // the frame focused in the Call Stack view: { session, threadId, frameId }
       registerDebugConfigurationProvider: (type, p) => { registered.providers.set(type, p); return { dispose() {} }; },
       registerDebugAdapterDescriptorFactory: (type, f) => { registered.factories.set(type, f); return { dispose() {} }; },
       onDidStartDebugSession: events.start,
