@@ -191,12 +191,13 @@ def whole_programs(python: str, tmp: Path, scale: int, limits: Limits, base_skel
         f"  every thread ({threads}), full, {rec.engine}; the first recording included"
     )
     libraries = tmp / "libraries.py"
-    libraries.write_text(LIBRARIES.format(n=300 * scale))
+    libraries.write_text(LIBRARIES.format(n=3000 * scale))
     plain = script_seconds(python, libraries)
     for trace, label in (("mine", "justMyCode true"), ("all", "justMyCode false")):
         t = time.perf_counter()
         skeleton = record_skeleton(Program(str(libraries), trace=trace), limits, python=python)
         seconds = time.perf_counter() - t - base_skeleton
+        assert skeleton.outcome.kind == "finished", skeleton.outcome
         events = len(skeleton)
         skeleton.close()
         print(

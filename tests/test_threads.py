@@ -119,3 +119,24 @@ def test_a_recording_of_every_thread_tags_each_event_with_its_thread(tmp_path):
     work = [s for s in rec.states if s.function == "work"]
     assert {s.thread for s in work} == {1, 2}
     assert all(s.thread == 0 for s in rec.states if s.function == "<module>")
+
+
+@pytest.mark.parametrize("version", ["3.11", "3.12"])
+def test_with_just_my_code_false_the_threads_are_the_programs_and_the_recorders_are_not(tmp_path, version):
+    """Libraries traced too: threading's own start-up code runs in each worker before it has a Thread
+    object (no dummy is made for it, its name follows), and the recorder's own threads (which run
+    traced library code too) are neither recorded nor mistaken for the program's."""
+    python = _interpreter(version)
+    rec = record(Program(path=_program(tmp_path), trace="all"), python=python)
+    assert rec.outcome.kind == "finished" and rec.stdout == "[3, 6]\n"
+    assert rec.log.thread_names == {0: "MainThread", 1: "worker-0", 2: "worker-1"}
+    assert any(s.path.endswith("threading.py") for s in rec.states)  # the library was traced
+    single = tmp_path / "single.py"
+    single.write_text("import json\nprint(json.dumps({'a': [1, 2]}))\n")
+    from neural_dap.trace.recorder import record_skeleton
+
+    skeleton = record_skeleton(Program(path=str(single), trace="all"), python=python)
+    try:
+        assert skeleton.outcome.kind == "finished"  # the flusher is ours: no second recording
+    finally:
+        skeleton.close()

@@ -17,7 +17,7 @@ from neural_dap.trace.child.monitoring import (
     unmonitor,
 )
 from neural_dap.trace.child.recorder import Recorder
-from neural_dap.trace.child.threads import ThreadTable
+from neural_dap.trace.child.threads import ThreadTable, is_ours
 
 # -- engines ---------------------------------------------------------------------------------------
 
@@ -126,9 +126,12 @@ def monitoring_engine(rec: Recorder, threads: ThreadTable | None = None):
     line_tables: dict = {}
     every_thread = threads is not None
     traced_thread = [0]  # the thread that started tracing (when only it is recorded)
+    ours: set[int] = set()  # the recorder's own threads (their code is traced code with justMyCode false)
 
     def on_start(code, offset, *thrown):  # PY_START, PY_RESUME and PY_THROW (an exception thrown in)
         if not every_thread and get_ident() != traced_thread[0]:
+            return None
+        if every_thread and get_ident() in ours:
             return None
         if thrown and not is_user(code):
             return None  # PY_THROW cannot be DISABLEd (that raises "Cannot disable" in the program)
@@ -143,6 +146,9 @@ def monitoring_engine(rec: Recorder, threads: ThreadTable | None = None):
         frame = getframe(2)  # 0: here, 1: on_start, 2: the code that started
         stack = stacks.get(get_ident())
         if stack is None:
+            if every_thread and is_ours():
+                ours.add(get_ident())
+                return None
             stack = stacks[get_ident()] = []
         inv = rec.next_invocation
         rec.next_invocation = inv + 1

@@ -15,25 +15,37 @@ Two jobs:
 
 from __future__ import annotations
 
+import _thread
 import os
 import sys
 import threading
 import types
-import weakref
 from _thread import get_ident
 from collections.abc import Callable
 
 THREADS_OUTCOME = "threads"
+OWN_THREADS = "neural-dap"  # the prefix of the names of the recorder's own threads (the flusher, ...)
+
+
+def is_ours() -> bool:
+    """The running thread is one of the recorder's own: never the program's, whatever code it runs
+    (with justMyCode false the standard library it calls is traced code). Ours started before the
+    program: they are registered (no dummy Thread is made for one still starting up)."""
+    thread = threading._active.get(get_ident())  # type: ignore[attr-defined]
+    return thread is not None and thread.name.startswith(OWN_THREADS)
 
 
 class ThreadTable:
     def __init__(self, append: Callable[[object], None]) -> None:
         self._append = append
-        # by Thread object, not by ident: an ident is reused as soon as its thread has ended
-        self._numbers: weakref.WeakKeyDictionary[threading.Thread, int] = weakref.WeakKeyDictionary()
-        self._by_ident: dict[int, int] = {}  # threads `threading` does not know (_thread.start_new_thread)
+        # a thread's number lives in its thread-local storage: an ident is reused as soon as its thread
+        # ends, thread-local storage is not (and reading it never makes a dummy Thread, as
+        # threading.current_thread() would in a thread still starting up)
+        self._local = _thread._local()
+        self._named: set[int] = set()  # numbers sent with their thread's name
         self._count = 0
         self._current = -1
+        self._unnamed = False  # the current thread's name is not known yet: look again at each event
         self.begin()
 
     def emitter(self) -> Callable[[object], None]:
@@ -42,32 +54,39 @@ class ThreadTable:
 
         def emit(event: object) -> None:
             ident = get_ident()
-            if ident != self._current:
+            if ident != self._current or self._unnamed:
+                switched = ident != self._current
                 self._current = ident
-                append(self._record(ident))
+                record = self._record(ident, switched)
+                if record is not None:
+                    append(record)
             append(event)
 
         return emit
 
-    def _record(self, ident: int) -> list:
-        thread = threading._active.get(ident)  # type: ignore[attr-defined]  # never makes a dummy thread
-        number = self._by_ident.get(ident) if thread is None else self._numbers.get(thread)
-        if number is not None:
-            return ["t", number]
-        number = self._count
-        self._count += 1
+    def _record(self, ident: int, switched: bool = True) -> list | None:
+        """The record to send before this thread's event: its number (a switch), with its name the
+        first time it is known; None when there is nothing new."""
+        number = getattr(self._local, "number", None)
+        if number is None:
+            number = self._local.number = self._count
+            self._count += 1
+        self._unnamed = False
+        if number in self._named:
+            return ["t", number] if switched else None
+        # a thread still starting up (its bootstrap is traced code with justMyCode false) has no
+        # Thread object yet: its name follows with a later record
+        thread = threading._active.get(ident)  # type: ignore[attr-defined]
         if thread is None:
-            self._by_ident[ident] = number
-        else:
-            self._numbers[thread] = number
-        return ["t", number, thread.name if thread is not None else f"Thread-{ident}"]
+            self._unnamed = True
+            return ["t", number, f"Thread-{number}"] if switched else None
+        self._named.add(number)
+        return ["t", number, thread.name]
 
     def begin(self) -> None:
         """The program starts in this thread: thread 0, whose events need no record before them."""
-        ident = get_ident()
-        if self._count == 0:
-            self._record(ident)
-        self._current = ident
+        self._record(get_ident())
+        self._current = get_ident()
 
 
 def watch_for_threads(
@@ -83,7 +102,7 @@ def watch_for_threads(
     def first_call(frame, event, arg):
         if event != "call" or asked[0] or os.getpid() != recording_pid:
             return None
-        if not is_user(frame.f_code):
+        if not is_user(frame.f_code) or is_ours():
             return None
         asked[0] = True
         end(THREADS_OUTCOME, f"thread {threading.current_thread().name!r} runs the program's code")
