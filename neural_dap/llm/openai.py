@@ -28,6 +28,7 @@ from neural_dap.llm.base import CLOSING_ROOM, Completion, CompletionResult, Cons
 # The end-of-sequence token of the models served (CWM's Llama-3 tokenizer, the embedded model's)
 END_OF_TEXT = "<|end_of_text|>"
 
+_SPECIAL = re.compile(r"<\|[a-z_]+\|>")  # a special token's string in a completion's text
 _PREFIX_HITS = re.compile(r"^vllm:prefix_cache_hits(?:_total)?(?:\{[^}]*\})?\s+([0-9.eE+]+)", re.M)
 
 
@@ -216,7 +217,7 @@ class OpenAICompatibleClient:
             if constraint.accepts(completion.text):
                 completions.append(completion)
                 continue
-            made_completion, made = await self._by_segments(prompt, constraint, max_tokens, temperature)
+            made_completion, made = await self._by_segments(prompt, constraint, max_tokens, temperature, completion)
             completions.append(made_completion)
             requests += made
             repaired += 1
@@ -231,11 +232,18 @@ class OpenAICompatibleClient:
         )
 
     async def _by_segments(
-        self, prompt: list[int], constraint: Constraint, max_tokens: int, temperature: float
+        self,
+        prompt: list[int],
+        constraint: Constraint,
+        max_tokens: int,
+        temperature: float,
+        refused: Completion | None = None,
     ) -> tuple[Completion, int]:
         """A completion made one constrained segment at a time, with its tokens' log probabilities
         where the server gave them (a forced single choice counts as certain; text added to close a
-        segment cut off by the budget is marked cut); and the requests made."""
+        segment cut off by the budget is marked cut); and the requests made. The segments of the
+        `refused` plain completion that the constraint accepts are kept as they are (no request):
+        usually only the segment the model got wrong (a line the program cannot reach) is asked again."""
         state = constraint.start()
         ids = list(prompt)
         pieces: list[str] = []
@@ -246,6 +254,9 @@ class OpenAICompatibleClient:
         length = 0
         requests = 0
         budget = max_tokens
+        if refused is not None:
+            state, length, known = await self._keep_accepted(refused, constraint, state, ids, pieces, offsets, logprobs)
+            budget -= len(ids) - len(prompt)
         while not constraint.done(state):
             kind, what = constraint.segment(state)
             if kind == "special":
@@ -303,6 +314,47 @@ class OpenAICompatibleClient:
             "".join(pieces), "stop", len(offsets), offsets=tuple(offsets), logprobs=tuple(logprobs), cuts=tuple(cuts)
         )
         return made, requests
+
+    async def _keep_accepted(
+        self,
+        refused: Completion,
+        constraint: Constraint,
+        state,
+        ids: list[int],
+        pieces: list[str],
+        offsets: list[int],
+        logprobs: list[float],
+    ) -> tuple[object, int, bool]:
+        """Walk the refused completion segment by segment while the constraint accepts each one
+        whole, appending the kept pieces (their ids, and the probabilities the server gave their
+        tokens); returns (the state after them, their length, whether probabilities are known)."""
+        text = refused.text
+        known = bool(refused.logprobs)
+        length = 0
+        while length < len(text) and not constraint.done(state):
+            kind, what = constraint.segment(state)
+            rest = text[length:]
+            if kind == "special":
+                token = next((t for t in what if rest.startswith(t)), None)  # type: ignore[attr-defined]
+                nxt = None if token is None else constraint.step_special(state, token)
+                if token is None or nxt is None or constraint.done(nxt):
+                    break  # (the frame's end is left to the loop, which does not write it)
+                ids.append((await self.special_ids([token]))[token])
+                piece = token
+            else:
+                found = _SPECIAL.search(rest)
+                piece = rest[: found.start()] if found else rest
+                nxt = constraint.step_bytes(state, piece.encode())
+                if not piece or nxt is None or constraint.close_segment(nxt) != b"":
+                    break
+                ids.extend(await self.tokenize(piece))
+            kept = [k for k, o in enumerate(refused.offsets) if length <= o < length + len(piece)]
+            offsets += [refused.offsets[k] for k in kept]
+            logprobs += [refused.logprobs[k] for k in kept]
+            pieces.append(piece)
+            length += len(piece)
+            state = nxt
+        return state, length, known
 
     async def _choose_special(
         self, prompt: list[int], options: list[str], temperature: float
