@@ -84,7 +84,9 @@ class Editor:
         self.page.keyboard.press("Control+p")
         self.page.wait_for_selector(".quick-input-widget input", state="visible")
         self.page.keyboard.type(name)
-        time.sleep(0.5)
+        # Enter before the file search answers opens nothing: wait for the file among the results
+        self.page.wait_for_selector(f'.quick-input-list .monaco-list-row[aria-label*="{name}"]', timeout=20_000)
+        time.sleep(0.3)
         self.page.keyboard.press("Enter")
         self.page.wait_for_selector(f'.tab[aria-label^="{name}"]', timeout=20_000)
 
