@@ -82,6 +82,10 @@ async def test_a_session_scripted_the_way_vscode_runs_one(transport, program):
     async with adapter(transport) as c:
         stopped = await start(c, {"program": program}, breakpoints={program: [{"line": 13}]})
         assert stopped["body"]["reason"] == "breakpoint"
+        # the program runs to its first stop: `continued` before it (VS Code's Restart reuses the
+        # session and would show the old session's last stop otherwise)
+        moves = [e["event"] for e in c.events if e["event"] in ("continued", "stopped")]
+        assert moves[:2] == ["continued", "stopped"], moves
         assert (await c.call("threads"))["threads"] == [{"id": 1, "name": "MainThread"}]
         frames = (await c.call("stackTrace", {"threadId": 1}))["stackFrames"]
         assert [(f["name"], f["line"]) for f in frames] == [("main", 13), ("<module>", 21)]

@@ -1,10 +1,13 @@
 """The extension in a real VS Code: code-server 4.100.3 (VS Code 1.100.3) in headless Chromium, driven
 by Playwright as a user would: install the built .vsix, open a workspace, debug, time-travel with VS
 Code's buttons and the extension's own, a conditional breakpoint, the program's output, the session
-summary, the language server's lenses and hints; no error notifications, no adapter left behind.
+summary, the language server's lenses and hints; no error notifications, no adapter left behind. Then
+one scenario each: Break on Value Change and Reverse, a what-if from Set Value in the Variables view,
+one failing pytest test (User Uncaught Exceptions), the confidence of a neural session's values.
 
 `scripts/setup-e2e.sh` installs what it needs (CI runs it); without it the test skips. Screenshots go
-to $NEURAL_DAP_ARTIFACTS when set (.ci/run sets .ci/artifacts), else to the test's temporary folder.
+to $NEURAL_DAP_ARTIFACTS/vscode-real/TEST when set (.ci/run sets .ci/artifacts), else to the test's
+temporary folder.
 """
 
 from __future__ import annotations
@@ -39,6 +42,18 @@ CALC = textwrap.dedent(
         return s
     """
 )
+# one failing test: `total` is 4 at the assertion
+FAILING_TEST = textwrap.dedent(
+    """\
+    def add(a, b):
+        return a + b
+
+
+    def test_fails():
+        total = add(2, 2)
+        assert total == 5
+    """
+)
 
 
 def _tools() -> tuple[str, object]:
@@ -71,9 +86,10 @@ def _free_port() -> int:
 class Editor:
     """The page of a running code-server, with the few gestures the test needs."""
 
-    def __init__(self, page, shots: Path) -> None:
+    def __init__(self, page, shots: Path, workspace: Path) -> None:
         self.page = page
         self.shots = shots
+        self.workspace = workspace
         self.count = 0
 
     def shot(self, name: str) -> None:
@@ -84,7 +100,9 @@ class Editor:
         self.page.keyboard.press("Control+p")
         self.page.wait_for_selector(".quick-input-widget input", state="visible")
         self.page.keyboard.type(name)
-        time.sleep(0.5)
+        # Enter before the file search answers opens nothing: wait for the file among the results
+        self.page.wait_for_selector(f'.quick-input-list .monaco-list-row[aria-label*="{name}"]', timeout=20_000)
+        time.sleep(0.3)
         self.page.keyboard.press("Enter")
         self.page.wait_for_selector(f'.tab[aria-label^="{name}"]', timeout=20_000)
 
@@ -92,12 +110,46 @@ class Editor:
         self.page.keyboard.press("F1")
         self.page.wait_for_selector(".quick-input-widget input", state="visible")
         self.page.keyboard.type(title)
-        time.sleep(0.7)
+        # Enter takes the first command listed: wait until it is this one (a slow machine lists
+        # "similar commands" first for a moment)
+        self.page.wait_for_selector(
+            f'.quick-input-list .monaco-list-row[data-index="0"][aria-label^="{title}"]', timeout=20_000
+        )
+        time.sleep(0.3)
         self.page.keyboard.press("Enter")
         if then_type is not None:
             time.sleep(0.7)
             self.page.keyboard.type(then_type)
             self.page.keyboard.press("Enter")
+
+    def start(self, configuration: str) -> None:
+        """Debug: Select and Start Debugging, then a configuration of launch.json by its name."""
+        self.command("Debug: Select and Start Debugging")
+        self.page.wait_for_selector(
+            f'.quick-input-list .monaco-list-row[aria-label*="{configuration}"]', timeout=20_000
+        )
+        self.page.keyboard.type(configuration)
+        time.sleep(0.5)
+        self.page.keyboard.press("Enter")
+        self.page.wait_for_selector(".debug-toolbar", timeout=60_000)
+
+    def go_to_line(self, line: int) -> None:
+        self.page.click(".editor-group-container .monaco-editor .view-lines")
+        self.page.keyboard.press("Control+g")
+        self.page.keyboard.type(str(line))
+        self.page.keyboard.press("Enter")
+
+    def variable(self, name: str):
+        """The row of a variable in the Variables view."""
+        return self.page.locator(f'.debug-variables .monaco-list-row[aria-label^="{name}, value"]').first
+
+    def menu(self, item: str) -> None:
+        """Choose an item of the open context menu."""
+        entry = self.page.locator(".context-view .action-item .action-label", has_text=re.compile(f"^{item}$"))
+        entry.hover()
+        time.sleep(0.3)  # VS Code's menu takes no click in its first moments (the right-click's own mouseup)
+        entry.click()
+        self.page.wait_for_selector(".context-view .monaco-menu", state="detached", timeout=10_000)
 
     def button(self, label: str) -> None:
         self.page.click(f'.debug-toolbar .action-label[aria-label^="{label}"]', timeout=20_000)
@@ -107,18 +159,18 @@ class Editor:
             ".debug-toolbar .action-label", "els => els.map(e => e.getAttribute('aria-label'))"
         )
 
-    def top_frame(self) -> tuple[str, int] | None:
+    def top_frame(self, file: str = "prog.py") -> tuple[str, int] | None:
         rows = self.page.eval_on_selector_all(".debug-call-stack .stack-frame", "els => els.map(e => e.innerText)")
         if not rows:
             return None
-        match = re.search(r"^(.*?)\s*prog\.py\s*(\d+):\d+", rows[0].replace("\n", " "))
+        match = re.search(rf"^(.*?)\s*{re.escape(file)}\s*(\d+):\d+", rows[0].replace("\n", " "))
         return (match.group(1).strip(), int(match.group(2))) if match else None
 
-    def wait_line(self, line: int, timeout: float = 30.0) -> tuple[str, int]:
+    def wait_line(self, line: int, timeout: float = 30.0, file: str = "prog.py") -> tuple[str, int]:
         deadline = time.monotonic() + timeout
         frame = None
         while time.monotonic() < deadline:
-            frame = self.top_frame()
+            frame = self.top_frame(file)
             if frame is not None and frame[1] == line:
                 return frame
             time.sleep(0.2)
@@ -163,22 +215,37 @@ class Editor:
 
 
 @pytest.fixture
-def editor(tmp_path):
+def editor(tmp_path, request):
     chromium, sync_playwright = _tools()
-    shots = Path(os.environ.get("NEURAL_DAP_ARTIFACTS", tmp_path)) / "vscode-real"
+    shots = Path(os.environ.get("NEURAL_DAP_ARTIFACTS", tmp_path)) / "vscode-real" / request.node.name
     shots.mkdir(parents=True, exist_ok=True)
     workspace = tmp_path / "workspace"
     (workspace / ".vscode").mkdir(parents=True)
     (workspace / "prog.py").write_text(SQUARES_PROGRAM)
     (workspace / "calc.py").write_text(CALC)
-    launch = {
-        "type": "neural-python",
-        "request": "launch",
-        "name": "neural-dap: time travel",
-        "program": "${workspaceFolder}/prog.py",
-        "stopOnEntry": True,
-    }
-    (workspace / ".vscode" / "launch.json").write_text(json.dumps({"version": "0.2.0", "configurations": [launch]}))
+    (workspace / "test_x.py").write_text(FAILING_TEST)
+    launch = {"type": "neural-python", "request": "launch"}
+    configurations = [  # F5 starts the first; the others by name (Editor.start)
+        {**launch, "name": "neural-dap: time travel", "program": "${workspaceFolder}/prog.py", "stopOnEntry": True},
+        {
+            **launch,
+            "name": "neural-dap: pytest",
+            "module": "pytest",
+            "args": ["-q", "test_x.py::test_fails"],
+            "cwd": "${workspaceFolder}",
+        },
+        {
+            **launch,
+            "name": "neural-dap: neural",
+            "program": "${workspaceFolder}/prog.py",
+            "world": "neural",
+            "model": "embedded",
+            "stopOnEntry": True,
+        },
+    ]
+    (workspace / ".vscode" / "launch.json").write_text(
+        json.dumps({"version": "0.2.0", "configurations": configurations})
+    )
     user = tmp_path / "user"
     (user / "User").mkdir(parents=True)
     settings = {
@@ -220,7 +287,7 @@ def editor(tmp_path):
             page.goto(f"http://127.0.0.1:{port}/?folder={workspace}")
             page.wait_for_selector(".monaco-workbench", timeout=90_000)
             time.sleep(2)
-            ed = Editor(page, shots)
+            ed = Editor(page, shots, workspace)
             try:
                 yield ed
             finally:
@@ -294,11 +361,12 @@ def test_a_user_debugs_and_time_travels_in_a_real_vscode(editor):
     ed.page.click('.panel .composite-bar .action-label[aria-label^="Debug Console"]')
     ed.wait_text(".repl", "total 14", timeout=30)
     ed.shot("output")
+    assert _adapters_of(ed.workspace), "no adapter process of this session was found"
     ed.button("Continue")  # finish
     deadline = time.monotonic() + 20
-    while adapter_processes() and time.monotonic() < deadline:
+    while _adapters_of(ed.workspace) and time.monotonic() < deadline:
         time.sleep(0.3)
-    assert not adapter_processes(), "the adapter process outlived the session"
+    assert not _adapters_of(ed.workspace), "the adapter process outlived the session"
     assert ed.errors() == []
 
 
@@ -309,4 +377,125 @@ def test_the_language_server_shows_lenses_and_hints_in_a_real_vscode(editor):
     hints = ed.wait_text(".view-lines", "s = 3 … 6 (3×)", timeout=60)
     assert "returns 6" in hints and "x = 3 … 2 (3×)" in hints
     ed.shot("language-server")
+    assert ed.errors() == []
+
+
+def _adapters_of(workspace: Path) -> list[str]:
+    """This editor's adapter processes (the extension starts them in the workspace folder): the
+    machine may run other sessions' adapters meanwhile."""
+    ours = []
+    for line in adapter_processes():
+        try:
+            if Path(os.readlink(f"/proc/{line.split()[0]}/cwd")) == workspace:
+                ours.append(line)
+        except OSError:
+            continue  # ended meanwhile
+    return ours
+
+
+def _start_at_line(ed: Editor, line: int) -> None:
+    """F5 (stopped on entry), a breakpoint on `line`, Continue to it."""
+    ed.open("prog.py")
+    ed.page.keyboard.press("F5")
+    ed.wait_line(1)
+    ed.go_to_line(line)
+    ed.page.keyboard.press("F9")
+    ed.button("Continue")
+    ed.wait_line(line)
+
+
+def _debug_console(ed: Editor) -> None:
+    ed.page.click('.panel .composite-bar .action-label[aria-label^="Debug Console"]')
+
+
+def test_break_on_value_change_then_reverse_in_a_real_vscode(editor):
+    ed = editor
+    _start_at_line(ed, 9)  # in the loop: i 0, total 0
+    ed.wait_variables(r"total\s*[:=]?\s*0\b")
+    ed.command("Remove All Breakpoints")
+    ed.variable("total").click(button="right")
+    ed.menu("Break on Value Change")
+    ed.wait_text(".debug-breakpoints", "total in main")
+    _debug_console(ed)
+    ed.button("Continue")  # total += square(1): the first change (square(0) adds nothing)
+    ed.wait_text(".part.sidebar", "total: 0 \u2192 1")
+    ed.wait_variables(r"total\s*[:=]?\s*1\b.*i\s*[:=]?\s*1\b")
+    ed.shot("value-changed")
+    ed.button("Continue")
+    ed.wait_text(".part.sidebar", "total: 1 \u2192 5")
+    ed.wait_variables(r"total\s*[:=]?\s*5\b.*i\s*[:=]?\s*2\b")
+    ed.button("Reverse")  # back to the change before
+    ed.wait_text(".part.sidebar", "total: 0 \u2192 1")
+    ed.wait_variables(r"total\s*[:=]?\s*1\b.*i\s*[:=]?\s*1\b")
+    console = ed.wait_text(".repl", "total: 1 \u2192 5")
+    assert console.count("total: 0 \u2192 1") == 2, console
+    ed.shot("reversed-to-the-change-before")
+    assert ed.errors() == []
+
+
+def test_what_if_from_the_variables_view_in_a_real_vscode(editor):
+    ed = editor
+    _start_at_line(ed, 10)  # print("total", total): total 14
+    ed.wait_variables(r"total\s*[:=]?\s*14\b")
+    ed.button("Step Back")
+    ed.wait_line(8)
+    ed.button("Step Back")
+    ed.wait_line(9)  # before total += square(3)
+    ed.wait_variables(r"total\s*[:=]?\s*5\b.*i\s*[:=]?\s*3\b")
+    ed.variable("total").click(button="right")
+    ed.menu("Set Value")
+    ed.page.wait_for_selector(".debug-variables .monaco-inputbox input", state="visible")
+    ed.page.keyboard.press("Control+a")
+    ed.page.keyboard.type("100")
+    ed.page.keyboard.press("Enter")
+    ed.wait_text(".part.sidebar", "branch 1: total = 5 \u2192 100")
+    ed.wait_variables(r"total\s*[:=]?\s*100\b")
+    ed.shot("what-if")
+    _debug_console(ed)
+    ed.button("Continue")  # the breakpoint on print, on the branch: 100 + 3 * 3
+    ed.wait_line(10)
+    ed.wait_variables(r"total\s*[:=]?\s*109\b")
+    ed.button("Continue")  # to the end: the branch's output
+    console = ed.wait_text(".repl", "total 109")
+    assert "total 14" not in console, console
+    ed.shot("what-if-output")
+    assert ed.errors() == []
+
+
+def test_debug_one_failing_pytest_test_in_a_real_vscode(editor):
+    ed = editor
+    ed.open("test_x.py")
+    ed.start("neural-dap: pytest")
+    # pytest catches the failure, so the run goes to its end; the exception filter for a failing
+    # test is "User Uncaught Exceptions", which a user ticks once the debugger has listed its filters
+    ed.wait_text(".part.sidebar", "exit code 1")
+    ed.page.locator(".debug-breakpoints .monaco-list-row", has_text="User Uncaught Exceptions").locator(
+        "input[type=checkbox]"
+    ).check()
+    ed.button("Restart")
+    ed.wait_text(".part.sidebar", "Exception: AssertionError('assert 4 == 5')", timeout=60)
+    assert ed.wait_line(7, file="test_x.py")[0] == "test_fails"
+    ed.wait_text(".editor-group-container", "Exception has occurred: AssertionError")
+    ed.wait_variables(r"total\s*[:=]?\s*4\b")
+    ed.shot("failing-test")
+    assert ed.errors() == []
+
+
+def test_a_neural_session_shows_the_confidence_of_each_value_in_a_real_vscode(editor):
+    ed = editor
+    ed.open("prog.py")
+    ed.start("neural-dap: neural")
+    ed.wait_line(1, timeout=60)
+    ed.button("Step Over")
+    ed.wait_line(6)
+    ed.button("Step Over")
+    ed.wait_line(14)
+    ed.button("Step Into")
+    assert ed.wait_line(7)[0] == "main"
+    ed.button("Step Over")
+    ed.wait_line(8)
+    # each predicted value with the probability the model gave it
+    ed.wait_variables(r"total\s*[:=]?\s*0\s+\(p=[01]\.\d\d\)")
+    ed.wait_text(".statusbar", "neural: embedded")
+    ed.shot("neural-confidence")
     assert ed.errors() == []

@@ -92,12 +92,16 @@ async def test_set_variable_in_the_past_runs_the_program_again_with_it(program):
     async with adapter() as c:
         await _back_before_the_call(c, program)
         mark = len(c.events_named("output"))
+        before = len(c.events)
         answer = await c.call(
             "setVariable", {"variablesReference": await _locals_ref(c), "name": "factor", "value": "10"}
         )
         assert answer["value"] == "10"
         stopped = (await c.wait_event("stopped"))["body"]
         assert "branch 1" in stopped["description"] and "factor = 2 \u2192 10" in stopped["description"]
+        # the program ran again: `continued` first, else VS Code keeps the previous stop's description
+        moves = [e["event"] for e in c.events[before:] if e["event"] in ("continued", "stopped")]
+        assert moves == ["continued", "stopped"], moves
         name, line, names = await where(c)
         assert (name, line, names["factor"], names["items"]) == ("main", 11, "10", "[1, 2, 3]")
         # continue: the breakpoint at the print again, on the new branch, with its output

@@ -18,7 +18,7 @@ from neural_dap.dap.connection import RequestError
 from neural_dap.dap.execution import ExecutionRequests
 from neural_dap.dap.presentation import FrameView
 from neural_dap.debugger import branching
-from neural_dap.debugger.core import Busy
+from neural_dap.debugger.core import Busy, Report
 from neural_dap.world.branches import Branch
 
 
@@ -97,7 +97,7 @@ class BranchRequests(ExecutionRequests):
         found, current = branching.branches(self.debugger)
         await self.respond(request, {"branches": [_info(b, current) for b in found], "current": current})
         if report is not None:
-            await self._conclude(report)
+            await self._ran_again(report)
 
     async def _change(self, request: p.Request, depth: int, name: str, text: str) -> None:
         """Make the branch, answer with the new value as the stop on the branch shows it, then stop there."""
@@ -111,6 +111,14 @@ class BranchRequests(ExecutionRequests):
         top = report.stop.stack[0] if report.stop.stack else None
         new = top.locals.get(name, text) if top is not None else text
         await self.respond(request, {"value": new, "type": reprs.type_name(reprs.parse_repr(new)) or None})
+        await self._ran_again(report)
+
+    async def _ran_again(self, report: Report) -> None:
+        """The stop on the branch, after a `continued` event: the program did run again, and VS Code
+        takes a stop as new only after a resume (its own step requests count as one; setVariable
+        and custom requests do not), else it keeps the previous stop's "Paused on ..." text."""
+        thread = self.debugger.thread_id()
+        await self.event("continued", p.ContinuedEventBody(thread_id=thread, all_threads_continued=True))
         await self._conclude(report)
 
     def _depth(self, frame: FrameView) -> int:

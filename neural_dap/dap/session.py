@@ -122,8 +122,13 @@ class DebugSession(TerminalConsole, QueryRequests, BranchRequests, InspectionReq
             await self.event("terminated")
 
     async def on_configuration_done(self, request: p.Request) -> None:
-        self.configured.set()
         await self.respond(request)
+        if self.plain is None:
+            # the program runs to its first stop. VS Code's Restart reuses the session, which shows
+            # the first stop since the last resume: without this, the old session's last stop
+            # ("End of the program") stays in the Call Stack over the new one.
+            await self.event("continued", p.ContinuedEventBody(thread_id=THREAD_ID, all_threads_continued=True))
+        self.configured.set()
 
     async def on_disconnect(self, request: p.Request) -> None:
         await self._shutdown()

@@ -87,8 +87,8 @@ export function withDefaults(config: LaunchConfig, activeFile: string | undefine
     out.program = activeFile;
     out.stopOnEntry = true;
   }
-  if (!out.program && activeFile) {
-    out.program = activeFile;
+  if (!out.program && !out.module && activeFile) {
+    out.program = activeFile; // not for `python -m MODULE`: the adapter takes one or the other
   }
   return out;
 }

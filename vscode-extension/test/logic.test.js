@@ -38,6 +38,8 @@ test('F5 without a launch.json debugs the active Python file; other files are re
   assert.strictEqual(made.program, '/w/a.py');
   assert.strictEqual(withDefaults({}, '/w/notes.txt'), undefined);
   assert.strictEqual(withDefaults({ type: 'neural-python', request: 'launch', name: 'x', program: 'p.py' }, '/w/a.py').program, 'p.py');
+  const pytest = withDefaults({ type: 'neural-python', request: 'launch', name: 'x', module: 'pytest', args: ['-q'] }, '/w/test_a.py');
+  assert.strictEqual(pytest.program, undefined); // a module launch gets no program: the adapter refuses both
 });
 
 test('status text counts divergences only when checking against reality', () => {
