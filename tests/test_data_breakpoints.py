@@ -82,7 +82,7 @@ async def test_continue_stops_at_each_write_and_reverse_continue_at_the_last(pro
         assert await _go(c, "reverseContinue") == ("data breakpoint", "x: 5 \u2192 7", 15)
         assert await _go(c, "reverseContinue") == ("data breakpoint", "x: 3 \u2192 5", 15)
         # before the first write seen from here: the binding itself
-        assert await _go(c, "reverseContinue") == ("data breakpoint", "x: None \u2192 3", 15)
+        assert await _go(c, "reverseContinue") == ("data breakpoint", "x: (unset) \u2192 3", 15)
 
 
 @pytest.mark.parametrize("recording", ["full", "skeleton"])

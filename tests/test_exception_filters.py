@@ -142,6 +142,75 @@ async def test_the_exception_that_ends_a_script_is_uncaught_not_user_unhandled(t
         assert info["breakMode"] == "unhandled"
 
 
+async def test_continuing_from_the_last_tests_failure_stops_at_the_end_so_it_can_be_stepped_back(
+    tmp_path: Path,
+) -> None:
+    """The failure is the recording's last event: continuing from it still gives the end stop once
+    (stopAtEnd), from which reverse-continue goes back to the failure, and only then does it end."""
+    (tmp_path / "test_last.py").write_text(LAST_TEST_FAILS)
+    async with adapter() as client:
+        stop = await start(client, _pytest(tmp_path, "test_last.py"), exception_filters=["userUnhandled"])
+        assert stop["body"]["reason"] == "exception"
+        await client.call("continue", {"threadId": 1})
+        end = await client.wait_event({"stopped", "terminated"})
+        assert end["event"] == "stopped" and end["body"]["reason"] == "end"
+        await client.call("stepBack", {"threadId": 1})
+        back = await client.wait_event("stopped")
+        assert (await where(client))[:2] == ("test_last", 7) and back["body"]["reason"] == "step"
+        await client.call("continue", {"threadId": 1})
+        assert (await client.wait_event({"stopped", "terminated"}))["body"]["reason"] == "exception"
+        await client.call("continue", {"threadId": 1})
+        assert (await client.wait_event({"stopped", "terminated"}))["body"]["reason"] == "end"
+        await client.call("continue", {"threadId": 1})
+        assert (await client.wait_event({"stopped", "terminated"}))["event"] == "terminated"
+
+
+async def test_reverse_continue_stops_at_the_exceptions_the_filters_stop_at(tmp_path: Path) -> None:
+    """Backwards as forwards: from the end of a script that raised, reverse-continue stops where the
+    uncaught exception was raised; with `raised`, at each exception before that (where it was
+    caught, where it left a function)."""
+    script = tmp_path / "crash.py"
+    script.write_text(
+        "def parse(t):\n    return int(t)\n\n\ntry:\n    parse('x')\nexcept ValueError:\n    pass\n\n\n"
+        "def f():\n    raise KeyError('boom')\n\n\nf()\n"
+    )
+    async with adapter() as client:
+        stop = await start(client, {"program": str(script)}, exception_filters=[])
+        assert stop["body"]["reason"] == "end"
+        await client.call("setExceptionBreakpoints", {"filters": ["uncaught"]})
+        await client.call("reverseContinue", {"threadId": 1})
+        back = await client.wait_event("stopped")
+        assert back["body"]["reason"] == "exception" and (await where(client))[:2] == ("f", 12)
+        await client.call("setExceptionBreakpoints", {"filters": ["raised"]})
+        await client.call("reverseContinue", {"threadId": 1})
+        back = await client.wait_event("stopped")
+        # where the ValueError was caught, then where it left parse (each a `raised` stop)
+        assert back["body"]["reason"] == "exception" and "ValueError" in back["body"]["text"]
+        assert (await where(client))[0] == "<module>"
+        await client.call("reverseContinue", {"threadId": 1})
+        back = await client.wait_event("stopped")
+        assert back["body"]["reason"] == "exception" and (await where(client))[0] == "parse"
+
+
+async def test_a_custom_step_tells_the_client_the_program_ran(tmp_path: Path) -> None:
+    """stepBackInto, stepBackOut and travel are not DAP's own: a `continued` event before their stop
+    lets a client (VS Code) drop the old stop's reason, as it does for its own steps."""
+    script = tmp_path / "calls.py"
+    script.write_text("def f(v):\n    w = v + 1\n    return w\n\n\nx = f(1)\ny = x\n")
+    async with adapter() as client:
+        await start(client, {"program": str(script), "stopOnEntry": True})
+        for _ in range(3):
+            await client.call("next", {"threadId": 1})
+            await client.wait_event("stopped")
+        seen = len(client.events_named("continued"))
+        await client.call("stepBackInto", {"threadId": 1})
+        await client.wait_event("stopped")
+        assert len(client.events_named("continued")) == seen + 1
+        await client.call("next", {"threadId": 1})
+        await client.wait_event("stopped")
+        assert len(client.events_named("continued")) == seen + 1  # DAP's own steps: the client knows
+
+
 def test_exception_info_break_modes() -> None:
     def stop(depth: int, at_end: bool = False) -> Stop:
         state = State("exception", 3, "", "t", depth, depth, value="AssertionError('no')")

@@ -298,7 +298,8 @@ class Frontend:
             if change is None:
                 self.print(f"{rest} has not changed in this call up to here")
             else:
-                self.print(f"{rest}: {change['old']} \u2192 {change['new']}   {_moment(change['moment'])}")
+                old, new = _bound(change["old"]), _bound(change["new"])
+                self.print(f"{rest}: {old} \u2192 {new}   {_moment(change['moment'])}")
             return
         if cmd == "origin":
             self.print_origin(
@@ -311,7 +312,8 @@ class Frontend:
             )
             for change in page["items"]:
                 call = f" (call {change['call']})" if change.get("call") else ""
-                self.print(f"  {change['old']} \u2192 {change['new']}   {_moment(change['moment'])}{call}")
+                old, new = _bound(change["old"]), _bound(change["new"])
+                self.print(f"  {old} \u2192 {new}   {_moment(change['moment'])}{call}")
         elif cmd == "calls":
             page = await self.client.call("calls", {"function": rest.strip(), "count": count})
             for call in page["items"]:
@@ -447,6 +449,12 @@ def _without_confidence(value: str | None) -> str | None:
     if m is None:
         return value
     return (m.group("guess") if m.group("guess") is not None else m.group("fact")) + m.group("rest")
+
+
+def _bound(value: str | None) -> str:
+    """A change's side: the value's repr, or "(unset)" where the name was not bound (None there would
+    read as the value None)."""
+    return "(unset)" if value is None else value
 
 
 def _moment(moment: dict) -> str:

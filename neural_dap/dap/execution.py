@@ -13,6 +13,9 @@ from neural_dap.dap.presentation import StopView
 from neural_dap.debugger.core import Busy, Report
 from neural_dap.debugger.stepping import UnknownExecution
 
+# execution requests a client knows to be a resume (it clears the stop it shows): DAP's own
+CLIENT_KNOWN = frozenset({"next", "stepIn", "stepOut", "continue", "stepBack", "reverseContinue", "restartFrame"})
+
 
 class ExecutionRequests(Connection):
     async def on_next(self, request: p.Request) -> None:
@@ -118,6 +121,12 @@ class ExecutionRequests(Connection):
             await self._flush(report.output)
             report.output = [("important", f"neural-dap: {kind} failed: {report.failure}\n")]
             report.description = f"{kind} failed: {report.failure}"
+        if kind not in CLIENT_KNOWN and report.moved and not self.terminated:
+            # a custom request (stepBackInto/Out, travel, a goto to a moment): the client does not know
+            # it ran the program, so it would keep showing the old stop's reason without this
+            await self.event(
+                "continued", p.ContinuedEventBody(thread_id=self.debugger.thread_id(), all_threads_continued=True)
+            )
         await self._conclude(report)
 
     async def _conclude(self, report: Report) -> None:

@@ -50,6 +50,7 @@ T = TypeVar("T")
 CONDITION_BUDGET = Budget(steps=20_000, seconds=0.1)
 EXCEPTION_FILTERS = ("raised", "uncaught", "userUnhandled")
 MAIN_THREAD = 1  # the id of the thread that started the program
+UNSET = "(unset)"  # how a change shows a name, attribute or item that was not bound
 
 
 @runtime_checkable
@@ -116,6 +117,7 @@ class Debugger:
         self._data_ids = 0
         self._bound: tuple[int, bool] | None = None  # (event, forward): a data breakpoint's change ends the move
         self._data_hit: tuple[DataBreakpoint, history.Change] | None = None
+        self._end_shown = False  # the current stop was shown as the end of the program
 
     # -- state -------------------------------------------------------------------------------------
     @property
@@ -312,7 +314,10 @@ class Debugger:
         stop = self._require_stop()
         assert self.world is not None
         if kind in FORWARD and stop.at_end and not initial:
-            return Outcome(stop, "end", finished=True)
+            # the last event was shown as something else (the exception that ends the run, a
+            # breakpoint on the last line): the end stop comes once, so stepping back stays possible
+            shown_end = self._end_shown or not self.stop_at_end
+            return Outcome(stop, "end", finished=shown_end)
         if not self.world.capabilities.inverse and kind not in FORWARD:
             raise WorldError(f"the {self.world.name} world model cannot step backwards")
 
@@ -425,7 +430,8 @@ class Debugger:
         targets = self.breakpoints.targets() if interrupt else ()
         stop = await self.world.act(
             action,
-            exceptions=self.exception_filters if forward else frozenset(),  # type: ignore[arg-type]
+            # reverse-continue stops at the exceptions the filters stop at, as continue does
+            exceptions=self.exception_filters if forward or action.kind == "inv_breakpoint" else frozenset(),  # type: ignore[arg-type]
             breakpoints=targets if action.kind not in ("breakpoint", "inv_breakpoint") else (),
             accept=self._accept if forward or action.kind == "inv_breakpoint" or targets else None,
         )
@@ -482,10 +488,13 @@ class Debugger:
         if reason == "breakpoint" and hit_ids and all(self._is_function_bp(i) for i in hit_ids):
             reason = "function breakpoint"
         report = Report(stop, reason, hit_breakpoint_ids=hit_ids or None, output=output, finished=outcome.finished)
+        self._end_shown = reason == "end"
         if reason == "data breakpoint" and self._data_hit is not None:
             spec, change = self._data_hit
             self._data_hit = None
-            report.description = f"{spec.expression}: {change.old} \u2192 {change.new}"
+            # (a value not bound yet, or no longer, reads "(unset)": None would read as the value None)
+            old, new = (UNSET if v is None else v for v in (change.old, change.new))
+            report.description = f"{spec.expression}: {old} \u2192 {new}"
             report.hit_breakpoint_ids = [spec.id]
             output.append(("console", report.description + "\n"))
         if reason == "exception":

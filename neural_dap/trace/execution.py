@@ -20,7 +20,7 @@ only the user's code is traced):
 from __future__ import annotations
 
 import functools
-from bisect import bisect_right
+from bisect import bisect_left, bisect_right
 from collections.abc import Callable
 from typing import Any, Protocol
 
@@ -307,11 +307,17 @@ def _user_unhandled(columns: Columns, ends_by_exception: bool) -> list[int]:
 
 
 def _first_exception(points: Callable[[str], list[int]], start: int, end: int, filters: frozenset[str]) -> int | None:
-    """The first event after `start` up to `end` where one of the filters stops."""
+    """The first event after `start` up to `end` where one of the filters stops, in the walking
+    direction (backwards when `end` is before `start`: reverse-continue stops there too)."""
     found = None
     for kind in filters:
         at = points(kind)
-        k = bisect_right(at, start)
-        if k < len(at) and at[k] <= end and (found is None or at[k] < found):
-            found = at[k]
+        if end >= start:
+            k = bisect_right(at, start)
+            if k < len(at) and at[k] <= end and (found is None or at[k] < found):
+                found = at[k]
+        else:
+            k = bisect_left(at, start) - 1
+            if k >= 0 and at[k] >= end and (found is None or at[k] > found):
+                found = at[k]
     return found

@@ -231,9 +231,12 @@ class RecordedWorld:
             # sys.exit(0) / sys.exit() ends the program with SystemExit, which is no error: debugpy
             # does not stop there, and every click CLI would stop on its way out
             exceptions = exceptions - {"uncaught"}
-        exception_at = execution.first_exception(start, natural, exceptions) if forward and exceptions else None
+        # (backwards too: reverse-continue stops at the exceptions the filters stop at, as continue does)
+        exception_at = None
+        if exceptions and natural != start:
+            exception_at = execution.first_exception(start, natural, exceptions)
         for hit in execution.hits(start, natural, targets):
-            if exception_at is not None and exception_at < hit:
+            if exception_at is not None and (exception_at < hit if forward else exception_at > hit):
                 break
             stop = await self._stop(hit, output=execution.output(start, hit) if forward else (), hit_breakpoint=True)
             if hit == natural and not jump:
@@ -246,7 +249,8 @@ class RecordedWorld:
                 return stop
         if exception_at is not None:
             self.index = exception_at
-            return await self._stop(exception_at, output=execution.output(start, exception_at), hit_exception=True)
+            output = execution.output(start, exception_at) if forward else ()
+            return await self._stop(exception_at, output=output, hit_exception=True)
         self.index = natural
         return await self._stop(natural, output=execution.output(start, natural) if forward else ())
 
