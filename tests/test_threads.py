@@ -140,3 +140,18 @@ def test_with_just_my_code_false_the_threads_are_the_programs_and_the_recorders_
         assert skeleton.outcome.kind == "finished"  # the flusher is ours: no second recording
     finally:
         skeleton.close()
+
+
+@pytest.mark.anyio
+async def test_a_what_if_in_a_threaded_program_is_refused_with_the_reason(tmp_path):
+    path = _program(tmp_path)
+    async with adapter() as client:
+        await start(client, {"program": path}, {path: [{"line": WORK_LOOP}]})
+        stopped_thread = next(t["id"] for t in (await client.call("threads"))["threads"] if t["name"] == "worker-0")
+        frames = (await client.call("stackTrace", {"threadId": stopped_thread}))["stackFrames"]
+        scopes = (await client.call("scopes", {"frameId": frames[0]["id"]}))["scopes"]
+        response = await client.request(
+            "setVariable", {"variablesReference": scopes[0]["variablesReference"], "name": "total", "value": "7"}
+        )
+        assert not response["success"] and "more than one thread" in response["message"]
+        assert (await _stack(client, stopped_thread)) == [("work", WORK_LOOP)]  # the session goes on

@@ -179,6 +179,13 @@ class WhatIf:
         if handle.ended:  # paused: the recording was ended early
             recording.close()
             raise WorldError("paused: the program was stopped while it ran with the new value; no branch was made")
+        if recording.outcome.kind == "threads":
+            # a branch is a skeleton recording, which follows one thread (see trace/child/threads.py)
+            recording.close()
+            raise WorldError(
+                "no branch was made: the program runs its code in more than one thread, and a what-if "
+                "branch is recorded for one thread only"
+            )
         execution = SkeletonExecution(recording)
         applied = {(at, name): how for at, name, how in recording.log.what_if}
         for edit in branch.edits:
