@@ -23,6 +23,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import socket
 import subprocess
 import sys
@@ -416,7 +417,8 @@ def fuzz_adapter(examples: int, transport: str, program_dir: str) -> Report:
             _out, err = process.communicate()
             report.hangs.append(f"no exit 30 s after its input closed: {data[:200]!r}")
             return
-        if b"Traceback" in err:
+        # a traceback the adapter printed (a log line quoting fuzzed bytes that spell "Traceback" is not one)
+        if re.search(rb"^Traceback \(most recent call last\):", err, re.M):
             report.crashes.append(f"{data[:200]!r}: {err.decode(errors='replace')[-400:]}")
 
     try:

@@ -246,12 +246,15 @@ def main() -> None:
             channel.finish(outcome, message)
             real_exit(0)
 
-    stop_watching = (lambda: None) if threads is not None else watch_for_threads(rec.is_user, end_for_threads)
     os._exit = exit_after_flush  # type: ignore[assignment]
     _wrap_exec(before_exec, forked)
     os.register_at_fork(after_in_child=after_fork_in_child)
     channel.events.append(["engine", engine_name, sys.version.split()[0]])
     channel.start()
+    # after our own threads have started: threading.settrace reaches the threads started from now on,
+    # and the recorder's run without a trace function (with one in the flusher, a fork of the program
+    # sometimes left its copy blocked on a lock, never reaching die_with_parent)
+    stop_watching = (lambda: None) if threads is not None else watch_for_threads(rec.is_user, end_for_threads)
     outcome = _run(cfg, rec, start, stop, channel, before_start)
     stop_watching()
     if forked[0]:  # the debuggee's forked copy ran to its end, as a plain run's would
