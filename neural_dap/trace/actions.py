@@ -32,7 +32,7 @@ steps search the invocation column in growing slices (a step's answer is usually
 from __future__ import annotations
 
 from collections import OrderedDict
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 
 import msgspec
 import numpy as np
@@ -75,29 +75,39 @@ def positions(mask: np.ndarray) -> np.ndarray:
     return np.concatenate(parts) if parts else np.zeros(0, dtype=np.int32)
 
 
-def first_equal(values: np.ndarray, value: int, start: int, stop: int) -> int:
-    """The first k in [start, stop) with values[k] == value, else -1: slices grow from small, so a
-    near answer costs little and a far one costs one pass."""
+def first_where(matches: Callable[[int, int], np.ndarray], start: int, stop: int) -> int:
+    """The first k in [start, stop) where `matches(lo, hi)` (a boolean mask of events lo..hi-1) is
+    true, else -1: slices grow from small, so a near answer costs little and a far one one pass."""
     size = _FIRST_SLICE
     while start < stop:
         end = min(stop, start + size)
-        found = np.flatnonzero(values[start:end] == value)
+        found = np.flatnonzero(matches(start, end))
         if len(found):
             return start + int(found[0])
         start, size = end, min(size * 8, _MAX_SLICE)
     return -1
 
 
-def last_equal(values: np.ndarray, value: int, start: int, stop: int) -> int:
-    """The last k in [start, stop) with values[k] == value, else -1 (searching backwards)."""
+def last_where(matches: Callable[[int, int], np.ndarray], start: int, stop: int) -> int:
+    """The last k in [start, stop) where `matches` is true, else -1 (searching backwards)."""
     size = _FIRST_SLICE
     while start < stop:
         begin = max(start, stop - size)
-        found = np.flatnonzero(values[begin:stop] == value)
+        found = np.flatnonzero(matches(begin, stop))
         if len(found):
             return begin + int(found[-1])
         stop, size = begin, min(size * 8, _MAX_SLICE)
     return -1
+
+
+def first_equal(values: np.ndarray, value: int, start: int, stop: int) -> int:
+    """The first k in [start, stop) with values[k] == value, else -1."""
+    return first_where(lambda lo, hi: values[lo:hi] == value, start, stop)
+
+
+def last_equal(values: np.ndarray, value: int, start: int, stop: int) -> int:
+    """The last k in [start, stop) with values[k] == value, else -1 (searching backwards)."""
+    return last_where(lambda lo, hi: values[lo:hi] == value, start, stop)
 
 
 class ActionSemantics:
@@ -171,25 +181,14 @@ class ActionSemantics:
         return found if found >= 0 else 0
 
     def _in_thread(self, thread: int, start: int, stop: int, *, forward: bool) -> int:
-        """The first (or last) event in [start, stop) of `thread`, else -1: slices growing from small,
-        as `first_equal` searches."""
+        """The first (or last) event in [start, stop) of `thread`, else -1."""
         thread_of, invs = self.columns.thread_of, self.columns.invs
         assert thread_of is not None
-        size = _FIRST_SLICE
-        while start < stop:
-            if forward:
-                lo, hi = start, min(stop, start + size)
-            else:
-                lo, hi = max(start, stop - size), stop
-            found = np.flatnonzero(thread_of[invs[lo:hi]] == thread)
-            if len(found):
-                return lo + int(found[0] if forward else found[-1])
-            if forward:
-                start = hi
-            else:
-                stop = lo
-            size = min(size * 8, _MAX_SLICE)
-        return -1
+
+        def matches(lo: int, hi: int) -> np.ndarray:
+            return thread_of[invs[lo:hi]] == thread
+
+        return first_where(matches, start, stop) if forward else last_where(matches, start, stop)
 
     def last_of_thread(self, thread: int, i: int) -> int:
         """The latest event of `thread` at or before event i, else -1."""
