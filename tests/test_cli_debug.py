@@ -35,6 +35,26 @@ def test_a_scripted_session_prints_every_stop_with_its_line_and_changed_locals()
     assert "> <module> at bubble_sort.py:1" in lines
 
 
+def test_a_breakpoint_in_a_worker_thread_shows_the_worker_and_steps_stay_there(tmp_path):
+    """The terminal follows the thread a stop is in: its frames, its locals, steps in it; `threads`
+    lists every thread with where it stands."""
+    program = tmp_path / "pool.py"
+    program.write_text(
+        "from concurrent.futures import ThreadPoolExecutor\n\n\n"
+        "def square(n):\n    result = n * n\n    return result\n\n\n"
+        "with ThreadPoolExecutor(max_workers=1) as pool:\n    print(list(pool.map(square, range(3))))\n"
+    )
+    out = debug(str(program), "--do", "b 6; c; threads; where; n; q")
+    assert out.returncode == 0, out.stderr
+    lines = out.stdout.splitlines()
+    assert "[breakpoint] pool.py:6 in square (thread 2)" in lines
+    assert "       | n = 0   result = 0" in lines  # the worker's locals, not the main thread's
+    assert "  1: MainThread  <module> at line 10" in lines
+    assert "> 2: ThreadPoolExecutor-0_0  square at line 6" in lines
+    assert "> square at pool.py:6" in lines
+    assert "[step] pool.py:5 in square (thread 2)" in lines  # next: the worker's next call
+
+
 def test_a_function_entry_with_a_conditional_breakpoint_runs_to_the_end():
     out = debug(
         str(EXAMPLES / "recursion.py"), "--entry", "factorial", "--args", "4", "--do", "b 7 if n == 2; c; p rest; c; c"

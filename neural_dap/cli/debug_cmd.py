@@ -6,7 +6,7 @@ what it shows is exactly what an editor would get. Commands:
 
   s  step into        n  next (step over)     r  step out (return)     c  continue
   back  step back     rc  reverse continue    bi  step back into       bo  step back out
-  b LINE [if COND]    b FUNCTION              p EXPR    where    list    locals    summary    q
+  b LINE [if COND]    b FUNCTION              p EXPR    where    list    locals    threads    summary    q
 Asking the recording (recorded world): `history EXPR` every change of a local, `self.attr` or
 `d["k"]` (every call of this frame's function), `last EXPR` where it last changed (who set it),
 `origin EXPR` where its value came from (followed through copies and arguments to where it was computed),
@@ -162,6 +162,7 @@ class Frontend:
     function_breakpoints: list[dict] = field(default_factory=list)
     last_locals: dict[int, dict[str, str]] = field(default_factory=dict)
     frame_id: int | None = None
+    thread_id: int = 1  # the thread the last stop is in (a worker's breakpoint stops in the worker)
     program: str = ""
     ended: bool = False
 
@@ -181,7 +182,8 @@ class Frontend:
 
     async def show_stop(self, stopped: dict) -> None:
         body = stopped.get("body") or {}
-        stack = (await self.client.call("stackTrace", {"threadId": 1})).get("stackFrames", [])
+        self.thread_id = int(body.get("threadId") or 1)
+        stack = await self._stack()
         if not stack:
             self.print(f"[{body.get('reason')}] (no frames)")
             return
@@ -197,7 +199,8 @@ class Frontend:
         current = {v["name"]: v["value"] for v in variables}
         line_text = _source_line(path, top["line"])
         reason = body.get("reason", "")
-        self.print(f"[{reason}] {os.path.basename(path)}:{top['line']} in {top['name']}")
+        thread = f" (thread {self.thread_id})" if self.thread_id != 1 else ""
+        self.print(f"[{reason}] {os.path.basename(path)}:{top['line']} in {top['name']}{thread}")
         self.print(f"  {top['line']:>4} | {line_text}")
         previous = self.last_locals.get(len(stack))
         # a predicted value carries the model's confidence ("x  (p=0.93)", "≈ x?  (p=0.31)"): shown,
@@ -213,6 +216,11 @@ class Frontend:
             self.print(f"       | {body['description']}")
         self.last_locals[len(stack)] = current
 
+    async def _stack(self, thread_id: int | None = None) -> list[dict]:
+        """The frames of a thread (the stopped one by default) at the current stop."""
+        body = await self.client.call("stackTrace", {"threadId": thread_id or self.thread_id})
+        return body.get("stackFrames", [])
+
     async def run_command(self, text: str, timeout: float) -> bool:
         """Run one command; False when the session is over."""
         words = text.strip().split(None, 1)
@@ -225,7 +233,7 @@ class Frontend:
             if self.ended:
                 self.print("the program has ended")
                 return False
-            response = await self.client.request(STEP_COMMANDS[cmd], {"threadId": 1}, timeout=timeout)
+            response = await self.client.request(STEP_COMMANDS[cmd], {"threadId": self.thread_id}, timeout=timeout)
             if not response.get("success"):
                 # a step that failed (a prediction that could not be made): still at the last stop
                 self.print(f"! {response.get('message') or STEP_COMMANDS[cmd] + ' failed'}")
@@ -243,19 +251,19 @@ class Frontend:
             except Exception as exc:
                 self.print(f"error: {getattr(exc, 'message', exc)}")
         elif cmd in ("where", "bt", "w"):
-            stack = (await self.client.call("stackTrace", {"threadId": 1})).get("stackFrames", [])
+            stack = await self._stack()
             for k, frame in enumerate(stack):
                 path = (frame.get("source") or {}).get("path", "")
                 self.print(f"{'>' if k == 0 else ' '} {frame['name']} at {os.path.basename(path)}:{frame['line']}")
         elif cmd in ("locals", "vars"):
-            stack = (await self.client.call("stackTrace", {"threadId": 1})).get("stackFrames", [])
+            stack = await self._stack()
             scopes = (await self.client.call("scopes", {"frameId": stack[0]["id"]})).get("scopes", [])
             for v in (await self.client.call("variables", {"variablesReference": scopes[0]["variablesReference"]})).get(
                 "variables", []
             ):
                 self.print(f"  {v['name']} = {v['value']}")
         elif cmd in ("l", "list"):
-            stack = (await self.client.call("stackTrace", {"threadId": 1})).get("stackFrames", [])
+            stack = await self._stack()
             path, line = (stack[0].get("source") or {}).get("path", ""), stack[0]["line"]
             for n in range(max(1, line - 3), line + 4):
                 text_line = _source_line(path, n)
@@ -281,6 +289,12 @@ class Frontend:
             await self.set_value(rest, timeout)
         elif cmd == "branches":
             await self.branches(rest, timeout)
+        elif cmd == "threads":
+            for thread in (await self.client.call("threads")).get("threads", []):
+                stack = await self._stack(thread["id"])
+                where = f"{stack[0]['name']} at line {stack[0]['line']}" if stack else "(no frames)"
+                mark = ">" if thread["id"] == self.thread_id else " "
+                self.print(f"{mark} {thread['id']}: {thread['name']}  {where}")
         elif cmd in ("h", "help", "?"):
             self.print(COMMANDS_HELP)
         else:
