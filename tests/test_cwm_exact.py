@@ -436,3 +436,16 @@ def test_a_run_recorded_by_neural_dap_is_written_as_cwm_writes_it(name):
     states = as_settrace(list(rec.states))
     trace = render_trace(states, "cwm", SourceInfo(source, PATH), path=PATH)
     assert trace.text() + "<|end_of_text|>" == reference
+
+
+@pytest.mark.skipif(sys.version_info >= (3, 12), reason="comprehensions run in frames of their own only on 3.11")
+@pytest.mark.parametrize("name", [n for n, (source, _, _) in CORPUS.items() if "comp" in source or " for " in source])
+def test_a_recording_with_comprehension_frames_is_written_as_cwm_writes_it(name):
+    """A debug session records 3.11's comprehension frames and their `.0` (as debugpy shows them):
+    that recording is CWM's trace too."""
+    source, entry, args = CORPUS[name]
+    reference = reference_text(run_traced(source, entry, args))
+    arg_text = ", ".join(map(repr, args))
+    rec = record(Program(PATH, source=source, entry=entry, entry_args=arg_text, comprehensions=True))
+    trace = render_trace(as_settrace(list(rec.states)), "cwm", SourceInfo(source, PATH), path=PATH)
+    assert trace.text() + "<|end_of_text|>" == reference

@@ -116,6 +116,7 @@ typedef struct {
     /* generators and coroutines (child/coroutines.py); NULL: not followed */
     PyObject *resumed;       /* callable(frame) -> (the invocation a resumed frame continues or -1, run by the user's code) */
     PyObject *left;          /* callable(frame, inv, raised): the frame left by a yield, a return or an exception */
+    int dotted;              /* show the names CPython makes (`.0`, a comprehension's iterator) */
     /* skeleton mode */
     int skeleton;
     long long count;          /* events so far */
@@ -211,7 +212,7 @@ static PyObject *diff(Tracer *t, Entry *e, PyObject *locals) {
                 goto error;
             }
         } else {
-            if (starts_with(name, '.', 0))
+            if (!t->dotted && starts_with(name, '.', 0))
                 continue;
             if (e->module_scope && hidden_global(name, value))
                 continue;
@@ -1069,11 +1070,14 @@ static PyObject *tracer_count(PyObject *self, PyObject *Py_UNUSED(ignored)) {
 }
 
 static int tracer_init(Tracer *self, PyObject *args, PyObject *kwargs) {
-    static char *names[] = {"events", "user_cache", "judge", "code_ids", "code_id", "encode_atom", "encode_object", "value_repr", "bounded", NULL};
+    static char *names[] = {"events", "user_cache", "judge", "code_ids", "code_id", "encode_atom", "encode_object", "value_repr", "bounded", "dotted", NULL};
     PyObject *events, *user_cache, *judge_, *code_ids, *code_id, *encode_atom, *encode_object, *value_repr, *bounded;
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O!O!OO!OOOOO", names, &PyList_Type, &events, &PyDict_Type, &user_cache,
-                                     &judge_, &PyDict_Type, &code_ids, &code_id, &encode_atom, &encode_object, &value_repr, &bounded))
+    int dotted = 0;
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O!O!OO!OOOOO|p", names, &PyList_Type, &events, &PyDict_Type, &user_cache,
+                                     &judge_, &PyDict_Type, &code_ids, &code_id, &encode_atom, &encode_object, &value_repr, &bounded,
+                                     &dotted))
         return -1;
+    self->dotted = dotted;
     PyObject **slots[] = {&self->events, &self->user_cache, &self->judge, &self->code_ids, &self->code_id,
                           &self->encode_atom, &self->encode_object, &self->value_repr, &self->bounded};
     PyObject *values[] = {events, user_cache, judge_, code_ids, code_id, encode_atom, encode_object, value_repr, bounded};

@@ -49,6 +49,10 @@ class Program(msgspec.Struct, frozen=True, omit_defaults=True):
     # keeps the same bytes for replays, and the program's output is copied to the `output_copy` FIFO
     stdin_log: str | None = None
     output_copy: str | None = None
+    # CPython 3.11 runs a list/set/dict comprehension in a frame of its own, and debugpy steps into
+    # it; 3.12+ inline them (PEP 709). False: one step on every version (the same trace everywhere,
+    # what datasets want); True: the frames as the interpreter has them (a debug session)
+    comprehensions: bool = False
 
 
 def run_again(program: Program) -> Program:

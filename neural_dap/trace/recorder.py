@@ -237,6 +237,7 @@ def _record(
         "stdin_log": program.stdin_log,
         "output_copy": program.output_copy,
         "threads": threads,
+        "comprehensions": program.comprehensions,
         "own_path": _PACKAGE_PARENT,
         "owner_pid": os.getpid(),
         "lifeline_fd": lifeline,

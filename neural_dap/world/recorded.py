@@ -133,6 +133,7 @@ class RecordedWorld:
             stdin=launch.stdin,
             stdin_log=launch.stdin_log,
             output_copy=launch.output_copy,
+            comprehensions=True,  # a debug session shows what debugpy shows: 3.11's comprehension frames
         )
         options = world_options(launch, RecordedOptions, "recorded")
         program = msgspec.structs.replace(program, trace="mine" if options.just_my_code else "all")

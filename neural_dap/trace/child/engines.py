@@ -256,6 +256,7 @@ def c_tracer(rec: Recorder):
         rec.encode_object,
         rec.value_repr,
         rec.reprs.repr,
+        dotted=rec.comprehensions,
     )
     if not hasattr(tracer, "suspensions"):  # an extension built from older source: its records differ
         raise ImportError("the C tracer is out of date: rebuild it (python setup.py build_ext --inplace)")

@@ -152,6 +152,7 @@ class Recorder:
         channel.guard = self.reprs.guard
         self.program = os.path.abspath(cfg["path"])
         self.trace_all = bool(cfg.get("trace_all", False))
+        self.comprehensions = bool(cfg.get("comprehensions", False))
         self.roots = [os.path.realpath(r) for r in cfg.get("roots") or [os.path.dirname(self.program)]]
         # justMyCode false: the standard library and installed packages are the user's code too
         self.excluded = _own_prefixes() if cfg.get("trace_libraries") else _excluded_prefixes()
@@ -186,7 +187,7 @@ class Recorder:
         return found
 
     def _judge(self, code: types.CodeType) -> bool:
-        if code.co_name in _COMPREHENSIONS:
+        if code.co_name in _COMPREHENSIONS and not self.comprehensions:
             return False  # inlined since 3.12 (PEP 709): traces stay the same on every version
         filename = code.co_filename
         if filename == self.program:
@@ -244,6 +245,7 @@ class Recorder:
         atoms = _ATOMS
         encode_atom = self.encode_atom
         encode_object = self.encode_object
+        dotted = self.comprehensions  # CPython's own names (`.0`) shown as the interpreter has them
 
         def diff(f_locals):
             changes = None
@@ -257,7 +259,7 @@ class Recorder:
                     objs[name] = value
                     encs.pop(name, None)
                 else:
-                    if name[0] == "." or (module_scope and _hidden_global(name, value)):
+                    if (name[0] == "." and not dotted) or (module_scope and _hidden_global(name, value)):
                         continue
                     enc = encode_object(value)
                     objs[name] = value
