@@ -88,11 +88,11 @@ async def test_keys_this_server_does_not_honour_are_named(tmp_path: Path) -> Non
     async with adapter() as client:
         events = await _launch_and_end(
             client,
-            {"program": str(program), "console": "integratedTerminal", "subProcess": True, "stopAtEnd": False},
+            {"program": str(program), "console": "integratedTerminal", "gevent": True, "stopAtEnd": False},
         )
     important = _outputs(events, "important")
     assert "console='integratedTerminal'" in important and "input() reads end-of-file" in important
-    assert "subProcess=True" in important
+    assert "gevent=True" in important
     assert "justMyCode" not in important  # not written by the user: nothing to say
 
 

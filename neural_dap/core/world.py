@@ -142,6 +142,21 @@ class Thread(msgspec.Struct, frozen=True):
     name: str
 
 
+class ChildSession(msgspec.Struct, frozen=True):
+    """A process the program started, which can be debugged in a session of its own (subProcess)."""
+
+    pid: int
+    name: str
+    launch: dict[str, Any]  # the launch keys that open it (the world's own), beside the parent's others
+
+
+@runtime_checkable
+class HasChildSessions(Protocol):
+    """A world whose program started processes that can be debugged too (DAP `startDebugging`)."""
+
+    def child_sessions(self) -> list[ChildSession]: ...
+
+
 @runtime_checkable
 class HasThreads(Protocol):
     """A world whose program runs in more than one thread. A stop is in the thread of its state

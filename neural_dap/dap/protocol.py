@@ -166,6 +166,7 @@ class InitializeArguments(_Wire):
     supports_invalidated_event: bool = False
     supports_variable_type: bool = False
     supports_run_in_terminal_request: bool = False  # the client answers `runInTerminal` (a terminal console)
+    supports_start_debugging_request: bool = False  # the client opens child sessions (subProcess)
 
 
 class RunInTerminalRequestArguments(_Wire):

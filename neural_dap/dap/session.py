@@ -18,6 +18,7 @@ from neural_dap.dap import plain_run
 from neural_dap.dap import protocol as p
 from neural_dap.dap.branch_requests import BranchRequests
 from neural_dap.dap.breakpoint_requests import EXCEPTION_FILTERS, BreakpointRequests
+from neural_dap.dap.child_sessions import ChildSessions
 from neural_dap.dap.connection import THREAD_ID, RequestError, Send, WorldFactory
 from neural_dap.dap.inspection import InspectionRequests, exception_info
 from neural_dap.dap.queries import QueryRequests
@@ -27,7 +28,9 @@ from neural_dap.debugger.launch import Launch, LaunchError, LaunchRequest, build
 __all__ = ["EXCEPTION_FILTERS", "THREAD_ID", "DebugSession", "RequestError", "Send", "WorldFactory", "exception_info"]
 
 
-class DebugSession(TerminalConsole, QueryRequests, BranchRequests, InspectionRequests, BreakpointRequests):
+class DebugSession(
+    ChildSessions, TerminalConsole, QueryRequests, BranchRequests, InspectionRequests, BreakpointRequests
+):
     async def on_initialize(self, request: p.Request) -> None:
         if self.initialized:
             raise RequestError("the session is already initialized")
@@ -64,6 +67,11 @@ class DebugSession(TerminalConsole, QueryRequests, BranchRequests, InspectionReq
         self.launched.set()
         assert self._task_group is not None
         self._task_group.start_soon(self._first_stop)
+        self._task_group.start_soon(self._offer_children, dict(request.arguments or {}), launch.spec.program)
+
+    async def _offer_children(self, arguments: dict[str, Any], program: str) -> None:
+        await self.configured.wait()
+        await self.offer_child_sessions(arguments, program)
 
     async def _launch_spec(self, args: p.LaunchArguments, request_arguments: Any) -> Launch:
         entry = Entry(args.entry.function, args.entry.args, args.entry.returns) if args.entry else None

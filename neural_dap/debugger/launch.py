@@ -21,10 +21,6 @@ from neural_dap.core.world import Entry, LaunchSpec
 # (once, at launch) rather than left to wonder why it had no effect.
 NOT_HONOURED: dict[str, tuple[Any, str]] = {  # key: (the value that matches what neural-dap does, why)
     # (`console` and `redirectOutput` are read by dap/terminal.py)
-    "subProcess": (
-        False,
-        "child processes run, untraced (the recording follows the process you launched; no child sessions)",
-    ),
     "django": (False, "no Django template debugging"),
     "jinja": (False, "no Jinja template debugging"),
     "gevent": (False, "no gevent support"),

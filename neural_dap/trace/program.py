@@ -8,7 +8,17 @@ from typing import Literal
 import msgspec
 
 OutcomeKind = Literal[
-    "finished", "raised", "exited", "timeout", "event_limit", "memory", "crashed", "error", "paused", "threads"
+    "finished",
+    "raised",
+    "exited",
+    "timeout",
+    "event_limit",
+    "memory",
+    "crashed",
+    "error",
+    "paused",
+    "threads",
+    "terminated",
 ]
 
 
@@ -53,11 +63,14 @@ class Program(msgspec.Struct, frozen=True, omit_defaults=True):
     # it; 3.12+ inline them (PEP 709). False: one step on every version (the same trace everywhere,
     # what datasets want); True: the frames as the interpreter has them (a debug session)
     comprehensions: bool = False
+    # subProcess: the folder where the Python programs it starts record themselves (trace/children.py)
+    children: str | None = None
 
 
 def run_again(program: Program) -> Program:
     """The program as a later recording of it runs (a what-if branch): what was typed into its
     terminal the first time is read from the log (nobody types it again; the terminal is gone)."""
+    program = msgspec.structs.replace(program, children=None)  # its children ran in the first run
     if program.stdin_log is None:
         return program
     return msgspec.structs.replace(program, stdin=program.stdin_log, stdin_log=None, output_copy=None)
@@ -85,5 +98,6 @@ class Outcome(msgspec.Struct, frozen=True, omit_defaults=True):
             "memory": "the program ran out of memory",
             "crashed": "the interpreter crashed",
             "error": "the program could not be run",
+            "terminated": "the process was ended by a signal",
         }[self.kind]
         return f"{text}: {self.message}" if self.message else text

@@ -217,6 +217,10 @@ def _record(
         raise RecorderError(f"no such program: {program.path}")
     if threads and program.stdin_log and program.stdin:
         _start_over_in_the_terminal(program.stdin, program.stdin_log, program.output_copy)
+    if program.children:  # a run before this one (stopped by a second thread) may have left children's
+        from neural_dap.trace.children import forget_children
+
+        forget_children(program.children)
     read_fd, write_fd = os.pipe()
     _widen_pipe(write_fd)
     lifeline = _lifeline()
@@ -238,6 +242,7 @@ def _record(
         "output_copy": program.output_copy,
         "threads": threads,
         "comprehensions": program.comprehensions,
+        "children": program.children,
         "own_path": _PACKAGE_PARENT,
         "owner_pid": os.getpid(),
         "lifeline_fd": lifeline,

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shutil
 from collections.abc import Callable
 from typing import Any, Literal
 
@@ -14,6 +15,7 @@ from neural_dap.core.source import read_source
 from neural_dap.core.state import Frame
 from neural_dap.core.world import (
     Capabilities,
+    ChildSession,
     ExceptionFilter,
     Exit,
     LaunchSpec,
@@ -24,6 +26,7 @@ from neural_dap.core.world import (
     WorldError,
     world_options,
 )
+from neural_dap.trace.children import ChildProcess, ChildRecordingError, list_children, new_children_folder, open_child
 from neural_dap.trace.execution import Execution, FullExecution, SkeletonExecution
 from neural_dap.trace.live import LiveError, LiveStop
 from neural_dap.trace.program import run_again
@@ -76,6 +79,9 @@ class RecordedOptions(msgspec.Struct, frozen=True, rename="camel"):
     # debugpy's rule: true traces every file that is not the standard library's or an installed
     # package's (a sibling package of the user's included); false traces those too
     just_my_code: bool = True
+    # debugpy's key: the Python programs it starts record themselves, each offered as a child session
+    sub_process: bool = False
+    child_recording: str | None = None  # a child session: the child process's recording (trace/children.py)
 
 
 def limits_from(given: Any, mode: str = "skeleton") -> Limits:
@@ -116,6 +122,7 @@ class RecordedWorld:
         self._live: LiveStop | None = None  # the live copy of the program at the stop expressions asked about
         self._queries: RecordingQueries | None = None
         self.what_if = WhatIf(self)  # what-if branches: the program run again with a value changed
+        self._children: str | None = None  # subProcess: where the program's Python children record themselves
 
     async def start(self, launch: LaunchSpec) -> Stop:
         if launch.entry is not None and launch.entry.returns is not None:
@@ -136,7 +143,13 @@ class RecordedWorld:
             comprehensions=True,  # a debug session shows what debugpy shows: 3.11's comprehension frames
         )
         options = world_options(launch, RecordedOptions, "recorded")
-        program = msgspec.structs.replace(program, trace="mine" if options.just_my_code else "all")
+        if options.child_recording is not None:
+            return await self._open_child(options.child_recording, options.just_my_code)
+        if options.sub_process:
+            self._children = new_children_folder()
+        program = msgspec.structs.replace(
+            program, trace="mine" if options.just_my_code else "all", children=self._children
+        )
         self.just_my_code = options.just_my_code
         mode = self.mode = options.recording
         limits = limits_from(options.limits, mode)
@@ -408,7 +421,38 @@ class RecordedWorld:
             )
         return out
 
+    async def _open_child(self, events: str, just_my_code: bool) -> Stop:
+        """A child session: the recording a child process made of itself (it ran already)."""
+        try:
+            rec = await anyio.to_thread.run_sync(lambda: open_child(events))
+        except (ChildRecordingError, OSError) as exc:
+            raise WorldError(f"cannot open the child process's recording: {exc}") from None
+        self.just_my_code = just_my_code
+        self.mode = "full"
+        self.outcome = rec.outcome
+        self.engine, self.python = rec.engine, rec.python
+        self.program = os.path.basename(rec.main_path)
+        if not len(rec.states):
+            raise WorldError(f"the child process recorded none of your code: {rec.outcome.describe()}")
+        self.execution = FullExecution(rec)
+        self.index = 0
+        return await self._stop(0, output=self.execution.output(-1, 0))
+
+    def child_sessions(self) -> list[ChildSession]:
+        """The Python processes the program started that ran the user's code (subProcess: true)."""
+        if self._children is None:
+            return []
+        found = []
+        for child in list_children(self._children):
+            if os.path.getsize(child.events) > 0:
+                launch = {"childRecording": child.events, "program": _child_program(child)}
+                found.append(ChildSession(child.pid, child.name, launch))
+        return found
+
     async def close(self) -> None:
+        if self._children is not None:
+            shutil.rmtree(self._children, ignore_errors=True)
+            self._children = None
         self.what_if.close()
         if self._live is not None:
             self._live.close()
@@ -416,6 +460,13 @@ class RecordedWorld:
         if self.execution is not None:
             self.execution.close()
         self.execution = None
+
+
+def _child_program(child: ChildProcess) -> str:
+    """The file a child session shows as its program (a multiprocessing worker runs the parent's)."""
+    if child.command[0] not in ("-m", "-c"):
+        return os.path.join(child.cwd, child.command[0])
+    return ""
 
 
 def _is_library(path: str) -> bool:

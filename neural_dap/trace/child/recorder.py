@@ -24,7 +24,9 @@ from neural_dap.trace.child.values import (
     Reprs,
 )
 
-RECORD, DISCARD, PASS = "record", "discard", "pass"  # what a Capture does with what is written to it
+# what a Capture does with what is written to it (TEE: a child process recording itself, whose
+# parent may be reading its output, records it and writes it to the file descriptor too)
+RECORD, DISCARD, PASS, TEE = "record", "discard", "pass", "tee"
 _CAPTURES: list[Capture] = []  # every one made: a worker or a forked child switches them all
 
 
@@ -106,11 +108,11 @@ class Capture(io.TextIOWrapper):
         """What the debuggee writes to sys.stdout.buffer."""
         with memoryview(data) as view:
             size = view.nbytes
-            if self.capture_mode == RECORD:
+            if self.capture_mode in (RECORD, TEE):
                 if self._decoder is None:
                     self._decoder = codecs.getincrementaldecoder(self.encoding)("replace")
                 self.recorder.output(self.tag, self._decoder.decode(view.tobytes()))
-            elif self.capture_mode == PASS:
+            if self.capture_mode in (PASS, TEE):
                 _write_fd(self.fileno(), view)
         return size
 
@@ -121,9 +123,9 @@ class Capture(io.TextIOWrapper):
             raise ValueError("I/O operation on closed file.")
         mode = self.capture_mode
         data = text.encode(self.encoding, self.errors or "strict")  # what the real stream cannot encode raises here too
-        if mode == RECORD:
+        if mode in (RECORD, TEE):
             self.recorder.output(self.tag, text)
-        elif mode == PASS:
+        if mode in (PASS, TEE):
             _write_fd(self.fileno(), data)
         return len(text)
 

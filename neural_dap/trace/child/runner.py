@@ -16,7 +16,7 @@ from _thread import get_ident
 from neural_dap.trace.child.channel import Channel, Limits
 from neural_dap.trace.child.engines import _choose_engine
 from neural_dap.trace.child.lifetime import OWN_FORK, die_with_parent
-from neural_dap.trace.child.recorder import PASS, Capture, Recorder, set_output_mode
+from neural_dap.trace.child.recorder import PASS, TEE, Capture, Recorder, set_output_mode
 from neural_dap.trace.child.skeleton import Skeleton
 from neural_dap.trace.child.threads import ThreadTable, wait_for_threads, watch_for_threads
 from neural_dap.trace.child.values import _short
@@ -166,7 +166,19 @@ def main() -> None:
 
     # if the interpreter dies (a segfault in C code), its stack goes to stderr for the parent
     faulthandler.enable(file=sys.__stderr__ or 2)
-    channel = Channel(int(cfg["events_fd"]), limits)
+    record_here(cfg, limits, int(cfg["events_fd"]))
+
+
+def record_here(cfg: dict, limits: Limits, events_fd: int, exit_code=lambda outcome: 0) -> None:
+    """Run the program in this process under an engine, its events written to `events_fd`; then
+    end the process with `exit_code(outcome)` (the recording child: 0; a child process the program
+    started, which records itself: the program's own code)."""
+    channel = Channel(events_fd, limits)
+    if cfg.get("descendant"):  # a child process recording itself runs on past its recording's limits
+        from neural_dap.trace.child.descendant_main import discard_past_the_limit
+
+        channel.exit = lambda _code: discard_past_the_limit(channel.events)  # type: ignore[assignment, return-value]
+        _keep_events_when_terminated(channel)
     rec = Recorder(cfg, channel)
     # every thread (the parent asked after a recording of one thread met a second): Python engines
     threads = ThreadTable(rec.events.append) if cfg.get("threads") else None
@@ -249,6 +261,15 @@ def main() -> None:
     os._exit = exit_after_flush  # type: ignore[assignment]
     _wrap_exec(before_exec, forked)
     os.register_at_fork(after_in_child=after_fork_in_child)
+    if cfg.get("children"):  # subProcess: the Python programs it starts record themselves (child sessions)
+        from neural_dap.trace.child.descendants import follow_python_children
+
+        follow_python_children(
+            cfg["children"],
+            lambda: _children_spec(cfg, rec),
+            cfg.get("own_path") or "",
+            lambda: skeleton is None or skeleton.worker is None,
+        )
     channel.events.append(["engine", engine_name, sys.version.split()[0]])
     channel.start()
     # after our own threads have started: threading.settrace reaches the threads started from now on,
@@ -263,7 +284,35 @@ def main() -> None:
         engine.flush()
         skeleton.program_ended(outcome)  # (a worker sends what it captured and ends here)
     channel.finish(*outcome)
-    real_exit(0)
+    real_exit(exit_code(outcome))
+
+
+def _keep_events_when_terminated(channel: Channel) -> None:
+    """A child process is often ended with SIGTERM (a multiprocessing pool's workers are): hand over
+    what it recorded, then die of the signal as it would have (its parent sees the same status)."""
+
+    def on_term(signum, _frame) -> None:
+        if not channel.lock.locked():
+            channel.finish("terminated", "SIGTERM (a pool ends its workers so)")
+        signal.signal(signum, signal.SIG_DFL)
+        os.kill(os.getpid(), signum)
+
+    try:
+        if signal.getsignal(signal.SIGTERM) is signal.SIG_DFL:
+            signal.signal(signal.SIGTERM, on_term)
+    except (OSError, ValueError):
+        pass
+
+
+_SPEC_KEYS = (
+    *("engine", "trace_all", "trace_libraries", "comprehensions", "children", "own_path"),
+    *("max_events", "max_repr", "max_output", "max_children", "repr_seconds"),
+)
+
+
+def _children_spec(cfg: dict, rec: Recorder) -> dict:
+    """How a child process records itself: as this recording does, with the same user's code."""
+    return {**{k: cfg[k] for k in _SPEC_KEYS if k in cfg}, "roots": rec.roots}
 
 
 # What the adapter sends to end a recording now (a `pause` while the program is recorded), and
@@ -399,6 +448,9 @@ def _run(cfg: dict, rec: Recorder, start, stop, channel: Channel, before_start=l
         sys.argv = [path, *cfg.get("argv", [])]
         # as `python program.py` would: the program's folder first, not ours
         sys.path[:] = [os.path.dirname(path), *rest]
+        if cfg.get("dash_c"):  # `python -c CODE args`, as that runs: no file, the working folder first
+            del main_module.__dict__["__file__"]
+            sys.argv[0], sys.path[0] = "-c", ""
         if cfg.get("cwd"):
             try:
                 os.chdir(cfg["cwd"])
@@ -409,6 +461,8 @@ def _run(cfg: dict, rec: Recorder, start, stop, channel: Channel, before_start=l
     # sys.__stdout__ too: `sys.stdout = sys.__stdout__` (undoing a redirection) still records
     sys.stdout = sys.__stdout__ = Capture("o", rec, stdout, 1)  # type: ignore[misc]
     sys.stderr = sys.__stderr__ = Capture("e", rec, stderr, 2)  # type: ignore[misc]
+    if cfg.get("descendant"):
+        set_output_mode(TEE)
     entry = cfg.get("entry")
     try:
         if entry:
@@ -446,6 +500,10 @@ def _run(cfg: dict, rec: Recorder, start, stop, channel: Channel, before_start=l
         return ("exited", f"the program called sys.exit({code_!r})", 1, None)
     except BaseException as exc:  # the debuggee's uncaught exception is an outcome, not our crash
         kind = "memory" if isinstance(exc, MemoryError) else "raised"
+        if cfg.get("descendant"):  # its parent may read its stderr: what the interpreter prints
+            import traceback
+
+            traceback.print_exception(exc)
         return (kind, f"{type(exc).__name__}: {_short(exc)}", 1, rec.reprs.repr(exc))
     finally:
         sys.stdout, sys.stderr = sys.__stdout__, sys.__stderr__ = stdout, stderr  # type: ignore[misc, assignment]

@@ -1,0 +1,214 @@
+"""`"subProcess": true` (issue 21, item 4): each Python program the debuggee starts records itself
+while it runs as itself, and the client is asked (DAP `startDebugging`) to open it as a child
+session, as debugpy hands children over; the child session is a second real adapter over stdio,
+launched with the configuration the first one sent."""
+
+from __future__ import annotations
+
+import os
+import sys
+import textwrap
+from pathlib import Path
+
+import anyio
+
+from tests.dap_helpers import adapter, where
+
+PARENT = textwrap.dedent(
+    """\
+    import os
+    import subprocess
+    import sys
+
+    here = os.path.dirname(os.path.abspath(__file__))
+    result = subprocess.run(
+        [sys.executable, os.path.join(here, "child.py"), "3"], input="from the parent\\n", capture_output=True, text=True
+    )
+    print("child said", result.stdout.split(), "exit", result.returncode)
+    """
+)
+CHILD = textwrap.dedent(
+    """\
+    import sys
+
+    n = int(sys.argv[1])
+    heard = sys.stdin.readline().strip()
+    total = 0
+    for i in range(n):
+        total += i
+    print(total, heard.upper())
+    sys.exit(2)
+    """
+)
+POOL = textwrap.dedent(
+    """\
+    import multiprocessing as mp
+
+
+    def square(x):
+        y = x * x
+        return y
+
+
+    if __name__ == "__main__":
+        mp.set_start_method("spawn")
+        with mp.Pool(2) as pool:
+            print(pool.map(square, [1, 2, 3]))
+    """
+)
+
+
+async def _initialize(client, start_debugging: bool = True) -> None:
+    await client.call(
+        "initialize",
+        {"adapterID": "neural-dap", "linesStartAt1": True, "supportsStartDebuggingRequest": start_debugging},
+    )
+    await client.wait_event("initialized")
+
+
+async def _run_parent(client, launch: dict) -> list[dict]:
+    """Launch, run to the end; returns the startDebugging requests' arguments, answered yes."""
+    asked: list[dict] = []
+
+    async def answer(message: dict) -> dict | None:
+        if message.get("command") != "startDebugging":
+            return None
+        asked.append(message["arguments"])
+        return {}
+
+    client.on_reverse_request = answer
+    await _initialize(client)
+    seq = await client.send_request("launch", {**launch, "stopAtEnd": True})
+    await client.call("configurationDone")
+    assert (await client.response(seq, "launch", timeout=60))["success"]
+    await client.wait_event("stopped")
+    with anyio.fail_after(30):
+        while not asked:
+            await anyio.sleep(0.05)
+    return asked
+
+
+def _stdout(client) -> str:
+    return "".join(
+        e["body"]["output"] for e in client.events if e.get("event") == "output" and e["body"]["category"] == "stdout"
+    )
+
+
+
+async def test_a_python_child_process_becomes_a_child_session_that_stops_at_its_breakpoint(tmp_path: Path) -> None:
+    (tmp_path / "parent.py").write_text(PARENT)
+    child = tmp_path / "child.py"
+    child.write_text(CHILD)
+    async with adapter() as parent:
+        asked = await _run_parent(parent, {"program": str(tmp_path / "parent.py"), "subProcess": True})
+        # the child ran as itself: its stdin, its output read by the parent, its exit code
+        assert "child said ['3', 'FROM', 'THE', 'PARENT'] exit 2" in _stdout(parent)
+        assert len(asked) == 1 and asked[0]["request"] == "launch"
+        configuration = asked[0]["configuration"]
+        assert configuration["name"].startswith("child.py (pid ") and configuration["program"] == str(child)
+        assert "subProcess" not in configuration
+        async with adapter() as session:
+            await _initialize(session, start_debugging=False)
+            seq = await session.send_request("launch", configuration)
+            await session.call("setBreakpoints", {"source": {"path": str(child)}, "breakpoints": [{"line": 7}]})
+            await session.call("configurationDone")
+            assert (await session.response(seq, "launch"))["success"]
+            stop = await session.wait_event("stopped")
+            assert stop["body"]["reason"] == "breakpoint"
+            name, line, local = await where(session)
+            assert (name, line, local["n"], local["heard"]) == ("<module>", 7, "3", "'from the parent'")
+            await session.call("continue", {"threadId": 1})
+            await session.wait_event("stopped")
+            assert (await where(session))[2]["i"] == "1"  # the second pass
+            await session.call("stepBack", {"threadId": 1})
+            await session.wait_event("stopped")
+            assert (await where(session))[1:] == (6, {"n": "3", "heard": "'from the parent'", "total": "0", "i": "0"})  # before `for` takes 1
+            await session.call("setBreakpoints", {"source": {"path": str(child)}, "breakpoints": []})
+            await session.call("continue", {"threadId": 1})
+            raised = await session.wait_event("stopped")  # sys.exit(2): an error code, as debugpy stops there
+            assert raised["body"]["reason"] == "exception"
+            await session.call("continue", {"threadId": 1})
+            end = await session.wait_event("stopped")
+            assert end["body"]["reason"] == "end" and "exit code 2" in end["body"]["description"]
+            assert "3 FROM THE PARENT" in _stdout(session)
+
+
+async def test_each_multiprocessing_spawn_worker_is_a_child_session(tmp_path: Path) -> None:
+    program = tmp_path / "pool.py"
+    program.write_text(POOL)
+    async with adapter() as parent:
+        asked = await _run_parent(parent, {"program": str(program), "subProcess": True})
+        assert "[1, 4, 9]" in _stdout(parent)
+        with anyio.fail_after(10):
+            while len(asked) < 2:
+                await anyio.sleep(0.05)
+        names = sorted(a["configuration"]["name"] for a in asked)
+        assert all(n.startswith("multiprocessing worker (pid ") for n in names), names
+        squared = []
+        for arguments in asked:
+            async with adapter() as session:
+                await _initialize(session, start_debugging=False)
+                seq = await session.send_request("launch", arguments["configuration"])
+                await session.call("setBreakpoints", {"source": {"path": str(program)}, "breakpoints": [{"line": 6}]})
+                await session.call("configurationDone")
+                assert (await session.response(seq, "launch"))["success"]
+                stop = await session.wait_event("stopped")
+                if stop["body"]["reason"] == "breakpoint":  # (a worker may have had no task)
+                    name, line, local = await where(session)
+                    assert (name, line) == ("square", 6)
+                    squared.append((local["x"], local["y"]))
+        assert squared and all(int(x) ** 2 == int(y) for x, y in squared)
+
+
+async def test_without_subprocess_children_run_unrecorded_and_no_session_is_offered(tmp_path: Path) -> None:
+    (tmp_path / "parent.py").write_text(PARENT)
+    (tmp_path / "child.py").write_text(CHILD)
+    async with adapter() as parent:
+        asked: list[dict] = []
+
+        async def answer(message: dict) -> dict:
+            asked.append(message)
+            return {}
+
+        parent.on_reverse_request = answer
+        await _initialize(parent)
+        seq = await parent.send_request("launch", {"program": str(tmp_path / "parent.py")})
+        await parent.call("configurationDone")
+        assert (await parent.response(seq, "launch", timeout=60))["success"]
+        await parent.wait_event("stopped")
+        await anyio.sleep(0.5)
+        assert "exit 2" in _stdout(parent) and asked == []
+
+
+async def test_a_client_that_cannot_open_child_sessions_is_told_which_children_ran(tmp_path: Path) -> None:
+    (tmp_path / "parent.py").write_text(PARENT)
+    (tmp_path / "child.py").write_text(CHILD)
+    async with adapter() as parent:
+        await _initialize(parent, start_debugging=False)
+        seq = await parent.send_request("launch", {"program": str(tmp_path / "parent.py"), "subProcess": True})
+        await parent.call("configurationDone")
+        assert (await parent.response(seq, "launch", timeout=60))["success"]
+        await parent.wait_event("stopped")
+        with anyio.fail_after(30):
+            while "does not answer startDebugging" not in (important := _important(parent)):
+                await anyio.sleep(0.05)
+        assert "child.py (pid " in important
+
+
+def _important(client) -> str:
+    return "".join(
+        e["body"]["output"]
+        for e in client.events
+        if e.get("event") == "output" and e["body"]["category"] == "important"
+    )
+
+
+async def test_a_child_recording_outside_a_children_folder_is_refused(tmp_path: Path) -> None:
+    fake = tmp_path / "123.events"
+    fake.write_bytes(b"not a recording")
+    (tmp_path / "p.py").write_text("x = 1\n")
+    async with adapter() as session:
+        await _initialize(session, start_debugging=False)
+        response = await session.request("launch", {"program": str(tmp_path / "p.py"), "childRecording": str(fake)})
+        assert not response["success"]
+        assert "not a child process's recording" in response["message"]
