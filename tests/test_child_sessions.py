@@ -5,8 +5,6 @@ launched with the configuration the first one sent."""
 
 from __future__ import annotations
 
-import os
-import sys
 import textwrap
 from pathlib import Path
 
@@ -21,9 +19,8 @@ PARENT = textwrap.dedent(
     import sys
 
     here = os.path.dirname(os.path.abspath(__file__))
-    result = subprocess.run(
-        [sys.executable, os.path.join(here, "child.py"), "3"], input="from the parent\\n", capture_output=True, text=True
-    )
+    command = [sys.executable, os.path.join(here, "child.py"), "3"]
+    result = subprocess.run(command, input="from the parent\\n", capture_output=True, text=True)
     print("child said", result.stdout.split(), "exit", result.returncode)
     """
 )
@@ -94,7 +91,6 @@ def _stdout(client) -> str:
     )
 
 
-
 async def test_a_python_child_process_becomes_a_child_session_that_stops_at_its_breakpoint(tmp_path: Path) -> None:
     (tmp_path / "parent.py").write_text(PARENT)
     child = tmp_path / "child.py"
@@ -122,7 +118,8 @@ async def test_a_python_child_process_becomes_a_child_session_that_stops_at_its_
             assert (await where(session))[2]["i"] == "1"  # the second pass
             await session.call("stepBack", {"threadId": 1})
             await session.wait_event("stopped")
-            assert (await where(session))[1:] == (6, {"n": "3", "heard": "'from the parent'", "total": "0", "i": "0"})  # before `for` takes 1
+            before_the_for = {"n": "3", "heard": "'from the parent'", "total": "0", "i": "0"}  # (it takes 1 next)
+            assert (await where(session))[1:] == (6, before_the_for)
             await session.call("setBreakpoints", {"source": {"path": str(child)}, "breakpoints": []})
             await session.call("continue", {"threadId": 1})
             raised = await session.wait_event("stopped")  # sys.exit(2): an error code, as debugpy stops there
