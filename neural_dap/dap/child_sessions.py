@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import anyio
 import msgspec
 
 from neural_dap.core.world import ChildSession, HasChildSessions
@@ -38,7 +39,7 @@ class ChildSessions(Connection):
         world = self.world
         if not isinstance(world, HasChildSessions):
             return
-        children = world.child_sessions()
+        children = await anyio.to_thread.run_sync(world.child_sessions)  # (reads recordings cut short)
         if not children:
             return
         if not getattr(self.client, "supports_start_debugging_request", False):

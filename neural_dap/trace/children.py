@@ -32,14 +32,16 @@ class ChildProcess(msgspec.Struct, frozen=True):
     cwd: str
     python: str
     events: str  # the path of its recording
+    count: int | None = None  # how many events it recorded (None: its recording did not end)
 
     @property
     def name(self) -> str:
-        shown = [os.path.basename(self.command[0]) if not self.command[0].startswith("-") else self.command[0]]
-        if self.command[0] in ("-m", "-c") and len(self.command) > 1:
-            shown.append("multiprocessing worker" if self.command[0] == "-c" else self.command[1])
-            shown = shown[1:] if self.command[0] == "-c" else shown
-        return f"{' '.join(shown)} (pid {self.pid})"
+        first = self.command[0]
+        if first in ("-c", "--fork"):  # multiprocessing's spawn_main, or a forked Process
+            return f"multiprocessing worker (pid {self.pid})"
+        if first == "-m" and len(self.command) > 1:
+            return f"-m {self.command[1]} (pid {self.pid})"
+        return f"{os.path.basename(first)} (pid {self.pid})"
 
 
 class ChildRecordingError(ValueError):
@@ -84,6 +86,7 @@ def list_children(folder: str) -> list[ChildProcess]:
                 cwd=str(about["cwd"]),
                 python=str(about["python"]),
                 events=events,
+                count=about.get("events") if isinstance(about.get("events"), int) else None,
             )
             started = float(about.get("started", 0.0))
         except (OSError, ValueError, KeyError, TypeError):
@@ -132,6 +135,8 @@ def open_child(events: str) -> Recording:
 def _program(command: list[str], cwd: str) -> Program:
     if command[0] == "-m":
         return Program(os.path.join(cwd, "__main__.py"), argv=tuple(command[2:]), cwd=cwd, module=command[1])
+    if command[0] == "--fork":  # a forked multiprocessing worker: the parent's program, from the worker's run
+        return Program(command[1] if len(command) > 1 else "<fork>", cwd=cwd)
     if command[0] == "-c":
         return Program("<string>", argv=tuple(command[2:]), cwd=cwd, source=command[1] if len(command) > 1 else "")
     return Program(os.path.join(cwd, command[0]), argv=tuple(command[1:]), cwd=cwd)

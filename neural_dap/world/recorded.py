@@ -442,12 +442,11 @@ class RecordedWorld:
         """The Python processes the program started that ran the user's code (subProcess: true)."""
         if self._children is None:
             return []
-        found = []
-        for child in list_children(self._children):
-            if os.path.getsize(child.events) > 0:
-                launch = {"childRecording": child.events, "program": _child_program(child)}
-                found.append(ChildSession(child.pid, child.name, launch))
-        return found
+        return [
+            ChildSession(child.pid, child.name, {"childRecording": child.events, "program": _child_program(child)})
+            for child in list_children(self._children)
+            if _ran_user_code(child)
+        ]
 
     async def close(self) -> None:
         if self._children is not None:
@@ -462,8 +461,21 @@ class RecordedWorld:
         self.execution = None
 
 
+def _ran_user_code(child: ChildProcess) -> bool:
+    """A child whose recording has events of the user's code (one cut short, by a kill, says
+    nothing of how many: it is read)."""
+    if child.count is not None:
+        return child.count > 0
+    try:
+        return len(open_child(child.events).states) > 0
+    except (ChildRecordingError, OSError):
+        return False
+
+
 def _child_program(child: ChildProcess) -> str:
     """The file a child session shows as its program (a multiprocessing worker runs the parent's)."""
+    if child.command[0] == "--fork" and len(child.command) > 1:
+        return child.command[1]
     if child.command[0] not in ("-m", "-c"):
         return os.path.join(child.cwd, child.command[0])
     return ""

@@ -53,6 +53,7 @@ class Channel:
         self.lock = threading.Lock()
         self.done = threading.Event()
         self.closed = False
+        self.finishing = False  # finish() has begun (a signal handler must not begin it again)
         self.thread = threading.Thread(target=self._run, name="neural-dap-flusher", daemon=True)
         self.exit = os._exit  # kept before the debuggee can replace it
         self.main: str | None = None  # a module launch: the module's file, sent with the end record
@@ -142,6 +143,7 @@ class Channel:
         return self.kind + self.encode(value)
 
     def finish(self, outcome: str, message: str = "", exit_code: int | None = None, value=None) -> None:
+        self.finishing = True
         self.done.set()
         self.flush()
         with self.lock:

@@ -169,16 +169,18 @@ def main() -> None:
     record_here(cfg, limits, int(cfg["events_fd"]))
 
 
-def record_here(cfg: dict, limits: Limits, events_fd: int, exit_code=lambda outcome: 0) -> None:
+def record_here(
+    cfg: dict, limits: Limits, events_fd: int, exit_code=lambda outcome: 0, finished=lambda sent: None
+) -> None:
     """Run the program in this process under an engine, its events written to `events_fd`; then
     end the process with `exit_code(outcome)` (the recording child: 0; a child process the program
-    started, which records itself: the program's own code)."""
+    started, which records itself: the program's own code), after `finished(events sent)`."""
     channel = Channel(events_fd, limits)
     if cfg.get("descendant"):  # a child process recording itself runs on past its recording's limits
         from neural_dap.trace.child.descendant_main import discard_past_the_limit
 
         channel.exit = lambda _code: discard_past_the_limit(channel.events)  # type: ignore[assignment, return-value]
-        _keep_events_when_terminated(channel)
+        _keep_events_when_terminated(channel, finished)
     rec = Recorder(cfg, channel)
     # every thread (the parent asked after a recording of one thread met a second): Python engines
     threads = ThreadTable(rec.events.append) if cfg.get("threads") else None
@@ -219,6 +221,7 @@ def record_here(cfg: dict, limits: Limits, events_fd: int, exit_code=lambda outc
             engine.flush()
             skeleton.program_ended(ended)
         channel.finish(*ended)
+        finished(channel.sent)
         real_exit(code)
 
     def before_exec(how: str, path) -> None:
@@ -237,6 +240,10 @@ def record_here(cfg: dict, limits: Limits, events_fd: int, exit_code=lambda outc
         forked[0] = True
         _stop_in_forked_child(stop, channel, cfg)
         os._exit = real_exit
+        if cfg.get("children") and (skeleton is None or skeleton.worker is None):
+            from neural_dap.trace.child.descendant_main import follow_forked_workers
+
+            follow_forked_workers({**_children_spec(cfg, rec), "folder": cfg["children"]}, rec.program)
         if get_ident() == traced_thread:
             die_with_parent()  # (a fork from another thread would die when that thread ends)
 
@@ -284,16 +291,22 @@ def record_here(cfg: dict, limits: Limits, events_fd: int, exit_code=lambda outc
         engine.flush()
         skeleton.program_ended(outcome)  # (a worker sends what it captured and ends here)
     channel.finish(*outcome)
+    finished(channel.sent)
     real_exit(exit_code(outcome))
 
 
-def _keep_events_when_terminated(channel: Channel) -> None:
+def _keep_events_when_terminated(channel: Channel, finished=lambda sent: None) -> None:
     """A child process is often ended with SIGTERM (a multiprocessing pool's workers are): hand over
     what it recorded, then die of the signal as it would have (its parent sees the same status)."""
 
     def on_term(signum, _frame) -> None:
-        if not channel.lock.locked():
+        # not while the channel is being finished: its locks are not reentrant, and the signal may
+        # have come in the middle of that, in this very thread; the flusher thread writing a batch
+        # is waited for (this thread never writes batches in a full recording)
+        if not channel.finishing and channel.lock.acquire(timeout=1.0):
+            channel.lock.release()
             channel.finish("terminated", "SIGTERM (a pool ends its workers so)")
+            finished(channel.sent)
         signal.signal(signum, signal.SIG_DFL)
         os.kill(os.getpid(), signum)
 
