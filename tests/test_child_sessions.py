@@ -12,6 +12,7 @@ import anyio
 import pytest
 
 from tests.dap_helpers import adapter, where
+from tests.test_child_real_world import VERSIONS, _interpreter
 
 PARENT = textwrap.dedent(
     """\
@@ -93,12 +94,19 @@ def _stdout(client) -> str:
     )
 
 
-async def test_a_python_child_process_becomes_a_child_session_that_stops_at_its_breakpoint(tmp_path: Path) -> None:
+@pytest.mark.parametrize("version", VERSIONS)  # (3.13's subprocess starts it with posix_spawn)
+async def test_a_python_child_process_becomes_a_child_session_that_stops_at_its_breakpoint(
+    tmp_path: Path, version: str
+) -> None:
     (tmp_path / "parent.py").write_text(PARENT)
     child = tmp_path / "child.py"
     child.write_text(CHILD)
+    launch = {"program": str(tmp_path / "parent.py"), "subProcess": True}
+    python = _interpreter(version)
+    if python:
+        launch["python"] = python
     async with adapter() as parent:
-        asked = await _run_parent(parent, {"program": str(tmp_path / "parent.py"), "subProcess": True})
+        asked = await _run_parent(parent, launch)
         # the child ran as itself: its stdin, its output read by the parent, its exit code
         assert "child said ['3', 'FROM', 'THE', 'PARENT'] exit 2" in _stdout(parent)
         assert len(asked) == 1 and asked[0]["request"] == "launch"

@@ -76,25 +76,39 @@ def follow_python_children(folder: str, spec: Callable[[], dict], own_path: str,
     doc) in `folder`, as `spec()` says (written once, at the first child: a module launch knows its
     roots only once it runs); `live()` is false in a replay of the program (a checkpoint's worker),
     which must not make a second recording of a child the first run already recorded."""
+    spec_path = os.path.join(folder, "spec.json")
+
+    def command(argv):
+        """The command to start instead of `argv`: the same, or the program recording itself."""
+        if not live():
+            return argv
+        try:
+            text = [os.fsdecode(a) for a in argv]
+        except (TypeError, ValueError):
+            return argv
+        new = rewritten(text, spec_path, own_path) if text else None
+        return new if new is not None and _write_spec(spec_path, spec) else argv
+
     try:
         import _posixsubprocess
-    except ImportError:
-        return
-    spec_path = os.path.join(folder, "spec.json")
-    original = _posixsubprocess.fork_exec
 
-    def fork_exec(args, executable_list, *rest):
-        if live():
-            try:
-                text = [os.fsdecode(a) for a in args]
-            except (TypeError, ValueError):
-                text = None
-            new = rewritten(text, spec_path, own_path) if text else None
-            if new is not None and _write_spec(spec_path, spec):
-                args = new
-        return original(args, executable_list, *rest)
+        fork_exec = _posixsubprocess.fork_exec
+        _posixsubprocess.fork_exec = lambda args, executables, *rest: fork_exec(command(args), executables, *rest)
+    except (ImportError, AttributeError):
+        pass
+    # subprocess starts some programs with os.posix_spawn instead (more of them from 3.13)
+    for name in ("posix_spawn", "posix_spawnp"):
+        spawn = getattr(os, name, None)
+        if spawn is not None:
+            setattr(os, name, _spawning(spawn, command))
 
-    _posixsubprocess.fork_exec = fork_exec
+
+def _spawning(spawn, command):
+    def posix_spawn(path, argv, *args, **kwargs):
+        return spawn(path, command(argv), *args, **kwargs)
+
+    posix_spawn.__name__ = spawn.__name__
+    return posix_spawn
 
 
 def _write_spec(path: str, spec: Callable[[], dict]) -> bool:
