@@ -5,6 +5,7 @@ launched with the configuration the first one sent."""
 
 from __future__ import annotations
 
+import sys
 import textwrap
 from pathlib import Path
 
@@ -219,3 +220,26 @@ async def test_a_child_recording_outside_a_children_folder_is_refused(tmp_path: 
         response = await session.request("launch", {"program": str(tmp_path / "p.py"), "childRecording": str(fake)})
         assert not response["success"]
         assert "not a child process's recording" in response["message"]
+
+
+def test_which_commands_are_python_programs_of_the_user() -> None:
+    from neural_dap.trace.child.descendants import rewritten, split_python_command
+
+    python = sys.executable
+    assert split_python_command([python, "-u", "-W", "error", "x.py", "a"]) == (["-u", "-W", "error"], ["x.py", "a"])
+    assert split_python_command([python, "-m", "pytest", "-q"]) == ([], ["-m", "pytest", "-q"])
+    # no program of a file: the REPL, a program read from stdin, --version; not Python at all
+    for command in ([python], [python, "-"], [python, "--version"], ["ls", "x.py"], [python, "-um", "x"]):
+        assert split_python_command(command) is None, command
+    assert rewritten([python, "-c", "print(1)"], "spec", "/own") is None  # (not the user's files)
+    spawn = [
+        python,
+        "-c",
+        "from multiprocessing.spawn import spawn_main; spawn_main(tracker_fd=5)",
+        "--multiprocessing-fork",
+    ]
+    new = rewritten(spawn, "/f/spec.json", "/own")
+    assert new is not None and new[:2] == [python, "-c"] and new[3:] == ["/f/spec.json", *spawn[1:]]
+    python2 = Path("/root/.pyenv/versions/2.7.18/bin/python2")
+    if python2.exists():  # an interpreter our recorder cannot run in is left alone
+        assert rewritten([str(python2), "x.py"], "spec", "/own") is None

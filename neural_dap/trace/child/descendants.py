@@ -16,9 +16,12 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
+import sys
 from collections.abc import Callable
 
 _PYTHON = re.compile(r"python[0-9.]*[a-z]?(\.exe)?$")
+_VERSIONED = re.compile(r"^python3\.(\d+)[a-z]?$")
 # interpreter options that take a value as the next argument (`-W error`, `-X dev`)
 _TAKES_VALUE = frozenset("WXQ")
 _SPAWN_MAIN = "from multiprocessing.spawn import spawn_main"
@@ -30,7 +33,7 @@ BOOT = "import sys; sys.path.insert(0, {own!r}); from neural_dap.trace.child.des
 def split_python_command(argv: list[str]) -> tuple[list[str], list[str]] | None:
     """(interpreter options, what runs: `[script, *args]`, `['-m', module, *args]` or
     `['-c', code, *args]`) for a command that runs a Python program; None for anything else."""
-    if not argv or not _PYTHON.search(os.path.basename(argv[0])):
+    if not argv or not _PYTHON.search(os.path.basename(argv[0])) or not _recordable_python(argv[0]):
         return None
     options: list[str] = []
     k = 1
@@ -54,6 +57,19 @@ def split_python_command(argv: list[str]) -> tuple[list[str], list[str]] | None:
             return None  # rare: left alone rather than misread
         k += 1
     return None
+
+
+def _recordable_python(name: str) -> bool:
+    """An interpreter our recorder runs in: this one, or a CPython 3.10+ (a venv's python is a link to
+    one). Another (a Python 2 still on PATH) runs its program unrecorded."""
+    found = name if os.sep in name else shutil.which(name)
+    if not found:
+        return False
+    real = os.path.realpath(found)
+    if real == os.path.realpath(sys.executable):
+        return True
+    version = _VERSIONED.search(os.path.basename(real))
+    return version is not None and int(version.group(1)) >= 10
 
 
 def records(rest: list[str]) -> bool:
