@@ -80,12 +80,17 @@ class Terminal:
         return self.screen.decode()
 
 
-async def _initialize(client: DapClient, terminal: Terminal | None) -> None:
+async def _initialize(client: DapClient, terminal: Terminal | None, progress: bool = False) -> None:
     if terminal is not None:
         client.on_reverse_request = terminal
     await client.call(
         "initialize",
-        {"adapterID": "neural-dap", "linesStartAt1": True, "supportsRunInTerminalRequest": terminal is not None},
+        {
+            "adapterID": "neural-dap",
+            "linesStartAt1": True,
+            "supportsRunInTerminalRequest": terminal is not None,
+            "supportsProgressReporting": progress,
+        },
     )
     await client.wait_event("initialized")
 
@@ -298,6 +303,30 @@ async def test_pause_while_the_program_waits_for_input_opens_what_was_recorded(t
         assert (line, values["name"]) == (2, "'Ed'")
 
 
+async def test_cancel_of_the_launch_progress_ends_the_recording_where_the_program_waits(tmp_path: Path) -> None:
+    """VS Code disables Pause while the launch is open (the session is still starting), and offers
+    Cancel on the launch's progress notification instead: that Cancel (`cancel` with the progressId)
+    is the user's way to end the recording in the input() nobody answers."""
+    program = tmp_path / "greeter.py"
+    program.write_text(GREETER)
+    terminal = Terminal()
+    async with adapter() as client:
+        await _initialize(client, terminal, progress=True)
+        launch = await client.send_request("launch", {"program": str(program), "console": "integratedTerminal"})
+        await client.call("configurationDone")
+        await terminal.shows("name? ")
+        await terminal.type("Flo\n")
+        await terminal.shows("words? ")
+        progress = await client.wait_event("progressStart")
+        await client.call("cancel", {"progressId": progress["body"]["progressId"]})
+        assert (await client.response(launch, "launch", timeout=60))["success"]
+        await terminal.closes()
+        end = await client.wait_event("stopped")
+        assert end["body"]["reason"] == "end" and "paused" in end["body"]["description"]
+        _, line, values = await where(client)
+        assert (line, values["name"]) == (2, "'Flo'")
+
+
 async def test_ending_the_session_while_the_program_waits_releases_the_terminal(tmp_path: Path) -> None:
     program = tmp_path / "greeter.py"
     program.write_text(GREETER)
@@ -312,6 +341,33 @@ async def test_ending_the_session_while_the_program_waits_releases_the_terminal(
         await client.call("disconnect", {"terminateDebuggee": True})
         await terminal.closes()
     assert not folder.exists()  # the typed input is not left behind
+
+
+@pytest.mark.parametrize("how", ["input closes", "SIGTERM"])
+async def test_an_adapter_whose_client_goes_while_the_program_waits_ends_at_once(tmp_path: Path, how) -> None:
+    """The editor's window closes (the adapter's input ends), or the editor ends the adapter, while
+    the program waits for input: the recording is interrupted and the adapter ends, instead of
+    waiting out the recording's 10-minute wall time."""
+    program = tmp_path / "greeter.py"
+    program.write_text(GREETER)
+    terminal = Terminal()
+    async with adapter() as client:
+        await _initialize(client, terminal)
+        await client.send_request("launch", {"program": str(program), "console": "integratedTerminal"})
+        await client.call("configurationDone")
+        await terminal.shows("name? ")
+        folder = Path(terminal.requests[0]["args"][3]).parent
+        process: Process = client.process  # type: ignore[attr-defined]
+        if how == "SIGTERM":
+            process.terminate()
+        else:
+            assert process.stdin is not None
+            await process.stdin.aclose()
+        with anyio.fail_after(15):
+            await process.wait()
+        assert process.returncode == 0
+        await terminal.closes()
+    assert not folder.exists()
 
 
 async def test_a_launch_that_fails_releases_the_terminal_and_says_why(tmp_path: Path) -> None:

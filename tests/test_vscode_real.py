@@ -3,7 +3,8 @@ by Playwright as a user would: install the built .vsix, open a workspace, debug,
 Code's buttons and the extension's own, a conditional breakpoint, the program's output, the session
 summary, the language server's lenses and hints; no error notifications, no adapter left behind. Then
 one scenario each: Break on Value Change and Reverse, a what-if from Set Value in the Variables view,
-one failing pytest test (User Uncaught Exceptions), the confidence of a neural session's values.
+one failing pytest test (User Uncaught Exceptions), the confidence of a neural session's values, an
+answer to input() typed in the integrated terminal, Cancel of a recording whose input() nobody answers.
 
 `scripts/setup-e2e.sh` installs what it needs (CI runs it); without it the test skips. Screenshots go
 to $NEURAL_DAP_ARTIFACTS/vscode-real/TEST when set (.ci/run sets .ci/artifacts), else to the test's
@@ -52,6 +53,16 @@ FAILING_TEST = textwrap.dedent(
     def test_fails():
         total = add(2, 2)
         assert total == 5
+    """
+)
+# the text of the terminal shown (the settings choose xterm's DOM renderer)
+TERMINAL = ".terminal-wrapper.active .xterm-rows"
+# asks in the terminal (console integratedTerminal); the breakpoint goes on the line after
+GREET = textwrap.dedent(
+    """\
+    name = input("name? ")
+    greeting = f"hello {name}"
+    print(greeting)
     """
 )
 
@@ -122,8 +133,9 @@ class Editor:
             self.page.keyboard.type(then_type)
             self.page.keyboard.press("Enter")
 
-    def start(self, configuration: str) -> None:
-        """Debug: Select and Start Debugging, then a configuration of launch.json by its name."""
+    def start(self, configuration: str, started: str = ".debug-toolbar") -> None:
+        """Debug: Select and Start Debugging, then a configuration of launch.json by its name; waits
+        until `started` shows."""
         self.command("Debug: Select and Start Debugging")
         self.page.wait_for_selector(
             f'.quick-input-list .monaco-list-row[aria-label*="{configuration}"]', timeout=20_000
@@ -131,7 +143,7 @@ class Editor:
         self.page.keyboard.type(configuration)
         time.sleep(0.5)
         self.page.keyboard.press("Enter")
-        self.page.wait_for_selector(".debug-toolbar", timeout=60_000)
+        self.page.wait_for_selector(started, timeout=60_000)
 
     def go_to_line(self, line: int) -> None:
         self.page.click(".editor-group-container .monaco-editor .view-lines")
@@ -224,6 +236,7 @@ def editor(tmp_path, request):
     (workspace / "prog.py").write_text(SQUARES_PROGRAM)
     (workspace / "calc.py").write_text(CALC)
     (workspace / "test_x.py").write_text(FAILING_TEST)
+    (workspace / "greet.py").write_text(GREET)
     launch = {"type": "neural-python", "request": "launch"}
     configurations = [  # F5 starts the first; the others by name (Editor.start)
         {**launch, "name": "neural-dap: time travel", "program": "${workspaceFolder}/prog.py", "stopOnEntry": True},
@@ -242,6 +255,12 @@ def editor(tmp_path, request):
             "model": "embedded",
             "stopOnEntry": True,
         },
+        {
+            **launch,
+            "name": "neural-dap: terminal",
+            "program": "${workspaceFolder}/greet.py",
+            "console": "integratedTerminal",
+        },
     ]
     (workspace / ".vscode" / "launch.json").write_text(
         json.dumps({"version": "0.2.0", "configurations": configurations})
@@ -257,6 +276,8 @@ def editor(tmp_path, request):
         "extensions.ignoreRecommendations": True,
         "chat.disableAIFeatures": True,
         "neuralDap.python": sys.executable,
+        # xterm's DOM renderer: the terminal's text is in the page, where the test can read it
+        "terminal.integrated.gpuAcceleration": "off",
     }
     (user / "User" / "settings.json").write_text(json.dumps(settings))
     extensions = tmp_path / "extensions"
@@ -498,4 +519,53 @@ def test_a_neural_session_shows_the_confidence_of_each_value_in_a_real_vscode(ed
     ed.wait_variables(r"total\s*[:=]?\s*0\s+\(p=[01]\.\d\d\)")
     ed.wait_text(".statusbar", "neural: embedded")
     ed.shot("neural-confidence")
+    assert ed.errors() == []
+
+
+def _start_in_the_terminal(ed: Editor) -> None:
+    """The terminal configuration, until greet.py asks its question in VS Code's terminal (runInTerminal:
+    VS Code runs the relay there). The launch is open while the program is recorded, and VS Code counts
+    the session as starting: whether its toolbar shows meanwhile is a race inside VS Code, so the start
+    waits for the terminal instead."""
+    ed.start("neural-dap: terminal", started=".terminal-wrapper.active")
+    ed.wait_text(TERMINAL, "name? ", timeout=60)
+
+
+def test_type_into_input_in_the_integrated_terminal_of_a_real_vscode(editor):
+    ed = editor
+    ed.open("greet.py")
+    ed.go_to_line(2)
+    ed.page.keyboard.press("F9")
+    _start_in_the_terminal(ed)
+    ed.shot("asked")
+    ed.page.click(".terminal-wrapper.active .xterm-screen")  # the keyboard goes where the user clicks
+    ed.page.keyboard.type("Ada Lovelace")
+    ed.page.keyboard.press("Enter")
+    # the recording ends with the program, then the session stops at the breakpoint with the answer
+    ed.wait_line(2, timeout=60, file="greet.py")
+    ed.wait_variables(r"name\s*[:=]?\s*'Ada Lovelace'")
+    ed.shot("typed-answer")
+    # the stop shows the Debug Console; the program's output went to the terminal as it ran
+    ed.page.click('.panel .composite-bar .action-label[aria-label^="Terminal"]')
+    ed.wait_text(TERMINAL, "hello Ada Lovelace")
+    ed.button("Continue")  # to the end (stopAtEnd), and again to finish
+    ed.wait_text(".part.sidebar", "exit code 0")
+    ed.wait_variables(r"greeting\s*[:=]?\s*'hello Ada Lovelace'")
+    ed.shot("end")
+    ed.button("Continue")
+    ed.page.wait_for_selector(".debug-toolbar", state="hidden", timeout=30_000)
+    assert ed.errors() == []
+
+
+def test_cancel_ends_the_recording_in_an_unanswered_input_in_a_real_vscode(editor):
+    ed = editor
+    ed.open("greet.py")
+    _start_in_the_terminal(ed)
+    # nobody answers; VS Code's Pause is disabled while the session starts, and the Cancel of the
+    # launch's progress notification is how the user ends the recording there
+    toast = ed.page.locator(".notification-toast", has_text="Starting the recorded world model")
+    toast.locator(".monaco-button", has_text="Cancel").click(timeout=20_000)
+    ed.wait_text(".part.sidebar", "paused")
+    assert ed.wait_line(1, file="greet.py")[0] == "<module>"
+    ed.shot("cancelled")
     assert ed.errors() == []

@@ -55,6 +55,7 @@ class Connection:
         self.goto_moments: dict[int, int] = {}  # gotoTargets' executions of a line: target id -> event
         self.goto_ids = 0
         self.progress_counter = 0
+        self.progress_open: set[str] = set()  # progressStart sent, progressEnd not yet: a `cancel` may name one
         self.threads_shown: set[int] = {THREAD_ID}  # announced with a `thread` started event
         self._task_group: anyio.abc.TaskGroup | None = None
         self._asked: dict[int, tuple[anyio.Event, list[p.Response]]] = {}  # reverse requests not answered yet
@@ -203,6 +204,7 @@ class Connection:
             return None
         self.progress_counter += 1
         progress_id = f"neural-dap-{self.progress_counter}"
+        self.progress_open.add(progress_id)
         await self.event(
             "progressStart", p.ProgressStartEventBody(progress_id=progress_id, title=title, cancellable=True)
         )
@@ -210,6 +212,7 @@ class Connection:
 
     async def _progress_end(self, progress_id: str | None) -> None:
         if progress_id is not None:
+            self.progress_open.discard(progress_id)
             with anyio.CancelScope(shield=True):
                 await self.event("progressEnd", p.ProgressEndEventBody(progress_id=progress_id))
 

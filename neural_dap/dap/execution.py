@@ -68,6 +68,12 @@ class ExecutionRequests(Connection):
         await self.respond(request)
         if args.request_id is not None and args.request_id in self.in_flight:
             self.in_flight[args.request_id].cancel()
+        if args.progress_id is not None and args.progress_id in self.progress_open:
+            # the Cancel of a progress (VS Code's notification): a recording, or a predicted step, is
+            # what the progress shows, and pause is what interrupts it. While the launch records, VS
+            # Code's own Pause is disabled (the session is still starting): this is the way to end
+            # the recording where the program waits, e.g. for input() in the terminal
+            self.debugger.pause()
 
     async def _first_stop(self) -> None:
         """After configurationDone: stop on entry, or run to the first breakpoint. No request is open

@@ -73,7 +73,14 @@ async def serve_streams(receive: ByteReceiveStream, send: ByteSendStream, world_
     session = DebugSession(world_factory, send_message)
     try:
         async with anyio.create_task_group() as tg:
-            await session.run(_messages(FrameReader(receive)), tg)
+            try:
+                await session.run(_messages(FrameReader(receive)), tg)
+            finally:
+                # the client has gone (or a signal ends the adapter): a program still being recorded
+                # is interrupted, as by `pause`, or the launch's task would keep the task group open
+                # until the recording ends by itself (a program waiting for input in the terminal:
+                # its 10-minute wall time)
+                session.debugger.pause()
             tg.cancel_scope.cancel()
     finally:
         with anyio.CancelScope(shield=True):
