@@ -37,6 +37,8 @@ class ChildProcess(msgspec.Struct, frozen=True):
     @property
     def name(self) -> str:
         first = self.command[0]
+        if first == "-c" and "forkserver" in " ".join(self.command[1:2]):  # (it imports the main module)
+            return f"multiprocessing forkserver (pid {self.pid})"
         if first in ("-c", "--fork"):  # multiprocessing's spawn_main, or a forked Process
             return f"multiprocessing worker (pid {self.pid})"
         if first == "-m" and len(self.command) > 1:

@@ -50,9 +50,19 @@ def follow_forked_workers(spec: dict, main_path: str) -> None:
 
     def _bootstrap(self, *args, **kwargs):
         process.BaseProcess._bootstrap = original  # type: ignore[attr-defined]  # its own forks are its own
-        return record_call(spec, ["--fork", main_path], lambda: original(self, *args, **kwargs))
+        return record_call(spec, ["--fork", _main_file(main_path)], lambda: original(self, *args, **kwargs))
 
     process.BaseProcess._bootstrap = _bootstrap  # type: ignore[attr-defined]
+
+
+def _main_file(default: str) -> str:
+    """The user's main file in this process: a forkserver's workers run the functions of the main
+    module it imported as `__mp_main__` (the server's own program is `-c` code)."""
+    for name in ("__mp_main__", "__main__"):
+        path = getattr(sys.modules.get(name), "__file__", None)
+        if isinstance(path, str) and os.path.isfile(path):
+            return os.path.abspath(path)
+    return default
 
 
 def record_call(spec: dict, command: list[str], run):

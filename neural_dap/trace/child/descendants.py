@@ -24,7 +24,9 @@ _PYTHON = re.compile(r"python[0-9.]*[a-z]?(\.exe)?$")
 _VERSIONED = re.compile(r"^python3\.(\d+)[a-z]?$")
 # interpreter options that take a value as the next argument (`-W error`, `-X dev`)
 _TAKES_VALUE = frozenset("WXQ")
-_SPAWN_MAIN = "from multiprocessing.spawn import spawn_main"
+# multiprocessing's `-c` programs that run the user's code: a spawned worker, and the forkserver
+# (its own code is not the user's, the workers it forks are: each records its run, as a fork does)
+_MULTIPROCESSING = ("from multiprocessing.spawn import spawn_main", "from multiprocessing.forkserver import main")
 
 # what the rewritten child runs as `-c` (its first argument: the spec file; the original command follows)
 BOOT = "import sys; sys.path.insert(0, {own!r}); from neural_dap.trace.child.descendant_main import main; main()"
@@ -73,9 +75,9 @@ def _recordable_python(name: str) -> bool:
 
 
 def records(rest: list[str]) -> bool:
-    """Whether this program is the user's: a script, a module, or multiprocessing's spawn of one."""
+    """Whether this program is the user's: a script, a module, or multiprocessing's workers."""
     if rest[0] == "-c":
-        return len(rest) > 1 and rest[1].startswith(_SPAWN_MAIN)
+        return len(rest) > 1 and rest[1].startswith(_MULTIPROCESSING)
     return True
 
 

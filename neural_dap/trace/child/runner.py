@@ -298,20 +298,24 @@ def record_here(
 def _keep_events_when_terminated(channel: Channel, finished=lambda sent: None) -> None:
     """A child process is often ended with SIGTERM (a multiprocessing pool's workers are): hand over
     what it recorded, then die of the signal as it would have (its parent sees the same status)."""
+    owner = os.getpid()
 
     def on_term(signum, _frame) -> None:
+        # not in a fork of this process (the handler is inherited; the channel is not its own), and
         # not while the channel is being finished: its locks are not reentrant, and the signal may
         # have come in the middle of that, in this very thread; the flusher thread writing a batch
         # is waited for (this thread never writes batches in a full recording)
-        if not channel.finishing and channel.lock.acquire(timeout=1.0):
+        if os.getpid() == owner and not channel.finishing and channel.lock.acquire(timeout=1.0):
             channel.lock.release()
             channel.finish("terminated", "SIGTERM (a pool ends its workers so)")
             finished(channel.sent)
         signal.signal(signum, signal.SIG_DFL)
         os.kill(os.getpid(), signum)
 
+    on_term.neural_dap = True  # type: ignore[attr-defined]  # (a fork's own recording replaces it)
     try:
-        if signal.getsignal(signal.SIGTERM) is signal.SIG_DFL:
+        current = signal.getsignal(signal.SIGTERM)
+        if current is signal.SIG_DFL or getattr(current, "neural_dap", False):
             signal.signal(signal.SIGTERM, on_term)
     except (OSError, ValueError):
         pass
