@@ -245,3 +245,31 @@ def test_which_commands_are_python_programs_of_the_user() -> None:
     python2 = Path("/root/.pyenv/versions/2.7.18/bin/python2")
     if python2.exists():  # an interpreter our recorder cannot run in is left alone
         assert rewritten([str(python2), "x.py"], "spec", "/own") is None
+
+
+def test_a_recorded_child_sees_what_a_plain_run_of_it_sees(tmp_path: Path) -> None:
+    import subprocess
+
+    from neural_dap.trace.children import list_children, new_children_folder
+    from neural_dap.trace.program import Program
+    from neural_dap.trace.recorder import record_skeleton
+
+    (tmp_path / "look.py").write_text(
+        "import os, sys\n"
+        "print(sys.path[:2], sys.argv, __name__, sys.stdin.read(), sys.stdout.isatty(), os.environ.get('PYTHONPATH'))\n"
+        "sys.exit(3)\n"
+    )
+    parent = tmp_path / "parent.py"
+    parent.write_text(
+        "import subprocess, sys\n"
+        "done = subprocess.run([sys.executable, 'look.py', 'x'], input='in', capture_output=True, text=True)\n"
+        "print(done.stdout, done.returncode)\n"
+    )
+    plain = subprocess.run([sys.executable, str(parent)], capture_output=True, text=True, cwd=tmp_path).stdout
+    folder = new_children_folder()
+    recorded = record_skeleton(Program(str(parent), cwd=str(tmp_path), children=folder))
+    try:
+        assert recorded.stdout == plain and plain.rstrip().endswith("3")
+        assert [child.name.split(" ")[0] for child in list_children(folder)] == ["look.py"]
+    finally:
+        recorded.close()

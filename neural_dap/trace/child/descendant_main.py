@@ -18,6 +18,11 @@ import time
 
 def main() -> None:
     spec_path, command = sys.argv[1], sys.argv[2:]
+    # sys.path as `python -c` made it, without BOOT's entry: its first entry ('' for -c) is what the
+    # runner replaces with the program's own, as `python script.py` or `-m` would have set it
+    sys.path.pop(0)
+    if getattr(sys.flags, "safe_path", False):
+        sys.path.insert(0, "")
     with open(spec_path) as fh:
         spec = json.load(fh)
     folder = os.path.dirname(spec_path)
@@ -112,7 +117,7 @@ def _what_runs(command: list[str]) -> dict:
         return {"module": command[1], "argv": command[2:], "path": os.path.join(os.getcwd(), "__main__.py")}
     if command[0] == "-c":
         return {"source": command[1], "argv": command[2:], "path": "<string>", "dash_c": True}
-    return {"path": os.path.abspath(command[0]), "argv": command[1:]}
+    return {"path": os.path.abspath(command[0]), "argv": command[1:], "argv0": command[0]}
 
 
 def _describe(folder: str, command: list[str], started: float | None = None, events: int | None = None) -> float:

@@ -462,7 +462,7 @@ def _run(cfg: dict, rec: Recorder, start, stop, channel: Channel, before_start=l
         except (OSError, SyntaxError, ValueError) as exc:
             return ("error", f"cannot compile {path}: {type(exc).__name__}: {exc}", None, None)
         main_module.__dict__.update({"__file__": path, "__builtins__": builtins, "__cached__": None})
-        sys.argv = [path, *cfg.get("argv", [])]
+        sys.argv = [cfg.get("argv0") or path, *cfg.get("argv", [])]  # (a child: the path as it was given)
         # as `python program.py` would: the program's folder first, not ours
         sys.path[:] = [os.path.dirname(path), *rest]
         if cfg.get("dash_c"):  # `python -c CODE args`, as that runs: no file, the working folder first
