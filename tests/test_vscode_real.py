@@ -4,7 +4,8 @@ Code's buttons and the extension's own, a conditional breakpoint, the program's 
 summary, the language server's lenses and hints; no error notifications, no adapter left behind. Then
 one scenario each: Break on Value Change and Reverse, a what-if from Set Value in the Variables view,
 one failing pytest test (User Uncaught Exceptions), the confidence of a neural session's values, an
-answer to input() typed in the integrated terminal, Cancel of a recording whose input() nobody answers.
+answer to input() typed in the integrated terminal, Cancel of a recording whose input() nobody answers, a
+child process (`subProcess`) opened as a child session (the adapter's startDebugging) and debugged there.
 
 `scripts/setup-e2e.sh` installs what it needs (CI runs it); without it the test skips. Screenshots go
 to $NEURAL_DAP_ARTIFACTS/vscode-real/TEST when set (.ci/run sets .ci/artifacts), else to the test's
@@ -63,6 +64,27 @@ GREET = textwrap.dedent(
     name = input("name? ")
     greeting = f"hello {name}"
     print(greeting)
+    """
+)
+# subProcess: the parent runs child.py and prints what it printed; the breakpoint goes in the child's loop
+PARENT = textwrap.dedent(
+    """\
+    import subprocess
+    import sys
+
+    result = subprocess.run([sys.executable, "child.py", "3"], capture_output=True, text=True)
+    print("the child said:", result.stdout.strip())
+    """
+)
+CHILD = textwrap.dedent(
+    """\
+    import sys
+
+    n = int(sys.argv[1])
+    total = 0
+    for i in range(n):
+        total += i * 10
+    print("child total", total)
     """
 )
 
@@ -237,6 +259,8 @@ def editor(tmp_path, request):
     (workspace / "calc.py").write_text(CALC)
     (workspace / "test_x.py").write_text(FAILING_TEST)
     (workspace / "greet.py").write_text(GREET)
+    (workspace / "parent.py").write_text(PARENT)
+    (workspace / "child.py").write_text(CHILD)
     launch = {"type": "neural-python", "request": "launch"}
     configurations = [  # F5 starts the first; the others by name (Editor.start)
         {**launch, "name": "neural-dap: time travel", "program": "${workspaceFolder}/prog.py", "stopOnEntry": True},
@@ -260,6 +284,13 @@ def editor(tmp_path, request):
             "name": "neural-dap: terminal",
             "program": "${workspaceFolder}/greet.py",
             "console": "integratedTerminal",
+        },
+        {
+            **launch,
+            "name": "neural-dap: child processes",
+            "program": "${workspaceFolder}/parent.py",
+            "cwd": "${workspaceFolder}",
+            "subProcess": True,
         },
     ]
     (workspace / ".vscode" / "launch.json").write_text(
@@ -568,4 +599,105 @@ def test_cancel_ends_the_recording_in_an_unanswered_input_in_a_real_vscode(edito
     ed.wait_text(".part.sidebar", "paused")
     assert ed.wait_line(1, file="greet.py")[0] == "<module>"
     ed.shot("cancelled")
+    assert ed.errors() == []
+
+
+def _call_stack(ed: Editor) -> list[str]:
+    """The Call Stack view's rows as VS Code labels them: `Session NAME STATE`, `Stack Frame FUNCTION, line
+    N, FILE` (its text is cut to the view's width)."""
+    return ed.page.eval_on_selector_all(
+        ".debug-call-stack .monaco-list-row", "els => els.map(e => e.getAttribute('aria-label') || '')"
+    )
+
+
+def _wait_session(ed: Editor, name: str, state: str, line: int | None = None, timeout: float = 60.0) -> str:
+    """Waits until the session whose name starts with `name` shows `state` (and, when it is expanded, its
+    top frame at `line`); returns its row's label."""
+    deadline = time.monotonic() + timeout
+    rows: list[str] = []
+    while time.monotonic() < deadline:
+        rows = _call_stack(ed)
+        for at, row in enumerate(rows):
+            if row.startswith(f"Session {name}") and state in row:
+                frames = []
+                for below in rows[at + 1 :]:
+                    if below.startswith("Session "):
+                        break
+                    frames.append(below)
+                top = next((f for f in frames if f.startswith("Stack Frame ")), "")
+                if line is None or f", line {line}, " in top:
+                    return row
+        time.sleep(0.2)
+    ed.shot("session")
+    raise AssertionError(f"no session {name!r} showing {state!r} at line {line}: {rows}")
+
+
+def _wait_console(ed: Editor, wanted: str, unwanted: str, timeout: float = 30.0) -> str:
+    """The Debug Console shows the focused session's output: wait until it has `wanted` and not `unwanted`."""
+    deadline = time.monotonic() + timeout
+    seen = ""
+    while time.monotonic() < deadline:
+        seen = ed.text(".repl").replace("\xa0", " ")
+        if wanted in seen and unwanted not in seen:
+            return seen
+        time.sleep(0.3)
+    raise AssertionError(f"the Debug Console shows {seen!r}, not {wanted!r} alone")
+
+
+def test_a_child_process_opens_as_a_child_session_in_a_real_vscode(editor):
+    ed = editor
+    ed.open("child.py")
+    ed.go_to_line(6)  # total += i * 10
+    ed.page.keyboard.press("F9")
+    ed.open("parent.py")
+    ed.start("neural-dap: child processes")
+    # the parent ran to its end and printed what the child printed, as in a plain run
+    _wait_session(ed, "neural-dap: child processes", "End of the program (exit code 0)", line=5)
+    _debug_console(ed)
+    console = _wait_console(ed, "the child said: child total 30", "Traceback")
+    assert console.count("child total 30") == 1, console  # (the parent read it: it is not shown twice)
+    # the adapter asked VS Code (startDebugging) to open the child: a session of its own, nested under
+    # the parent's, stopped at the breakpoint; the parent's stop keeps the focus (VS Code moves it to a
+    # session that stops only when nothing else is focused): the user clicks the child
+    child = _wait_session(ed, "child.py (pid ", "Paused on breakpoint")
+    assert re.match(r"Session child\.py \(pid \d+\) Paused on breakpoint", child), child
+    ed.shot("child-session-listed")
+    ed.page.locator('.debug-call-stack .monaco-list-row[aria-label^="Session child.py (pid "]').click()
+    _wait_session(ed, "child.py (pid ", "Paused on breakpoint", line=6)
+    ed.page.wait_for_selector('.tab.active[aria-label^="child.py"]', timeout=20_000)
+    ed.wait_variables(r"n\s*[:=]?\s*3\b.*total\s*[:=]?\s*0\b.*i\s*[:=]?\s*0\b")
+    ed.shot("child-at-its-breakpoint")
+    # both adapters run in the workspace folder (a child session has no folder of its own)
+    assert len(_adapters_of(ed.workspace)) == 2, adapter_processes()
+
+    ed.button("Step Over")
+    _wait_session(ed, "child.py (pid ", "Paused on step", line=5)
+    ed.button("Step Over")  # onto the breakpoint's line: VS Code says "on breakpoint"
+    _wait_session(ed, "child.py (pid ", "Paused on ", line=6)
+    ed.wait_variables(r"total\s*[:=]?\s*0\b.*i\s*[:=]?\s*1\b")
+    ed.button("Continue")
+    _wait_session(ed, "child.py (pid ", "Paused on breakpoint", line=6)
+    ed.wait_variables(r"total\s*[:=]?\s*10\b.*i\s*[:=]?\s*2\b")
+    ed.button("Step Back")
+    _wait_session(ed, "child.py (pid ", "Paused on step", line=5)
+    ed.wait_variables(r"total\s*[:=]?\s*10\b.*i\s*[:=]?\s*1\b")
+    ed.shot("child-stepped-back")
+    ed.command("Remove All Breakpoints")
+    ed.button("Continue")  # to the child's end (stopAtEnd, the parent's): its own output in its console
+    _wait_session(ed, "child.py (pid ", "End of the program (exit code 0)", line=7)
+    ed.wait_variables(r"total\s*[:=]?\s*30\b")
+    _wait_console(ed, "child total 30", "the child said")
+    ed.shot("child-at-its-end")
+    ed.button("Continue")  # the child session ends; the parent's is still there, at its end
+    deadline = time.monotonic() + 30
+    while any(row.startswith("Session child.py") for row in _call_stack(ed)) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert not any(row.startswith("Session child.py") for row in _call_stack(ed)), _call_stack(ed)
+    ed.wait_text(".debug-call-stack", "parent.py")
+    ed.button("Continue")
+    ed.page.wait_for_selector(".debug-toolbar", state="hidden", timeout=30_000)
+    deadline = time.monotonic() + 20
+    while _adapters_of(ed.workspace) and time.monotonic() < deadline:
+        time.sleep(0.3)
+    assert not _adapters_of(ed.workspace), "an adapter process outlived its session"
     assert ed.errors() == []

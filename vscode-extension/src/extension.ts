@@ -265,12 +265,14 @@ class ConfigurationProvider implements vscode.DebugConfigurationProvider {
 class AdapterFactory implements vscode.DebugAdapterDescriptorFactory {
   async createDebugAdapterDescriptor(session: vscode.DebugSession): Promise<vscode.DebugAdapterDescriptor> {
     const config = session.configuration as LaunchConfig;
-    const interpreter = await pickInterpreter(withSettingPython(config), () => pythonExtensionInterpreter(session.workspaceFolder?.uri));
+    // a child session (the adapter's startDebugging, "subProcess") has no folder of its own: its parent's
+    const folder = session.workspaceFolder ?? session.parentSession?.workspaceFolder;
+    const interpreter = await pickInterpreter(withSettingPython(config), () => pythonExtensionInterpreter(folder?.uri));
     const choice = chooseAdapter(config, interpreter);
     if (choice.kind === 'server') {
       return new vscode.DebugAdapterServer(choice.port, choice.host);
     }
-    return new vscode.DebugAdapterExecutable(choice.command, choice.args, { cwd: session.workspaceFolder?.uri.fsPath });
+    return new vscode.DebugAdapterExecutable(choice.command, choice.args, { cwd: folder?.uri.fsPath });
   }
 }
 

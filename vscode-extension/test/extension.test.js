@@ -56,6 +56,17 @@ test('an interpreter with neural-dap starts `python -m neural_dap adapter`', asy
   assert.deepStrictEqual(descriptor.args, ['-m', 'neural_dap', 'adapter']);
 });
 
+test('a child session (startDebugging from the adapter) starts its adapter in its parent\'s folder', async () => {
+  const factory = mock.registered.factories.get('neural-python');
+  const folder = { uri: { fsPath: '/work/project' } };
+  const parent = { ...session({ python: '/usr/bin/python3' }), workspaceFolder: folder };
+  const child = { ...session({ python: '/usr/bin/python3', childRecording: '/tmp/neural-dap-children-x/7.events' }), parentSession: parent };
+  assert.strictEqual((await factory.createDebugAdapterDescriptor(parent)).options.cwd, '/work/project');
+  assert.strictEqual((await factory.createDebugAdapterDescriptor(child)).options.cwd, '/work/project');
+  const own = { ...child, workspaceFolder: { uri: { fsPath: '/work/other' } } };
+  assert.strictEqual((await factory.createDebugAdapterDescriptor(own)).options.cwd, '/work/other');
+});
+
 test('step-back commands send the custom requests to the active session', async () => {
   const requests = [];
   mock.vscode.debug.activeDebugSession = session({}, requests);
