@@ -82,7 +82,9 @@ async def _run_parent(client, launch: dict) -> list[dict]:
     seq = await client.send_request("launch", {**launch, "stopAtEnd": True})
     await client.call("configurationDone")
     assert (await client.response(seq, "launch", timeout=60))["success"]
-    await client.wait_event("stopped")
+    stopped = await client.wait_event("stopped")
+    # the program stopped at its end: a child stopping at a breakpoint is where the user looks
+    assert stopped["body"]["reason"] == "end" and stopped["body"]["preserveFocusHint"] is True
     with anyio.fail_after(30):
         while not asked:
             await anyio.sleep(0.05)
@@ -185,9 +187,10 @@ async def test_without_subprocess_children_run_unrecorded_and_no_session_is_offe
         seq = await parent.send_request("launch", {"program": str(tmp_path / "parent.py")})
         await parent.call("configurationDone")
         assert (await parent.response(seq, "launch", timeout=60))["success"]
-        await parent.wait_event("stopped")
+        stopped = await parent.wait_event("stopped")
         await anyio.sleep(0.5)
         assert "exit 2" in _stdout(parent) and asked == []
+        assert "preserveFocusHint" not in stopped["body"]  # no child to leave the focus to
 
 
 async def test_a_client_that_cannot_open_child_sessions_is_told_which_children_ran(tmp_path: Path) -> None:

@@ -34,12 +34,31 @@ class StartDebuggingArguments(msgspec.Struct, frozen=True):
 
 
 class ChildSessions(Connection):
+    _children: list[ChildSession] | None = None  # (per session: set on the instance once known)
+
+    async def _child_sessions(self) -> list[ChildSession]:
+        """The children the client can be asked to open (once the program has run)."""
+        if self._children is None:
+            world = self.world
+            found: list[ChildSession] = []
+            if isinstance(world, HasChildSessions):
+                found = await anyio.to_thread.run_sync(world.child_sessions)  # (reads recordings cut short)
+            self._children = found
+        return self._children
+
+    async def _first_stop_yields_focus(self, report) -> bool:
+        """The program stopped where nobody asked (its entry, its end) and children will be opened:
+        a child that stops at a breakpoint takes the editor's focus, as under debugpy (where the
+        parent would still be running)."""
+        return (
+            report.reason in ("entry", "end")
+            and bool(getattr(self.client, "supports_start_debugging_request", False))
+            and bool(await self._child_sessions())
+        )
+
     async def offer_child_sessions(self, parent: dict[str, Any], parent_program: str) -> None:
         """Ask the client to open a session for each child process the program started."""
-        world = self.world
-        if not isinstance(world, HasChildSessions):
-            return
-        children = await anyio.to_thread.run_sync(world.child_sessions)  # (reads recordings cut short)
+        children = await self._child_sessions()
         if not children:
             return
         if not getattr(self.client, "supports_start_debugging_request", False):

@@ -86,7 +86,11 @@ class ExecutionRequests(Connection):
             report.reason, report.description = "entry", report.failure
         elif report.reason == "pause":
             report.reason = "entry"
-        await self._conclude(report)
+        await self._conclude(report, preserve_focus=await self._first_stop_yields_focus(report))
+
+    async def _first_stop_yields_focus(self, report: Report) -> bool:
+        """Whether the first stop should leave the editor's focus to another session (a child's)."""
+        return False
 
     async def _execute(
         self,
@@ -135,19 +139,19 @@ class ExecutionRequests(Connection):
             )
         await self._conclude(report)
 
-    async def _conclude(self, report: Report) -> None:
+    async def _conclude(self, report: Report, preserve_focus: bool = False) -> None:
         await self._flush(report.output)
         if report.finished:
             await self._finish()
             return
         if not self.terminated:
-            await self._present(report)
+            await self._present(report, preserve_focus)
 
     async def _flush(self, output: list[tuple[str, str]]) -> None:
         for category, text in output:
             await self.output(text, category)
 
-    async def _present(self, report: Report) -> None:
+    async def _present(self, report: Report, preserve_focus: bool = False) -> None:
         stop = report.stop
         self.view = StopView(stop, stop.divergences)
         await self._announce_threads()
@@ -160,6 +164,7 @@ class ExecutionRequests(Connection):
                 description=report.description,
                 text=report.text,
                 hit_breakpoint_ids=report.hit_breakpoint_ids,
+                preserve_focus_hint=True if preserve_focus else None,
             ),
         )
         if stop.divergences:

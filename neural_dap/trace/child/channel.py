@@ -54,6 +54,8 @@ class Channel:
         self.done = threading.Event()
         self.closed = False
         self.finishing = False  # finish() has begun (a signal handler must not begin it again)
+        self.finishing_thread: int | None = None
+        self.pending_signal: int | None = None  # a signal that came during finish(): acted on after it
         self.thread = threading.Thread(target=self._run, name="neural-dap-flusher", daemon=True)
         self.exit = os._exit  # kept before the debuggee can replace it
         self.main: str | None = None  # a module launch: the module's file, sent with the end record
@@ -143,7 +145,7 @@ class Channel:
         return self.kind + self.encode(value)
 
     def finish(self, outcome: str, message: str = "", exit_code: int | None = None, value=None) -> None:
-        self.finishing = True
+        self.finishing, self.finishing_thread = True, threading.get_ident()
         self.done.set()
         self.flush()
         with self.lock:

@@ -86,7 +86,7 @@ def record_call(spec: dict, command: list[str], run):
         return run()  # the session's folder is gone: run as it would, unrecorded
     channel = Channel(events_fd, Limits(cfg))
     channel.exit = lambda _code: discard_past_the_limit(channel.events)  # type: ignore[assignment, return-value]
-    from neural_dap.trace.child.runner import _keep_events_when_terminated
+    from neural_dap.trace.child.runner import _keep_events_when_terminated, die_if_signalled
 
     _keep_events_when_terminated(channel, lambda sent: _describe(folder, command, started, sent))  # a pool's way
     rec = Recorder(cfg, channel)
@@ -110,6 +110,7 @@ def record_call(spec: dict, command: list[str], run):
         engine.stop()
         channel.finish(*outcome)
         _describe(folder, command, started, channel.sent)
+        die_if_signalled(channel)
 
 
 def _what_runs(command: list[str]) -> dict:

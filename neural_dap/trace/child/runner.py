@@ -222,6 +222,7 @@ def record_here(
             skeleton.program_ended(ended)
         channel.finish(*ended)
         finished(channel.sent)
+        die_if_signalled(channel)
         real_exit(code)
 
     def before_exec(how: str, path) -> None:
@@ -292,6 +293,7 @@ def record_here(
         skeleton.program_ended(outcome)  # (a worker sends what it captured and ends here)
     channel.finish(*outcome)
     finished(channel.sent)
+    die_if_signalled(channel)
     real_exit(exit_code(outcome))
 
 
@@ -301,16 +303,19 @@ def _keep_events_when_terminated(channel: Channel, finished=lambda sent: None) -
     owner = os.getpid()
 
     def on_term(signum, _frame) -> None:
-        # not in a fork of this process (the handler is inherited; the channel is not its own), and
-        # not while the channel is being finished: its locks are not reentrant, and the signal may
-        # have come in the middle of that, in this very thread; the flusher thread writing a batch
-        # is waited for (this thread never writes batches in a full recording)
-        if os.getpid() == owner and not channel.finishing and channel.lock.acquire(timeout=1.0):
-            channel.lock.release()
-            channel.finish("terminated", "SIGTERM (a pool ends its workers so)")
-            finished(channel.sent)
-        signal.signal(signum, signal.SIG_DFL)
-        os.kill(os.getpid(), signum)
+        if os.getpid() == owner:  # (a fork of this process inherits the handler, not the channel)
+            if channel.finishing and channel.finishing_thread == threading.get_ident():
+                # it came in the middle of this thread's own finish(): let that complete, then die
+                # (its locks are not reentrant; ending here would lose what it was writing)
+                channel.pending_signal = signum
+                return
+            if channel.finishing:
+                channel.done.wait(1.0)  # (another thread's finish: done is set at its start)
+            elif channel.lock.acquire(timeout=1.0):  # the flusher writing a batch is waited for
+                channel.lock.release()
+                channel.finish("terminated", "SIGTERM (a pool ends its workers so)")
+                finished(channel.sent)
+        die_of(signum)
 
     on_term.neural_dap = True  # type: ignore[attr-defined]  # (a fork's own recording replaces it)
     try:
@@ -319,6 +324,17 @@ def _keep_events_when_terminated(channel: Channel, finished=lambda sent: None) -
             signal.signal(signal.SIGTERM, on_term)
     except (OSError, ValueError):
         pass
+
+
+def die_of(signum: int) -> None:
+    signal.signal(signum, signal.SIG_DFL)
+    os.kill(os.getpid(), signum)
+
+
+def die_if_signalled(channel: Channel) -> None:
+    """After finish(): a signal that came during it ends the process now, as it would have."""
+    if channel.pending_signal is not None:
+        die_of(channel.pending_signal)
 
 
 _SPEC_KEYS = (
