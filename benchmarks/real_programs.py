@@ -97,26 +97,12 @@ PROGRAMS: tuple[Program, ...] = (
         "click",
         ("--verbose", "greet", "--count", "2", "--shout", "Ada"),
         fast=True,
-        known=(
-            (
-                "agreement",
-                "at the last module line (`cli()`, which ends in sys.exit(0)) neural-dap shows `(return) greet`"
-                " (the user function that returned), debugpy `(return) Group.__call__` (the call the line made)",
-            ),
-        ),
     ),
     Program(
         "click-inventory",
         "click_inventory.py",
         "click",
         ("--item", "apple=3", "--item", "pear=5", "--item", "apple=4", "--sort", "qty", "--min-qty", "4"),
-        known=(
-            (
-                "agreement",
-                "the command returns into click's code, which returns to the module line that called it: debugpy"
-                " (3.11) stops there at the call line (26), neural-dap goes on to the next line (27)",
-            ),
-        ),
     ),
     Program("markdown", "markdown_convert.py", "Markdown", fast=True),
     Program("docutils", "docutils_rst.py", "docutils"),
