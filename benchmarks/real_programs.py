@@ -11,8 +11,9 @@ multiprocessing pool, a filter reading stdin, ...). For each one:
    (`sessionSummary` "states": the tracer records the user's code only), then continue to the end,
    collecting the output events; stdout must equal the plain run's;
 3. where debugpy can debug it too, the same breakpoint and a bounded plan of `stepIn` / `next`
-   commands go to a real debugpy session (`neural_dap.reality.debugpy_peer`) and to neural-dap, and
-   every stop is compared: function, line and locals, as `tests/test_debugpy_agreement.py` does.
+   commands go to a real debugpy session (`neural_dap.reality.debugpy_peer`, launched as neural-dap
+   is: a module program with debugpy's own `"module"` launch) and to neural-dap, and every stop is
+   compared: function, line and locals, as `tests/test_debugpy_agreement.py` does.
 
 Run: python benchmarks/real_programs.py [--only NAME ...] [--fast] [--steps N] [--limit SECONDS]
 
@@ -97,26 +98,12 @@ PROGRAMS: tuple[Program, ...] = (
         "click",
         ("--verbose", "greet", "--count", "2", "--shout", "Ada"),
         fast=True,
-        known=(
-            (
-                "agreement",
-                "at the last module line (`cli()`, which ends in sys.exit(0)) neural-dap shows `(return) greet`"
-                " (the user function that returned), debugpy `(return) Group.__call__` (the call the line made)",
-            ),
-        ),
     ),
     Program(
         "click-inventory",
         "click_inventory.py",
         "click",
         ("--item", "apple=3", "--item", "pear=5", "--item", "apple=4", "--sort", "qty", "--min-qty", "4"),
-        known=(
-            (
-                "agreement",
-                "the command returns into click's code, which returns to the module line that called it: debugpy"
-                " (3.11) stops there at the call line (26), neural-dap goes on to the next line (27)",
-            ),
-        ),
     ),
     Program("markdown", "markdown_convert.py", "Markdown", fast=True),
     Program("docutils", "docutils_rst.py", "docutils"),
@@ -132,13 +119,6 @@ PROGRAMS: tuple[Program, ...] = (
         cwd="pytest_suite",
         env=(("PYTEST_DISABLE_PLUGIN_AUTOLOAD", "1"),),
         fast=True,
-        known=(
-            (
-                "agreement",
-                "at the very end, debugpy (launched on a shim that runs pytest as `-m` would) stops in the shim,"
-                " which it takes for user code; neural-dap stays in the last test",
-            ),
-        ),
     ),
     Program("tomllib", "tomllib_config.py", "tomllib (stdlib)"),
     Program("jinja2", "jinja2_report.py", "Jinja2"),
@@ -383,16 +363,6 @@ def compare(ours: tuple[str, int, str, dict[str, str]], real: Snapshot) -> str:
     return ""
 
 
-def debugpy_launch_target(program: Program, tmp: str) -> str:
-    """The file debugpy's peer launches: the driver, or for a module a shim running it as `-m` does
-    (the peer launches programs only; the stops compared are in the module's code, not the shim's)."""
-    if not program.module:
-        return str(program.path)
-    shim = Path(tmp, "run_module.py")
-    shim.write_text(f"import runpy\nrunpy.run_module({program.module!r}, run_name='__main__', alter_sys=True)\n")
-    return str(shim)
-
-
 def stopped_thread(message: dict) -> int:
     return int((message.get("body") or {}).get("threadId", 1))
 
@@ -403,44 +373,46 @@ async def compare_with_debugpy(
     """The same breakpoint in a debugpy session, then the plan, stop by stop. A stop at another
     place ends the comparison (the two are no longer at the same point); locals that differ are
     counted and the comparison goes on."""
-    with tempfile.TemporaryDirectory(prefix="real-programs-") as tmp:
-        target = debugpy_launch_target(program, tmp)
-        peer = DebugpyPeer(
-            target, args=program.args, cwd=str(program.workdir), env=program.environment, timeout=REQUEST_TIMEOUT
-        )
-        try:
-            await peer.start()  # stopped on entry
-            await peer._call(
-                "setBreakpoints", {"source": {"path": str(program.path)}, "breakpoints": [{"line": program.line}]}
-            )
-            real = await peer.step("continue")
-            if real is None:
-                result.disagreements.append("debugpy ended without reaching the breakpoint")
-                return
-            ours = await top(client, thread)
-            for k, command in enumerate([None, *PLAN[:steps]]):
-                if command is not None:
-                    real = await peer.step(command)
-                    if real is None:
-                        break  # the program ended under debugpy
-                    await client.call(command, {"threadId": thread})
-                    stopped = await client.wait_event({"stopped", "terminated", "exited"}, timeout=REQUEST_TIMEOUT)
-                    if stopped["event"] != "stopped":
-                        result.compared += 1
-                        result.disagreements.append(f"after {k} steps ({command}): neural-dap ended, debugpy did not")
-                        break
-                    thread = stopped_thread(stopped)
-                    ours = await top(client, thread)
-                result.compared += 1
-                difference = compare(ours, real)
-                if not difference:
-                    result.agreed += 1
-                    continue
-                result.disagreements.append(f"after {k} steps ({command or 'breakpoint'}): {difference}")
-                if difference.startswith("neural-dap at"):
+    # launched as neural-dap launches it (a module program with debugpy's own `"module"` launch), the
+    # breakpoint set before the program starts
+    peer = DebugpyPeer(
+        str(program.path),
+        args=program.args,
+        cwd=str(program.workdir),
+        env=program.environment,
+        timeout=REQUEST_TIMEOUT,
+        breakpoints=(program.line,),
+        module=program.module,
+    )
+    try:
+        real = await peer.start()
+        if real is None:
+            result.disagreements.append("debugpy ended without reaching the breakpoint")
+            return
+        ours = await top(client, thread)
+        for k, command in enumerate([None, *PLAN[:steps]]):
+            if command is not None:
+                real = await peer.step(command)
+                if real is None:
+                    break  # the program ended under debugpy
+                await client.call(command, {"threadId": thread})
+                stopped = await client.wait_event({"stopped", "terminated", "exited"}, timeout=REQUEST_TIMEOUT)
+                if stopped["event"] != "stopped":
+                    result.compared += 1
+                    result.disagreements.append(f"after {k} steps ({command}): neural-dap ended, debugpy did not")
                     break
-        finally:
-            await peer.close()
+                thread = stopped_thread(stopped)
+                ours = await top(client, thread)
+            result.compared += 1
+            difference = compare(ours, real)
+            if not difference:
+                result.agreed += 1
+                continue
+            result.disagreements.append(f"after {k} steps ({command or 'breakpoint'}): {difference}")
+            if difference.startswith("neural-dap at"):
+                break
+    finally:
+        await peer.close()
 
 
 async def debug_session(program: Program, result: Result, steps: int) -> None:

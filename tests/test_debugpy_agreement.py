@@ -182,3 +182,102 @@ async def test_threads_and_coroutines_stop_where_debugpy_stops(tmp_path, program
     finally:
         await peer.close()
     assert compared >= 8
+
+
+# -- calls made by library code ------------------------------------------------------------------------
+
+# The user's functions called by library code that the module called: sched runs two callbacks, then
+# returns to `s.run()`; functools.singledispatch's wrapper runs the registered function (which
+# returns, or raises through the wrapper). debugpy steps off such a function's exit into the
+# library's code (justMyCode) and stops where it returns to the module, at the call line, or first
+# in the next callback; on 3.11 and 3.12 alike.
+LIBRARY_CALLS = """\
+import functools
+import sched
+
+
+def tick(log, name):
+    log.append(name)
+    return len(log)
+
+
+@functools.singledispatch
+def describe(x):
+    return "thing"
+
+
+@describe.register
+def _(x: int):
+    doubled = x * 2
+    return doubled
+
+
+@describe.register
+def _(x: float):
+    raise ValueError(x)
+
+
+log = []
+s = sched.scheduler()
+s.enter(0, 1, tick, (log, "a"))
+s.enter(0, 2, tick, (log, "b"))
+s.run()
+total = describe(3)
+try:
+    describe(1.5)
+except ValueError:
+    total = -total
+print(log, total)
+"""
+
+LIBRARY_PLANS = {
+    # (breakpoint lines, commands)
+    "step-in": ((), ["stepIn"] * 30),
+    "next": ((7, 17, 23), ["next"] * 16),
+    "step-out": ((6, 17), ["stepOut"] * 6 + ["next"] * 4),
+}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("version", ["3.11", "3.12"])
+@pytest.mark.parametrize("plan", sorted(LIBRARY_PLANS))
+async def test_calls_by_library_code_stop_where_debugpy_stops(tmp_path, plan, version):
+    from .test_child_real_world import _interpreter
+
+    path = tmp_path / "library_calls.py"
+    path.write_text(LIBRARY_CALLS)
+    lines, commands = LIBRARY_PLANS[plan]
+    python = _interpreter(version)
+    peer = DebugpyPeer(str(path), breakpoints=lines, python=python)
+    launch: dict = {"program": str(path), "stopOnEntry": not lines}
+    if python:
+        launch["python"] = python
+    stops = []
+    try:
+        real = await peer.start()
+        async with adapter() as c:
+            await start(c, launch, {str(path): [{"line": line} for line in lines]})
+            for k, command in enumerate([None, *commands]):
+                if command is not None:
+                    real = await peer.step(command)
+                    if real is None:
+                        break
+                    _reason, ours = await step(c, command)
+                else:
+                    ours = await where(c)
+                assert real is not None
+                name, line, local = ours
+                plain, pseudo = _comparable(local)
+                here = f"after {k} {plan} commands"
+                assert (name, line) == (real.function, real.line), (
+                    f"{here}: neural-dap at {name}:{line}, debugpy at {real.function}:{real.line}"
+                )
+                assert plain == real.locals, here
+                returns = {f"(return) {k.split(' ', 1)[1].rsplit('.', 1)[-1]}": v for k, v in real.returns.items()}
+                for key, value in pseudo.items():
+                    assert returns.get(key) == value, f"{here}: {key}"
+                stops.append((name, line))
+    finally:
+        await peer.close()
+    # the stops that matter were made: back in the module at `s.run()` after the callbacks
+    assert ("<module>", 30) in stops, stops

@@ -7,6 +7,7 @@ import os
 import random
 import textwrap
 
+import msgspec
 import numpy as np
 import pytest
 
@@ -230,3 +231,86 @@ async def test_a_session_on_a_long_run_travels_both_ways(tmp_path):
         assert (await c.wait_event("stopped"))["body"]["reason"] == "entry"
         summary = await c.call("sessionSummary")
         assert summary["recording"] == "skeleton" and summary["states"] == 1_000_010
+
+
+# the user's functions called by the standard library (sched's callbacks, singledispatch's registered
+# function), directly (twice), from a comprehension, and by a builtin (sorted's key: no frame between)
+LIBRARY_CALLS = """
+import functools
+import sched
+
+
+def tick(log, name):
+    log.append(name)
+    return len(log)
+
+
+@functools.singledispatch
+def describe(x):
+    return "thing"
+
+
+@describe.register
+def _(x: int):
+    return x * 2
+
+
+def twice(x):
+    return x * 2
+
+
+def main():
+    log = []
+    s = sched.scheduler()
+    s.enter(0, 1, tick, (log, "a"))
+    s.enter(0, 2, tick, (log, "b"))
+    s.run()
+    doubled = [twice(x) for x in (1, 2)]
+    return describe(3) + twice(sum(doubled)) + sorted([2, 1], key=twice)[0]
+"""
+BY_LIBRARY = [
+    ("main", False),
+    ("tick", True),
+    ("tick", True),
+    ("twice", False),
+    ("twice", False),
+    ("_", True),
+    ("twice", False),
+    ("twice", False),
+    ("twice", False),
+]
+
+
+def _called_by_library(execution) -> list[tuple[str, bool]]:
+    """(function, called by library code) of each call of the program's functions, in order."""
+    semantics = execution.semantics
+    columns = semantics.columns
+    out = []
+    for i in np.flatnonzero(columns.kinds == 0):
+        name = columns.codes[int(columns.code_of[int(columns.invs[i])])][0]
+        if name in ("main", "tick", "twice", "_"):
+            out.append((name, semantics.called_by_library(int(i))))
+    return out
+
+
+@pytest.mark.parametrize(
+    ("version", "engine"),
+    [(None, "ctrace"), (None, "settrace"), ("3.12", "cmonitoring"), ("3.12", "monitoring"), ("3.13", "cmonitoring")],
+)
+def test_every_engine_records_which_calls_library_code_made(version, engine):
+    """Both recordings, from every engine, mark the calls library code made (and no other call):
+    stepping off such a function's return stops where that code returns to the caller."""
+    python = _python(version) if version else None
+    if version and python is None:
+        pytest.skip(f"no python{version} on this machine")
+    program = Program("/virtual/prog.py", source=LIBRARY_CALLS, entry="main")
+    full = FullExecution(record(program, python=python, engine=engine))
+    assert _called_by_library(full) == BY_LIBRARY
+    skeleton = SkeletonExecution(record_skeleton(program, python=python, engine=engine))
+    try:
+        assert _called_by_library(skeleton) == BY_LIBRARY
+    finally:
+        skeleton.close()
+    # every thread recorded (the Python engines) and 3.11's comprehension frames (a debug session's)
+    threaded = FullExecution(record(msgspec.structs.replace(program, comprehensions=True), python=python, threads=True))
+    assert _called_by_library(threaded) == BY_LIBRARY

@@ -100,6 +100,12 @@ class Stop(msgspec.Struct, frozen=True, omit_defaults=True):
     hit_breakpoint: bool = False  # stopped at one of the breakpoint targets
     note: str = ""  # something the user should know about this stop
     resumed: bool = False  # a coroutine (or generator) resumes here, at the line that suspended it
+    # The state's function was called by library code (click running the user's command, a scheduler
+    # running a callback), not by the frame below it on the stack: its exit returns into that code,
+    # which returns to the caller's call line later. At such an exit, `library_calls_next`: that
+    # code calls the user's code again first.
+    called_by_library: bool = False
+    library_calls_next: bool = False
     # A predicted stop: the probability the model gave its source line, each local's value and the
     # returned / raised value (format.confidence; empty or None where the model did not say)
     line_confidence: float | None = None

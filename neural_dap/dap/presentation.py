@@ -2,7 +2,8 @@
 
 Stops are shown as debugpy shows them, so a session can be compared with debugpy stop by stop: a
 state that has just returned (or raised out of its function) is shown back in the caller, at the
-call line, with a `(return) name` variable holding the value. Values are parsed from their repr
+call line, with a `(return) name` variable holding the value (none where library code called the
+function: the caller gets that code's value, which is not recorded). Values are parsed from their repr
 text with the safe parser; what does not parse is shown as text, never evaluated.
 
 Scopes are debugpy's: "Locals", and "Globals" where the frame's module is on the stack (a script's
@@ -110,7 +111,10 @@ class StopView:
         extras: list[tuple[str, str]] = []
         if state.terminal and not stop.hit_exception:
             label = "(return)" if state.event == "return" else "(exception)"
-            extras.append((f"{label} {state.function}", state.value or "None"))
+            if not (stop.called_by_library and len(stack) > 1):
+                # (a function library code called returned into that code: what the call line gets
+                # back is that code's value, which was not recorded; debugpy shows that one)
+                extras.append((f"{label} {state.function}", state.value or "None"))
             if len(stack) > 1:
                 stack = stack[1:]  # back in the caller, at the call line
         self.frames = _frame_views(stack, 1000, extras, state.event == "call")

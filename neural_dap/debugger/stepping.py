@@ -7,6 +7,12 @@ Stops land where debugpy's do, so a session can be compared with debugpy stop by
                   `returns_stop_in_caller`)
   stepIn          step_into; a call is stepped through to the callee's first line
   stepOut         step_return (shown in the caller with the `(return)` value)
+
+                  The exit of a function library code called (click running the user's command, a
+                  scheduler running a callback) returns into that code: next, stepIn and stepOut
+                  stop where it returns to the caller, shown at the call line on every version
+                  (its `(return)` value is the library's, not recorded), or, where it calls the
+                  user's code again first, at that code's first line
   continue        breakpoint(enabled lines), or continue to the end
   stepBack        inv_step_over; a call state is stepped past into the caller
   reverseContinue inv_breakpoint(enabled lines), or back to the start
@@ -106,6 +112,7 @@ async def drive(
     else:
         raise UnknownExecution(f"unknown execution {kind}")
     if kind in ("next", "stepIn", "stepOut"):
+        stop = await _on_through_library(stop, act)
         stop = await _on_to_user_code(stop, act, returns_stop_in_caller)
     return Outcome(stop, _reason(kind, stop, reason), finished=_finishes(kind, stop, stop_at_end))
 
@@ -113,10 +120,35 @@ async def drive(
 def _passes(stop: Stop, returns_stop_in_caller: bool) -> bool:
     """A step goes on past this exit of a function back into its (traced) caller, as debugpy's do:
     `next` past a return on 3.11 (on 3.12+ it stops there, shown in the caller) and past an
-    exception leaving the function on every version; `stepIn` past the latter on 3.12+."""
+    exception leaving the function on every version; `stepIn` past the latter on 3.12+. The exit
+    of a function library code called is a stop of its own (`_on_through_library`), but for an
+    exception on 3.12+, which debugpy steps past there too."""
     if not stop.state.terminal or len(stop.stack) <= 1 or stop.hit_breakpoint or stop.hit_exception or stop.at_end:
         return False
-    return stop.state.event == "exception" or not returns_stop_in_caller
+    if stop.state.event == "exception":
+        return returns_stop_in_caller or not stop.called_by_library
+    return not returns_stop_in_caller and not stop.called_by_library
+
+
+def _into_library(stop: Stop) -> bool:
+    """The step ended at the exit of a function library code called, which calls the user's code
+    again before it returns to the traced caller."""
+    return (
+        stop.state.terminal
+        and stop.library_calls_next
+        and not (stop.hit_breakpoint or stop.hit_exception or stop.at_end)
+    )
+
+
+async def _on_through_library(stop: Stop, act: Act) -> Stop:
+    """As debugpy steps off a return into library code (into its own code, justMyCode): the next
+    stop is where that code returns to the traced caller (the exit itself stands for it, shown in
+    the caller at the call line), or the first line of the user's code it calls before that."""
+    while _into_library(stop):
+        stop = await act(Action("step_into"), True)
+        if stop.state.event == "call" and not (stop.hit_breakpoint or stop.hit_exception):
+            stop = await act(Action("step_into"), True)
+    return stop
 
 
 def _left_user_code(stop: Stop) -> bool:

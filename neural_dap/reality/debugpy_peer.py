@@ -58,8 +58,12 @@ class DebugpyPeer:
         timeout: float = 30.0,
         entry: tuple[str, str] | None = None,
         breakpoints: tuple[int, ...] = (),
+        module: str | None = None,
     ) -> None:
+        """`module`: launch `python -m module ARGS` (in `cwd`) as debugpy's `"module"` launch does;
+        `program` is then the file of the user's code the breakpoints are in."""
         self.program = os.path.abspath(program)
+        self.module = module
         self.args = args
         self.cwd = cwd or os.path.dirname(self.program)
         self.env = {"PYTHONHASHSEED": "0", **(env or {})}
@@ -96,10 +100,11 @@ class DebugpyPeer:
                 "pathFormat": "path",
             },
         )
+        target = {"module": self.module} if self.module is not None else {"program": program}
         launch = await c.send_request(
             "launch",
             {
-                "program": program,
+                **target,
                 "python": [self.python],
                 "args": list(self.args),
                 "cwd": self.cwd,

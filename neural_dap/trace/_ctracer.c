@@ -12,7 +12,7 @@
  * below by hand: only the 3.11 front end calls it, and its signature has not changed since 2.x.
  *
  * Full capture: events appended to the recorder's list are the tuples child/__init__.py documents:
- *   ("c", inv, code_id, line, depth, changes[, resumes])  ("l", inv, line, changes, caught)
+ *   ("c", inv, code_id, line, depth, changes[, resumes[, library]])  ("l", inv, line, changes, caught)
  *   ("r", inv, line, value)  ("x", inv, line, value)  ("u", inv, changes)
  *
  * Skeleton mode records only what the debugger actions need, in fixed-size binary records (see
@@ -31,6 +31,9 @@
 /* Not in the limited API (see above); the 3.11 front end only. */
 typedef int (*Py_tracefunc)(PyObject *, PyFrameObject *, int, PyObject *);
 PyAPI_FUNC(void) PyEval_SetTrace(Py_tracefunc, PyObject *);
+/* Not in the limited API either, exported with this signature since 3.9 (both front ends): the
+ * frame under a call, to tell a call by library code from one by the traced frame below. */
+PyAPI_FUNC(PyFrameObject *) PyFrame_GetBack(PyFrameObject *);
 #define TRACE_CALL 0
 #define TRACE_EXCEPTION 1
 #define TRACE_LINE 2
@@ -64,7 +67,8 @@ typedef struct {
 typedef struct {
     unsigned int inv;
     int line;
-    unsigned char kind; /* 0 call, 1 line, 2 return, 3 exception; | 0x80 a line just after a handled exception */
+    unsigned char kind; /* 0 call, 1 line, 2 return, 3 exception; | 0x80 a line just after a handled exception;
+                         * | 0x40 a call by library code (LIBRARY_CALL) */
     unsigned char pad[3];
 } EventRecord;
 typedef struct {
@@ -73,6 +77,7 @@ typedef struct {
     int resumes;     /* the invocation this one continues: a generator or coroutine resumed (-1: none) */
 } CallRecord;
 #pragma pack(pop)
+#define LIBRARY_CALL 0x40
 
 /* What the tracer knows of a code object, found by its address: a dict keyed by code objects
  * would hash the code's contents (its constants, names, bytecode) at every lookup, which costs
@@ -85,6 +90,7 @@ typedef struct {
     const int *lines;     /* sys.monitoring: its line table (owned by Tracer.line_tables) */
     Py_ssize_t n_lines;   /* -1: not made yet */
     int resumable;        /* a generator's, coroutine's or async generator's code */
+    int library;          /* library code, as the recorder's `library(code)` says (-1: not asked yet) */
 } CodeInfo;
 
 typedef struct {
@@ -117,6 +123,7 @@ typedef struct {
     PyObject *resumed;       /* callable(frame) -> (the invocation a resumed frame continues or -1, run by the user's code) */
     PyObject *left;          /* callable(frame, inv, raised): the frame left by a yield, a return or an exception */
     int dotted;              /* show the names CPython makes (`.0`, a comprehension's iterator) */
+    PyObject *library;       /* callable(code) -> bool: library code (see called_by_library); NULL: all is */
     /* skeleton mode */
     int skeleton;
     long long count;          /* events so far */
@@ -520,6 +527,7 @@ static CodeInfo *code_info(Tracer *t, PyObject *code) {
     info->lines = NULL;
     info->n_lines = -1;
     info->resumable = 0;
+    info->library = -1;
     if (info->user) {
         PyObject *flags = PyObject_GetAttrString(code, "co_flags");
         if (flags == NULL)
@@ -588,8 +596,48 @@ static void pop(Tracer *t) {
     Py_CLEAR(e->code);
 }
 
+/* Whether the frame `started` (a call of the user's code with a traced frame `below` it) was called
+ * by library code: the frame under it is not `below` (click running the user's command, sched
+ * running a callback). A debugger stepping off its return stops where that code returns to the
+ * traced caller, at the call line. One pointer comparison in the common case; on a mismatch the
+ * recorder says once per code whether the frame under it is library code, or the user's own code
+ * left untraced (a comprehension's frame where they are not recorded). 1, 0, or -1: error. */
+static int called_by_library(Tracer *t, PyFrameObject *started, Entry *below) {
+    PyFrameObject *back = PyFrame_GetBack(started);
+    if (back == NULL || back == below->frame) {
+        Py_XDECREF((PyObject *)back);
+        return 0;
+    }
+    PyObject *code = (PyObject *)PyFrame_GetCode(back);
+    Py_DECREF((PyObject *)back);
+    /* sys.monitoring finds entries' frames late: there, the innermost frame of the user's code in
+     * the traced thread is the top entry's, so its code is enough */
+    int library = 0;
+    if (code != below->code) {
+        /* the answer is kept where the code is known already (its own start was seen); the table
+         * is not grown here: the caller holds a pointer into it */
+        CodeInfo *known = t->codes_cap > 0 ? find_slot(t->codes, t->codes_cap, code) : NULL;
+        if (known != NULL && known->code != code)
+            known = NULL;
+        if (known != NULL && known->library >= 0)
+            library = known->library;
+        else if (t->library == NULL)
+            library = 1;
+        else {
+            PyObject *answer = call1(t->library, code);
+            library = answer == NULL ? -1 : PyObject_IsTrue(answer);
+            Py_XDECREF(answer);
+            if (known != NULL && library >= 0)
+                known->library = library;
+        }
+    }
+    Py_DECREF(code);
+    return library;
+}
+
 /* A call of the user's code at `line`: a new invocation on the stack. `frame` may be NULL
- * (sys.monitoring): it is found when its locals are needed. */
+ * (sys.monitoring): then the frame that starts is asked for when it is needed (a traced caller
+ * below it, a capture). */
 static int call_event(Tracer *t, PyFrameObject *frame, CodeInfo *info, int line) {
     PyObject *code = info->code;
     long code_id = code_id_of(t, info);
@@ -610,8 +658,13 @@ static int call_event(Tracer *t, PyFrameObject *frame, CodeInfo *info, int line)
                 return -1;
         }
     }
-    if (capture && frame == NULL)
+    /* a task's coroutine is run by the event loop, not by the user's code below it: an entry of its own */
+    Py_ssize_t depth = direct ? t->depth : 0;
+    if (frame == NULL && (capture || depth > 0))
         frame = PyEval_GetFrame(); /* borrowed: the frame that starts */
+    int library = depth > 0 && frame != NULL ? called_by_library(t, frame, &t->stack[t->depth - 1]) : 0;
+    if (library < 0)
+        return -1;
     Entry *e = push(t, code, frame);
     if (e == NULL)
         return -1;
@@ -619,12 +672,11 @@ static int call_event(Tracer *t, PyFrameObject *frame, CodeInfo *info, int line)
     e->resumable = info->resumable;
     e->lines = info->lines;
     e->n_lines = info->n_lines;
-    /* a task's coroutine is run by the event loop, not by the user's code below it: an entry of its own */
-    Py_ssize_t depth = direct ? t->depth - 1 : 0;
     e->depth = depth;
     if (t->skeleton) {
         long long caller_last = depth > 0 ? t->stack[t->depth - 2].last : -1;
-        if (record_event(t, e->inv, line, 0) < 0 || record_call(t, code_id, caller_last, resumes) < 0)
+        unsigned char kind = library ? LIBRARY_CALL : 0;
+        if (record_event(t, e->inv, line, kind) < 0 || record_call(t, code_id, caller_last, resumes) < 0)
             return -1;
     }
     if (capture) {
@@ -633,9 +685,11 @@ static int call_event(Tracer *t, PyFrameObject *frame, CodeInfo *info, int line)
         PyObject *changes = frame_diff(t, e);
         if (changes == NULL)
             return -1;
-        PyObject *event = resumes >= 0
-            ? Py_BuildValue("(OLliNNL)", TAG_C, e->inv, code_id, line, PyLong_FromSsize_t(depth), changes, resumes)
-            : Py_BuildValue("(OLliNN)", TAG_C, e->inv, code_id, line, PyLong_FromSsize_t(depth), changes);
+        PyObject *size = PyLong_FromSsize_t(depth);
+        PyObject *event = library
+            ? Py_BuildValue("(OLliNNLi)", TAG_C, e->inv, code_id, line, size, changes, resumes, 1)
+            : resumes >= 0 ? Py_BuildValue("(OLliNNL)", TAG_C, e->inv, code_id, line, size, changes, resumes)
+                           : Py_BuildValue("(OLliNN)", TAG_C, e->inv, code_id, line, size, changes);
         if (emit(t, event) < 0)
             return -1;
     }
@@ -1020,6 +1074,13 @@ static PyObject *tracer_suspensions(PyObject *self, PyObject *args) {
     Py_RETURN_NONE;
 }
 
+static PyObject *tracer_library(PyObject *self, PyObject *callable) {
+    Tracer *t = (Tracer *)self;
+    Py_INCREF(callable);
+    SET_REF(t->library, callable);
+    Py_RETURN_NONE;
+}
+
 static PyObject *tracer_skeleton(PyObject *self, PyObject *args, PyObject *kwargs) {
     Tracer *t = (Tracer *)self;
     static char *names[] = {"hook", "flush", "hook_every", "hook_at", "buffer", NULL};
@@ -1098,7 +1159,7 @@ static void tracer_dealloc(Tracer *self) {
     PyObject *refs[] = {self->events, self->user_cache, self->judge, self->code_ids, self->code_id, self->encode_atom,
                         self->encode_object, self->value_repr, self->bounded, self->hook, self->flush,
                         self->disable, self->enable, self->jump_line, self->line_tables,
-                        self->make_line_table, self->resumed, self->left};
+                        self->make_line_table, self->resumed, self->left, self->library};
     for (size_t i = 0; i < sizeof(refs) / sizeof(refs[0]); i++)
         Py_XDECREF(refs[i]);
     PyMem_Free(self->ev);
@@ -1125,6 +1186,8 @@ static PyMethodDef tracer_methods[] = {
     {"capture", tracer_capture, METH_VARARGS, "capture(first, last): full capture for events first..last."},
     {"suspensions", tracer_suspensions, METH_VARARGS,
      "suspensions(resumed, left): link each resume of a generator or coroutine to the invocation it continues."},
+    {"library", tracer_library, METH_O,
+     "library(is_library): is_library(code) says whether a frame under a traced call that is not the traced frame below it runs library code."},
     {"flush", tracer_flush, METH_NOARGS, "Hand the buffered skeleton records to the flush callable."},
     {"count", tracer_count, METH_NOARGS, "Events so far."},
     {NULL, NULL, 0, NULL},

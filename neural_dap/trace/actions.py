@@ -64,6 +64,8 @@ class Columns(msgspec.Struct, frozen=True):
     thread_of: np.ndarray | None = None  # per invocation: its thread's number; None: one thread
     # per invocation: the invocation a resumed generator or coroutine continues (-1: none); None: none do
     resumes: np.ndarray | None = None
+    # per invocation: library code called it, not its caller's frame (bool); None: none was
+    library: np.ndarray | None = None
 
 
 def positions(mask: np.ndarray) -> np.ndarray:
@@ -291,6 +293,19 @@ class ActionSemantics:
     def inv_step_return(self, i: int) -> int:
         owner = self._owner_backward(i)
         return 0 if owner < 0 else int(self.columns.call_index[owner])
+
+    # -- calls made by library code ------------------------------------------------------------------
+    def called_by_library(self, i: int) -> bool:
+        """Event i's invocation was called by library code (click running the user's command, a
+        scheduler running a callback), which its traced caller called: it returns into that code."""
+        library = self.columns.library
+        return library is not None and bool(library[self.columns.invs[i]])
+
+    def library_calls_next(self, i: int) -> bool:
+        """After event i (an exit), library code calls the user's code again before it returns to
+        the traced caller: the next event of the thread is a call library code made."""
+        j = self.step_into(i)
+        return j > i and self.kind(j) == CALL and self.called_by_library(j)
 
     # -- breakpoints -------------------------------------------------------------------------------
     def line_index(self, path: str, line: int) -> np.ndarray:

@@ -66,6 +66,7 @@ class EventLog:
         self.stderr_at: dict[int, str] = {}
         self.codes: dict[int, tuple[str, str, int]] = {}
         self.resumes: dict[int, int] = {}  # invocation -> the one it continues (a generator or coroutine resumed)
+        self.library: set[int] = set()  # invocations library code called (see trace/child/__init__.py)
         self.thread = 0  # whose events arrive now (a ["t", number, name?] record switches)
         self.thread_names: dict[int, str] = {0: "MainThread"}
         self.invocations: dict[int, _Invocation] = {}
@@ -230,8 +231,10 @@ class EventLog:
 
     def _call(self, event: list) -> None:
         _, inv_id, cid, line, depth, changes = event[:6]
-        if len(event) > 6:
+        if len(event) > 6 and event[6] >= 0:
             self.resumes[inv_id] = event[6]
+        if len(event) > 7 and event[7]:
+            self.library.add(inv_id)
         name, path, first = self.codes[cid]
         self.invocations[inv_id] = _Invocation(name, path, depth, first, self.source_lines.get(path, []), self.thread)
         self._state(inv_id, "call", line or first, changes)  # a module's call event says line 0

@@ -77,7 +77,7 @@ class Execution(Protocol):
 class FullExecution:
     def __init__(self, recording: Recording) -> None:
         self.recording = recording
-        self.tree = StateTree(list(recording.states), recording.log.resumes)
+        self.tree = StateTree(list(recording.states), recording.log.resumes, recording.log.library)
         states = self.tree.states
         self.raised = [i for i, s in enumerate(states) if s.event == "exception" or s.caught]
 

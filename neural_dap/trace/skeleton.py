@@ -33,7 +33,10 @@ from neural_dap.core.actions import Action, Target
 from neural_dap.core.state import State
 from neural_dap.trace.actions import ActionSemantics, Columns, positions
 
+# per event: its invocation, line and kind byte (the kind | CAUGHT on a line right after a handled
+# exception, | LIBRARY_CALL on a call made by library code; see child/skeleton.py)
 EVENT_DTYPE = np.dtype([("inv", "<u4"), ("line", "<i4"), ("kind", "u1"), ("pad", "V3")])
+CAUGHT, LIBRARY_CALL = 0x80, 0x40
 # per call: its code, its caller's latest event (-1: none), the invocation a resumed generator or
 # coroutine continues (-1: none; see child/coroutines.py)
 CALL_DTYPE = np.dtype([("code", "<u4"), ("caller_last", "<i4"), ("resumes", "<i4")])
@@ -155,6 +158,7 @@ class SkeletonTree:
         self.caught_flags = np.empty(count, dtype=bool)
         self.lines = np.empty(count, dtype=np.int32)
         self.invs = np.empty(count, dtype=np.uint32)
+        library_calls = []  # the positions of calls made by library code (few: kept sparse)
         end = 0
         with open(path, "rb") as f:
             while end < count:
@@ -162,14 +166,16 @@ class SkeletonTree:
                 if not len(chunk):
                     break  # a shorter file than its count: the tree ends where the records do
                 start, end = end, end + len(chunk)
-                np.bitwise_and(chunk["kind"], 0x7F, out=self.kinds[start:end])
-                np.greater_equal(chunk["kind"], 0x80, out=self.caught_flags[start:end])
+                np.bitwise_and(chunk["kind"], 0x3F, out=self.kinds[start:end])
+                np.greater_equal(chunk["kind"], CAUGHT, out=self.caught_flags[start:end])
+                library_calls.append(np.flatnonzero(chunk["kind"] & LIBRARY_CALL) + start)
                 self.lines[start:end] = chunk["line"]
                 self.invs[start:end] = chunk["inv"]
         if end < count:
             self.kinds, self.caught_flags = self.kinds[:end], self.caught_flags[:end]
             self.lines, self.invs = self.lines[:end], self.invs[:end]
         self._index(calls)
+        self.library = self._library(np.concatenate(library_calls) if library_calls else np.zeros(0, np.int64))
         self.semantics = ActionSemantics(self._columns(codes or {}))
 
     def _index(self, calls: np.ndarray) -> None:
@@ -194,6 +200,14 @@ class SkeletonTree:
         known = min(count, len(calls))
         resumes[:known] = calls["resumes"][:known]
         self.resumes = resumes
+
+    def _library(self, calls: np.ndarray) -> np.ndarray | None:
+        """Per invocation: library code called it (from the calls flagged so); None where none was."""
+        if not len(calls):
+            return None
+        library = np.zeros(len(self.call_index), dtype=bool)
+        library[self.invs[calls]] = True
+        return library
 
     @functools.cached_property
     def line_events(self) -> np.ndarray:
@@ -221,6 +235,7 @@ class SkeletonTree:
             code_of=code_index,
             codes=(*((codes[c][0], codes[c][1]) for c in ids), ("", "")),
             resumes=self.resumes if len(self.resumes) and int(self.resumes.max()) >= 0 else None,
+            library=self.library,
         )
 
     def __len__(self) -> int:

@@ -15,7 +15,7 @@ caller (as a debugger shows it: back in the caller, with the return value). Brea
 from __future__ import annotations
 
 from bisect import bisect_right
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 
 import numpy as np
 
@@ -25,13 +25,20 @@ from neural_dap.trace.actions import KIND_CODES, ActionSemantics, Columns
 
 
 class StateTree:
-    def __init__(self, states: Sequence[State], resumes: Mapping[int, int] | None = None) -> None:
+    def __init__(
+        self,
+        states: Sequence[State],
+        resumes: Mapping[int, int] | None = None,
+        library: Collection[int] = (),
+    ) -> None:
         """`resumes`: invocation -> the invocation a resumed generator or coroutine continues (a
-        recording says; see trace/child/coroutines.py)."""
+        recording says; see trace/child/coroutines.py); `library`: the invocations library code
+        called (see trace/child/__init__.py)."""
         if not states:
             raise ValueError("a state tree needs at least one state")
         self.states = states
         self.resumes = dict(resumes or {})
+        self.library = frozenset(library)
         self.by_invocation: dict[int, list[int]] = {}
         self.call_index: dict[int, int] = {}
         self.end_index: dict[int, int] = {}
@@ -87,6 +94,7 @@ class StateTree:
             resumes=np.array([number.get(self.resumes.get(inv, -1), -1) for inv in ids], dtype=np.int64)
             if self.resumes
             else None,
+            library=np.array([inv in self.library for inv in ids], dtype=bool) if self.library else None,
         )
 
     def __len__(self) -> int:

@@ -289,7 +289,9 @@ class RecordedWorld:
         except DivergenceError as exc:
             raise WorldError(f"{exc}; the states before it are exact, the ones after cannot be rebuilt") from None
         at_end = i == execution.last
-        resumed = execution.semantics.resumes_here(i)
+        semantics = execution.semantics
+        resumed = semantics.resumes_here(i)
+        by_library = semantics.called_by_library(i)
         return Stop(
             state=state,
             stack=frames,
@@ -301,6 +303,8 @@ class RecordedWorld:
             hit_exception=hit_exception,
             hit_breakpoint=hit_breakpoint,
             resumed=resumed,
+            called_by_library=by_library,
+            library_calls_next=by_library and state.terminal and semantics.library_calls_next(i),
         )
 
     @property

@@ -22,6 +22,16 @@ from neural_dap.trace.child.threads import ThreadTable, is_ours
 # -- engines ---------------------------------------------------------------------------------------
 
 
+def call_event(inv: int, code_id: int, line: int, depth: int, changes, resumes: int, library: bool) -> tuple:
+    """The wire's call event: ("c", inv, code_id, line, depth, changes[, resumes[, library]]), the
+    optional fields only where they say something (a resumed generator; a call by library code)."""
+    if library:
+        return ("c", inv, code_id, line, depth, changes, resumes, 1)
+    if resumes >= 0:
+        return ("c", inv, code_id, line, depth, changes, resumes)
+    return ("c", inv, code_id, line, depth, changes)
+
+
 def settrace_engine(rec: Recorder, threads: ThreadTable | None = None):
     """sys.settrace: one closure per traced frame keeps its invocation id and locals shadow. With a
     thread table, every thread `threading` starts is traced too (each with its own stack)."""
@@ -33,6 +43,7 @@ def settrace_engine(rec: Recorder, threads: ThreadTable | None = None):
     make_differ = rec.make_differ
     bounded = rec.reprs.repr
     suspensions = rec.suspensions
+    called_by_library = rec.called_by_library
     counter = [0]  # next invocation id
     stacks: dict[int, list] = {}  # per thread: (frame, invocation, diff) of each traced frame on its stack
 
@@ -49,6 +60,7 @@ def settrace_engine(rec: Recorder, threads: ThreadTable | None = None):
         if active is None:
             active = stacks[get_ident()] = []
         depth = len(active)
+        below = active[-1][0] if active else None
         diff = make_differ(code.co_name == "<module>")
         active.append((frame, inv, diff))
         cid = code_ids.get(code)
@@ -59,10 +71,8 @@ def settrace_engine(rec: Recorder, threads: ThreadTable | None = None):
         if resumable:
             resumes, direct = suspensions.started(frame)
             depth = depth if direct else 0  # run by library code (an event loop): an entry of its own
-        if resumes < 0:
-            emit(("c", inv, cid, frame.f_lineno, depth, diff(frame.f_locals)))
-        else:
-            emit(("c", inv, cid, frame.f_lineno, depth, diff(frame.f_locals), resumes))
+        library = depth > 0 and called_by_library(frame, below)
+        emit(call_event(inv, cid, frame.f_lineno, depth, diff(frame.f_locals), resumes, library))
         pending = None
 
         def local_trace(frame, event, arg):
@@ -154,14 +164,13 @@ def monitoring_engine(rec: Recorder, threads: ThreadTable | None = None):
         rec.next_invocation = inv + 1
         diff = rec.make_differ(code.co_name == "<module>")
         entry = [frame, inv, diff, None]
-        event = ["c", inv, rec.code_id(code), frame.f_lineno, len(stack), diff(frame.f_locals)]
+        depth, resumes = len(stack), -1
         if code.co_flags & RESUMABLE:
             resumes, direct = rec.suspensions.started(frame)
             if not direct:
-                event[4] = 0  # run by library code (an event loop): an entry of its own
-            if resumes >= 0:
-                event.append(resumes)
-        emit(event)
+                depth = 0  # run by library code (an event loop): an entry of its own
+        library = depth > 0 and rec.called_by_library(frame, stack[-1][0])
+        emit(call_event(inv, rec.code_id(code), frame.f_lineno, depth, diff(frame.f_locals), resumes, library))
         stack.append(entry)
 
     def on_line(code, line):
@@ -258,9 +267,10 @@ def c_tracer(rec: Recorder):
         rec.reprs.repr,
         dotted=rec.comprehensions,
     )
-    if not hasattr(tracer, "suspensions"):  # an extension built from older source: its records differ
+    if not hasattr(tracer, "library"):  # an extension built from older source: its records differ
         raise ImportError("the C tracer is out of date: rebuild it (python setup.py build_ext --inplace)")
     tracer.suspensions(rec.suspensions.started, rec.suspensions.left)
+    tracer.library(rec.is_library)
     return tracer
 
 

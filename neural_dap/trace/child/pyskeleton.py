@@ -12,10 +12,12 @@ from _thread import get_ident
 from array import array
 
 from neural_dap.trace.child.coroutines import RESUMABLE
+from neural_dap.trace.child.engines import call_event
 from neural_dap.trace.child.monitoring import LOCAL_EVENTS, free_tool, genexpr_loop_line, monitor, unmonitor
 from neural_dap.trace.child.recorder import Recorder
 
 BUFFER = 65536  # events per flushed batch
+LIBRARY_CALL = 0x40  # the kind byte's flag on a call event: a call by library code (see child.skeleton)
 
 
 class _Entry:
@@ -122,17 +124,16 @@ class _Skeleton:
             resumes, direct = rec.suspensions.started(frame)
             if not direct:  # run by library code (an event loop): an entry of its own
                 caller_last, depth = -1, 0
+        library = depth > 0 and rec.called_by_library(frame, self.stack[-1].frame)
         entry.depth = depth
         self.stack.append(entry)
         capture = self._capturing()
-        self._record(inv, frame.f_lineno or 0, 0)
+        self._record(inv, frame.f_lineno or 0, LIBRARY_CALL if library else 0)
         self.call_records.extend((code_id, caller_last, resumes))
         if capture:
             self._snapshot(len(self.stack) - 1)
-            event = ["c", inv, code_id, frame.f_lineno, depth, self._differ(entry)(frame.f_locals)]
-            if resumes >= 0:
-                event.append(resumes)
-            self.emit(event)
+            changes = self._differ(entry)(frame.f_locals)
+            self.emit(call_event(inv, code_id, frame.f_lineno, depth, changes, resumes, library))
         self._counted()
 
     def line(self, entry: _Entry, line: int) -> None:

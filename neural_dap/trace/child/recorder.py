@@ -159,6 +159,7 @@ class Recorder:
         # justMyCode false: the standard library and installed packages are the user's code too
         self.excluded = _own_prefixes() if cfg.get("trace_libraries") else _excluded_prefixes()
         self.user_cache: dict = {}
+        self.library_cache: dict = {}
         self.code_ids: dict = {}
         self.next_invocation = 0
         self.depth = 0
@@ -180,6 +181,7 @@ class Recorder:
         # `python -m pytest`: pytest's own __main__ is not the user's code, the tests it runs are
         self.program = path if inside or (self.trace_all and not library) else ""
         self.user_cache.clear()
+        self.library_cache.clear()
 
     # -- what is the user's code -----------------------------------------------------------------
     def is_user(self, code: types.CodeType) -> bool:
@@ -191,6 +193,26 @@ class Recorder:
     def _judge(self, code: types.CodeType) -> bool:
         if code.co_name in _COMPREHENSIONS and not self.comprehensions:
             return False  # inlined since 3.12 (PEP 709): traces stay the same on every version
+        return self._users_file(code)
+
+    def is_library(self, code: types.CodeType) -> bool:
+        """Library code (the standard library, installed packages, code with no file), not the
+        user's own code left untraced (a comprehension where they are not recorded). Asked of the
+        frame under a traced call when it is not the traced frame below it: the call is then one
+        that library code made (child/__init__.py), and stepping off its return is different."""
+        found = self.library_cache.get(code)
+        if found is None:
+            found = self.library_cache[code] = not self._users_file(code)
+        return found
+
+    def called_by_library(self, frame: types.FrameType, below: types.FrameType | None) -> bool:
+        """A call of the user's code (`frame`) was made by library code, not by `below`, the traced
+        frame under it on the stack."""
+        back = frame.f_back
+        return back is not None and back is not below and self.is_library(back.f_code)
+
+    def _users_file(self, code: types.CodeType) -> bool:
+        """The code lies in the user's files (whatever kind of code it is)."""
         filename = code.co_filename
         if filename == self.program:
             return True

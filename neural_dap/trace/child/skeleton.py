@@ -2,8 +2,10 @@
 
 While the program runs, the engine writes fixed-size binary records (no locals, no reprs):
   event  12 bytes  <u4 invocation, i4 line, u1 kind (0 call, 1 line, 2 return, 3 exception;
-                   | 0x80 a line right after a handled exception), 3 bytes padding>
-  call    8 bytes  <u4 code id, i4 the caller's latest event index (-1: none)>, one per call event
+                   | 0x80 a line right after a handled exception; | 0x40 a call made by library
+                   code: the frame under it is not the traced frame below it), 3 bytes padding>
+  call   12 bytes  <u4 code id, i4 the caller's latest event index (-1: none), i4 the invocation a
+                   resumed generator or coroutine continues (-1: none)>, one per call event
 and every so many events (and every so many seconds) the recording process forks a *checkpoint*:
 a copy of the running program, paused at that event, that listens on a Unix socket. To
 materialise events a..b, the parent connects to the nearest checkpoint at or before a; the
@@ -33,7 +35,7 @@ from neural_dap.trace.child.terminal import typed_offset
 from neural_dap.trace.child.whatif import Edits
 
 EVENT_SIZE = 12
-CALL_SIZE = 8
+CALL_SIZE = 12
 HASH_EVERY = 1 << 16  # events per hashed range of records
 _EXIT = os._exit  # the real one: the runner wraps os._exit (to flush a program's own exit)
 
