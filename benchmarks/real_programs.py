@@ -127,13 +127,6 @@ PROGRAMS: tuple[Program, ...] = (
         "json_csv_sales.py",
         "csv, json (stdlib)",
         fast=True,
-        known=(
-            (
-                "agreement",
-                "at the end of the program (the last module line) neural-dap shows `(return) <module>`, debugpy the"
-                " calls the line made (`(return) summarise`, `(return) dumps`)",
-            ),
-        ),
     ),
     Program(
         "thread-pool",

@@ -238,7 +238,7 @@ async def test_output_events_arrive_at_the_stop_where_the_output_was_written_and
             i for i, e in enumerate(c.events) if e.get("event") == "output" and e["body"].get("category") == "stdout"
         )
         assert output_index < stopped_index
-        assert await step(c, "continue") == ("end", ("<module>", 22, {"(return) <module>": "None", "result": "14"}))
+        assert await step(c, "continue") == ("end", ("<module>", 22, {"result": "14"}))
         assert [e["body"]["output"] for e in c.events_named("output") if e["body"].get("category") == "stdout"][
             -1
         ] == "result 14\n"

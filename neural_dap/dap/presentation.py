@@ -111,9 +111,12 @@ class StopView:
         extras: list[tuple[str, str]] = []
         if state.terminal and not stop.hit_exception:
             label = "(return)" if state.event == "return" else "(exception)"
-            if not (stop.called_by_library and len(stack) > 1):
-                # (a function library code called returned into that code: what the call line gets
-                # back is that code's value, which was not recorded; debugpy shows that one)
+            if stop.called_by_library and len(stack) > 1:
+                pass  # (a function library code called returned into that code: what the call line
+                # gets back is that code's value, which was not recorded; debugpy shows that one)
+            elif state.event == "return" and state.function == "<module>":
+                pass  # a module returns nothing anyone gets (debugpy shows no value at its end either)
+            else:
                 extras.append((f"{label} {state.function}", state.value or "None"))
             if len(stack) > 1:
                 stack = stack[1:]  # back in the caller, at the call line
