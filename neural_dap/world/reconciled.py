@@ -53,7 +53,8 @@ class ReconciledWorld:
             raise WorldError("a session that starts from a return value can only be predicted: use reconcile 'none'")
         stop = await self.model.start(launch)
         if self.reality_kind == "recorded":
-            self.recorded = RecordedWorld()
+            # the frames the model writes: CWM's traces have 3.11's comprehension frames, nd's have none
+            self.recorded = RecordedWorld(comprehension_frames=getattr(self.model, "dialect", "nd") == "cwm")
             real = await self.recorded.start(launch)
             return await self._reconcile(stop, real.state, None)
         entry = (launch.entry.function, launch.entry.args or "") if launch.entry else None

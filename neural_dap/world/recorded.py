@@ -108,7 +108,10 @@ class RecordedWorld:
     name = "recorded"
     capabilities = Capabilities(exact=True, inverse=True)
 
-    def __init__(self) -> None:
+    def __init__(self, comprehension_frames: bool = True) -> None:
+        # 3.11's comprehension frames, as debugpy steps into them (a reality for the nd dialect,
+        # whose model never writes them, is recorded without)
+        self.comprehension_frames = comprehension_frames
         self.execution: Execution | None = None
         self.index = 0
         self.mode = "auto"
@@ -140,7 +143,7 @@ class RecordedWorld:
             stdin=launch.stdin,
             stdin_log=launch.stdin_log,
             output_copy=launch.output_copy,
-            comprehensions=True,  # a debug session shows what debugpy shows: 3.11's comprehension frames
+            comprehensions=self.comprehension_frames,
         )
         options = world_options(launch, RecordedOptions, "recorded")
         if options.child_recording is not None:
