@@ -281,3 +281,74 @@ async def test_calls_by_library_code_stop_where_debugpy_stops(tmp_path, plan, ve
         await peer.close()
     # the stops that matter were made: back in the module at `s.run()` after the callbacks
     assert ("<module>", 30) in stops, stops
+
+
+RETURNS_INTO_USER_CODE = """\
+def f(a):
+    return a + 1
+
+
+def g(b):
+    return b * 2
+
+
+def p(x):
+    return f(x)
+
+
+def boom(a):
+    raise ValueError(a)
+
+
+def q(x):
+    return boom(x)
+
+
+x = f(1) + g(2)
+y = p(x)
+try:
+    z = q(y)
+except ValueError:
+    z = 0
+print(x, y, z)
+"""
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("version", ["3.11", "3.12"])
+async def test_next_off_a_return_goes_where_debugpy_goes(tmp_path, version):
+    """`next` off a return into the user's code: on 3.11 pydevd's step over becomes a step into once
+    its frame has returned (`f(1) + g(2)`: it stops in g; `return f(x)`: at p's return; an exception
+    leaving boom and q: at q's exit, shown at its call line); on 3.12 it stops at each return."""
+    from .test_child_real_world import _interpreter
+
+    path = tmp_path / "returns.py"
+    path.write_text(RETURNS_INTO_USER_CODE)
+    python = _interpreter(version)
+    peer = DebugpyPeer(str(path), breakpoints=(2, 14), python=python)
+    launch: dict = {"program": str(path), "stopOnEntry": False}
+    if python:
+        launch["python"] = python
+    stops = []
+    try:
+        real = await peer.start()
+        async with adapter() as c:
+            await start(c, launch, {str(path): [{"line": 2}, {"line": 14}]})
+            for k, command in enumerate([None, *["next"] * 12]):
+                if command is not None:
+                    real = await peer.step(command)
+                    if real is None:
+                        break
+                    _reason, ours = await step(c, command)
+                else:
+                    ours = await where(c)
+                assert real is not None
+                name, line, local = ours
+                assert (name, line) == (real.function, real.line), (
+                    f"after {k} next: neural-dap at {name}:{line}, debugpy at {real.function}:{real.line}"
+                )
+                assert _comparable(local)[0] == real.locals, f"after {k} next"
+                stops.append((name, line))
+    finally:
+        await peer.close()
+    assert ("g", 6) in stops or version != "3.11", stops

@@ -72,7 +72,17 @@ async def test_step_in_on_a_call_line_stops_on_the_callees_first_line(world):
 async def test_next_at_a_return_goes_on_into_the_callers_next_line(world):
     outcome = await drive("next", at(world, "square", 3), world.act, ())
     assert (outcome.stop.state.function, outcome.stop.state.line) == ("main", 7)
-    assert world.actions == ["step_over", "step_over"]  # the return, then past it
+    # the return, then on as pydevd does on 3.11 once the stepped frame returned: into the caller
+    assert world.actions == ["step_over", "step_into"]
+
+
+async def test_next_off_a_return_stops_in_the_next_user_function_the_callers_line_calls(tmp_path):
+    """`x = f(1) + g(2)`, `next` at f's return: debugpy (3.11) stops in g, not at the next line."""
+    path = tmp_path / "fg.py"
+    path.write_text("def f(a):\n    return a + 1\n\n\ndef g(b):\n    return b * 2\n\n\nx = f(1) + g(2)\nprint(x)\n")
+    world = TreeWorld(StateTree(list(record(Program(str(path))).states)))
+    outcome = await drive("next", at(world, "f", 2), world.act, ())
+    assert (outcome.stop.state.function, outcome.stop.state.line) == ("g", 6)
 
 
 async def test_step_out_shows_the_return_in_the_caller(world):

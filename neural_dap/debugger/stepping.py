@@ -2,9 +2,11 @@
 
 Stops land where debugpy's do, so a session can be compared with debugpy stop by stop:
 
-  next            step_over; a return is stepped past into the caller, as debugpy does on 3.11
-                  (on 3.12+ debugpy stops at it, shown in the caller at the call line:
-                  `returns_stop_in_caller`)
+  next            step_over; on 3.11, once the frame returns (or an exception leaves it), on with
+                  step_into, as pydevd's step over becomes a step into there (the caller's line
+                  may call more user code; an exit met next is a stop, shown in the caller); on
+                  3.12+ debugpy stops at the return, shown in the caller at the call line
+                  (`returns_stop_in_caller`)
   stepIn          step_into; a call is stepped through to the callee's first line
   stepOut         step_return (shown in the caller with the `(return)` value)
 
@@ -71,7 +73,16 @@ async def drive(
     if kind == "next":
         stop = await act(Action("step_over"), True)
         while _passes(stop, returns_stop_in_caller):
-            stop = await act(Action("step_over"), True)
+            if returns_stop_in_caller:  # 3.12+: past an exception leaving the function, as debugpy steps
+                stop = await act(Action("step_over"), True)
+                continue
+            # 3.11: once the stepped frame has returned (or an exception left it), debugpy's step over
+            # steps *into* (pydevd): the caller's line may call more of the user's code (`f(1) + g(2)`:
+            # it stops in g), and an exit met on the way is a stop of its own, shown in the caller
+            stop = await act(Action("step_into"), True)
+            if stop.state.event == "call" and not (stop.hit_breakpoint or stop.hit_exception):
+                stop = await act(Action("step_into"), True)
+            break
     elif kind == "stepIn":
         stop = await act(Action("step_into"), True)
         if stop.state.event == "call" and not (stop.hit_breakpoint or stop.hit_exception):
