@@ -258,8 +258,11 @@ def test_a_recorded_child_sees_what_a_plain_run_of_it_sees(tmp_path: Path) -> No
     from neural_dap.trace.recorder import record_skeleton
 
     (tmp_path / "look.py").write_text(
-        "import os, sys\n"
+        "import atexit, os, sys\n"
         "print(sys.path[:2], sys.argv, __name__, sys.stdin.read(), sys.stdout.isatty(), os.environ.get('PYTHONPATH'))\n"
+        "atexit.register(print, 'atexit ran')\n"
+        "left_open = open('out.txt', 'w')\n"
+        "left_open.write('data')\n"
         "sys.exit(3)\n"
     )
     parent = tmp_path / "parent.py"
@@ -269,10 +272,14 @@ def test_a_recorded_child_sees_what_a_plain_run_of_it_sees(tmp_path: Path) -> No
         "print(done.stdout, done.returncode)\n"
     )
     plain = subprocess.run([sys.executable, str(parent)], capture_output=True, text=True, cwd=tmp_path).stdout
+    assert (tmp_path / "out.txt").read_text() == "data"
+    (tmp_path / "out.txt").unlink()
     folder = new_children_folder()
     recorded = record_skeleton(Program(str(parent), cwd=str(tmp_path), children=folder))
     try:
-        assert recorded.stdout == plain and plain.rstrip().endswith("3")
+        # it ends as the interpreter ends it: its atexit functions run, the file it left open is written
+        assert recorded.stdout == plain and "atexit ran" in plain and plain.rstrip().endswith("3")
+        assert (tmp_path / "out.txt").read_text() == "data"
         assert [child.name.split(" ")[0] for child in list_children(folder)] == ["look.py"]
     finally:
         recorded.close()

@@ -22,9 +22,12 @@ NO_CHILD_SESSIONS = (
     "neural-dap: the program started {count} Python process(es), recorded as child sessions, but this client"
     " does not answer startDebugging, so they cannot be opened here: {names}\n"
 )
-# what a child does not inherit: what ran (the child's own is given), and the client's own bookkeeping
+# what a child does not inherit: what ran (the child's own is given), and what the client does
+# around a launch (a build task run again for each child, a server-ready action, the console's)
 _NOT_INHERITED = frozenset(
     {"program", "module", "args", "stdin", "console", "subProcess", "noDebug", "entry", "source", "pythonArgs"}
+    | {"preLaunchTask", "postDebugTask", "serverReadyAction", "presentation", "debugServer"}
+    | {"internalConsoleOptions", "redirectOutput"}
 )
 
 

@@ -23,16 +23,19 @@ def main() -> None:
     sys.path.pop(0)
     if getattr(sys.flags, "safe_path", False):
         sys.path.insert(0, "")
-    with open(spec_path) as fh:
-        spec = json.load(fh)
     folder = os.path.dirname(spec_path)
-    cfg = dict(spec)
-    cfg.update(_what_runs(command))
-    cfg.update(threads=True, descendant=True, wall_time=1e9, children=folder)
-    events_fd = os.open(os.path.join(folder, f"{os.getpid()}.events"), os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-    started = _describe(folder, command)
-    from neural_dap.trace.child.channel import Limits
-    from neural_dap.trace.child.runner import record_here
+    try:
+        with open(spec_path) as fh:
+            spec = json.load(fh)
+        cfg = dict(spec)
+        cfg.update(_what_runs(command))
+        cfg.update(threads=True, descendant=True, wall_time=1e9, children=folder)
+        events_fd = os.open(os.path.join(folder, f"{os.getpid()}.events"), os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        started = _describe(folder, command)
+        from neural_dap.trace.child.channel import Limits
+        from neural_dap.trace.child.runner import record_here
+    except Exception:  # (the session's folder went, an import failed): the program runs, unrecorded
+        _run_unrecorded(command)
 
     record_here(
         cfg,
@@ -41,6 +44,13 @@ def main() -> None:
         exit_code=_exit_code,
         finished=lambda sent: _describe(folder, command, started, sent),
     )
+
+
+def _run_unrecorded(command: list[str]) -> None:
+    """The command as it was given, in place of this process: `python [options] COMMAND...`."""
+    given = list(getattr(sys, "orig_argv", [sys.executable]))
+    options = given[1 : given.index("-c")] if "-c" in given else []
+    os.execv(sys.executable, [given[0], *options, *command])
 
 
 def follow_forked_workers(spec: dict, main_path: str) -> None:
@@ -74,7 +84,7 @@ def record_call(spec: dict, command: list[str], run):
     """Record `run()` in this process as a child process's recording; returns what it returns."""
     from neural_dap.trace.child.channel import Channel, Limits
     from neural_dap.trace.child.engines import _choose_engine
-    from neural_dap.trace.child.recorder import _CAPTURES, TEE, Recorder, set_output_mode
+    from neural_dap.trace.child.recorder import _CAPTURES, PASS, TEE, Recorder, set_output_mode
     from neural_dap.trace.child.threads import ThreadTable
 
     folder = spec["folder"]
@@ -94,6 +104,19 @@ def record_call(spec: dict, command: list[str], run):
     for capture in _CAPTURES:  # its output is recorded, and still written where it goes
         capture.recorder = rec
     set_output_mode(TEE)
+    owner = os.getpid()
+
+    def forked() -> None:  # a fork the worker makes is not the worker: it never writes to its file
+        if os.getpid() != owner and not channel.closed:
+            channel.closed = True
+            engine.stop()
+            set_output_mode(PASS)
+            try:
+                os.close(events_fd)
+            except OSError:
+                pass
+
+    os.register_at_fork(after_in_child=forked)
     channel.events.append(["engine", name, sys.version.split()[0]])
     channel.start()
     outcome: tuple = ("finished", "", 0, None)

@@ -96,12 +96,15 @@ def follow_python_children(folder: str, spec: Callable[[], dict], own_path: str,
     which must not make a second recording of a child the first run already recorded."""
     spec_path = os.path.join(folder, "spec.json")
 
-    def command(argv):
-        """The command to start instead of `argv`: the same, or the program recording itself."""
+    def command(argv, executable):
+        """The command to start instead of `argv`: the same, or the program recording itself
+        (`executable`: the file that will run, which `argv[0]` need not name)."""
         if not live():
             return argv
         try:
             text = [os.fsdecode(a) for a in argv]
+            if executable is not None and not _recordable_python(os.fsdecode(executable)):
+                return argv
         except (TypeError, ValueError):
             return argv
         new = rewritten(text, spec_path, own_path) if text else None
@@ -111,7 +114,9 @@ def follow_python_children(folder: str, spec: Callable[[], dict], own_path: str,
         import _posixsubprocess
 
         fork_exec = _posixsubprocess.fork_exec
-        _posixsubprocess.fork_exec = lambda args, executables, *rest: fork_exec(command(args), executables, *rest)
+        _posixsubprocess.fork_exec = lambda args, executables, *rest: fork_exec(
+            command(args, _first_existing(executables)), executables, *rest
+        )
     except (ImportError, AttributeError):
         pass
     # subprocess starts some programs with os.posix_spawn instead (more of them from 3.13)
@@ -121,9 +126,18 @@ def follow_python_children(folder: str, spec: Callable[[], dict], own_path: str,
             setattr(os, name, _spawning(spawn, command))
 
 
+def _first_existing(executables):
+    """The candidate the exec will run: the first that exists (a PATH search tries them in order)."""
+    for candidate in executables or ():
+        if os.path.exists(candidate):
+            return candidate
+    return None
+
+
 def _spawning(spawn, command):
     def posix_spawn(path, argv, *args, **kwargs):
-        return spawn(path, command(argv), *args, **kwargs)
+        found = path if os.sep in os.fsdecode(path) else shutil.which(os.fsdecode(path))
+        return spawn(path, command(argv, found), *args, **kwargs)
 
     posix_spawn.__name__ = spawn.__name__
     return posix_spawn

@@ -10,6 +10,7 @@ import os
 import signal
 import sys
 import threading
+import time
 import types
 from _thread import get_ident
 
@@ -245,8 +246,10 @@ def record_here(
             from neural_dap.trace.child.descendant_main import follow_forked_workers
 
             follow_forked_workers({**_children_spec(cfg, rec), "folder": cfg["children"]}, rec.program)
-        if get_ident() == traced_thread:
-            die_with_parent()  # (a fork from another thread would die when that thread ends)
+        if get_ident() == traced_thread and not cfg.get("descendant"):
+            # (a fork from another thread would die when that thread ends; a child process's forks
+            # outlive it as they would without us: the recording's process group still ends them)
+            die_with_parent()
 
     def end_here(outcome: str, message: str) -> None:
         """In the main thread, between two of the program's bytecodes: stop tracing, hand over the
@@ -288,6 +291,8 @@ def record_here(
     stop_watching()
     if forked[0]:  # the debuggee's forked copy ran to its end, as a plain run's would
         _end_forked_child(outcome, real_exit)
+    if cfg.get("descendant"):
+        _shut_down_as_the_interpreter()
     if skeleton is not None:
         engine.flush()
         skeleton.program_ended(outcome)  # (a worker sends what it captured and ends here)
@@ -295,6 +300,36 @@ def record_here(
     finished(channel.sent)
     die_if_signalled(channel)
     real_exit(exit_code(outcome))
+
+
+def _shut_down_as_the_interpreter() -> None:
+    """A child process ends as the interpreter would end it, before its exit code is given: its
+    `atexit` functions run (multiprocessing's joins the processes it started), its streams are
+    flushed. (The recording child itself ends with os._exit: its program's end is recorded.)"""
+    import atexit
+
+    try:
+        atexit._run_exitfuncs()
+    except BaseException:  # (the interpreter prints such an error and goes on)
+        pass
+    # the interpreter's end finalizes every object, so a file the program left open gets what it
+    # wrote; the recorder still holds the program's objects (the values it last saw), so the files
+    # among them are flushed here instead
+    import gc
+    import io
+
+    for obj in gc.get_objects():
+        if isinstance(obj, (io.BufferedIOBase, io.TextIOBase)):
+            try:
+                if not obj.closed and obj.writable():
+                    obj.flush()
+            except Exception:
+                pass
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError, AttributeError):
+            pass
 
 
 def _keep_events_when_terminated(channel: Channel, finished=lambda sent: None) -> None:
@@ -309,8 +344,10 @@ def _keep_events_when_terminated(channel: Channel, finished=lambda sent: None) -
                 # (its locks are not reentrant; ending here would lose what it was writing)
                 channel.pending_signal = signum
                 return
-            if channel.finishing:
-                channel.done.wait(1.0)  # (another thread's finish: done is set at its start)
+            if channel.finishing:  # another thread's finish (the flusher's, at a limit): let it end
+                deadline = time.monotonic() + 1.0
+                while not channel.closed and time.monotonic() < deadline:
+                    time.sleep(0.005)
             elif channel.lock.acquire(timeout=1.0):  # the flusher writing a batch is waited for
                 channel.lock.release()
                 channel.finish("terminated", "SIGTERM (a pool ends its workers so)")
@@ -343,9 +380,16 @@ _SPEC_KEYS = (
 )
 
 
+# a child records every state (a full recording), whose limit is lower than a skeleton's
+# (world/recorded.py SESSION_LIMITS["full"]): a child never writes more than that to its file
+CHILD_MAX_EVENTS = 2_000_000
+
+
 def _children_spec(cfg: dict, rec: Recorder) -> dict:
     """How a child process records itself: as this recording does, with the same user's code."""
-    return {**{k: cfg[k] for k in _SPEC_KEYS if k in cfg}, "roots": rec.roots}
+    spec = {**{k: cfg[k] for k in _SPEC_KEYS if k in cfg}, "roots": rec.roots}
+    spec["max_events"] = min(int(spec.get("max_events", CHILD_MAX_EVENTS)), CHILD_MAX_EVENTS)
+    return spec
 
 
 # What the adapter sends to end a recording now (a `pause` while the program is recorded), and
