@@ -242,43 +242,10 @@ LIBRARY_PLANS = {
 @pytest.mark.parametrize("version", ["3.11", "3.12"])
 @pytest.mark.parametrize("plan", sorted(LIBRARY_PLANS))
 async def test_calls_by_library_code_stop_where_debugpy_stops(tmp_path, plan, version):
-    from .test_child_real_world import _interpreter
-
+    lines, commands = LIBRARY_PLANS[plan]
     path = tmp_path / "library_calls.py"
     path.write_text(LIBRARY_CALLS)
-    lines, commands = LIBRARY_PLANS[plan]
-    python = _interpreter(version)
-    peer = DebugpyPeer(str(path), breakpoints=lines, python=python)
-    launch: dict = {"program": str(path), "stopOnEntry": not lines}
-    if python:
-        launch["python"] = python
-    stops = []
-    try:
-        real = await peer.start()
-        async with adapter() as c:
-            await start(c, launch, {str(path): [{"line": line} for line in lines]})
-            for k, command in enumerate([None, *commands]):
-                if command is not None:
-                    real = await peer.step(command)
-                    if real is None:
-                        break
-                    _reason, ours = await step(c, command)
-                else:
-                    ours = await where(c)
-                assert real is not None
-                name, line, local = ours
-                plain, pseudo = _comparable(local)
-                here = f"after {k} {plan} commands"
-                assert (name, line) == (real.function, real.line), (
-                    f"{here}: neural-dap at {name}:{line}, debugpy at {real.function}:{real.line}"
-                )
-                assert plain == real.locals, here
-                returns = {f"(return) {k.split(' ', 1)[1].rsplit('.', 1)[-1]}": v for k, v in real.returns.items()}
-                for key, value in pseudo.items():
-                    assert returns.get(key) == value, f"{here}: {key}"
-                stops.append((name, line))
-    finally:
-        await peer.close()
+    stops = await _stops_beside_debugpy(path, lines, commands, version, plan)
     # the stops that matter were made: back in the module at `s.run()` after the callbacks
     assert ("<module>", 30) in stops, stops
 
@@ -320,21 +287,30 @@ async def test_next_off_a_return_goes_where_debugpy_goes(tmp_path, version):
     """`next` off a return into the user's code: on 3.11 pydevd's step over becomes a step into once
     its frame has returned (`f(1) + g(2)`: it stops in g; `return f(x)`: at p's return; an exception
     leaving boom and q: at q's exit, shown at its call line); on 3.12 it stops at each return."""
-    from .test_child_real_world import _interpreter
-
     path = tmp_path / "returns.py"
     path.write_text(RETURNS_INTO_USER_CODE)
+    stops = await _stops_beside_debugpy(path, (2, 14), ["next"] * 12, version, "next")
+    assert ("g", 6) in stops or version != "3.11", stops
+
+
+async def _stops_beside_debugpy(
+    path, lines: tuple[int, ...], commands: list[str], version: str, plan: str
+) -> list[tuple[str, int]]:
+    """The same breakpoints and commands in neural-dap and in a real debugpy, each stop asserted to
+    agree (place, locals, the `(return)` values neural-dap shows); returns the stops made."""
+    from .test_child_real_world import _interpreter
+
     python = _interpreter(version)
-    peer = DebugpyPeer(str(path), breakpoints=(2, 14), python=python)
-    launch: dict = {"program": str(path), "stopOnEntry": False}
+    peer = DebugpyPeer(str(path), breakpoints=lines, python=python)
+    launch: dict = {"program": str(path), "stopOnEntry": not lines}
     if python:
         launch["python"] = python
     stops = []
     try:
         real = await peer.start()
         async with adapter() as c:
-            await start(c, launch, {str(path): [{"line": 2}, {"line": 14}]})
-            for k, command in enumerate([None, *["next"] * 12]):
+            await start(c, launch, {str(path): [{"line": line} for line in lines]})
+            for k, command in enumerate([None, *commands]):
                 if command is not None:
                     real = await peer.step(command)
                     if real is None:
@@ -344,11 +320,16 @@ async def test_next_off_a_return_goes_where_debugpy_goes(tmp_path, version):
                     ours = await where(c)
                 assert real is not None
                 name, line, local = ours
+                plain, pseudo = _comparable(local)
+                here = f"after {k} {plan} commands"
                 assert (name, line) == (real.function, real.line), (
-                    f"after {k} next: neural-dap at {name}:{line}, debugpy at {real.function}:{real.line}"
+                    f"{here}: neural-dap at {name}:{line}, debugpy at {real.function}:{real.line}"
                 )
-                assert _comparable(local)[0] == real.locals, f"after {k} next"
+                assert plain == real.locals, here
+                returns = {f"(return) {k.split(' ', 1)[1].rsplit('.', 1)[-1]}": v for k, v in real.returns.items()}
+                for key, value in pseudo.items():
+                    assert returns.get(key) == value, f"{here}: {key}"
                 stops.append((name, line))
     finally:
         await peer.close()
-    assert ("g", 6) in stops or version != "3.11", stops
+    return stops

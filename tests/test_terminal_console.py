@@ -327,16 +327,21 @@ async def test_cancel_of_the_launch_progress_ends_the_recording_where_the_progra
         assert (line, values["name"]) == (2, "'Flo'")
 
 
+async def _launch_waiting_for_input(client, terminal: Terminal, program: Path) -> Path:
+    """Launch in the terminal console until the program asks for input; returns the console's folder."""
+    await _initialize(client, terminal)
+    await client.send_request("launch", {"program": str(program), "console": "integratedTerminal"})
+    await client.call("configurationDone")
+    await terminal.shows("name? ")
+    return Path(terminal.requests[0]["args"][3]).parent
+
+
 async def test_ending_the_session_while_the_program_waits_releases_the_terminal(tmp_path: Path) -> None:
     program = tmp_path / "greeter.py"
     program.write_text(GREETER)
     terminal = Terminal()
     async with adapter() as client:
-        await _initialize(client, terminal)
-        await client.send_request("launch", {"program": str(program), "console": "integratedTerminal"})
-        await client.call("configurationDone")
-        await terminal.shows("name? ")
-        folder = Path(terminal.requests[0]["args"][3]).parent
+        folder = await _launch_waiting_for_input(client, terminal, program)
         assert folder.is_dir()
         await client.call("disconnect", {"terminateDebuggee": True})
         await terminal.closes()
@@ -352,11 +357,7 @@ async def test_an_adapter_whose_client_goes_while_the_program_waits_ends_at_once
     program.write_text(GREETER)
     terminal = Terminal()
     async with adapter() as client:
-        await _initialize(client, terminal)
-        await client.send_request("launch", {"program": str(program), "console": "integratedTerminal"})
-        await client.call("configurationDone")
-        await terminal.shows("name? ")
-        folder = Path(terminal.requests[0]["args"][3]).parent
+        folder = await _launch_waiting_for_input(client, terminal, program)
         process: Process = client.process  # type: ignore[attr-defined]
         if how == "SIGTERM":
             process.terminate()
