@@ -40,26 +40,32 @@ def main(argv: list[str] | None = None) -> int:
         return 1
     # a daemon thread: it may sit in a read of the terminal when the program ends, and must not keep
     # this process (and the terminal) waiting for a key
-    typing = threading.Thread(target=_forward_typing, args=(connection,), daemon=True)
+    input_ended = threading.Event()
+    typing = threading.Thread(target=_forward_typing, args=(connection, input_ended), daemon=True)
     typing.start()
     try:
         _show_output(connection)
         if wait:
-            connection.close()  # what is typed now ends the typing thread instead of reaching the program
+            # what is typed from now on ends the typing thread (its send fails) instead of reaching
+            # the program. Whether the input had already ended is read before, not after: the key
+            # the user presses may end the thread before this thread looks at it again
+            ended_before = input_ended.is_set()
+            connection.close()
             print("\n[neural-dap: the program has ended; press Enter to close this window]", flush=True)
-            if typing.is_alive():
-                typing.join()
-            else:  # the input had ended (ctrl-D): a terminal still reads a line after it
+            if ended_before:  # ctrl-D: a terminal still reads a line after it
                 os.read(0, 1 << 16)
+            else:
+                typing.join()
     except KeyboardInterrupt:
         pass
     return 0
 
 
-def _forward_typing(connection: socket.socket) -> None:
+def _forward_typing(connection: socket.socket, input_ended: threading.Event) -> None:
     try:
         while data := os.read(0, 1 << 16):
             connection.sendall(data)
+        input_ended.set()
         connection.shutdown(socket.SHUT_WR)  # end-of-file (ctrl-D): the program's input ends too
     except OSError:
         pass
