@@ -58,13 +58,18 @@ class Paired:
         return getattr(self.inner, name)
 
     async def complete(self, prompt, **kwargs):
-        free = await self.inner.complete(prompt, **{**kwargs, "constraint": None})
-        result = await self.inner.complete(prompt, **kwargs)
+        # which goes first alternates: the second finds the prompt cached (KV cache, prefix cache)
+        if len(self.pairs) % 2:
+            result = await self.inner.complete(prompt, **kwargs)
+            free = await self.inner.complete(prompt, **{**kwargs, "constraint": None})
+        else:
+            free = await self.inner.complete(prompt, **{**kwargs, "constraint": None})
+            result = await self.inner.complete(prompt, **kwargs)
         self.pairs.append((result.seconds, result.generated_tokens, free.seconds, free.generated_tokens))
         return result
 
 
-def describe_pairs(pairs: list[tuple[float, int, float, int]]) -> None:
+def describe_pairs(name: str, pairs: list[tuple[float, int, float, int]]) -> None:
     if not pairs:
         return
     constrained = statistics.median(p[0] for p in pairs)
@@ -73,7 +78,7 @@ def describe_pairs(pairs: list[tuple[float, int, float, int]]) -> None:
         p[2] / p[3] for p in pairs if p[3]
     )
     print(
-        f"{'same prompts, paired':<30} calls {len(pairs):>4}  constrained {constrained * 1e3:6.0f} ms  "
+        f"{name:<30} calls {len(pairs):>4}  constrained {constrained * 1e3:6.0f} ms  "
         f"unconstrained {free * 1e3:6.0f} ms (medians)  ratio {constrained / free:4.2f}x per call, "
         f"{per_token:4.2f}x per token  (generated {statistics.median(p[1] for p in pairs):.0f} vs "
         f"{statistics.median(p[3] for p in pairs):.0f} tokens)"
@@ -124,14 +129,24 @@ async def main(opts) -> None:
             served = OpenAICompatibleClient(url)
             results["vLLM (CPU) constrained"] = await session(served, opts.steps)
             results["vLLM (CPU) unconstrained"] = await session(served, opts.steps, constrained=False)
+            # the way constrained requests went before whole-frame regexes: the plain request,
+            # then the refused frames made again segment by segment
+            by_segments = OpenAICompatibleClient(url, whole_frames=False)
+            results["vLLM plain, then by segments"] = await session(by_segments, opts.steps)
+            served_pairs = Paired(served)
+            await session(served_pairs, min(opts.steps, 50))
+            print(f"vLLM whole frames: {served.describe().get('wholeFrames')}")
             await served.close()
+            await by_segments.close()
     finally:
         if server is not None:
             server.stop()
     print()
     for name, summary in results.items():
         describe(name, summary)
-    describe_pairs(paired.pairs)
+    describe_pairs("in process, same prompts", paired.pairs)
+    if url:
+        describe_pairs("vLLM, same prompts", served_pairs.pairs)
 
 
 if __name__ == "__main__":

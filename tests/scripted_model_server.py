@@ -5,9 +5,11 @@
 SCRIPT.json: {"completions": [text, ...], "delay": seconds, "by_position": false}. Each
 /v1/completions request without structured outputs answers the next text of the list, then "???" once
 the list is used up; with "by_position", the text for the prompt's frame count instead (the n-th
-predicted frame of a session gets completions[n]), so replicas of one script answer alike;
-constrained requests (allowed_token_ids, structured_outputs) always get "???", so a refused frame
-cannot be repaired: the step fails, as with a model server that answers garbage. /tokenize gives
+predicted frame of a session gets completions[n]), so replicas of one script answer alike. A
+request constrained by a whole frame's regex gets that text where the regex matches it; other
+constrained requests (allowed_token_ids, a segment's regex or choice) always get "???", so a frame
+the constraint refuses cannot be repaired: the step fails, as with a model server that answers
+garbage. /tokenize gives
 one id per character (special tokens one id each); /v1/models lists one model; /stats counts the
 completion requests served.
 """
@@ -15,6 +17,7 @@ completion requests served.
 from __future__ import annotations
 
 import json
+import re
 import sys
 import threading
 import time
@@ -42,6 +45,7 @@ SPECIALS = [
     "<|inv_breakpoint|>",
 ]
 IDS = {s: 200_000 + k for k, s in enumerate(SPECIALS)}
+END = "<|end_of_text|>"  # the end-of-sequence token: a stop a whole frame's regex leaves to the server
 
 
 def tokenize(text: str) -> list[int]:
@@ -67,18 +71,22 @@ class Script:
         self.lock = threading.Lock()
         self.requests = 0
 
-    def next(self, constrained: bool, prompt: list[int]) -> str:
+    def next(self, constraint: dict | None, prompt: list[int], whole: bool) -> str:
         with self.lock:
             self.requests += 1
-            if constrained:
+            if constraint is not None and not whole:
                 return "???"
             if self.by_position:
                 # the context and the session's first frame end with a frame separator each
                 n = prompt.count(IDS["<|frame_sep|>"]) - 2
-                return self.completions[n] if 0 <= n < len(self.completions) else "???"
-            if not self.completions:
+                text = self.completions[n] if 0 <= n < len(self.completions) else "???"
+            elif not self.completions:
+                text = "???"
+            else:
+                text = self.completions.pop(0)
+            if constraint is not None and not re.fullmatch(constraint["regex"], text.replace(END, "")):
                 return "???"
-            return self.completions.pop(0)
+            return text
 
 
 def handler_for(script: Script):
@@ -108,9 +116,12 @@ def handler_for(script: Script):
                 self._send({"tokens": tokenize(body.get("prompt", ""))})
             elif self.path.endswith("/v1/completions"):
                 time.sleep(script.delay)
-                constrained = "allowed_token_ids" in body or "structured_outputs" in body
+                constraint = body.get("structured_outputs") or (
+                    {"allowed_token_ids": body["allowed_token_ids"]} if "allowed_token_ids" in body else None
+                )
                 prompt = body.get("prompt", [])
-                text = script.next(constrained, prompt if isinstance(prompt, list) else [])
+                whole = constraint is not None and "regex" in constraint and "stop_token_ids" in body  # a whole frame
+                text = script.next(constraint, prompt if isinstance(prompt, list) else [], whole)
                 n = int(body.get("n", 1))
                 self._send(
                     {

@@ -4,6 +4,7 @@ frame the model writes under the constraint is valid by construction."""
 from __future__ import annotations
 
 import random
+import re
 
 import pytest
 
@@ -12,6 +13,7 @@ from neural_dap.core.source import SourceInfo
 from neural_dap.corpus.programs import generate
 from neural_dap.corpus.scripts import generate_script
 from neural_dap.corpus.trajectories import Policy, choose_action
+from neural_dap.format.tokens import END
 from neural_dap.format.trace import TraceText
 from neural_dap.trace.recorder import Limits, Program, record
 from neural_dap.trace.tree import StateTree
@@ -91,6 +93,8 @@ def test_every_real_frame_is_accepted_by_its_constraint_and_lands_where_it_reall
                 text = "".join(trace.frames[n][len(trace.action_segments(action)) : -1])
                 assert constraint is not None
                 assert constraint.accepts(text), (source.filename, str(action), text)
+                # the same frame as a server's one regex sees it (its end-of-sequence token is a stop)
+                assert re.fullmatch(constraint.frame_regex(), text.replace(END, "")), (str(action), text)
                 assert (states[j].event, states[j].line) in constraint.landed(text)
                 frames += 1
                 candidates += len(constraint.landings())
@@ -118,6 +122,18 @@ def test_the_constraint_refuses_what_the_program_cannot_do():
     assert not c.accepts('<|line_sep|>{"xs": "..", "total": 0}<|action_sep|>    for x in xs:\n')  # values are strings
     assert not c.accepts("<|end_of_text|>")  # the function has not returned
     assert not c.accepts('<|call_sep|>{"xs": "[1]"}<|action_sep|>def f(xs):\n')  # a step over does not enter calls
+    whole = c.frame_regex()  # one regex for the whole frame refuses the same
+    assert re.fullmatch(whole, '<|line_sep|>{"xs": "..", "total": "0"}<|action_sep|>    for x in xs:\n')
+    for refused in (
+        '<|line_sep|>{"xs": "..", "total": "0"}<|action_sep|>    total = 0\n',
+        '<|line_sep|>{"total": "0"}<|action_sep|>    for x in xs:\n',
+        '<|line_sep|>{"xs": "..", "total": ".."}<|action_sep|>    for x in xs:\n',
+        '<|line_sep|>{"xs": "..", "y": "0"}<|action_sep|>    for x in xs:\n',
+        '<|line_sep|>{"xs": "..", "total": 0}<|action_sep|>    for x in xs:\n',
+        "",
+        '<|call_sep|>{"xs": "[1]"}<|action_sep|>def f(xs):\n',
+    ):
+        assert not re.fullmatch(whole, refused), refused
 
 
 def test_masked_decoding_never_reaches_a_dead_end(recorded):

@@ -423,6 +423,32 @@ class FrameConstraint:
     def _locals_regex(self, alive: Iterable) -> str:
         return r"\{(?:" + "|".join(_context_regex(self.contexts[k]) for k, *_ in sorted(alive)) + r")\}"
 
+    # -- the whole frame as one regex, for servers whose grammar engine matches special tokens ---------
+    def frame_regex(self) -> str:
+        """The whole frame as one regular expression, special tokens written as their strings, the
+        stop token left out (a server allows it where the expression ends; the empty alternative
+        where the traced scope may end lets it choose `<|end_of_text|>`, its end-of-sequence token,
+        first). For a server that constrains a whole request with a regex and matches a special
+        token by its text (vLLM's xgrammar does with the trace format's added tokens): one request
+        per frame. It accepts what the automaton accepts and, after a step back (`loose` contexts),
+        a little more (keys repeated), so a completion is still checked with `accepts`."""
+        events = (self.forced_event,) if self.forced_event is not None else self.events
+        alternatives = []
+        for event in events:
+            bodies = [self._context_frame_regex(c) for c in self.contexts if c.event == event and c.lines]
+            if bodies:
+                head = "" if self.forced_event is not None else re.escape(EVENT_TOKENS[event])
+                alternatives.append(head + "(?:" + "|".join(bodies) + ")")
+        if self.end and self.forced_event is None:
+            alternatives.append("")
+        return "|".join(f"(?:{a})" for a in alternatives) if alternatives else "(?!)"
+
+    def _context_frame_regex(self, ctx: FrameContext) -> str:
+        lines = "(?:" + "|".join(re.escape(o.decode()) for o in self._line_options(frozenset(ctx.lines))) + ")"
+        if ctx.event in ("call", "line"):
+            return r"\{(?:" + _context_regex(ctx) + r")\}" + re.escape(ACTION_SEP) + lines
+        return re.escape(ACTION_SEP) + lines + re.escape(ARG_SEP) + '"' + _CONTENT + '*"'
+
 
 def _escape_byte(escape: int, byte: int) -> int | None:
     """Escape states: 1 after a backslash, 2..5 inside \\uXXXX; returns the next (0: done)."""

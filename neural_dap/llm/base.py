@@ -89,6 +89,10 @@ class Constraint(Protocol):
         """For servers: ("special", specials) | ("regex", pattern) | ("choice", strings) next."""
         ...
 
+    def frame_regex(self) -> str:
+        """For servers: the whole completion as one regex, special tokens as their strings."""
+        ...
+
     def close_segment(self, state: ConstraintState) -> bytes | None:
         """The shortest bytes that finish the text segment `state` is in (b"" at a segment's end);
         None where none can. A server's constrained output cut off by its token budget ends this way."""

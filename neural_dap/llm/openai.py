@@ -5,12 +5,16 @@ in by id), with `stop_token_ids`, special tokens kept in the output, `n` samples
 a timeout; connection failures and 5xx answers are retried a bounded number of times with backoff;
 everything else becomes a `ModelError` that says what happened.
 
-With a decoding constraint, the first request is the plain one (one round trip, the prefix cache
-serving the history); a completion the constraint refuses is made again segment by segment with
-what vLLM's server offers: `allowed_token_ids` for a choice of special tokens, `structured_outputs`
-with a regex for the locals and the value, and `choice` for the source line, each request extending
-the prompt, so the prefix cache keeps serving it. Greedy decoding gives the same frame either way
-where the model's own choices were allowed.
+With a decoding constraint, one request carries the whole frame as a regex (`structured_outputs`),
+its special tokens written as their strings: vLLM's grammar engine (xgrammar) matches an added
+token by its text, so the server masks every token and the frame comes back in one round trip.
+That the special tokens came back as single tokens is checked on the first answer; a server that
+spelled them out, or takes no regex, gets the plain request instead, and a completion the
+constraint refuses (one cut by the token budget, say) is made again segment by segment with what
+vLLM's server offers: `allowed_token_ids` for a choice of special tokens, `structured_outputs` with
+a regex for the locals and the value, and `choice` for the source line, each request extending the
+prompt, so the prefix cache keeps serving it. Greedy decoding gives the same frame every way where
+the model's own choices were allowed.
 """
 
 from __future__ import annotations
@@ -46,6 +50,7 @@ class OpenAICompatibleClient:
         retries: int = 2,
         backoff: float = 0.5,
         transport: httpx.AsyncBaseTransport | None = None,
+        whole_frames: bool = True,
     ) -> None:
         urls = [url] if isinstance(url, str) else list(url)
         if not urls:
@@ -63,6 +68,9 @@ class OpenAICompatibleClient:
         self._metrics_supported = True
         self._usage_has_cache = False  # the server reports cached tokens itself: no /metrics round trips
         self._listed: list[dict] | None = None
+        # whether a whole frame can be asked for in one regex-constrained request (None: not tried
+        # yet); `whole_frames=False` never asks (the plain request, then segments where it is refused)
+        self._whole_frames: bool | None = None if whole_frames else False
 
     @property
     def base(self) -> str:
@@ -76,6 +84,8 @@ class OpenAICompatibleClient:
         described: dict = {"client": "openai", "url": self.url, "model": self.name}
         if len(self.replicas) > 1:
             described.update(replicas=len(self.replicas), failovers=self.failovers)
+        if self._whole_frames is not None:  # a frame asked for in one regex-constrained request, or not
+            described["wholeFrames"] = self._whole_frames
         return described
 
     async def close(self) -> None:
@@ -206,12 +216,62 @@ class OpenAICompatibleClient:
         temperature: float = 0.0,
         constraint: Constraint | None = None,
     ) -> CompletionResult:
+        if constraint is None:
+            return await self._complete(prompt, max_tokens=max_tokens, stop_ids=stop_ids, n=n, temperature=temperature)
+        whole = await self._whole_frame(prompt, constraint, max_tokens, stop_ids, n, temperature)
+        if whole is not None:
+            return await self._repaired(prompt, whole, constraint, max_tokens, temperature)
         result = await self._complete(prompt, max_tokens=max_tokens, stop_ids=stop_ids, n=n, temperature=temperature)
-        if constraint is None or all(constraint.accepts(c.text) for c in result.completions):
+        if self._whole_frames is None:
+            self._whole_frames = False  # the regex request failed where the plain one did not
+        return await self._repaired(prompt, result, constraint, max_tokens, temperature)
+
+    async def _whole_frame(
+        self,
+        prompt: list[int],
+        constraint: Constraint,
+        max_tokens: int,
+        stop_ids: list[int],
+        n: int,
+        temperature: float,
+    ) -> CompletionResult | None:
+        """The frame asked for in one request constrained by its whole regex; None where this server
+        cannot do that (it spelled a special token out in plain text, or refused the request)."""
+        if self._whole_frames is False:
+            return None
+        try:
+            result = await self._complete(
+                prompt,
+                max_tokens=max_tokens,
+                stop_ids=stop_ids,
+                n=n,
+                temperature=temperature,
+                regex=constraint.frame_regex(),
+            )
+        except ModelError:
+            if self._whole_frames:
+                raise  # it did take whole frames: this failure is not about the regex
+            return None
+        if not self._whole_frames:
+            counts = [_special_tokens(c) for c in result.completions]
+            if any(spelled for _, spelled in counts) and not any(whole for whole, _ in counts):
+                # its grammar engine does not match a special token by its text: the model would
+                # read frames it never saw. (Once one has come whole, a spelled one is the model's
+                # pick among what the frame allowed, and its text is the same.)
+                self._whole_frames = False
+                return None
+            self._whole_frames = True
+        return result
+
+    async def _repaired(
+        self, prompt: list[int], result: CompletionResult, constraint: Constraint, max_tokens: int, temperature: float
+    ) -> CompletionResult:
+        """`result` with each completion the constraint refuses made again segment by segment."""
+        if all(constraint.accepts(c.text) for c in result.completions):
             return result
         started = time.monotonic()
         completions: list[Completion] = []
-        requests = 1
+        requests = result.requests
         repaired = 0
         for completion in result.completions:
             if constraint.accepts(completion.text):
@@ -227,7 +287,7 @@ class OpenAICompatibleClient:
             result.generated_tokens,
             result.cached_tokens,
             result.seconds + time.monotonic() - started,
-            constrained=repaired,
+            constrained=max(repaired, result.constrained),
             requests=requests,
         )
 
@@ -400,8 +460,16 @@ class OpenAICompatibleClient:
         return _completion(data["choices"][0])
 
     async def _complete(
-        self, prompt: list[int], *, max_tokens: int, stop_ids: list[int], n: int = 1, temperature: float = 0.0
+        self,
+        prompt: list[int],
+        *,
+        max_tokens: int,
+        stop_ids: list[int],
+        n: int = 1,
+        temperature: float = 0.0,
+        regex: str | None = None,
     ) -> CompletionResult:
+        """One request; with `regex`, the server constrains the whole completion with it."""
         model = await self.resolve_model()
         hits_before = None if self._usage_has_cache else await self._prefix_hits()
         started = time.monotonic()
@@ -416,6 +484,8 @@ class OpenAICompatibleClient:
             "spaces_between_special_tokens": False,
             "logprobs": 1,  # each generated token's log probability (format.confidence)
         }
+        if regex is not None:
+            body["structured_outputs"] = {"regex": regex}
         data = await self._json("POST", "/v1/completions", json=body)
         seconds = time.monotonic() - started
         choices = data.get("choices")
@@ -448,6 +518,24 @@ def _ended_by_eos(choice: dict) -> bool:
     """vLLM stopped at the end-of-text token, which it leaves out of the text: `stop_reason` is null
     (a stop token id or string would be named there). For a trace it means the traced scope ended."""
     return choice.get("finish_reason") == "stop" and "stop_reason" in choice and choice["stop_reason"] is None
+
+
+def _special_tokens(completion: Completion) -> tuple[int, int]:
+    """(whole, spelled): the special tokens in the text that came as one token each, and those
+    spelled out in plain text (a token starts inside them). Without token offsets nothing can be
+    told; the end-of-text token is a stop the client writes back itself."""
+    if not completion.offsets:
+        return 0, 0
+    starts = set(completion.offsets)
+    whole = spelled = 0
+    for found in _SPECIAL.finditer(completion.text):
+        if found.group() == END_OF_TEXT:
+            continue
+        if found.start() in starts and not any(found.start() < o < found.end() for o in completion.offsets):
+            whole += 1
+        else:
+            spelled += 1
+    return whole, spelled
 
 
 def _completion(choice: dict, *, ended_by_eos: bool = False) -> Completion:
