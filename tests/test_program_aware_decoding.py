@@ -122,6 +122,10 @@ def test_the_constraint_refuses_what_the_program_cannot_do():
     assert not c.accepts('<|line_sep|>{"xs": "..", "total": 0}<|action_sep|>    for x in xs:\n')  # values are strings
     assert not c.accepts("<|end_of_text|>")  # the function has not returned
     assert not c.accepts('<|call_sep|>{"xs": "[1]"}<|action_sep|>def f(xs):\n')  # a step over does not enter calls
+    # once the line is the only one left, the rest of the frame is known without the model
+    after_locals = c.run('<|line_sep|>{"xs": "..", "total": "0"}<|action_sep|>', complete=False)
+    assert c.forced_rest(after_locals) == b"    for x in xs:\n"
+    assert c.forced_rest(c.run('<|line_sep|>{"xs": "..", "total": "0"}', complete=False)) is None  # locals: a choice
     whole = c.frame_regex()  # one regex for the whole frame refuses the same
     assert re.fullmatch(whole, '<|line_sep|>{"xs": "..", "total": "0"}<|action_sep|>    for x in xs:\n')
     for refused in (

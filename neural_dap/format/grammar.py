@@ -240,6 +240,19 @@ class FrameConstraint:
             self._options[lines] = options
         return options
 
+    def forced_rest(self, state: State) -> bytes | None:
+        """The rest of the frame where the automaton leaves only one: in the source line of a call or
+        line frame, once one candidate line starts with what is written (the frame ends after it).
+        None elsewhere, and where the rest would begin inside a character (it is decoded apart)."""
+        if state[0] != "line" or state[1] != "line_or_call":
+            return None
+        prefix = state[2]
+        options = [o for o in self._line_options(state[3]) if o.startswith(prefix)]
+        if len(options) != 1:
+            return None
+        rest = options[0][len(prefix) :]
+        return None if rest and (rest[0] & 0xC0) == 0x80 else rest
+
     def lines_for(self, state: State) -> frozenset[int]:
         """The candidate lines still open at a line state (to tell the parser)."""
         return state[3] if state[0] == "line" else frozenset()

@@ -89,6 +89,11 @@ class Constraint(Protocol):
         """For servers: ("special", specials) | ("regex", pattern) | ("choice", strings) next."""
         ...
 
+    def forced_rest(self, state: ConstraintState) -> bytes | None:
+        """The rest of the completion where only one is left: its text, the stop token implied
+        (b"": only the stop); None where there is still a choice."""
+        ...
+
     def frame_regex(self) -> str:
         """For servers: the whole completion as one regex, special tokens as their strings."""
         ...

@@ -183,7 +183,7 @@ class InProcessClient:
                     if k > 0:
                         self._crop(prompt_cache_len)
                         self._cached_ids = list(prompt)
-                    ids, changed, logprobs, cuts = self._generate(
+                    ids, changed, logprobs, cuts, rest = self._generate(
                         last_logits, min(max_tokens, limit - len(prompt) - 1), stop_ids, temperature, cancel, constraint
                     )
                     generated_total += len(ids)
@@ -194,15 +194,20 @@ class InProcessClient:
                         skip_special_tokens=False,
                         clean_up_tokenization_spaces=False,
                     )  # type: ignore[union-attr]
-                    finish = "stop" if ids and ids[-1] in stop_ids else "length"
+                    finish = "stop" if (ids and ids[-1] in stop_ids) or rest is not None else "length"
                     offsets = self._offsets(kept)
+                    kept_logprobs = logprobs[: len(kept)]
+                    if rest:  # the text the frame left no choice about: certain, written without the model
+                        offsets.append(len(text))
+                        kept_logprobs.append(0.0)
+                        text += rest.decode()
                     completions.append(
                         Completion(
                             text,
                             finish,
                             len(ids),
                             offsets=tuple(offsets),
-                            logprobs=tuple(logprobs[: len(kept)]),
+                            logprobs=tuple(kept_logprobs),
                             cuts=tuple(offsets[c] for c in cuts if c < len(offsets)),
                         )
                     )
@@ -254,9 +259,13 @@ class InProcessClient:
         temperature: float,
         cancel: threading.Event,
         constraint: Constraint | None = None,
-    ) -> tuple[list[int], int, list[float], list[int]]:
+    ) -> tuple[list[int], int, list[float], list[int], bytes | None]:
         """Token ids up to a stop token; how many choices the constraint changed; the log probability
-        the model gave each token (before the constraint); the steps where a looping value was ended."""
+        the model gave each token (before the constraint); the steps where a looping value was ended;
+        and the rest of the completion where the constraint left only one (None where the model
+        wrote it all). That rest (a source line once one candidate is left, the stop after it) is
+        not decoded token by token: a forward pass per token for text with no choice in it was a
+        fifth of a stop."""
         import torch
 
         ids: list[int] = []
@@ -315,8 +324,12 @@ class InProcessClient:
                 run.append(token)
             if token in stops:
                 break
+            if constraint is not None:
+                rest = constraint.forced_rest(state)
+                if rest is not None:
+                    return ids, changed, logprobs, cuts, rest
             logits = self._step(token)
-        return ids, changed, logprobs, cuts
+        return ids, changed, logprobs, cuts, None
 
     def _step(self, token: int):
         """Run one token after the cache; the logits of the next."""
