@@ -84,9 +84,21 @@ class Script:
                 text = "???"
             else:
                 text = self.completions.pop(0)
-            if constraint is not None and not re.fullmatch(constraint["regex"], text.replace(END, "")):
-                return "???"
+            if constraint is not None:
+                return _matched(constraint["regex"], text)
             return text
+
+
+def _matched(regex: str, text: str) -> str:
+    """What a server constrained by a whole frame's regex would write of `text`: all of it, or the
+    part before a special token where the regex ends there (a frame's head); else "???"."""
+    if re.fullmatch(regex, text.replace(END, "")):  # the end-of-text token is a stop the regex leaves out
+        return text
+    cuts = sorted((m.start() for m in re.finditer(r"<\|[a-z_]+\|>", text)), reverse=True)
+    for cut in cuts:
+        if re.fullmatch(regex, text[:cut]):
+            return text[:cut]
+    return "???"
 
 
 def handler_for(script: Script):

@@ -13,7 +13,7 @@ from neural_dap.core.source import SourceInfo
 from neural_dap.corpus.programs import generate
 from neural_dap.corpus.scripts import generate_script
 from neural_dap.corpus.trajectories import Policy, choose_action
-from neural_dap.format.tokens import END
+from neural_dap.format.tokens import ACTION_SEP, END
 from neural_dap.format.trace import TraceText
 from neural_dap.trace.recorder import Limits, Program, record
 from neural_dap.trace.tree import StateTree
@@ -70,7 +70,7 @@ def test_every_recorded_step_lands_among_the_static_successors(recorded):
 
 def test_every_real_frame_is_accepted_by_its_constraint_and_lands_where_it_really_is(recorded):
     rng = random.Random(0)
-    frames = candidates = 0
+    frames = candidates = heads_only = 0
     for source, states in recorded:
         flow = ProgramFlow(source)
         tree = StateTree(states)
@@ -95,11 +95,19 @@ def test_every_real_frame_is_accepted_by_its_constraint_and_lands_where_it_reall
                 assert constraint.accepts(text), (source.filename, str(action), text)
                 # the same frame as a server's one regex sees it (its end-of-sequence token is a stop)
                 assert re.fullmatch(constraint.frame_regex(), text.replace(END, "")), (str(action), text)
+                # or its head, where the program leaves one line: the rest is forced, and the same
+                heads = constraint.frame_regex(head_only=True)
+                if not re.fullmatch(heads, text.replace(END, "")):
+                    head = text[: text.index(ACTION_SEP)]
+                    assert re.fullmatch(heads, head), (str(action), text)
+                    ending = constraint.forced_ending(constraint.run(head, complete=False))
+                    assert ending is not None and head + ending == text, (str(action), text, constraint.landings())
+                    heads_only += 1
                 assert (states[j].event, states[j].line) in constraint.landed(text)
                 frames += 1
                 candidates += len(constraint.landings())
                 i = j
-    assert frames > 300
+    assert frames > 300 and heads_only > 50
     assert candidates / frames < 4  # the candidates stay few: the model chooses among a handful of lines
 
 

@@ -23,7 +23,8 @@ from neural_dap.world.landing import frame_constraint
 from .test_cwm_world import mock_vllm
 
 SOURCE = "def f(xs):\n    total = 0\n    for x in xs:\n        total += x\n    return total\n"
-FRAME = '<|line_sep|>{"xs": "..", "total": "0"}<|action_sep|>    for x in xs:\n'
+HEAD = '<|line_sep|>{"xs": "..", "total": "0"}'
+FRAME = HEAD + "<|action_sep|>    for x in xs:\n"
 FRAME_SEP_ID = 200_005  # not a real id: the mock gives the stop no meaning of its own
 
 
@@ -91,16 +92,19 @@ async def _complete(client: OpenAICompatibleClient):
 
 
 async def test_a_constrained_prediction_is_one_request_with_the_whole_frame_as_a_regex():
-    server = Server(_answer(FRAME), _answer(FRAME, spelled=True))
+    server = Server(_answer(HEAD), _answer(FRAME, spelled=True))
     client = OpenAICompatibleClient("http://vllm.test/v1", transport=server.transport())
     result = await _complete(client)
-    assert result.completions[0].text == FRAME and result.requests == 1
     body = server.bodies[0]
     assert body["stop_token_ids"] == [FRAME_SEP_ID] and body["logprobs"] == 1
     regex = body["structured_outputs"]["regex"]
-    assert re.fullmatch(regex, FRAME)
-    assert not re.fullmatch(regex, FRAME.replace("for x in xs:", "total = 0"))  # the program cannot go there
-    assert result.completions[0].logprobs  # the confidence of each token came with it
+    # the step over has one line to land on: the regex ends after the locals, and the line is the
+    # program's, added by the client (not decoded by the server), certain
+    assert re.fullmatch(regex, HEAD)
+    assert not re.fullmatch(regex, HEAD.replace('"0"', '".."'))  # no earlier total to repeat
+    made = result.completions[0]
+    assert made.text == FRAME and result.requests == 1
+    assert made.offsets[-1] == len(HEAD) and made.logprobs[-1] == 0.0 and len(made.logprobs) > 1
     # once the server has matched special tokens, one the model chose to spell out (its text is
     # the same, and the frame allowed it) is kept
     spelled = await _complete(client)

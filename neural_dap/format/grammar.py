@@ -253,6 +253,28 @@ class FrameConstraint:
         rest = options[0][len(prefix) :]
         return None if rest and (rest[0] & 0xC0) == 0x80 else rest
 
+    def forced_ending(self, state: State | None) -> str | None:
+        """The rest of the frame from `state` where nothing is left to choose: special tokens the
+        frame forces (as their strings) and then the `forced_rest` of its line, the stop token
+        implied. None where something is still to choose."""
+        out: list[str] = []
+        while state is not None and not self.done(state):
+            rest = self.forced_rest(state)
+            if rest is not None:
+                return "".join(out) + rest.decode()
+            try:
+                kind, what = self.segment(state)
+            except ValueError:  # in the middle of the locals
+                return None
+            if kind != "special" or len(what) != 1:  # type: ignore[arg-type]
+                return None
+            token = what[0]  # type: ignore[index]
+            state = self.step_special(state, token)
+            if state is not None and self.done(state):
+                return "".join(out)  # the frame separator: the stop token
+            out.append(token)
+        return None
+
     def lines_for(self, state: State) -> frozenset[int]:
         """The candidate lines still open at a line state (to tell the parser)."""
         return state[3] if state[0] == "line" else frozenset()
@@ -437,18 +459,25 @@ class FrameConstraint:
         return r"\{(?:" + "|".join(_context_regex(self.contexts[k]) for k, *_ in sorted(alive)) + r")\}"
 
     # -- the whole frame as one regex, for servers whose grammar engine matches special tokens ---------
-    def frame_regex(self) -> str:
+    def frame_regex(self, *, head_only: bool = False) -> str:
         """The whole frame as one regular expression, special tokens written as their strings, the
         stop token left out (a server allows it where the expression ends; the empty alternative
         where the traced scope may end lets it choose `<|end_of_text|>`, its end-of-sequence token,
         first). For a server that constrains a whole request with a regex and matches a special
         token by its text (vLLM's xgrammar does with the trace format's added tokens): one request
         per frame. It accepts what the automaton accepts and, after a step back (`loose` contexts),
-        a little more (keys repeated), so a completion is still checked with `accepts`."""
+        a little more (keys repeated), so a completion is still checked with `accepts`. With
+        `head_only`, a call or line frame whose event has one candidate line ends after its
+        locals: the rest is the program's (`forced_ending`), and a server need not decode it."""
         events = (self.forced_event,) if self.forced_event is not None else self.events
         alternatives = []
         for event in events:
-            bodies = [self._context_frame_regex(c) for c in self.contexts if c.event == event and c.lines]
+            contexts = [c for c in self.contexts if c.event == event and c.lines]
+            # only where the event leaves one line whatever the locals: a head two contexts with
+            # different lines could both match would leave the line to ask for again
+            lines = frozenset(line for c in contexts for line in c.lines)
+            ends_early = head_only and len(self._line_options(lines)) == 1
+            bodies = [self._context_frame_regex(c, ends_early) for c in contexts]
             if bodies:
                 head = "" if self.forced_event is not None else re.escape(EVENT_TOKENS[event])
                 alternatives.append(head + "(?:" + "|".join(bodies) + ")")
@@ -456,10 +485,11 @@ class FrameConstraint:
             alternatives.append("")
         return "|".join(f"(?:{a})" for a in alternatives) if alternatives else "(?!)"
 
-    def _context_frame_regex(self, ctx: FrameContext) -> str:
+    def _context_frame_regex(self, ctx: FrameContext, head_only: bool) -> str:
         lines = "(?:" + "|".join(re.escape(o.decode()) for o in self._line_options(frozenset(ctx.lines))) + ")"
         if ctx.event in ("call", "line"):
-            return r"\{(?:" + _context_regex(ctx) + r")\}" + re.escape(ACTION_SEP) + lines
+            head = r"\{(?:" + _context_regex(ctx) + r")\}"
+            return head if head_only else head + re.escape(ACTION_SEP) + lines
         return re.escape(ACTION_SEP) + lines + re.escape(ARG_SEP) + '"' + _CONTENT + '*"'
 
 

@@ -94,8 +94,14 @@ class Constraint(Protocol):
         (b"": only the stop); None where there is still a choice."""
         ...
 
-    def frame_regex(self) -> str:
-        """For servers: the whole completion as one regex, special tokens as their strings."""
+    def forced_ending(self, state: ConstraintState | None) -> str | None:
+        """The rest of the completion from `state` where nothing is left to choose (special tokens
+        as their strings, the stop token implied); None where something is."""
+        ...
+
+    def frame_regex(self, *, head_only: bool = False) -> str:
+        """For servers: the whole completion as one regex, special tokens as their strings; with
+        `head_only`, it may end where the rest is forced (`forced_ending` gives it)."""
         ...
 
     def close_segment(self, state: ConstraintState) -> bytes | None:

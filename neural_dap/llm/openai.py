@@ -26,6 +26,7 @@ from collections import OrderedDict
 
 import anyio
 import httpx
+import msgspec
 
 from neural_dap.llm.base import CLOSING_ROOM, Completion, CompletionResult, Constraint, ModelError
 
@@ -246,7 +247,7 @@ class OpenAICompatibleClient:
                 stop_ids=stop_ids,
                 n=n,
                 temperature=temperature,
-                regex=constraint.frame_regex(),
+                regex=constraint.frame_regex(head_only=True),
             )
         except ModelError:
             if self._whole_frames:
@@ -261,7 +262,7 @@ class OpenAICompatibleClient:
                 self._whole_frames = False
                 return None
             self._whole_frames = True
-        return result
+        return msgspec.structs.replace(result, completions=tuple(_finished(constraint, c) for c in result.completions))
 
     async def _repaired(
         self, prompt: list[int], result: CompletionResult, constraint: Constraint, max_tokens: int, temperature: float
@@ -522,6 +523,26 @@ def _ended_by_eos(choice: dict) -> bool:
     """vLLM stopped at the end-of-text token, which it leaves out of the text: `stop_reason` is null
     (a stop token id or string would be named there). For a trace it means the traced scope ended."""
     return choice.get("finish_reason") == "stop" and "stop_reason" in choice and choice["stop_reason"] is None
+
+
+def _finished(constraint: Constraint, completion: Completion) -> Completion:
+    """A frame whose regex ended after its head (the locals, where one line is left) with the
+    rest the program forces: special tokens and the line, certain. Where the server, with only stop
+    tokens left, chose the end-of-text token, that end was no choice of the model's."""
+    if constraint.accepts(completion.text):
+        return completion
+    text = completion.text.removesuffix(END_OF_TEXT)
+    ending = constraint.forced_ending(constraint.run(text, complete=False))
+    if not ending:
+        return completion
+    kept = [k for k, offset in enumerate(completion.offsets) if offset < len(text)]
+    return msgspec.structs.replace(
+        completion,
+        text=text + ending,
+        finish_reason="stop",
+        offsets=(*(completion.offsets[k] for k in kept), len(text)),
+        logprobs=(*(completion.logprobs[k] for k in kept), 0.0),
+    )
 
 
 def _special_tokens(completion: Completion) -> tuple[int, int]:
