@@ -139,7 +139,7 @@ async def test_a_model_answering_garbage_still_gives_valid_frames_through_struct
             assert name in ("factorial", "<module>") and 1 <= line <= 20
         summary = await c.call("sessionSummary")
         assert summary["invalidFrames"] == 0 and summary["modelCalls"] >= 2  # random weights, valid frames
-        assert summary["invalidFrames"] == 0
+        assert "wholeFrames" in summary["model"]  # asked as one regex per frame (whatever the weights did with it)
 
 
 async def test_the_model_server_killed_mid_session_then_back(tmp_path):

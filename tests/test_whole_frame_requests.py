@@ -38,7 +38,7 @@ def _constraint():
     return constraint
 
 
-def _answer(text: str, *, spelled: bool = False, finish: str = "stop") -> dict:
+def _answer(text: str, *, spelled: bool = False, finish: str = "stop", stop_reason: int | None = FRAME_SEP_ID) -> dict:
     """vLLM's choice for `text`: one token per special token (or one per character when the server
     `spelled` them out) and per character of plain text, with the legacy `logprobs` object."""
     tokens: list[str] = []
@@ -51,7 +51,7 @@ def _answer(text: str, *, spelled: bool = False, finish: str = "stop") -> dict:
     return {
         "text": text,
         "finish_reason": finish,
-        "stop_reason": FRAME_SEP_ID if finish == "stop" else None,
+        "stop_reason": stop_reason if finish == "stop" else None,
         "logprobs": {"text_offset": offsets, "token_logprobs": [-0.1] * len(tokens), "tokens": tokens},
     }
 
@@ -92,7 +92,7 @@ async def _complete(client: OpenAICompatibleClient):
 
 
 async def test_a_constrained_prediction_is_one_request_with_the_whole_frame_as_a_regex():
-    server = Server(_answer(HEAD), _answer(FRAME, spelled=True))
+    server = Server(_answer(HEAD), _answer(HEAD, spelled=True))
     client = OpenAICompatibleClient("http://vllm.test/v1", transport=server.transport())
     result = await _complete(client)
     body = server.bodies[0]
@@ -116,7 +116,7 @@ async def test_a_constrained_prediction_is_one_request_with_the_whole_frame_as_a
 async def test_a_server_that_spells_special_tokens_out_gets_plain_requests_and_repairs():
     """A grammar engine that does not match a special token by its text writes it character by
     character: the model would read a frame it never saw. The client asks the plain way from then on."""
-    server = Server(_answer(FRAME, spelled=True), _answer(FRAME), _answer(FRAME))
+    server = Server(_answer(HEAD, spelled=True), _answer(FRAME), _answer(FRAME))
     client = OpenAICompatibleClient("http://vllm.test/v1", transport=server.transport())
     result = await _complete(client)
     assert result.completions[0].text == FRAME
@@ -145,4 +145,44 @@ async def test_a_whole_frame_cut_by_the_token_budget_is_repaired_segment_by_segm
     assert _constraint().accepts(made) and made.endswith("<|action_sep|>    for x in xs:\n")
     assert result.requests == 2 and "regex" in server.bodies[1]["structured_outputs"]
     assert len(server.bodies) == 2  # the only line left is the program's: not asked for
+    await client.close()
+
+
+async def test_a_frame_the_server_ended_with_its_end_of_text_token_is_finished_as_the_program_says():
+    """vLLM lets a request's stop tokens, the end-of-sequence one included, end it where its regex
+    ends: after a head, or after a whole frame. That end is no choice of the model's."""
+    after_head = _answer(HEAD, stop_reason=None)  # stopped by <|end_of_text|>, which vLLM leaves out
+    after_frame = _answer(FRAME, stop_reason=None)
+    server = Server(after_head, after_frame)
+    client = OpenAICompatibleClient("http://vllm.test/v1", transport=server.transport())
+    for _ in range(2):
+        result = await _complete(client)
+        assert result.completions[0].text == FRAME and result.requests == 1 and result.constrained == 0
+    await client.close()
+
+
+async def test_a_server_is_judged_only_by_an_answer_that_shows_how_it_wrote_special_tokens():
+    """An answer without token offsets (or without special tokens: a cwm frame whose event the
+    prompt forced) says nothing of the server's grammar engine; a later one still can. And where
+    the server gave no probabilities, the program's text adds none: the frame's confidence stays
+    unknown rather than certain."""
+    bare = {"text": HEAD, "finish_reason": "stop", "stop_reason": FRAME_SEP_ID}  # no logprobs
+    server = Server(bare, _answer(HEAD, spelled=True), _answer(FRAME))
+    client = OpenAICompatibleClient("http://vllm.test/v1", transport=server.transport())
+    first = (await _complete(client)).completions[0]
+    assert first.text == FRAME and first.offsets == () and first.logprobs == ()
+    assert "wholeFrames" not in client.describe()  # not judged yet
+    await _complete(client)  # spelled out, and nothing ever came whole: plain requests from now on
+    assert client.describe()["wholeFrames"] is False and "structured_outputs" not in server.bodies[2]
+    await client.close()
+
+
+async def test_a_frame_the_server_refuses_to_constrain_is_asked_the_plain_way_and_the_next_whole_again():
+    """A server that took whole frames can still refuse one (its grammar did not compile in time):
+    that frame goes the plain way, the session does not fail, and the next is asked whole again."""
+    server = Server(_answer(HEAD), 400, _answer(FRAME), _answer(HEAD))
+    client = OpenAICompatibleClient("http://vllm.test/v1", transport=server.transport())
+    for _ in range(3):
+        assert (await _complete(client)).completions[0].text == FRAME
+    assert ["structured_outputs" in body for body in server.bodies] == [True, True, False, True]
     await client.close()

@@ -18,7 +18,6 @@ States are plain tuples, hashable, so masks can be cached per state.
 from __future__ import annotations
 
 import json
-import re
 from collections import deque
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -459,7 +458,7 @@ class FrameConstraint:
         return r"\{(?:" + "|".join(_context_regex(self.contexts[k]) for k, *_ in sorted(alive)) + r")\}"
 
     # -- the whole frame as one regex, for servers whose grammar engine matches special tokens ---------
-    def frame_regex(self, *, head_only: bool = False) -> str:
+    def frame_regex(self, *, head_only: bool = False) -> str | None:
         """The whole frame as one regular expression, special tokens written as their strings, the
         stop token left out (a server allows it where the expression ends; the empty alternative
         where the traced scope may end lets it choose `<|end_of_text|>`, its end-of-sequence token,
@@ -479,18 +478,18 @@ class FrameConstraint:
             ends_early = head_only and len(self._line_options(lines)) == 1
             bodies = [self._context_frame_regex(c, ends_early) for c in contexts]
             if bodies:
-                head = "" if self.forced_event is not None else re.escape(EVENT_TOKENS[event])
+                head = "" if self.forced_event is not None else _literal(EVENT_TOKENS[event])
                 alternatives.append(head + "(?:" + "|".join(bodies) + ")")
         if self.end and self.forced_event is None:
             alternatives.append("")
-        return "|".join(f"(?:{a})" for a in alternatives) if alternatives else "(?!)"
+        return "|".join(f"(?:{a})" for a in alternatives) if alternatives else None
 
     def _context_frame_regex(self, ctx: FrameContext, head_only: bool) -> str:
-        lines = "(?:" + "|".join(re.escape(o.decode()) for o in self._line_options(frozenset(ctx.lines))) + ")"
+        lines = "(?:" + "|".join(_literal(o.decode()) for o in self._line_options(frozenset(ctx.lines))) + ")"
         if ctx.event in ("call", "line"):
             head = r"\{(?:" + _context_regex(ctx) + r")\}"
-            return head if head_only else head + re.escape(ACTION_SEP) + lines
-        return re.escape(ACTION_SEP) + lines + re.escape(ARG_SEP) + '"' + _CONTENT + '*"'
+            return head if head_only else head + _literal(ACTION_SEP) + lines
+        return _literal(ACTION_SEP) + lines + _literal(ARG_SEP) + '"' + _CONTENT + '*"'
 
 
 def _escape_byte(escape: int, byte: int) -> int | None:
@@ -523,6 +522,27 @@ def _string_byte(state: State, byte: int) -> State | None:
 
 
 # -- regexes for servers -----------------------------------------------------------------------------
+_METACHARACTERS = frozenset(".^$*+?{}[]|()\\")
+_CONTROL_ESCAPES = {"\n": "\\n", "\t": "\\t", "\r": "\\r", "\f": "\\f", "\v": "\\v"}
+
+
+def _literal(text: str) -> str:
+    """`text` as a regex that matches it alone, escaping only what must be: `re.escape` also
+    escapes spaces, `#`, `~`, `&`, `-` and writes a newline as a backslash and a newline, which
+    vLLM's grammar engine accepts with a warning in its log per escape (per new regex)."""
+    out = []
+    for ch in text:
+        if ch in _METACHARACTERS:
+            out.append("\\" + ch)
+        elif ch in _CONTROL_ESCAPES:
+            out.append(_CONTROL_ESCAPES[ch])
+        elif ch < " " or ch == "\x7f":
+            out.append(f"\\x{ord(ch):02x}")
+        else:
+            out.append(ch)
+    return "".join(out)
+
+
 _UNIT = r'(?:[^"\\\x00-\x1f\x7f]|\\["\\/bfnrt]|\\u[0-9a-fA-F]{4})'
 _UNIT_NODOT = r'(?:[^"\\\x00-\x1f\x7f.]|\\["\\/bfnrt]|\\u[0-9a-fA-F]{4})'
 _CONTENT = _UNIT
@@ -536,18 +556,18 @@ def _context_regex(ctx: FrameContext) -> str:
         keys = [*ctx.shadow, *(n for n in ctx.names if n not in ctx.shadow)]
         if not keys:
             return ""
-        entry = "(?:" + "|".join(re.escape(json.dumps(n)) for n in keys) + "): " + _ANY_VALUE
+        entry = "(?:" + "|".join(_literal(json.dumps(n)) for n in keys) + "): " + _ANY_VALUE
         return f"(?:{entry}(?:, {entry})*)?"
     items: list[tuple[str, bool]] = []
     for name in ctx.shadow:
-        items.append((re.escape(json.dumps(name)) + ": " + _ANY_VALUE, name not in ctx.deletable))
+        items.append((_literal(json.dumps(name)) + ": " + _ANY_VALUE, name not in ctx.deletable))
     shadow = set(ctx.shadow)
     new = [n for n in ctx.names if n not in shadow]
     unordered = None
     if ctx.ordered:
-        items += [(re.escape(json.dumps(n)) + ": " + _NEW_VALUE, False) for n in new]
+        items += [(_literal(json.dumps(n)) + ": " + _NEW_VALUE, False) for n in new]
     elif new:
-        unordered = "(?:" + "|".join(re.escape(json.dumps(n)) for n in new) + "): " + _NEW_VALUE
+        unordered = "(?:" + "|".join(_literal(json.dumps(n)) for n in new) + "): " + _NEW_VALUE
 
     def tail(k: int) -> str:
         out = []

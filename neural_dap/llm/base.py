@@ -99,9 +99,10 @@ class Constraint(Protocol):
         as their strings, the stop token implied); None where something is."""
         ...
 
-    def frame_regex(self, *, head_only: bool = False) -> str:
+    def frame_regex(self, *, head_only: bool = False) -> str | None:
         """For servers: the whole completion as one regex, special tokens as their strings; with
-        `head_only`, it may end where the rest is forced (`forced_ending` gives it)."""
+        `head_only`, it may end where the rest is forced (`forced_ending` gives it). None where
+        no completion is possible."""
         ...
 
     def close_segment(self, state: ConstraintState) -> bytes | None:

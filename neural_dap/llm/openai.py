@@ -126,7 +126,7 @@ class OpenAICompatibleClient:
     async def _json(self, method: str, path: str, **kwargs) -> dict:
         response = await self._request(method, path, **kwargs)
         if response.status_code != 200:
-            raise ModelError(
+            raise _Refused(
                 f"the model server answered HTTP {response.status_code} to {path.rsplit('/', 1)[-1]}: "
                 f"{_message(response)}"
             )
@@ -223,8 +223,6 @@ class OpenAICompatibleClient:
         if whole is not None:
             return await self._repaired(prompt, whole, constraint, max_tokens, temperature)
         result = await self._complete(prompt, max_tokens=max_tokens, stop_ids=stop_ids, n=n, temperature=temperature)
-        if self._whole_frames is None:
-            self._whole_frames = False  # the regex request failed where the plain one did not
         return await self._repaired(prompt, result, constraint, max_tokens, temperature)
 
     async def _whole_frame(
@@ -236,23 +234,20 @@ class OpenAICompatibleClient:
         n: int,
         temperature: float,
     ) -> CompletionResult | None:
-        """The frame asked for in one request constrained by its whole regex; None where this server
-        cannot do that (it spelled a special token out in plain text, or refused the request)."""
-        if self._whole_frames is False:
+        """The frame asked for in one request constrained by its whole regex; None where it must be
+        asked the plain way: this server spells special tokens out in plain text, or it refused
+        this request (it takes no regex, or could not compile this one's grammar in time)."""
+        regex = constraint.frame_regex(head_only=True)
+        if self._whole_frames is False or regex is None:
             return None
         try:
             result = await self._complete(
-                prompt,
-                max_tokens=max_tokens,
-                stop_ids=stop_ids,
-                n=n,
-                temperature=temperature,
-                regex=constraint.frame_regex(head_only=True),
+                prompt, max_tokens=max_tokens, stop_ids=stop_ids, n=n, temperature=temperature, regex=regex
             )
-        except ModelError:
-            if self._whole_frames:
-                raise  # it did take whole frames: this failure is not about the regex
-            return None
+        except _Refused:
+            if self._whole_frames is None:
+                self._whole_frames = False  # refused before it ever took one: it takes none
+            return None  # (a server that cannot be reached is not asked again the plain way)
         if not self._whole_frames:
             counts = [_special_tokens(c) for c in result.completions]
             if any(spelled for _, spelled in counts) and not any(whole for whole, _ in counts):
@@ -261,7 +256,8 @@ class OpenAICompatibleClient:
                 # pick among what the frame allowed, and its text is the same.)
                 self._whole_frames = False
                 return None
-            self._whole_frames = True
+            if any(whole for whole, _ in counts):
+                self._whole_frames = True  # judged only by an answer that shows it
         return msgspec.structs.replace(result, completions=tuple(_finished(constraint, c) for c in result.completions))
 
     async def _repaired(
@@ -533,15 +529,15 @@ def _finished(constraint: Constraint, completion: Completion) -> Completion:
         return completion
     text = completion.text.removesuffix(END_OF_TEXT)
     ending = constraint.forced_ending(constraint.run(text, complete=False))
-    if not ending:
+    if ending is None:
         return completion
     kept = [k for k, offset in enumerate(completion.offsets) if offset < len(text)]
+    offsets = tuple(completion.offsets[k] for k in kept)
+    logprobs = tuple(completion.logprobs[k] for k in kept)
+    if ending and logprobs:  # the program's text is certain (where the server said how sure it was)
+        offsets, logprobs = (*offsets, len(text)), (*logprobs, 0.0)
     return msgspec.structs.replace(
-        completion,
-        text=text + ending,
-        finish_reason="stop",
-        offsets=(*(completion.offsets[k] for k in kept), len(text)),
-        logprobs=(*(completion.logprobs[k] for k in kept), 0.0),
+        completion, text=text + ending, finish_reason="stop", offsets=offsets, logprobs=logprobs
     )
 
 
@@ -600,6 +596,10 @@ def _first_text(data: dict) -> str:
     ):
         raise ModelError(f"the server's answer is not a completion: {str(data)[:200]}")
     return choices[0]["text"]
+
+
+class _Refused(ModelError):
+    """The server answered, with an error status."""
 
 
 class _Unreachable(Exception):
