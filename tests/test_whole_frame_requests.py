@@ -10,6 +10,7 @@ from __future__ import annotations
 import re
 
 import httpx
+import pytest
 
 from neural_dap.core.actions import Action
 from neural_dap.core.flow import ProgramFlow
@@ -17,6 +18,7 @@ from neural_dap.core.source import SourceInfo
 from neural_dap.core.state import State
 from neural_dap.format.tokens import split_specials
 from neural_dap.format.trace import TraceText
+from neural_dap.llm.base import ModelError
 from neural_dap.llm.openai import OpenAICompatibleClient
 from neural_dap.world.landing import frame_constraint
 
@@ -185,4 +187,16 @@ async def test_a_frame_the_server_refuses_to_constrain_is_asked_the_plain_way_an
     for _ in range(3):
         assert (await _complete(client)).completions[0].text == FRAME
     assert ["structured_outputs" in body for body in server.bodies] == [True, True, False, True]
+    await client.close()
+
+
+async def test_an_error_the_plain_request_gets_too_does_not_turn_whole_frames_off():
+    """A request the server refuses either way (a prompt too long, say) fails that step; it says
+    nothing about regexes, and the next frame is asked whole."""
+    server = Server(400, 400, _answer(HEAD))
+    client = OpenAICompatibleClient("http://vllm.test/v1", transport=server.transport())
+    with pytest.raises(ModelError, match="HTTP 400"):
+        await _complete(client)
+    assert (await _complete(client)).completions[0].text == FRAME
+    assert "structured_outputs" in server.bodies[2] and client.describe()["wholeFrames"] is True
     await client.close()

@@ -8,8 +8,8 @@ everything else becomes a `ModelError` that says what happened.
 With a decoding constraint, one request carries the whole frame as a regex (`structured_outputs`),
 its special tokens written as their strings: vLLM's grammar engine (xgrammar) matches an added
 token by its text, so the server masks every token and the frame comes back in one round trip.
-That the special tokens came back as single tokens is checked on the first answer; a server that
-spelled them out, or takes no regex, gets the plain request instead, and a completion the
+That the special tokens came back as single tokens is checked until an answer shows it; a server
+that spelled them out, or takes no regex, gets the plain request instead, and a completion the
 constraint refuses (one cut by the token budget, say) is made again segment by segment with what
 vLLM's server offers: `allowed_token_ids` for a choice of special tokens, `structured_outputs` with
 a regex for the locals and the value, and `choice` for the source line, each request extending the
@@ -72,6 +72,7 @@ class OpenAICompatibleClient:
         # whether a whole frame can be asked for in one regex-constrained request (None: not tried
         # yet); `whole_frames=False` never asks (the plain request, then segments where it is refused)
         self._whole_frames: bool | None = None if whole_frames else False
+        self._regex_refused = False  # a regex request got an error answer
 
     @property
     def base(self) -> str:
@@ -223,6 +224,8 @@ class OpenAICompatibleClient:
         if whole is not None:
             return await self._repaired(prompt, whole, constraint, max_tokens, temperature)
         result = await self._complete(prompt, max_tokens=max_tokens, stop_ids=stop_ids, n=n, temperature=temperature)
+        if self._whole_frames is None and self._regex_refused:
+            self._whole_frames = False  # it refused the regex and took the same request without it
         return await self._repaired(prompt, result, constraint, max_tokens, temperature)
 
     async def _whole_frame(
@@ -245,9 +248,8 @@ class OpenAICompatibleClient:
                 prompt, max_tokens=max_tokens, stop_ids=stop_ids, n=n, temperature=temperature, regex=regex
             )
         except _Refused:
-            if self._whole_frames is None:
-                self._whole_frames = False  # refused before it ever took one: it takes none
-            return None  # (a server that cannot be reached is not asked again the plain way)
+            self._regex_refused = True  # (a server that cannot be reached is not asked again the plain way)
+            return None
         if not self._whole_frames:
             counts = [_special_tokens(c) for c in result.completions]
             if any(spelled for _, spelled in counts) and not any(whole for whole, _ in counts):
