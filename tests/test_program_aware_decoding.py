@@ -218,3 +218,22 @@ def test_a_segment_cut_off_by_a_token_budget_is_ended_the_shortest_way_the_frame
     assert c.close_segment(in_a_line) == b" x in xs:\n"
     whole = '<|line_sep|>{"xs": "..", "total": "12345"}<|action_sep|>    for x in xs:\n'
     assert c.accepts(whole) and c.close_segment(c.run(whole, complete=False)) == b""
+
+
+def test_a_source_line_full_of_regex_syntax_is_matched_as_itself_in_a_servers_regex():
+    """Source text reaches a server's regex: metacharacters, escapes and control bytes in a line are
+    literal there, so the line cannot widen (or break) what the server lets the model write."""
+    hostile = "    s = '.*(a|b)+[^x]{2,}\\\\d$^?\\t#~&-' + \"\\x1b\"  # (?P<x>.*)\n"
+    source = SourceInfo("def f():\n    x = 1\n" + hostile + "    return s\n")
+    from neural_dap.core.actions import Action
+    from neural_dap.core.state import State
+
+    trace = TraceText("nd", source, 1, entry_function="f")
+    trace.append(State("call", 1, "def f():", "f", 0, 0, {}))
+    seen = trace.append(State("line", 2, "    x = 1", "f", 0, 0, {}), Action("step_into"))
+    c = frame_constraint(ProgramFlow(source), trace, seen, Action("step_over"))
+    assert c is not None
+    whole = c.frame_regex()
+    line = source.line_text(3) + "\n"
+    assert re.fullmatch(whole, '<|line_sep|>{"x": "1"}<|action_sep|>' + line)
+    assert not re.fullmatch(whole, '<|line_sep|>{"x": "1"}<|action_sep|>    s = anything\n')

@@ -286,7 +286,7 @@ class OpenAICompatibleClient:
             result.generated_tokens,
             result.cached_tokens,
             result.seconds + time.monotonic() - started,
-            constrained=max(repaired, result.constrained),
+            constrained=repaired,
             requests=requests,
         )
 
