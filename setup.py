@@ -1,22 +1,40 @@
-"""Only the optional C tracer lives here; everything else is in pyproject.toml.
+"""The C parts live here; everything else is in pyproject.toml.
 
-`optional=True`: where the extension cannot be built, neural-dap records with its pure-Python
-engines (same events, slower). The tracer is built against the limited API of 3.11 (`abi3`): the
-recording child may run under another interpreter (the `python` launch key), and a 3.12 or 3.13
-child loads the same build (its sys.monitoring front end).
+- The tracer (`_ctracer`), built against the limited API of 3.11 (`abi3`): the recording child may
+  run under another interpreter (the `python` launch key), and a 3.12 or 3.13 child loads the same
+  build (its sys.monitoring front end).
+- The journal (`_journal`): a plain C library, no Python in it, which the adapter preloads into the
+  recording child (LD_PRELOAD) so that the program's contact with the world is recorded once and
+  replays touch nothing (see its header). Named like an extension so that the same build step makes
+  it; it is never imported.
+
+`optional=True`: where either cannot be built, neural-dap still records, with its pure-Python engines
+(same events, slower) and, without the journal, in full (every state kept, no replays).
 """
+
+import sys
 
 from setuptools import Extension, setup
 
-setup(
-    ext_modules=[
+extensions = [
+    Extension(
+        "neural_dap.trace._ctracer",
+        ["neural_dap/trace/_ctracer.c"],
+        py_limited_api=True,
+        define_macros=[("Py_LIMITED_API", "0x030B0000")],
+        optional=True,
+    )
+]
+if sys.platform.startswith("linux"):
+    extensions.append(
         Extension(
-            "neural_dap.trace._ctracer",
-            ["neural_dap/trace/_ctracer.c"],
+            "neural_dap.trace._journal",
+            ["neural_dap/trace/_journal.c"],
             py_limited_api=True,
-            define_macros=[("Py_LIMITED_API", "0x030B0000")],
+            libraries=["dl", "pthread"],
+            extra_compile_args=["-fvisibility=hidden"],
             optional=True,
         )
-    ],
-    options={"bdist_wheel": {"py_limited_api": "cp311"}},
-)
+    )
+
+setup(ext_modules=extensions, options={"bdist_wheel": {"py_limited_api": "cp311"}})

@@ -70,6 +70,36 @@ PROGRAMS = {
         "bubble",
         "list(range({bubble}, 0, -1))",
     ),
+    # the world in the loop: a file written and read back, a local socket (the journal records what
+    # each read returned; a replay reads it from there and writes nothing)
+    "io": (
+        textwrap.dedent(
+            """
+            import os, socket, tempfile
+
+            def exchange(n):
+                here, there = socket.socketpair()
+                fd, path = tempfile.mkstemp()
+                total = 0
+                with os.fdopen(fd, "w+") as fh:
+                    for i in range(n):
+                        here.send(b"ping %d" % i)
+                        total += len(there.recv(64))
+                        if i % 16 == 0:
+                            fh.write("line %d\\n" % i)
+                            fh.flush()
+                            fh.seek(0)
+                            total += len(fh.readline())
+                            fh.seek(0, 2)
+                os.unlink(path)
+                here.close()
+                there.close()
+                return total
+            """
+        ),
+        "exchange",
+        "{io}",
+    ),
 }
 
 
@@ -164,6 +194,38 @@ LIBRARIES = textwrap.dedent(
 )
 
 
+JOURNAL_READS = textwrap.dedent(
+    """
+    import os
+
+    def reads(path, n):
+        fd = os.open(path, os.O_RDONLY)
+        got = 0
+        for _ in range(n):
+            got += len(os.read(fd, 1))
+        os.close(fd)
+        return got
+    """
+)
+
+
+def journal_cost(python: str, tmp: Path, reads: int) -> None:
+    """What the journal costs beyond the data the program read: `reads` reads of one byte."""
+    data = tmp / "data.bin"
+    data.write_bytes(b"x" * reads)
+    path = tmp / "reads.py"
+    path.write_text(JOURNAL_READS)
+    program = Program(str(path), entry="reads", entry_args=f"{str(data)!r}, {reads}")
+    rec = record_skeleton(program, Limits(max_events=100_000_000, wall_time=600), python=python)
+    try:
+        assert rec.outcome.kind == "finished", rec.outcome
+        size = Path(rec.journal_file).stat().st_size
+    finally:
+        rec.close()
+    beyond = (size - reads) / 2**20
+    print(f"journal: {reads:,} reads of one byte take {size / 2**20:.1f} MiB, {beyond:.1f} MiB beyond the data read")
+
+
 def script_seconds(python: str, path: Path) -> float:
     """A plain run of a whole script, interpreter start-up left out."""
     t = time.perf_counter()
@@ -221,7 +283,12 @@ def main() -> None:
     pythons = opts.python or [sys.executable]
     # about a million events each at scale 1: long enough that a ratio measures the per-event cost,
     # not the fixed cost of starting and ending a recording (about 20 ms more than an empty one)
-    sizes = {"loop": 500_000 * opts.scale, "fib": 25 + (opts.scale > 1) * 3, "bubble": 800 * opts.scale}
+    sizes = {
+        "loop": 500_000 * opts.scale,
+        "fib": 25 + (opts.scale > 1) * 3,
+        "bubble": 800 * opts.scale,
+        "io": 60_000 * opts.scale,
+    }
     limits = Limits(max_events=100_000_000, wall_time=600, memory_mb=16384)
     print(
         f"{'python':>8} {'program':>10} {'events':>10} {'plain ms':>9} {'skeleton':>9} {'full':>9} {'B/event':>8} "
@@ -260,6 +327,7 @@ def main() -> None:
                     f"{per_event:>8.1f} {late * 1e3:>7.0f}ms {back * 1e3:>5.0f}ms"
                 )
             whole_programs(python, Path(tmp), opts.scale, limits, base_skeleton, base_full)
+            journal_cost(python, Path(tmp), 1_000_000)
 
 
 if __name__ == "__main__":

@@ -1,7 +1,9 @@
 """`pytest --neural-dap`: after the run, open a time-travel session at each failing test.
 
 Each failing test is run again alone under the recorder (`neural-dap debug -m pytest NODEID`),
-stopping where the failure leaves the test's code (the `userUnhandled` exception stop: pytest catches
+in the sandbox (the test ran once already: whatever it changes in the world, a database, a file, a
+server, is not changed a second time; the session says what was refused), stopping where the
+failure leaves the test's code (the `userUnhandled` exception stop: pytest catches
 the exception, so it is not "uncaught"); from there step back to see how the values came to be.
 In a terminal the session is interactive; elsewhere (CI, a pipe) the commands are printed, or
 `--neural-dap-do "where; p x; back"` runs a script of commands at each failure.
@@ -64,7 +66,7 @@ class FailureCollector:
 
 def debug_command(nodeid: str, script: str | None) -> list[str]:
     """The terminal front end on one test, run to where its failure leaves the test's code."""
-    command = [sys.executable, "-m", "neural_dap", "debug", "--run", "--break-on", "userUnhandled"]
+    command = [sys.executable, "-m", "neural_dap", "debug", "--run", "--sandbox", "--break-on", "userUnhandled"]
     if script is not None:
         command += ["--do", script]
     return [*command, "-m", "pytest", "-q", "-p", "no:cacheprovider", nodeid]

@@ -68,6 +68,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--run", action="store_true", help="run to the first breakpoint or exception stop instead of stopping on entry"
     )
     parser.add_argument(
+        "--sandbox",
+        action="store_true",
+        help="refuse the program's changes to the world (files outside its TMPDIR, the network, processes): "
+        "for a run that must not happen twice",
+    )
+    parser.add_argument(
         "--break-on",
         default="uncaught",
         help="exception stops, comma-separated: uncaught (default), raised, userUnhandled (leaves your code: "
@@ -122,6 +128,8 @@ def launch_arguments(opts: argparse.Namespace) -> dict:
         args["program"] = os.path.abspath(opts.program)
     if opts.python:
         args["python"] = opts.python
+    if opts.sandbox:
+        args["sandbox"] = True
     if own_terminal.wanted(opts.stdin):
         args["console"] = "integratedTerminal"  # the program reads this terminal (cli/own_terminal.py)
     elif opts.stdin:

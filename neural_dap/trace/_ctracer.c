@@ -34,6 +34,23 @@ PyAPI_FUNC(void) PyEval_SetTrace(Py_tracefunc, PyObject *);
 /* Not in the limited API either, exported with this signature since 3.9 (both front ends): the
  * frame under a call, to tell a call by library code from one by the traced frame below. */
 PyAPI_FUNC(PyFrameObject *) PyFrame_GetBack(PyFrameObject *);
+/* The journal (trace/_journal.c), when the recording child has it preloaded: the tracer's own
+ * callbacks are the debugger's plumbing (their pipes, clocks and forks are never journaled), and
+ * the reprs it asks for are code run for the user in the sandbox (effects refused). Found by name
+ * at import; absent, these do nothing. */
+#include <dlfcn.h>
+#define JOURNAL_PLUMBING 1
+#define JOURNAL_SANDBOX 2
+static int (*journal_enter)(int);
+static void (*journal_leave)(int);
+static void (*journal_set_counter)(const long long *);
+
+static int enter_context(int context) { return journal_enter != NULL ? journal_enter(context) : 0; }
+static void leave_context(int previous) {
+    if (journal_leave != NULL)
+        journal_leave(previous);
+}
+
 #define TRACE_CALL 0
 #define TRACE_EXCEPTION 1
 #define TRACE_LINE 2
@@ -167,6 +184,22 @@ static int hidden_global(PyObject *name, PyObject *value) {
 
 static PyObject *call1(PyObject *fn, PyObject *arg) { return PyObject_CallFunctionObjArgs(fn, arg, NULL); }
 
+/* A callback of the recorder's own (its hooks, judges, helpers). */
+static PyObject *call_ours(PyObject *fn, PyObject *arg) {
+    int previous = enter_context(JOURNAL_PLUMBING);
+    PyObject *result = call1(fn, arg);
+    leave_context(previous);
+    return result;
+}
+
+/* A callback that runs the program's code for the debugger (a repr): in the sandbox. */
+static PyObject *call_users(PyObject *fn, PyObject *arg) {
+    int previous = enter_context(JOURNAL_SANDBOX);
+    PyObject *result = call1(fn, arg);
+    leave_context(previous);
+    return result;
+}
+
 static PyObject *encode(Tracer *t, PyObject *value, int atom) {
     if (atom) {
         if (PyLong_CheckExact(value)) {
@@ -181,9 +214,9 @@ static PyObject *encode(Tracer *t, PyObject *value, int atom) {
             Py_INCREF(value);
             return value;
         }
-        return call1(t->encode_atom, value);
+        return call_users(t->encode_atom, value);
     }
-    return call1(t->encode_object, value);
+    return call_users(t->encode_object, value);
 }
 
 static int append_change(PyObject **changes, PyObject *name, PyObject *enc) {
@@ -355,8 +388,11 @@ static int flush_records(Tracer *t) {
     t->ev_len = 0;
     t->calls_len = 0;
     PyObject *rc = NULL;
-    if (events != NULL && calls != NULL && first != NULL)
+    if (events != NULL && calls != NULL && first != NULL) {
+        int previous = enter_context(JOURNAL_PLUMBING);
         rc = PyObject_CallFunctionObjArgs(t->flush, events, calls, first, NULL);
+        leave_context(previous);
+    }
     Py_XDECREF(first);
     int released = release_view(events) | release_view(calls);
     if (rc == NULL || released < 0) {
@@ -403,7 +439,7 @@ static int counted(Tracer *t) {
         PyObject *arg = PyLong_FromLongLong(n);
         if (arg == NULL)
             return -1;
-        PyObject *next = call1(t->hook, arg);
+        PyObject *next = call_ours(t->hook, arg);
         Py_DECREF(arg);
         if (next == NULL)
             return -1;
@@ -503,18 +539,20 @@ static CodeInfo *code_info(Tracer *t, PyObject *code) {
         if (info->code == code)
             return info;
     }
-    /* first sight: the recorder's judge says (and caches for its own use) */
-    PyObject *user = PyDict_GetItemWithError(t->user_cache, code);
+    /* first sight: the recorder's judge says (and caches, by id: equal code objects of two files
+     * are two codes) */
+    PyObject *key = PyLong_FromVoidPtr(code);
+    if (key == NULL)
+        return NULL;
+    PyObject *user = PyDict_GetItemWithError(t->user_cache, key);
+    Py_DECREF(key);
     if (user == NULL) {
         if (PyErr_Occurred())
             return NULL;
-        user = call1(t->judge, code);
+        user = call_ours(t->judge, code);
         if (user == NULL)
             return NULL;
-        int rc = PyDict_SetItem(t->user_cache, code, user);
-        Py_DECREF(user); /* the cache keeps it */
-        if (rc < 0)
-            return NULL;
+        Py_DECREF(user); /* the recorder's cache keeps it */
     }
     if (2 * (t->codes_len + 1) > t->codes_cap && grow_codes(t) < 0)
         return NULL;
@@ -545,10 +583,14 @@ static CodeInfo *code_info(Tracer *t, PyObject *code) {
 static long code_id_of(Tracer *t, CodeInfo *info) {
     if (info->code_id >= 0)
         return info->code_id;
-    PyObject *cid = PyDict_GetItemWithError(t->code_ids, info->code);
+    PyObject *key = PyLong_FromVoidPtr(info->code);
+    if (key == NULL)
+        return -1;
+    PyObject *cid = PyDict_GetItemWithError(t->code_ids, key);
+    Py_DECREF(key);
     if (cid != NULL)
         Py_INCREF(cid);
-    else if (PyErr_Occurred() || (cid = call1(t->code_id, info->code)) == NULL)
+    else if (PyErr_Occurred() || (cid = call_ours(t->code_id, info->code)) == NULL)
         return -1;
     long id = PyLong_AsLong(cid);
     Py_DECREF(cid);
@@ -624,7 +666,7 @@ static int called_by_library(Tracer *t, PyFrameObject *started, Entry *below) {
         else if (t->library == NULL)
             library = 1;
         else {
-            PyObject *answer = call1(t->library, code);
+            PyObject *answer = call_ours(t->library, code);
             library = answer == NULL ? -1 : PyObject_IsTrue(answer);
             Py_XDECREF(answer);
             if (known != NULL && library >= 0)
@@ -649,7 +691,7 @@ static int call_event(Tracer *t, PyFrameObject *frame, CodeInfo *info, int line)
     if (info->resumable && t->resumed != NULL) {
         PyFrameObject *started = frame != NULL ? frame : PyEval_GetFrame();
         if (started != NULL) {
-            PyObject *found = call1(t->resumed, (PyObject *)started);
+            PyObject *found = call_ours(t->resumed, (PyObject *)started);
             if (found == NULL)
                 return -1;
             int ok = PyArg_ParseTuple(found, "Lp", &resumes, &direct);
@@ -703,7 +745,9 @@ static int left_event(Tracer *t, Entry *e, int raised) {
     PyFrameObject *frame = e->frame != NULL ? e->frame : PyEval_GetFrame();
     if (frame == NULL)
         return 0;
+    int previous = enter_context(JOURNAL_PLUMBING);
     PyObject *rc = PyObject_CallFunction(t->left, "OLO", (PyObject *)frame, e->inv, raised ? Py_True : Py_False);
+    leave_context(previous);
     if (rc == NULL)
         return -1;
     Py_DECREF(rc);
@@ -727,7 +771,7 @@ static int line_event(Tracer *t, Entry *e, int line) {
         Py_INCREF(caught);
         if (e->pending != NULL) {
             Py_DECREF(caught);
-            caught = call1(t->bounded, e->pending);
+            caught = call_users(t->bounded, e->pending);
             if (caught == NULL) {
                 Py_DECREF(changes);
                 return -1;
@@ -756,10 +800,10 @@ static int leave_event(Tracer *t, int line, PyObject *value, PyObject *raised) {
         if (snapshot_stack(t, t->depth) < 0)
             return -1;
         if (raised != NULL) {
-            PyObject *text = call1(t->bounded, raised);
+            PyObject *text = call_users(t->bounded, raised);
             rc = text == NULL ? -1 : emit(t, Py_BuildValue("(OLiN)", TAG_X, e->inv, line, text));
         } else {
-            PyObject *enc = call1(t->value_repr, value);
+            PyObject *enc = call_users(t->value_repr, value);
             rc = enc == NULL ? -1 : emit(t, Py_BuildValue("(OLiN)", TAG_R, e->inv, line, enc));
         }
     }
@@ -836,7 +880,7 @@ static int find_frames(Tracer *t) {
 static int ensure_line_table(Tracer *t, CodeInfo *info) {
     if (info->n_lines >= 0)
         return 0;
-    PyObject *table = call1(t->make_line_table, info->code);
+    PyObject *table = call_ours(t->make_line_table, info->code);
     if (table == NULL)
         return -1;
     if (!PyBytes_Check(table)) {
@@ -943,7 +987,7 @@ static PyObject *mon_start(PyObject *self, PyObject *const *args, Py_ssize_t nar
         return disable(t);
     }
     if (!info->enabled) {
-        PyObject *rc = call1(t->enable, info->code);
+        PyObject *rc = call_ours(t->enable, info->code);
         if (rc == NULL)
             return NULL;
         Py_DECREF(rc);
@@ -985,7 +1029,9 @@ static PyObject *mon_jump(PyObject *self, PyObject *const *args, Py_ssize_t narg
         return NULL;
     if (target > offset)
         return disable(t);
+    int previous = enter_context(JOURNAL_PLUMBING);
     PyObject *line = PyObject_CallFunctionObjArgs(t->jump_line, args[0], args[1], args[2], NULL);
+    leave_context(previous);
     if (line == NULL || line == t->disable)
         return line;
     long number = PyLong_AsLong(line);
@@ -1104,6 +1150,8 @@ static PyObject *tracer_skeleton(PyObject *self, PyObject *args, PyObject *kwarg
         t->calls_cap = 1024;
     }
     t->skeleton = 1;
+    if (journal_set_counter != NULL)
+        journal_set_counter(&t->count); /* where a replay diverged, in events */
     t->capture_from = 1LL << 62;
     t->capture_to = -1;
     Py_RETURN_NONE;
@@ -1128,6 +1176,32 @@ static PyObject *tracer_flush(PyObject *self, PyObject *Py_UNUSED(ignored)) {
 
 static PyObject *tracer_count(PyObject *self, PyObject *Py_UNUSED(ignored)) {
     return PyLong_FromLongLong(((Tracer *)self)->count);
+}
+
+/* The traced frames on the stack, outermost first: (frame or None, invocation, code id, depth).
+ * What another engine needs to go on where this one stops (a second thread starts: runner.py). */
+static PyObject *tracer_entries(PyObject *self, PyObject *Py_UNUSED(ignored)) {
+    Tracer *t = (Tracer *)self;
+    if (find_frames(t) < 0)
+        return NULL;
+    PyObject *list = PyList_New(0);
+    if (list == NULL)
+        return NULL;
+    for (Py_ssize_t d = 0; d < t->depth; d++) {
+        Entry *e = &t->stack[d];
+        PyObject *item = Py_BuildValue("(OLln)", e->frame != NULL ? (PyObject *)e->frame : Py_None, e->inv, e->code_id, e->depth);
+        if (item == NULL || PyList_Append(list, item) < 0) {
+            Py_XDECREF(item);
+            Py_DECREF(list);
+            return NULL;
+        }
+        Py_DECREF(item);
+    }
+    return list;
+}
+
+static PyObject *tracer_next_invocation(PyObject *self, PyObject *Py_UNUSED(ignored)) {
+    return PyLong_FromLongLong(((Tracer *)self)->next_inv);
 }
 
 static int tracer_init(Tracer *self, PyObject *args, PyObject *kwargs) {
@@ -1190,6 +1264,8 @@ static PyMethodDef tracer_methods[] = {
      "library(is_library): is_library(code) says whether a frame under a traced call that is not the traced frame below it runs library code."},
     {"flush", tracer_flush, METH_NOARGS, "Hand the buffered skeleton records to the flush callable."},
     {"count", tracer_count, METH_NOARGS, "Events so far."},
+    {"entries", tracer_entries, METH_NOARGS, "The traced frames on the stack: (frame, invocation, code id, depth), outermost first."},
+    {"next_invocation", tracer_next_invocation, METH_NOARGS, "The id the next invocation gets."},
     {NULL, NULL, 0, NULL},
 };
 
@@ -1212,6 +1288,9 @@ static PyType_Spec tracer_spec = {
 static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_ctracer", "The recording tracer in C.", -1, NULL};
 
 PyMODINIT_FUNC PyInit__ctracer(void) {
+    journal_enter = (int (*)(int))dlsym(RTLD_DEFAULT, "nd_journal_enter");
+    journal_leave = (void (*)(int))dlsym(RTLD_DEFAULT, "nd_journal_leave");
+    journal_set_counter = (void (*)(const long long *))dlsym(RTLD_DEFAULT, "nd_journal_set_counter");
     TAG_C = PyUnicode_InternFromString("c");
     TAG_L = PyUnicode_InternFromString("l");
     TAG_R = PyUnicode_InternFromString("r");

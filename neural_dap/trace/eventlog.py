@@ -80,6 +80,8 @@ class EventLog:
         self.all_stderr: list[str] = []
         self.outcome: Outcome | None = None
         self.engine = ""
+        self.raw_events: list = []  # a materialised window's events as they came (see trace/threaded.py)
+        self.refused: tuple[int, str] | None = None  # (count, first) of the changes the sandbox refused
         self.python = ""
         self.main_file: str | None = None
         self.corrupt = False
@@ -191,6 +193,8 @@ class EventLog:
                 self._load_source(filename)
             elif tag == "engine":
                 self.engine, self.python = event[1], event[2]
+            elif tag == "refused":
+                self.refused = (int(event[1]), str(event[2]))
             elif tag == "end":
                 _, kind, message, exit_code, value = event[:5]
                 self.outcome = Outcome(kind, message, exit_code, None if value is None else decode_repr(value))

@@ -65,6 +65,10 @@ class Program(msgspec.Struct, frozen=True, omit_defaults=True):
     comprehensions: bool = False
     # subProcess: the folder where the Python programs it starts record themselves (trace/children.py)
     children: str | None = None
+    # run under the sandbox: reads of the world are real, changes to it are refused, but for the
+    # files under a scratch folder of its own (its TMPDIR): a run the user did not ask to happen (the
+    # language server's, a failing test run again)
+    sandbox: bool = False
 
 
 def run_again(program: Program) -> Program:

@@ -16,6 +16,7 @@ import selectors
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -23,6 +24,7 @@ from pathlib import Path
 import anyio.to_thread
 import msgspec
 
+from neural_dap.trace import journal
 from neural_dap.trace.eventlog import EventLog, StateList, decode_repr
 from neural_dap.trace.program import DEFAULT_LIMITS, Limits, Outcome, OutcomeKind, Program
 
@@ -81,6 +83,12 @@ class Recording:
     def engine(self) -> str:
         self.log.materialize()
         return self.log.engine
+
+    @property
+    def refused(self) -> tuple[int, str] | None:
+        """(count, the first) of the changes to the world the sandbox refused, if any."""
+        self.log.materialize()
+        return self.log.refused
 
     @property
     def python(self) -> str:
@@ -150,12 +158,9 @@ def record(
     """Run `program` in a child process under the tracer and return its states (full capture).
 
     The fast engines follow the thread that starts the program; when another thread runs the
-    user's code, that recording ends at once (outcome "threads") and the program is recorded again
-    with every thread (`threads`: the Python engines, each event tagged with its thread)."""
-    rec = _record(program, limits, python=python, engine=engine, trace_all=trace_all, threads=threads)
-    if rec.outcome.kind == "threads" and not threads:
-        rec = _record(program, limits, python=python, engine=engine, trace_all=trace_all, threads=True)
-    return rec  # type: ignore[return-value]
+    user's code, the same run goes on with every thread recorded (child/switch.py), each event
+    tagged with its thread; `threads`: every thread from the start (the Python engines)."""
+    return _record(program, limits, python=python, engine=engine, trace_all=trace_all, threads=threads)  # type: ignore[return-value]
 
 
 def record_skeleton(
@@ -169,16 +174,24 @@ def record_skeleton(
     max_checkpoints: int = 24,
     recording: RecordingHandle | None = None,
     what_if: list[dict] | None = None,
+    journal_of: str | None = None,
 ):
     """Run `program` recording only its skeleton, with checkpoints to materialise states from
     (see `trace.skeleton`). Returns a `SkeletonRecording`; close it to end its checkpoints.
-    `what_if`: values to set on the way, {"at", "name", "value", "function"} (child/whatif.py)."""
+    `what_if`: values to set on the way, {"at", "name", "value", "function"} (child/whatif.py);
+    `journal_of`: the first run's journal, which a what-if branch reads up to its first edit."""
     from neural_dap.trace.skeleton import new_folder
 
+    if journal.library() is None:
+        raise journal.JournalUnavailable(
+            "a skeleton recording is replayed, and replays need the journal library (neural_dap/trace/_journal),"
+            " which is not built here (Linux only)"
+        )
     folder = new_folder()
     extra = {
         "mode": "skeleton",
         "checkpoint_dir": folder,
+        "journal_path": os.path.join(folder, "journal.bin"),
         "checkpoint_events": checkpoint_events,
         "checkpoint_seconds": checkpoint_seconds,
         "max_checkpoints": max_checkpoints,
@@ -186,6 +199,8 @@ def record_skeleton(
     }
     if what_if:
         extra["what_if"] = what_if
+    if journal_of:
+        extra["journal_replay"] = journal_of
     try:
         return _record(program, limits, python=python, engine=engine, extra=extra, folder=folder, handle=recording)
     except BaseException:
@@ -195,10 +210,24 @@ def record_skeleton(
         raise
 
 
-def _record(
+def _record(program: Program, limits: Limits, **kwargs):
+    """One run of `program` in a recording child (see `_record_once`); a sandboxed run's scratch
+    folder goes with it."""
+    scratch: list[str] = []
+    try:
+        return _record_once(program, limits, scratch=scratch, **kwargs)
+    finally:
+        for folder in scratch:
+            import shutil
+
+            shutil.rmtree(folder, ignore_errors=True)
+
+
+def _record_once(
     program: Program,
     limits: Limits,
     *,
+    scratch: list[str],
     python: str | None,
     engine: str,
     trace_all: bool = False,
@@ -251,8 +280,15 @@ def _record(
     }
     env = dict(os.environ)
     env.update(program.env or {})
+    if program.sandbox:
+        # the only files a sandboxed run may change: its own temporary folder (removed after it)
+        scratch.append(tempfile.mkdtemp(prefix="neural-dap-scratch-"))
+        cfg["sandbox"] = scratch[-1]
+        env["TMPDIR"] = scratch[-1]
     # what the program itself sees of these is what it was given: the child puts them back
     cfg["environ"] = {name: env.get(name) for name in ("PYTHONPATH", "PYTHONHASHSEED")}
+    # the journal library, in the recording child only (it restores LD_PRELOAD before the program runs)
+    cfg["environ"]["LD_PRELOAD"] = journal.preload(env)
     env["PYTHONPATH"] = os.pathsep.join(p for p in (_PACKAGE_PARENT, env.get("PYTHONPATH")) if p)
     # the same program records the same states every time (set iteration order of strings)
     env.setdefault("PYTHONHASHSEED", "0")
@@ -301,6 +337,11 @@ def _record(
         )
         if skeleton.outcome is not None:
             kind, message, exit_code, value = (list(skeleton.outcome) + [None] * 4)[:4]
+            if kind == "error" and message == journal.NO_JOURNAL:
+                recording.close()
+                raise journal.JournalUnavailable(
+                    f"{message} ({python or sys.executable}): it is recorded in full instead"
+                )
             recording.outcome = Outcome(kind, message or "", exit_code, None if value is None else decode_repr(value))
         elif skeleton.corrupt:
             recording.outcome = Outcome(

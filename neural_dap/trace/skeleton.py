@@ -72,6 +72,11 @@ class SkeletonLog:
         self.what_if: list[tuple[int, str, str]] = []  # (event, name, "applied" or why not): child/whatif.py
         self.engine = ""
         self.python = ""
+        self.refused: tuple[int, str] | None = None  # (count, first) of the changes the sandbox refused
+        # a second thread ran the program's code: the event it happened at, and every event since
+        # (every thread, in full: child/switch.py, trace/threaded.py)
+        self.switched_at: int | None = None
+        self.threaded: list = []
         self.corrupt = False
         self.wire_bytes = 0
         self._buffer = bytearray()
@@ -117,9 +122,15 @@ class SkeletonLog:
     def _messages(self, batch: list) -> None:
         for event in batch:
             tag = event[0]
-            if tag == "k":
+            if self.switched_at is not None and tag in _FULL_TAGS:
+                self.threaded.append(event)  # every thread, in full, since the switch (child/switch.py)
+            elif tag == "switch":
+                self.switched_at = self.count if int(event[1]) < 0 else int(event[1])
+            elif tag == "k":
                 _, cid, name, filename, first = event
                 self.codes[cid] = (name, filename, first)
+            elif tag in ("o", "e") and len(event) == 2:  # (since the switch: output among the events)
+                self.threaded.append(event)
             elif tag in ("o", "e"):
                 self.outputs.append(
                     (int(event[2]) if len(event) > 2 else self.count, "stdout" if tag == "o" else "stderr", event[1])
@@ -130,6 +141,8 @@ class SkeletonLog:
                 self.checkpoints.pop(int(event[1]), None)
             elif tag == "engine":
                 self.engine, self.python = event[1], event[2]
+            elif tag == "refused":
+                self.refused = (int(event[1]), str(event[2]))
             elif tag == "whatif":
                 self.what_if.append((int(event[1]), str(event[2]), str(event[3])))
             elif tag == "end":
@@ -141,6 +154,7 @@ class SkeletonLog:
 
 
 _CHUNK = 1 << 20  # events read at a time
+_FULL_TAGS = frozenset(("c", "l", "r", "x", "u", "s", "t"))
 _positions = positions  # kept under its old name for readers of this module
 
 
@@ -307,9 +321,11 @@ class SkeletonRecording:
         calls = np.memmap(log.calls_path, dtype=CALL_DTYPE, mode="r") if calls_size else np.zeros(0, dtype=CALL_DTYPE)
         self.events = events  # mapped for hashing the ranges a replay checks; the tree reads the file
         self.tree = SkeletonTree(log.events_path, log.count, calls, log.codes)
-        # a module's call event says line 0: it is at the code's first line, as full capture says
+        # a module's call event says line 0 (as does the exit of an empty module): it is at the
+        # code's first line, as full capture says
         tree = self.tree
-        zero = tree.call_index[tree.lines[tree.call_index] == 0]
+        kinds = tree.kinds
+        zero = np.flatnonzero((tree.lines == 0) & (kinds != LINE))
         if len(zero):
             firsts = np.array(
                 [log.codes.get(int(c), ("", "", 1))[2] for c in tree.code_of[tree.invs[zero]]], dtype=np.int32
@@ -324,6 +340,8 @@ class SkeletonRecording:
             self._load_source(filename)
         self.windows: OrderedDict[tuple[int, int], object] = OrderedDict()
         self.diverged_at: int | None = None  # the first event a replay did not reproduce
+        self.divergence: str = ""  # why, where the journal says (a call the recording did not make)
+        self.unguarded = False  # a replay ran without the seccomp net (the kernel refused it)
         self.materialisations = 0
         self._hashes: dict[tuple[int, int], str] = {}
         self._output_index: dict[int, list[tuple[str, str]]] | None = None
@@ -331,6 +349,15 @@ class SkeletonRecording:
 
     def __len__(self) -> int:
         return self.tree.n
+
+    @property
+    def refused(self) -> tuple[int, str] | None:
+        return self.log.refused
+
+    @property
+    def journal_file(self) -> str:
+        """What the program received from the world, in order (trace/_journal.c)."""
+        return os.path.join(self.log.folder, "journal.bin")
 
     @property
     def checkpoints(self) -> list[int]:
@@ -380,7 +407,7 @@ class SkeletonRecording:
     def window_for(self, i: int):
         """The materialised window holding event i (cached)."""
         if self.diverged_at is not None and i >= self.diverged_at:
-            raise DivergenceError(f"the program did not replay the same way after event {self.diverged_at}")
+            raise DivergenceError(self.divergence_message())
         for (a, b), window in self.windows.items():
             if a <= i <= b:
                 self.windows.move_to_end((a, b))
@@ -397,7 +424,7 @@ class SkeletonRecording:
         self.window = max(32, min(WINDOW, int(WINDOW_SECONDS / max(per_event, 1e-7) / 2)))
         self.windows[(a, b)] = window
         if self.diverged_at is not None and i >= self.diverged_at:
-            raise DivergenceError(f"the program did not replay the same way after event {self.diverged_at}")
+            raise DivergenceError(self.divergence_message())
         while len(self.windows) > MAX_WINDOWS:
             self.windows.popitem(last=False)
         return window
@@ -409,13 +436,15 @@ class SkeletonRecording:
         path, _pid = self.log.checkpoints[checkpoint]
         answer = _ask(path, {"from": a, "to": b})
         self.materialisations += 1
+        self._check_journal(answer.get("journal") or {}, a)
         self._check_hashes(answer.get("hashes") or [])
         log = EventLog(self.program or Program(self.main_path), self.main_path)
         log.codes.update(self.log.codes)
         log.sources.update(self.sources)
         log.source_lines.update(self.source_lines)
         log.offset = a
-        log.feed(answer.get("events") or [])
+        log.raw_events = answer.get("events") or []  # (trace/threaded.py joins windows into one log)
+        log.feed(log.raw_events)
         got = len(log.kinds)
         expected = min(b, len(self) - 1) - a + 1
         tree = self.tree
@@ -447,9 +476,23 @@ class SkeletonRecording:
                 self._diverged(start)
                 return
 
-    def _diverged(self, index: int) -> None:
+    def _check_journal(self, report: dict, first: int) -> None:
+        """A replay that asked the journal for something it did not hold (or made a call the net
+        refused) is one no more from that event on."""
+        if not report.get("net", True):
+            self.unguarded = True
+        at = report.get("diverged_at")
+        if isinstance(at, int):
+            self._diverged(at if at >= 0 else first, str(report.get("why") or ""))
+
+    def divergence_message(self) -> str:
+        text = f"the program did not replay the same way after event {self.diverged_at}"
+        return f"{text}: {self.divergence}" if self.divergence else text
+
+    def _diverged(self, index: int, why: str = "") -> None:
         if self.diverged_at is None or index < self.diverged_at:
             self.diverged_at = index
+            self.divergence = why
 
     # -- states ------------------------------------------------------------------------------------------
     def state(self, i: int) -> State:

@@ -3,14 +3,16 @@ program runs on from there with the new value.
 
 A branch is the program recorded again from its start with a list of edits, "when event N has been
 recorded, set NAME to VALUE in the innermost frame" (trace/child/whatif.py does it in the recording
-child and in every replay of it). A recording is deterministic up to the first edit (the recorder
-fixes the hash seed), so the branch is the run that setting the value at that moment would give:
-its output, its return value, its exceptions. A program that does not run the same way again (the
-clock, the network, threads) is caught when the new recording's events up to the edit (kind, line,
+child and in every replay of it). Up to its first edit the branch reads the first run's journal
+(what the program received from the world: files, clocks, the network), so it is that run again
+and repeats none of its effects; from the edit on it runs in the sandbox: it reads the world as it
+is, and every change it would make is refused (but for files in a scratch folder of its own), so a
+branch never writes the user's files, databases or servers. A program that still does not run the
+same way (threads) is caught when the new recording's events up to the edit (kind, line,
 invocation) differ from the run the user stood on, or when the child finds another function or no
-such local at that event: the branch is refused with the reason. (A run that takes the same path
-with other values is not caught.) Branch 0 is the original
-recording; a branch made while standing on a branch keeps that branch's earlier edits.
+such local at that event: the branch is refused with the reason. Branch 0 is the original
+recording; a branch made while standing on a branch keeps that branch's earlier edits. Where the
+first run left no journal (a full recording), a branch runs in the sandbox from its start.
 
 Re-recording from the start is the simple, correct design: a branch costs one recording of the
 program up to the end (a replay from the nearest checkpoint would save the part before the edit).
@@ -21,6 +23,8 @@ a branch whose recording was closed is recorded again when it is switched to.
 from __future__ import annotations
 
 import os
+import shutil
+import tempfile
 from collections import OrderedDict
 from typing import TYPE_CHECKING
 
@@ -95,9 +99,30 @@ class WhatIf:
         self.current = 0
         self.open: OrderedDict[int, tuple[Execution, Outcome | None]] = OrderedDict()
         self.recording: RecordingHandle | None = None  # while a branch is being recorded
+        self.journal: str | None = None  # the first run's journal (keep_journal)
 
     def remember(self, program: Program, limits: Limits, python: str | None) -> None:
-        self.recipe = Recipe(program, limits, python)
+        # a branch's run never changes the world: after its edit it runs in the sandbox
+        self.recipe = Recipe(msgspec.structs.replace(program, sandbox=True), limits, python)
+
+    def keep_journal(self, journal_file: str | None) -> None:
+        """The first run's journal, which every branch reads up to its edit: kept (a hard link in a
+        folder of our own) for as long as branches can be made, whichever recordings are open."""
+        self.drop_journal()
+        if journal_file is None or not os.path.isfile(journal_file):
+            return
+        folder = tempfile.mkdtemp(prefix="neural-dap-whatif-")
+        kept = os.path.join(folder, "journal.bin")
+        try:
+            os.link(journal_file, kept)
+        except OSError:
+            shutil.copyfile(journal_file, kept)
+        self.journal = kept
+
+    def drop_journal(self) -> None:
+        if self.journal is not None:
+            shutil.rmtree(os.path.dirname(self.journal), ignore_errors=True)
+            self.journal = None
 
     def interrupt(self) -> bool:
         """The user paused while a branch is being recorded (a value that makes the program loop):
@@ -161,7 +186,12 @@ class WhatIf:
         def run() -> SkeletonRecording:
             made.append(
                 record_skeleton(
-                    recipe.program, recipe.limits, python=recipe.python, recording=handle, what_if=edits or None
+                    recipe.program,
+                    recipe.limits,
+                    python=recipe.python,
+                    recording=handle,
+                    what_if=edits or None,
+                    journal_of=self.journal,
                 )
             )
             return made[0]
@@ -179,7 +209,7 @@ class WhatIf:
         if handle.ended:  # paused: the recording was ended early
             recording.close()
             raise WorldError("paused: the program was stopped while it ran with the new value; no branch was made")
-        if recording.outcome.kind == "threads":
+        if recording.outcome.kind == "threads" or recording.log.switched_at is not None:
             # a branch is a skeleton recording, which follows one thread (see trace/child/threads.py)
             recording.close()
             raise WorldError(
@@ -240,6 +270,7 @@ class WhatIf:
         for execution, _ in self.open.values():
             execution.close()
         self.open.clear()
+        self.drop_journal()
 
 
 def _same_run(a: Execution | None, b: Execution, last: int) -> bool:

@@ -26,8 +26,10 @@ from neural_dap.core.world import (
     WorldError,
     world_options,
 )
+from neural_dap.trace import threaded
 from neural_dap.trace.children import ChildProcess, ChildRecordingError, list_children, new_children_folder, open_child
 from neural_dap.trace.execution import Execution, FullExecution, SkeletonExecution
+from neural_dap.trace.journal import JournalUnavailable
 from neural_dap.trace.live import LiveError, LiveStop
 from neural_dap.trace.program import run_again
 from neural_dap.trace.queries import RecordingQueries
@@ -41,7 +43,7 @@ from neural_dap.trace.recorder import (
     record_async,
     record_skeleton,
 )
-from neural_dap.trace.skeleton import DivergenceError
+from neural_dap.trace.skeleton import DivergenceError, SkeletonRecording
 from neural_dap.world.branches import WhatIf
 
 LIMIT_KEYS = {
@@ -82,6 +84,10 @@ class RecordedOptions(msgspec.Struct, frozen=True, rename="camel"):
     # debugpy's key: the Python programs it starts record themselves, each offered as a child session
     sub_process: bool = False
     child_recording: str | None = None  # a child session: the child process's recording (trace/children.py)
+    # the program's changes to the world are refused (but for files under its own TMPDIR): a run
+    # the user did not ask for (the language server's), or one that must not happen twice (a
+    # failing test run again by `pytest --neural-dap`)
+    sandbox: bool = False
 
 
 def limits_from(given: Any, mode: str = "skeleton") -> Limits:
@@ -126,6 +132,7 @@ class RecordedWorld:
         self._queries: RecordingQueries | None = None
         self.what_if = WhatIf(self)  # what-if branches: the program run again with a value changed
         self._children: str | None = None  # subProcess: where the program's Python children record themselves
+        self.notices: list[str] = []  # what the user should read about how the program was recorded
 
     async def start(self, launch: LaunchSpec) -> Stop:
         if launch.entry is not None and launch.entry.returns is not None:
@@ -151,7 +158,7 @@ class RecordedWorld:
         if options.sub_process:
             self._children = new_children_folder()
         program = msgspec.structs.replace(
-            program, trace="mine" if options.just_my_code else "all", children=self._children
+            program, trace="mine" if options.just_my_code else "all", children=self._children, sandbox=options.sandbox
         )
         self.just_my_code = options.just_my_code
         mode = self.mode = options.recording
@@ -165,22 +172,55 @@ class RecordedWorld:
                 self.engine, self.python = rec.engine, rec.python
             else:
                 handle = self._recording = RecordingHandle()
-                skeleton = await anyio.to_thread.run_sync(
-                    lambda: record_skeleton(program, limits, python=python, recording=handle)
-                )
+                try:
+                    skeleton = await anyio.to_thread.run_sync(
+                        lambda: record_skeleton(program, limits, python=python, recording=handle)
+                    )
+                except JournalUnavailable as exc:
+                    self._recording = None
+                    if mode == "skeleton":
+                        raise WorldError(str(exc)) from None
+                    # (the program has not run: the child checks before it starts) every state kept
+                    # as it happens, nothing replayed
+                    self.notices.append(f"{exc}; recorded in full (every state kept, at most 2M events)")
+                    rec = await record_async(program, limits_from(options.limits, "full"), python=python)
+                    execution = FullExecution(rec)
+                    self.engine, self.python = rec.engine, rec.python
+                    return await self._opened(rec, execution)
                 self._recording = None
                 rec = skeleton
                 execution = SkeletonExecution(skeleton)
                 self.engine, self.python = skeleton.log.engine, skeleton.log.python
-                if skeleton.outcome.kind == "threads":
-                    # a skeleton follows one thread and its replays cannot bring others back:
-                    # record every thread, in full (the Python engines; slower, still exact)
+                if skeleton.log.switched_at is not None:
+                    # a second thread ran the program's code: from there every thread was recorded
+                    # in full, in the same run; the states before are rebuilt from the checkpoints
+                    try:
+                        rec, switched = await anyio.to_thread.run_sync(lambda: threaded.join(skeleton))
+                    except DivergenceError as exc:
+                        execution.close()
+                        raise WorldError(f"the recording's first part could not be rebuilt: {exc}") from None
                     execution.close()
-                    rec = await record_async(program, limits_from(options.limits, "full"), python=python, threads=True)
                     execution = FullExecution(rec)
-                    self.engine, self.python = rec.engine, rec.python
+                    self.notices.append(
+                        f"a second thread ran the program's code at event {switched}: every thread was recorded"
+                        " in full from there (the program ran once)"
+                    )
+                elif skeleton.outcome.kind == "threads":
+                    # the main thread could not switch to recording every thread (it was in C code
+                    # for long): the recording ends there, with what it has; it is not run again
+                    self.notices.append(skeleton.outcome.message)
         except RecorderError as exc:
             raise WorldError(str(exc)) from None
+        return await self._opened(rec, execution)
+
+    async def _opened(self, rec: Recording | SkeletonRecording, execution: Execution) -> Stop:
+        self.what_if.keep_journal(rec.journal_file if isinstance(rec, SkeletonRecording) else None)
+        if rec.refused:
+            count, first = rec.refused
+            self.notices.append(
+                f"the sandbox refused {count} change{'s' if count != 1 else ''} to the world"
+                f" by code it ran (the first: {first})"
+            )
         self.outcome = rec.outcome
         self.record_seconds = rec.seconds
         self.program = os.path.basename(rec.main_path)
@@ -193,7 +233,10 @@ class RecordedWorld:
             )
         self.execution = execution
         self.index = 0
-        return await self._stop(0, output=execution.output(-1, 0))
+        stop = await self._stop(0, output=execution.output(-1, 0))
+        if self.notices:
+            stop = msgspec.structs.replace(stop, note="neural-dap: " + "; ".join(self.notices))
+        return stop
 
     def stand_on(self, execution: Execution, outcome: Outcome | None) -> tuple[Execution, Outcome | None] | None:
         """Stand on another recording of the program (a what-if branch, world/branches.py); returns

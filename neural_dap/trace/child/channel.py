@@ -74,6 +74,9 @@ class Channel:
         self.thread.start()
 
     def _run(self) -> None:
+        from neural_dap.trace.child.journal import mark_thread
+
+        mark_thread()  # the recorder's own thread: what it does is never the program's
         while not self.done.wait(0.01):
             if self.guard is not None:
                 self.guard.check()

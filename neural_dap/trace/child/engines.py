@@ -32,12 +32,18 @@ def call_event(inv: int, code_id: int, line: int, depth: int, changes, resumes: 
     return ("c", inv, code_id, line, depth, changes)
 
 
+def snapshot_event(inv: int, code_id: int, line: int, depth: int, changes) -> tuple:
+    """A frame already on the stack where a recording (or a window of one) begins: its locals there."""
+    return ("s", inv, code_id, line, depth, changes)
+
+
 def settrace_engine(rec: Recorder, threads: ThreadTable | None = None):
     """sys.settrace: one closure per traced frame keeps its invocation id and locals shadow. With a
-    thread table, every thread `threading` starts is traced too (each with its own stack)."""
+    thread table, every thread `threading` starts is traced too (each with its own stack). `adopt`
+    takes over frames another engine traced (the skeleton meeting a second thread: runner.py)."""
     emit = rec.events.append if threads is None else threads.emitter()
     user_cache = rec.user_cache
-    judge = rec._judge
+    judge = rec.judge
     code_ids = rec.code_ids
     value_repr = rec.value_repr
     make_differ = rec.make_differ
@@ -49,9 +55,9 @@ def settrace_engine(rec: Recorder, threads: ThreadTable | None = None):
 
     def global_trace(frame, event, arg):
         code = frame.f_code
-        user = user_cache.get(code)
+        user = user_cache.get(id(code))
         if user is None:
-            user = user_cache[code] = judge(code)
+            user = judge(code)
         if not user:
             return None
         inv = counter[0]
@@ -63,7 +69,7 @@ def settrace_engine(rec: Recorder, threads: ThreadTable | None = None):
         below = active[-1][0] if active else None
         diff = make_differ(code.co_name == "<module>")
         active.append((frame, inv, diff))
-        cid = code_ids.get(code)
+        cid = code_ids.get(id(code))
         if cid is None:
             cid = rec.code_id(code)
         resumable = code.co_flags & RESUMABLE
@@ -73,6 +79,10 @@ def settrace_engine(rec: Recorder, threads: ThreadTable | None = None):
             depth = depth if direct else 0  # run by library code (an event loop): an entry of its own
         library = depth > 0 and called_by_library(frame, below)
         emit(call_event(inv, cid, frame.f_lineno, depth, diff(frame.f_locals), resumes, library))
+        return follow(inv, diff, bool(resumable), active)
+
+    def follow(inv: int, diff, resumable: bool, active: list):
+        """The local trace function of a traced frame (its lines, its exit)."""
         pending = None
 
         def local_trace(frame, event, arg):
@@ -116,7 +126,29 @@ def settrace_engine(rec: Recorder, threads: ThreadTable | None = None):
         if threads is not None:
             threading.settrace(None)  # type: ignore[arg-type]
 
-    return start, stop
+    def adopt(entries: list, next_invocation: int) -> None:
+        """Go on where another engine stops, in this thread: `entries` are its traced frames
+        (frame, invocation, code id, depth), outermost first; each is sent as a snapshot (its
+        locals now) and followed from its next line."""
+        counter[0] = max(counter[0], next_invocation)
+        active = stacks.setdefault(get_ident(), [])
+        for frame, inv, cid, depth in entries:
+            if frame is None:
+                continue
+            code = frame.f_code
+            diff = make_differ(code.co_name == "<module>")
+            emit(snapshot_event(inv, cid, frame.f_lineno, depth, diff(frame.f_locals)))
+            active.append((frame, inv, diff))
+            frame.f_trace = follow(inv, diff, bool(code.co_flags & RESUMABLE), active)
+        start()
+
+    def take(frame) -> object:
+        """A frame that started in another thread before this engine ran (it was waiting for it):
+        its call event now, and its local trace function; that thread's calls come here from now on."""
+        sys.settrace(global_trace)
+        return global_trace(frame, "call", None)
+
+    return start, stop, adopt, take
 
 
 def monitoring_engine(rec: Recorder, threads: ThreadTable | None = None):
@@ -238,16 +270,64 @@ def monitoring_engine(rec: Recorder, threads: ThreadTable | None = None):
             threads.begin()
         monitor(mon, tool, on_start, on_line, on_jump, on_return, on_unwind, on_handled)
 
-    return start, lambda: unmonitor(mon, tool, enabled)
+    def adopt(entries: list, next_invocation: int) -> None:
+        """Go on where another engine stops, in this thread (see settrace_engine's `adopt`)."""
+        rec.next_invocation = max(rec.next_invocation, next_invocation)
+        start_once()  # (the tool is taken first: its local events are set below)
+        stack = stacks.setdefault(get_ident(), [])
+        for frame, inv, cid, depth in entries:
+            if frame is None:
+                continue
+            code = frame.f_code
+            diff = rec.make_differ(code.co_name == "<module>")
+            emit(snapshot_event(inv, cid, frame.f_lineno, depth, diff(frame.f_locals)))
+            stack.append([frame, inv, diff, None])
+            if code not in enabled:
+                enabled.add(code)
+                mon.set_local_events(tool, code, LOCAL_EVENTS)
+
+    def take(frame) -> None:
+        """A frame that started in another thread before this engine ran: its call event now (the
+        thread's legacy trace function, which brought it here, is done)."""
+        sys.settrace(None)
+        code = frame.f_code
+        stack = stacks.setdefault(get_ident(), [])
+        if not is_user(code) or (stack and stack[-1][0] is frame):
+            return None  # (a thread started since: its start was seen by the engine itself)
+        if code not in enabled:
+            enabled.add(code)
+            mon.set_local_events(tool, code, LOCAL_EVENTS)
+        inv = rec.next_invocation
+        rec.next_invocation = inv + 1
+        diff = rec.make_differ(code.co_name == "<module>")
+        emit(call_event(inv, rec.code_id(code), frame.f_lineno, len(stack), diff(frame.f_locals), -1, False))
+        stack.append([frame, inv, diff, None])
+        return None
+
+    started = [False]  # (the tool is this engine's only while it runs: another engine may take it next)
+
+    def start_once() -> None:
+        started[0] = True
+        start()
+
+    def stop() -> None:
+        if started[0]:
+            started[0] = False
+            unmonitor(mon, tool, enabled)
+
+    return start_once, stop, adopt, take
 
 
 class Engine:
     """What the runner needs of an engine: start and stop; skeleton mode adds skeleton, capture,
-    flush and count (see child.skeleton)."""
+    flush and count (see child.skeleton). A Python engine of every thread can also take over a
+    running stack (`adopt`) and a frame another thread started (`take`)."""
 
-    def __init__(self, start, stop) -> None:
+    def __init__(self, start, stop, adopt=None, take=None) -> None:
         self.start = start
         self.stop = stop
+        self.adopt = adopt
+        self.take = take
 
 
 def c_tracer(rec: Recorder):
@@ -258,7 +338,7 @@ def c_tracer(rec: Recorder):
     tracer = Tracer(
         rec.events,
         rec.user_cache,
-        rec._judge,
+        rec.judge,
         rec.code_ids,
         rec.code_id,
         rec.encode_atom,
@@ -283,10 +363,13 @@ class CMonitoring:
         self.mon = sys.monitoring  # type: ignore[attr-defined]
         self.tool = free_tool(self.mon)
         self.enabled: set = set()
+        self.stopped = False
         self.skeleton = self.tracer.skeleton
         self.capture = self.tracer.capture
         self.flush = self.tracer.flush
         self.count = self.tracer.count
+        self.entries = self.tracer.entries
+        self.next_invocation = self.tracer.next_invocation
 
     def start(self) -> None:
         mon, tool, tracer = self.mon, self.tool, self.tracer
@@ -305,7 +388,9 @@ class CMonitoring:
         monitor(mon, tool, t.on_start, t.on_line, t.on_jump, t.on_return, t.on_unwind, t.on_handled)
 
     def stop(self) -> None:
-        unmonitor(self.mon, self.tool, self.enabled)
+        if not self.stopped:  # (the tool is ours only until then: another engine may take it next)
+            self.stopped = True
+            unmonitor(self.mon, self.tool, self.enabled)
         self.tracer.stop()
 
 

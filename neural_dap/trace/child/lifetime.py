@@ -109,9 +109,20 @@ OWN_FORK = [False]  # True while we fork a checkpoint, a worker or a live stop (
 
 def fork_ours() -> int:
     """Fork a checkpoint, a worker or a live stop: the at-fork hook that stops tracing in the
-    debuggee's own children (and makes them die with their parent) must leave these alone."""
+    debuggee's own children (and makes them die with their parent) must leave these alone, and the
+    journal keeps the copy's place in the recording (a fork of the program's own is not recorded)."""
+    from neural_dap.trace.child.journal import plumbing
+
+    # the random module reseeds itself in every fork (os.register_at_fork): a copy of the program
+    # must go on with the numbers the program would have drawn
+    generator = getattr(sys.modules.get("random"), "_inst", None)
+    state = generator.getstate() if generator is not None else None
     OWN_FORK[0] = True
     try:
-        return _FORK()
+        with plumbing():
+            pid = _FORK()
     finally:
         OWN_FORK[0] = False
+    if pid == 0 and state is not None:
+        generator.setstate(state)  # type: ignore[union-attr]
+    return pid

@@ -26,6 +26,7 @@ import sys
 import time
 import types
 
+from neural_dap.trace.child.journal import sandboxed
 from neural_dap.trace.child.lifetime import alive, fork_ours
 
 _EXIT = os._exit
@@ -92,7 +93,8 @@ def _evaluate_in_fork(request: dict, frames: list, encode, limits: dict) -> byte
     pid = fork_ours()  # the recorder's own: a debuggee's copy would die with the worker, which exits
     if pid == 0:
         os.close(read_fd)
-        reply = _evaluate(request, frames, limits)
+        with sandboxed():  # the user's expression reads the world as it is, and changes none of it
+            reply = _evaluate(request, frames, limits)
         try:
             data = encode(reply)
         except Exception as exc:  # a value the encoder cannot carry

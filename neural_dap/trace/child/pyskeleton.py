@@ -13,6 +13,7 @@ from array import array
 
 from neural_dap.trace.child.coroutines import RESUMABLE
 from neural_dap.trace.child.engines import call_event
+from neural_dap.trace.child.journal import plumbing
 from neural_dap.trace.child.monitoring import LOCAL_EVENTS, free_tool, genexpr_loop_line, monitor, unmonitor
 from neural_dap.trace.child.recorder import Recorder
 
@@ -56,6 +57,13 @@ class _Skeleton:
             raise RuntimeError("skeleton records are little-endian")
 
     # -- the engine API (see child.skeleton) ----------------------------------------------------------
+    def entries(self) -> list[tuple]:
+        """The traced frames on the stack: (frame, invocation, code id, depth), outermost first."""
+        return [(e.frame, e.inv, e.code_id, e.depth) for e in self.stack]
+
+    def next_invocation(self) -> int:
+        return self.rec.next_invocation
+
     def skeleton(self, hook, flush, hook_every: int, hook_at: int) -> None:
         self.hook, self.flush_to, self.hook_every, self.hook_at = hook, flush, hook_every, hook_at
 
@@ -69,7 +77,8 @@ class _Skeleton:
         self.first += len(self.records) // 3
         self.records = array("i")
         self.call_records = array("i")
-        self.flush_to(events, calls, first)  # type: ignore[misc]
+        with plumbing():
+            self.flush_to(events, calls, first)  # type: ignore[misc]
 
     def count(self) -> int:
         return self.n
@@ -83,7 +92,8 @@ class _Skeleton:
     def _counted(self) -> None:
         n = self.n = self.n + 1
         if n >= self.hook_at or n % self.hook_every == 0:
-            self.hook_at = self.hook(n)  # type: ignore[misc]
+            with plumbing():
+                self.hook_at = self.hook(n)  # type: ignore[misc]
 
     def _capturing(self) -> bool:
         return self.capture_from <= self.n <= self.capture_to
@@ -239,13 +249,13 @@ class SettraceSkeleton(_Skeleton):
     def start(self) -> None:
         rec = self.rec
         user_cache = rec.user_cache
-        judge = rec._judge
+        judge = rec.judge
 
         def global_trace(frame, event, arg):
             code = frame.f_code
-            user = user_cache.get(code)
+            user = user_cache.get(id(code))
             if user is None:
-                user = user_cache[code] = judge(code)
+                user = judge(code)
             if not user:
                 return None
             self.call(frame, code)

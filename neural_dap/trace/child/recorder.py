@@ -12,6 +12,7 @@ import types
 
 from neural_dap.trace.child.channel import Channel
 from neural_dap.trace.child.coroutines import Suspensions
+from neural_dap.trace.child.journal import plumbing
 from neural_dap.trace.child.terminal import OutputCopy
 from neural_dap.trace.child.values import (
     _ATOMS,
@@ -158,9 +159,13 @@ class Recorder:
         self.roots = [os.path.realpath(r) for r in cfg.get("roots") or [os.path.dirname(self.program)]]
         # justMyCode false: the standard library and installed packages are the user's code too
         self.excluded = _own_prefixes() if cfg.get("trace_libraries") else _excluded_prefixes()
-        self.user_cache: dict = {}
-        self.library_cache: dict = {}
-        self.code_ids: dict = {}
+        # keyed by id(code), each code kept alive in `codes_seen`: code objects compare by contents,
+        # not by file (two empty modules' codes are equal), so a dict keyed by the code itself
+        # would judge, and number, one file's code by another's
+        self.user_cache: dict[int, bool] = {}
+        self.library_cache: dict[int, bool] = {}
+        self.code_ids: dict[int, int] = {}
+        self.codes_seen: list[types.CodeType] = []
         self.next_invocation = 0
         self.depth = 0
         self.output_left = self.limits.max_output
@@ -185,9 +190,15 @@ class Recorder:
 
     # -- what is the user's code -----------------------------------------------------------------
     def is_user(self, code: types.CodeType) -> bool:
-        found = self.user_cache.get(code)
+        found = self.user_cache.get(id(code))
         if found is None:
-            found = self.user_cache[code] = self._judge(code)
+            found = self.judge(code)
+        return found
+
+    def judge(self, code: types.CodeType) -> bool:
+        """Judge `code` once (the engines look in `user_cache` by id first)."""
+        found = self.user_cache[id(code)] = self._judge(code)
+        self.codes_seen.append(code)
         return found
 
     def _judge(self, code: types.CodeType) -> bool:
@@ -200,9 +211,10 @@ class Recorder:
         user's own code left untraced (a comprehension where they are not recorded). Asked of the
         frame under a traced call when it is not the traced frame below it: the call is then one
         that library code made (child/__init__.py), and stepping off its return is different."""
-        found = self.library_cache.get(code)
+        found = self.library_cache.get(id(code))
         if found is None:
-            found = self.library_cache[code] = not self._users_file(code)
+            found = self.library_cache[id(code)] = not self._users_file(code)
+            self.codes_seen.append(code)
         return found
 
     def called_by_library(self, frame: types.FrameType, below: types.FrameType | None) -> bool:
@@ -213,6 +225,10 @@ class Recorder:
 
     def _users_file(self, code: types.CodeType) -> bool:
         """The code lies in the user's files (whatever kind of code it is)."""
+        with plumbing():  # (it looks at the file system: the recorder's question, not the program's)
+            return self._judge_file(code)
+
+    def _judge_file(self, code: types.CodeType) -> bool:
         filename = code.co_filename
         if filename == self.program:
             return True
@@ -226,15 +242,17 @@ class Recorder:
         return any(path == r or path.startswith(r + os.sep) for r in self.roots)
 
     def code_id(self, code: types.CodeType) -> int:
-        cid = self.code_ids.get(code)
+        cid = self.code_ids.get(id(code))
         if cid is None:
-            cid = self.code_ids[code] = len(self.code_ids)
+            cid = self.code_ids[id(code)] = len(self.code_ids)
+            self.codes_seen.append(code)
             self.events.append(["k", cid, code.co_name, code.co_filename, code.co_firstlineno])
         return cid
 
     def output(self, tag: str, text: str) -> None:
         if text and self.terminal is not None:  # all of it: the limit bounds the recording, not the terminal
-            self.terminal.write(text)
+            with plumbing():
+                self.terminal.write(text)
         if not text or self.output_cut:
             return
         left = self.output_left

@@ -16,9 +16,11 @@ from _thread import get_ident
 
 from neural_dap.trace.child.channel import Channel, Limits
 from neural_dap.trace.child.engines import _choose_engine
+from neural_dap.trace.child.journal import JOURNAL, PLUMBING, plumbing, sandboxed
 from neural_dap.trace.child.lifetime import OWN_FORK, die_with_parent
 from neural_dap.trace.child.recorder import PASS, TEE, Capture, Recorder, set_output_mode
 from neural_dap.trace.child.skeleton import Skeleton
+from neural_dap.trace.child.switch import ThreadSwitch
 from neural_dap.trace.child.threads import ThreadTable, wait_for_threads, watch_for_threads
 from neural_dap.trace.child.values import _short
 from neural_dap.trace.child.whatif import Edits
@@ -177,6 +179,7 @@ def record_here(
     end the process with `exit_code(outcome)` (the recording child: 0; a child process the program
     started, which records itself: the program's own code), after `finished(events sent)`."""
     channel = Channel(events_fd, limits)
+    journal_fd = _open_journal(cfg, channel)
     if cfg.get("descendant"):  # a child process recording itself runs on past its recording's limits
         from neural_dap.trace.child.descendant_main import discard_past_the_limit
 
@@ -188,21 +191,45 @@ def record_here(
     engine_name, engine = _choose_engine(
         cfg.get("engine", "auto"), rec, skeleton=cfg.get("mode") == "skeleton", threads=threads
     )
-    start, stop = engine.start, engine.stop
+    current = [engine]  # the engine recording now (a second thread switches it: child/switch.py)
+    start = engine.start
+
+    def stop() -> None:
+        current[0].stop()
+
     real_exit = os._exit
     skeleton: Skeleton | None = None
 
     def finish(outcome: str, message: str) -> None:
-        channel.finish(outcome, message)
+        with plumbing():
+            _flush_journal()
+            channel.finish(outcome, message)
         real_exit(0)
 
     if cfg.get("mode") == "skeleton":
         skeleton = Skeleton(cfg, channel, engine, rec.events, finish)
+        skeleton.journal_fd = journal_fd
         skeleton.is_user = rec.is_user  # type: ignore[method-assign]  # a live stop shows the traced frames
         if cfg.get("what_if"):  # a what-if branch: values to set on the way (child/whatif.py)
-            skeleton.edits = Edits(cfg["what_if"], rec)
+            skeleton.edits = Edits(cfg["what_if"], rec, cfg.get("sandbox"))
         skeleton.start()
         rec.count = engine.count
+
+    def begin_journal() -> None:
+        """The program's code starts here (its folder, its module found, its file read): what it
+        receives from the world is journaled from now on, so a replay reads the same and touches
+        nothing. A what-if branch reads the first run's journal up to its edit; a full capture is
+        never replayed; the recorder's reprs run in the sandbox either way."""
+        if JOURNAL is None:
+            return
+        if cfg.get("journal_replay") and journal_fd is not None:
+            JOURNAL.replay(journal_fd)
+        elif journal_fd is not None:
+            JOURNAL.record(journal_fd)
+        elif cfg.get("sandbox"):
+            JOURNAL.sandbox(cfg["sandbox"])
+        else:
+            JOURNAL.live()
 
     def before_start() -> None:
         if skeleton is not None:
@@ -216,6 +243,7 @@ def record_here(
     def exit_after_flush(code: int = 0) -> None:
         if forked[0]:
             real_exit(code)
+        _leave_the_program()
         stop()
         ended = ("exited", f"the program called os._exit({code})", code)
         if skeleton is not None:
@@ -228,6 +256,7 @@ def record_here(
 
     def before_exec(how: str, path) -> None:
         """The program replaces itself (os.exec*): the recording ends here, with what it has."""
+        previous = _leave_the_program()
         stop()
         ended = ("exited", f"the program replaced itself with os.{how}({os.fsdecode(path)!r}, ...)", None)
         if skeleton is not None:
@@ -235,6 +264,9 @@ def record_here(
             skeleton.program_ended(ended)  # (a worker's replay ends here: it must not exec)
         channel.finish(*ended)
         _close(channel.fd)  # the new program must not hold the event pipe open
+        if JOURNAL is not None:
+            JOURNAL.off()  # (the new program is not recorded; if exec fails, the program goes on unrecorded)
+            JOURNAL.enter(previous)
 
     def after_fork_in_child() -> None:
         if OWN_FORK[0]:
@@ -255,16 +287,47 @@ def record_here(
         """In the main thread, between two of the program's bytecodes: stop tracing, hand over the
         records still buffered, end. A program that waits (a server, a sleep loop) keeps what it
         recorded up to the wall-time limit or to the user's pause."""
+        _leave_the_program()
         stop()
         if skeleton is not None:
             engine.flush()
         channel.finish(outcome, message)
         real_exit(0)
 
-    _arm_end_signal(end_here, channel, get_ident())
+    switch = ThreadSwitch(get_ident(), END_SIGNAL)
+
+    def perform_switch():
+        """In the main thread, between bytecodes: a second thread runs the program's code, so every
+        thread is recorded from here on, in full, by a Python engine that takes over the traced
+        frames; the events before stay as they were recorded (a skeleton's replayable from its
+        checkpoints, none taken after this). Returns the new engine's `take`."""
+        with plumbing():
+            old = current[0]
+            first = old.count() if skeleton is not None else -1
+            if skeleton is not None:
+                old.flush()
+                skeleton.switched = True  # no checkpoint after this: a fork copies one thread
+                rec.count = None  # output is an event among the others from now on
+            entries = old.entries() if hasattr(old, "entries") else []
+            next_invocation = old.next_invocation() if hasattr(old, "next_invocation") else rec.next_invocation
+            old.stop()
+            if JOURNAL is not None:
+                JOURNAL.flush()
+                JOURNAL.live()  # nothing after this is replayed: the journal ends here
+            _, new = _choose_engine("auto", rec, threads=ThreadTable(rec.events.append))
+            channel.events.append(["switch", first])
+            # a full recording's memory, from here on: a server runs on under it
+            channel.limits.max_events = min(channel.limits.max_events, channel.sent + CHILD_MAX_EVENTS)
+            new.adopt(entries, next_invocation)
+            current[0] = new
+            return new.take
+
+    switch.perform = perform_switch
+    _arm_end_signal(end_here, channel, get_ident(), switch, lambda: skeleton is not None and skeleton.in_hook)
     traced_thread = get_ident()
 
     def end_for_threads(outcome: str, message: str) -> None:
+        _flush_journal()
         if channel.end_in_main is None or not channel.end_in_main(outcome, message):
             channel.finish(outcome, message)
             real_exit(0)
@@ -286,8 +349,10 @@ def record_here(
     # after our own threads have started: threading.settrace reaches the threads started from now on,
     # and the recorder's run without a trace function (with one in the flusher, a fork of the program
     # sometimes left its copy blocked on a lock, never reaching die_with_parent)
-    stop_watching = (lambda: None) if threads is not None else watch_for_threads(rec.is_user, end_for_threads)
-    outcome = _run(cfg, rec, start, stop, channel, before_start)
+    stop_watching = (lambda: None) if threads is not None else watch_for_threads(switch, end_for_threads)
+    outcome = _run(cfg, rec, start, stop, channel, before_start, begin_journal, switch)
+    _leave_the_program()  # what follows is the recorder's
+    _report_refusals(channel)
     stop_watching()
     if forked[0]:  # the debuggee's forked copy ran to its end, as a plain run's would
         _end_forked_child(outcome, real_exit)
@@ -300,6 +365,77 @@ def record_here(
     finished(channel.sent)
     die_if_signalled(channel)
     real_exit(exit_code(outcome))
+
+
+def _shut_down(stop, cfg: dict, switch: ThreadSwitch) -> None:
+    """As the interpreter does when the main module ends: join the program's threads (and run what
+    `threading` registered to run then). A skeleton recording of one thread: what runs then is the
+    threading module's own bookkeeping, which differs in a fork of the program (a checkpoint's
+    replay), so it is not traced."""
+    if cfg.get("mode") == "skeleton" and not switch.switched:
+        stop()
+        wait_for_threads()
+        return
+    wait_for_threads()
+    stop()
+
+
+def _open_journal(cfg: dict, channel: Channel) -> int | None:
+    """The journal file of a recording that will be replayed (skeleton mode), or None. Without the
+    journal library a skeleton recording cannot be made: it ends here, before the program runs, and
+    the adapter records in full instead."""
+    path = cfg.get("journal_path")
+    replay = cfg.get("journal_replay")  # a what-if branch: the first run's journal, read up to the edit
+    if not (path or replay) or cfg.get("mode") != "skeleton":
+        return None
+    if JOURNAL is None:
+        channel.finish("error", NO_JOURNAL)
+        os._exit(0)
+    if replay:
+        fd = os.open(str(replay), os.O_RDONLY | os.O_CLOEXEC)
+    else:
+        fd = os.open(str(path), os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
+    high = fcntl_dupfd(fd, 900)  # out of the way of the program's own numbers
+    if high != fd:
+        os.close(fd)
+    return high
+
+
+NO_JOURNAL = "the journal could not be loaded into the recording process"
+
+
+def fcntl_dupfd(fd: int, at_least: int) -> int:
+    try:
+        import fcntl
+
+        return fcntl.fcntl(fd, fcntl.F_DUPFD_CLOEXEC, at_least)
+    except (ImportError, OSError):
+        return fd
+
+
+def _flush_journal() -> None:
+    if JOURNAL is not None:
+        with plumbing():
+            JOURNAL.flush()
+
+
+def _report_refusals(channel: Channel) -> None:
+    """What the sandbox refused the program (a sandboxed run) or the reprs of its values."""
+    if JOURNAL is None:
+        return
+    count, first = JOURNAL.refusals()
+    if count:
+        channel.events.append(["refused", count, first])
+
+
+def _leave_the_program() -> int:
+    """The program's part of this thread is over (it ended, exited, is replaced, or the recording
+    ends here): everything after is the recorder's own. Returns the context it replaces."""
+    if JOURNAL is None:
+        return 0
+    previous = JOURNAL.enter(PLUMBING)
+    JOURNAL.flush()
+    return previous
 
 
 def _shut_down_as_the_interpreter() -> None:
@@ -398,17 +534,22 @@ def _children_spec(cfg: dict, rec: Recorder) -> dict:
 END_SIGNAL = signal.SIGRTMIN + 3 if hasattr(signal, "SIGRTMIN") else None
 
 
-def _arm_end_signal(end_here, channel: Channel, main_thread: int) -> None:
+def _arm_end_signal(end_here, channel: Channel, main_thread: int, switch: ThreadSwitch, busy) -> None:
+    """The main thread's real-time signal: end the recording here (a pause, a limit), or switch to
+    recording every thread (child/switch.py), whichever was asked."""
     if END_SIGNAL is None:
         return
     reason = [("paused", "the recording was paused: it ends here")]
 
     def on_signal(_signum, _frame) -> None:
-        if channel.lock.locked():
+        if channel.lock.locked() or busy():
             # the signal may have come while this thread writes records to the pipe (the lock is
-            # held below this handler): ending here would wait on that lock for ever, and write into
-            # the middle of a frame; ask again in a moment, when the write is done
+            # held below this handler) or runs the recorder's hook: ending or switching here would
+            # wait on that lock for ever, or cut the hook's work in two; ask again in a moment
             threading.Timer(0.01, _resend, (main_thread,)).start()
+            return
+        if switch.due():
+            switch.run()
             return
         end_here(*reason[0])
 
@@ -429,6 +570,9 @@ def _arm_end_signal(end_here, channel: Channel, main_thread: int) -> None:
 
 
 def _resend(thread: int) -> None:
+    from neural_dap.trace.child.journal import mark_thread
+
+    mark_thread()
     try:
         signal.pthread_kill(thread, END_SIGNAL)  # type: ignore[arg-type]
     except (OSError, ValueError):
@@ -494,8 +638,20 @@ def _close(fd: int) -> None:
         pass
 
 
-def _run(cfg: dict, rec: Recorder, start, stop, channel: Channel, before_start=lambda: None) -> tuple:
+def _run(
+    cfg: dict,
+    rec: Recorder,
+    start,
+    stop,
+    channel: Channel,
+    before_start=lambda: None,
+    begin=lambda: None,
+    switch: ThreadSwitch | None = None,
+) -> tuple:
+    if switch is None:
+        switch = ThreadSwitch(get_ident(), None)
     main_module = types.ModuleType("__main__")
+    begin()
     ours = cfg.get("own_path")
     rest = [p for p in sys.path[1:] if p != ours]
     module = cfg.get("module")
@@ -509,7 +665,8 @@ def _run(cfg: dict, rec: Recorder, start, stop, channel: Channel, before_start=l
         if isinstance(found, str):
             return ("error", found, 1, None)
         code, path = found
-        rec.set_main(path, [os.getcwd()])
+        with plumbing():
+            rec.set_main(path, [os.getcwd()])
         channel.main = path
     else:
         path = rec.program
@@ -558,16 +715,15 @@ def _run(cfg: dict, rec: Recorder, start, stop, channel: Channel, before_start=l
             try:
                 result = func(*args, **kwargs)
             finally:
-                wait_for_threads()
-                stop()
-            return ("finished", "", 0, rec.reprs.repr(result))
+                _shut_down(stop, cfg, switch)
+            with sandboxed():
+                return ("finished", "", 0, rec.reprs.repr(result))
         before_start()
         start()
         try:
             exec(code, main_module.__dict__)
         finally:
-            wait_for_threads()  # as the interpreter does when the main module ends
-            stop()
+            _shut_down(stop, cfg, switch)
         return ("finished", "", 0, None)
     except SystemExit as exc:
         code_ = exc.code
@@ -581,6 +737,7 @@ def _run(cfg: dict, rec: Recorder, start, stop, channel: Channel, before_start=l
             import traceback
 
             traceback.print_exception(exc)
-        return (kind, f"{type(exc).__name__}: {_short(exc)}", 1, rec.reprs.repr(exc))
+        with sandboxed():
+            return (kind, f"{type(exc).__name__}: {_short(exc)}", 1, rec.reprs.repr(exc))
     finally:
         sys.stdout, sys.stderr = sys.__stdout__, sys.__stderr__ = stdout, stderr  # type: ignore[misc, assignment]

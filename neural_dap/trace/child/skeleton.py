@@ -12,14 +12,20 @@ materialise events a..b, the parent connects to the nearest checkpoint at or bef
 checkpoint forks a *worker*, which runs on from the checkpoint with output discarded, records in
 full from event a to b (the frames already on the stack first, as snapshots), hashes the skeleton
 records it replays, sends all of it back and exits; the checkpoint waits for the next request.
-A replay whose records hash differently from the recording's has diverged (threads, clocks,
-files changed since): the parent says so, and trusts only what came before.
+
+The program runs once. A checkpoint lets go of every resource of the program (its descriptors
+become /dev/null, its shared memory a private copy), and a worker answers everything the program
+asks of the world from the recording's journal (child/journal.py), under a seccomp net that refuses
+what would change it: a replay reads what the recording read and touches nothing. A replay whose
+records hash differently from the recording's, or that asks the journal for something it does not
+hold, has diverged: the parent says so (and why), and trusts only what came before.
 
 Standard library only (the recording child runs under any interpreter).
 """
 
 from __future__ import annotations
 
+import gc
 import hashlib
 import json
 import os
@@ -29,9 +35,9 @@ import threading
 import time
 
 from neural_dap.trace.child import live
+from neural_dap.trace.child.journal import JOURNAL, MODE_RECORD, MODE_REPLAY, plumbing, reopen_read_only
 from neural_dap.trace.child.lifetime import Lifeline, die_with_parent, fork_ours
 from neural_dap.trace.child.recorder import DISCARD, set_output_mode
-from neural_dap.trace.child.terminal import typed_offset
 from neural_dap.trace.child.whatif import Edits
 
 EVENT_SIZE = 12
@@ -88,9 +94,7 @@ class Skeleton:
         self.events = events  # what full capture appends to (in a worker: what it sends back)
         self.finish = finish  # finish(outcome, message): end the recording (limits)
         self.dir = cfg["checkpoint_dir"]
-        self.stdin_path: str | None = cfg.get("stdin_path")  # the program's stdin file, replayed from
-        self.stdin_offset = 0  # where the program had read it to when this process became a checkpoint
-        self.stdin_log: str | None = cfg.get("stdin_log")  # typed input (child.terminal): replays read this
+        self.journal_fd: int | None = None  # the journal (the runner opens it); a checkpoint's is read-only
         self.every_events = int(cfg.get("checkpoint_events", 1_000_000))
         self.every_seconds = float(cfg.get("checkpoint_seconds", 0.25))
         self.max_checkpoints = int(cfg.get("max_checkpoints", 24))
@@ -106,6 +110,8 @@ class Skeleton:
         self.next_time = self.started
         self.checkpoints: list[tuple[int, int]] = []  # (event index, pid)
         self.worker: dict | None = None  # in a worker: the request it serves
+        self.switched = False  # a second thread ran the program's code: every thread recorded in full since
+        self.in_hook = False  # the hook runs (the main thread's signal waits for it: runner.py)
 
     # -- the recording process ----------------------------------------------------------------------
     def start(self) -> None:
@@ -114,15 +120,16 @@ class Skeleton:
 
     def begin(self) -> None:
         """Tracing has started and no event has happened yet: the first checkpoint."""
-        self.next_time = time.monotonic() + self.every_seconds
-        self.checkpoint(0)
-        self.channel.on_tick = self.poke
+        with plumbing():
+            self.next_time = time.monotonic() + self.every_seconds
+            self.checkpoint(0)
+            self.channel.on_tick = self.poke
 
     def poke(self) -> None:
         """From the flusher thread: a checkpoint is due by time, so have the engine call the hook at
         its next event (it counts events only: a program that mostly waits would otherwise take none,
         and a replay of it would wait all over again)."""
-        if self.worker is None and time.monotonic() >= self.next_time:
+        if self.worker is None and not self.switched and time.monotonic() >= self.next_time:
             try:
                 self.tracer.skeleton(self.hook, self.flush, 4096, self.tracer.count() + 1)
             except Exception:
@@ -137,6 +144,14 @@ class Skeleton:
     def hook(self, count: int) -> int:
         """Called by the engine at `hook_at` and every 4096 events; returns the next `hook_at`. A
         what-if edit due here is made first (a checkpoint taken here holds the new value)."""
+        self.in_hook = True
+        try:
+            with plumbing():
+                return self._hook_with_edits(count)
+        finally:
+            self.in_hook = False
+
+    def _hook_with_edits(self, count: int) -> int:
         edits = self.edits
         if edits is None:
             return self._hook(count)
@@ -169,6 +184,8 @@ class Skeleton:
         return min(self.next_count, self.max_events)
 
     def checkpoint(self, count: int) -> None:
+        if self.switched:
+            return  # a fork copies one thread: nothing after the switch is replayed
         if count and not _alone(1 if self.channel.thread.is_alive() else 0, self.forked):
             return  # the next one, or the one before, serves
         self.tracer.flush()  # the parent has every record up to here before the copy exists
@@ -180,13 +197,6 @@ class Skeleton:
         except OSError:
             server.close()
             return
-        if self.stdin_log:
-            self.stdin_offset = typed_offset(self.stdin_log)
-        elif self.stdin_path:
-            try:  # the copy shares the file's offset with the recording, which reads on
-                self.stdin_offset = os.lseek(0, 0, os.SEEK_CUR)
-            except OSError:
-                self.stdin_offset = 0
         pid = fork_ours()
         if pid == 0:
             self._serve(server, count)  # returns only in a worker
@@ -213,11 +223,24 @@ class Skeleton:
     def _serve(self, server: socket.socket, count: int) -> None:
         """A checkpoint: wait for requests; each one is served by a fresh fork (a worker)."""
         os.setsid()  # out of the recording's process group: it outlives the recording
-        self.channel.closed = True  # never write to the recording's pipe...
-        try:
-            os.close(self.channel.fd)  # ...nor hold it open: the parent reads it to its end
-        except OSError:
-            pass
+        self.channel.closed = True  # never write to the recording's pipe
+        # the program's objects are not freed here: one finalized now would close a number this
+        # process opens next (the workers collect as the program does: see _become_worker)
+        gc.disable()
+        if self.journal_fd is not None:
+            self.journal_fd = reopen_read_only(self.journal_fd)
+        if JOURNAL is not None:
+            # nothing of the program's is held: a peer sees end-of-file when the program closes a
+            # socket, a port it closed can be bound again, a lock it released is free
+            keep = [server.fileno(), *([self.journal_fd] if self.journal_fd is not None else [])]
+            if self.lifeline.fd is not None:
+                keep.append(self.lifeline.fd)
+            JOURNAL.checkpoint(keep)
+        else:
+            try:
+                os.close(self.channel.fd)  # (the parent reads the pipe to its end)
+            except OSError:
+                pass
         _silence_output()
         lifeline = self.lifeline
         while True:
@@ -248,7 +271,6 @@ class Skeleton:
     # -- a worker ---------------------------------------------------------------------------------
     def _become_worker(self, conn: socket.socket, request: dict, count: int) -> None:
         die_with_parent()  # the checkpoint: it ends when the adapter does
-        self._own_stdin()
         first, last = int(request["from"]), int(request["to"])
         self.worker = {
             "conn": conn,
@@ -265,26 +287,21 @@ class Skeleton:
             guard.thread = threading.get_ident()
             guard.watch(time.monotonic() + self.replay_seconds, lambda: _EXIT(0))
         del self.events[:]
+        net = False
+        if JOURNAL is not None and self.journal_fd is not None:
+            # from here on, what the program asks of the world is answered from the journal (a
+            # checkpoint of a what-if branch past its edit: the sandbox, as the branch ran), and
+            # what would change the world is refused
+            if JOURNAL.mode() in (MODE_RECORD, MODE_REPLAY):
+                JOURNAL.replay(self.journal_fd)
+            net = JOURNAL.install_net()
+        self.worker["net"] = net
+        gc.enable()
         # stop right after the window (a live stop: at its event; the hook runs once that event is
         # recorded): a worker of the first checkpoint, taken before any hook ran, would otherwise run
         # on to the next 4096th event, or to the end of a program that may never end
         self.tracer.skeleton(self.hook, self.flush, 4096, self._sooner(self.worker["to"] + 1))
         self.tracer.capture(self.worker["from"], self.worker["to"])
-
-    def _own_stdin(self) -> None:
-        """A replay reads the program's stdin from where the checkpoint had it, through a file
-        description of its own (a forked one shares its offset with every other copy). Typed input
-        is read from its log: nobody types it again."""
-        path = self.stdin_log or self.stdin_path
-        if not path:
-            return
-        try:
-            fd = os.open(path, os.O_RDONLY)
-            os.lseek(fd, self.stdin_offset, os.SEEK_SET)
-            os.dup2(fd, 0)
-            os.close(fd)
-        except OSError:
-            pass
 
     def _hash(self, events: bytes, first: int) -> None:
         """Hash the records replayed before the window in aligned ranges (the last one ends where the
@@ -325,6 +342,7 @@ class Skeleton:
             "hashes": worker["hashes"],
             "reached": count,
             "outcome": list(outcome) if outcome else None,
+            "journal": _journal_report(worker.get("net", False)),
         }
         try:
             data = self.channel.encode_document(answer)
@@ -342,6 +360,18 @@ class Skeleton:
         """The program ended (or raised, or exited) inside a worker's window: send what there is."""
         if self.worker is not None:
             self._finish_worker(self.tracer.count(), outcome)
+
+
+def _journal_report(net: bool) -> dict:
+    """What the adapter needs to trust this replay: where it stopped being one (the event count,
+    and why), and whether the seccomp net was on."""
+    if JOURNAL is None:
+        return {"net": False}
+    report: dict = {"net": net}
+    diverged = JOURNAL.divergence()
+    if diverged is not None:
+        report["diverged_at"], report["why"] = diverged
+    return report
 
 
 def _read_request(conn: socket.socket) -> dict | None:

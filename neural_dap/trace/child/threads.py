@@ -9,8 +9,9 @@ Two jobs:
 - `watch_for_threads` (a recording of one thread, the fast default): the C tracer and the skeleton
   follow only the thread that started the program, and a replay from a fork checkpoint cannot
   bring threads back (a fork copies only the calling thread). So the first time another thread
-  runs the user's code, the recording ends with the outcome "threads" and the parent records the
-  program again with every thread (the Python engines, full capture).
+  runs the user's code, the recording switches, in place, to recording every thread in full
+  (child/switch.py); where the main thread cannot switch (stuck in C code), the recording ends
+  there with the outcome "threads", keeping what it has (the program is never run again).
 """
 
 from __future__ import annotations
@@ -19,9 +20,10 @@ import _thread
 import os
 import sys
 import threading
-import types
 from _thread import get_ident
 from collections.abc import Callable
+
+from neural_dap.trace.child.switch import ThreadSwitch
 
 THREADS_OUTCOME = "threads"
 OWN_THREADS = "neural-dap"  # the prefix of the names of the recorder's own threads (the flusher, ...)
@@ -89,25 +91,29 @@ class ThreadTable:
         self._current = get_ident()
 
 
-def watch_for_threads(
-    is_user: Callable[[types.CodeType], bool], end: Callable[[str, str], object]
-) -> Callable[[], None]:
-    """Until the returned function is called: the first thread (started by `threading`) that runs
-    the user's code ends the recording with the outcome "threads". Only in the process that was
-    started to record: a replay (a worker forked from a checkpoint) follows the recording it
-    replays, and a process the program forked is not recorded at all."""
+def watch_for_threads(switch: ThreadSwitch, end: Callable[[str, str], object]) -> Callable[[], None]:
+    """Until the returned function is called: the first thread `threading` starts has the
+    recording switch to every thread (`switch`); its first call, and every other thread's, then go
+    to the new engine. Only in the process that was started to record: a replay (a worker forked
+    from a checkpoint) follows the recording it replays, and a process the program forked is not
+    recorded at all."""
     recording_pid = os.getpid()
-    asked = [False]
+    ended = [False]
 
     def first_call(frame, event, arg):
-        if event != "call" or asked[0] or os.getpid() != recording_pid:
+        if event != "call" or os.getpid() != recording_pid or is_ours():
             return None
-        if not is_user(frame.f_code) or is_ours():
+        # any thread of the program's, even one that runs library code only (a pool's handler): a
+        # replay cannot bring it back, and the main thread may wait on it, so nothing after it is
+        # replayed; the recording of every thread goes on from here
+        take = switch.take if switch.switched else switch.request(_thread_name())
+        if take is None:
+            if not ended[0]:
+                ended[0] = True
+                end(THREADS_OUTCOME, switch.failed or "another thread ran the program's code")
+            threading.Event().wait()  # this thread must not run on while the recording ends (it never wakes)
             return None
-        asked[0] = True
-        end(THREADS_OUTCOME, f"thread {threading.current_thread().name!r} runs the program's code")
-        threading.Event().wait()  # this thread must not run on while the recording ends (it never wakes)
-        return None
+        return take(frame)
 
     threading.settrace(first_call)
 
@@ -116,6 +122,11 @@ def watch_for_threads(
             threading.settrace(None)  # type: ignore[arg-type]
 
     return stop
+
+
+def _thread_name() -> str:
+    thread = threading._active.get(get_ident())  # type: ignore[attr-defined]
+    return thread.name if thread is not None else f"thread {get_ident()}"
 
 
 def wait_for_threads() -> None:

@@ -81,6 +81,9 @@ class ReprGuard:
         calls `on_late` once time.monotonic() passes `until`."""
 
         def run() -> None:
+            from neural_dap.trace.child.journal import mark_thread
+
+            mark_thread()
             while time.monotonic() < until:
                 time.sleep(every)
                 self.check()

@@ -13,7 +13,9 @@ The state of event `at` itself was recorded before the edit; a worker that captu
 value to its changes, so the branch shows the new value at the moment the user changed it.
 
 The value arrives as the text of a Python literal, checked by the adapter, and is read here with
-ast.literal_eval: nothing of it is executed. Standard library only.
+ast.literal_eval: nothing of it is executed. Up to its first edit a branch reads the first run's
+journal (what the program received from the world then), so it takes the same path and repeats none
+of its effects; after it, the branch runs in the sandbox (child/journal.py). Standard library only.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ import ast
 import sys
 
 from neural_dap.trace.child import live
+from neural_dap.trace.child.journal import JOURNAL, MODE_RECORD, MODE_REPLAY
 from neural_dap.trace.child.values import _ATOMS, _SMALL_INT
 
 NEVER = 1 << 62
@@ -42,9 +45,10 @@ class Edit:
 class Edits:
     """The edits of one branch, in the order the run reaches them."""
 
-    def __init__(self, specs: list, rec) -> None:
+    def __init__(self, specs: list, rec, scratch: str | None = None) -> None:
         self.edits = sorted((Edit(spec) for spec in specs), key=lambda e: e.at)
         self.rec = rec  # the recorder: which code is the user's, and how values are encoded
+        self.scratch = scratch  # the only folder the branch may change files in, after its edit
 
     def sooner(self, at: int) -> int:
         """The hook's next count: `at`, or earlier when an edit is due before it."""
@@ -60,11 +64,19 @@ class Edits:
             if edit.done or edit.at + 1 != count:
                 continue
             edit.done = True
+            self._leave_the_journal()
             problem = self._apply(edit)
             if problem is None and capturing:
                 self._show_at_event(edit, events, captured)
             if tell:
                 events.append(["whatif", edit.at, edit.name, "applied" if problem is None else problem])
+
+    def _leave_the_journal(self) -> None:
+        """Up to its first edit a branch is the first run, read back from its journal; from there it
+        is a run of its own, which may read the world but change none of it (but for files in its
+        scratch folder)."""
+        if JOURNAL is not None and JOURNAL.mode() in (MODE_RECORD, MODE_REPLAY):
+            JOURNAL.sandbox(self.scratch)
 
     def _apply(self, edit: Edit) -> str | None:
         frames = live.user_frames(self.rec.is_user)

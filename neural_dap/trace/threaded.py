@@ -1,0 +1,89 @@
+"""A skeleton recording in which a second thread ran the program's code, made into one full recording.
+
+From the event the second thread first called the user's code (K), the recording child records
+every thread in full, in the same process (child/switch.py): nothing runs twice. The events before K
+are the skeleton's: their states are rebuilt here from its checkpoints, a window at a time, and put
+in front of what follows, so the session gets one full recording of every thread (its replays are
+over: a threaded run has no fork to replay from). At most `PREFIX_LIMIT` events before K are kept;
+a longer prefix starts where they begin, and the recording says so.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from neural_dap.trace.eventlog import EventLog
+from neural_dap.trace.program import Program
+from neural_dap.trace.recorder import Recording
+from neural_dap.trace.skeleton import DivergenceError, SkeletonRecording
+
+PREFIX_LIMIT = 1_000_000  # events before the switch kept (a full recording's memory)
+WINDOW = 50_000  # events rebuilt by one replay
+_STATES = frozenset(("c", "l", "r", "x"))
+
+
+def join(skeleton: SkeletonRecording) -> tuple[Recording, int]:
+    """The whole run as one full recording, and the index (in it) of the first event after the
+    switch. Raises DivergenceError where a replay of the prefix does not follow the recording."""
+    switched = skeleton.log.switched_at
+    assert switched is not None
+    first = max(0, switched - PREFIX_LIMIT)
+    program = skeleton.program or Program(skeleton.main_path)
+    log = EventLog(program, skeleton.main_path)
+    log.codes.update(skeleton.log.codes)
+    log.sources.update(skeleton.sources)
+    log.source_lines.update(skeleton.source_lines)
+    outputs = sorted((count, stream, text) for count, stream, text in skeleton.log.outputs if first <= count)
+    feeder = _Feeder(log, outputs, first)
+    for a in range(first, switched, WINDOW):
+        b = min(switched, a + WINDOW) - 1
+        window = skeleton.window_for(a)  # (replayed from the nearest checkpoint, checked)
+        if skeleton.diverged_at is not None and skeleton.diverged_at <= b:
+            raise DivergenceError(skeleton.divergence_message())
+        events = window.raw_events
+        if window.offset < a or window.offset + len(window.kinds) - 1 > b:
+            window = skeleton._materialise(_checkpoint_before(skeleton, a), a, b)
+            events = window.raw_events
+        feeder.feed(events)
+    feeder.feed(skeleton.log.threaded)
+    feeder.flush_outputs(first + len(log.kinds) + 1)
+    log.engine, log.python = skeleton.log.engine, skeleton.log.python
+    log.refused = skeleton.log.refused
+    outcome = skeleton.outcome
+    full = Recording(program, log, outcome, skeleton._fd_stdout, skeleton._fd_stderr, skeleton.seconds)
+    full.module_file = skeleton.main_path if program.module else None
+    return full, switched - first
+
+
+def _checkpoint_before(skeleton: SkeletonRecording, index: int) -> int:
+    return max(c for c in skeleton.checkpoints if c <= index)
+
+
+class _Feeder:
+    """Feeds events into one log: a frame snapshot of an invocation the log knows already becomes an
+    update of its locals (a window's start, the switch), output goes in at its event."""
+
+    def __init__(self, log: EventLog, outputs: list[tuple[int, str, str]], first: int) -> None:
+        self.log = log
+        self.outputs = outputs
+        self.next_output = 0
+        self.first = first  # the skeleton's index of this log's state 0
+
+    def feed(self, events: Iterable) -> None:
+        log = self.log
+        for event in events:
+            tag = event[0]
+            if tag == "s" and event[1] in log.invocations:
+                if event[5]:
+                    log.feed([["u", event[1], event[5]]])
+                continue
+            if tag in _STATES:
+                self.flush_outputs(self.first + len(log.kinds))
+            log.feed([event])
+
+    def flush_outputs(self, upto: int) -> None:
+        """Output written before the state with skeleton index `upto`."""
+        while self.next_output < len(self.outputs) and self.outputs[self.next_output][0] <= upto:
+            _count, stream, text = self.outputs[self.next_output]
+            self.log.feed([["o" if stream == "stdout" else "e", text]])
+            self.next_output += 1
