@@ -106,6 +106,7 @@ class Stop(msgspec.Struct, frozen=True, omit_defaults=True):
     # code calls the user's code again first.
     called_by_library: bool = False
     library_calls_next: bool = False
+    paused: bool = False  # a running program stopped where the user paused it (debug while it runs)
     # A predicted stop: the probability the model gave its source line, each local's value and the
     # returned / raised value (format.confidence; empty or None where the model did not say)
     line_confidence: float | None = None

@@ -45,11 +45,13 @@ class BreakpointRequests(Connection):
         )
         specs = self.debugger.breakpoints.set_lines(path, requested, self._source_text(path))
         self.debugger.check_ran(specs)
+        self.debugger.breakpoints_changed()
         await self.respond(request, {"breakpoints": [_breakpoint(s) for s in specs]})
 
     async def on_set_function_breakpoints(self, request: p.Request) -> None:
         args = self._args(request, p.SetFunctionBreakpointsArguments)
         specs = self.debugger.breakpoints.set_functions(args.breakpoints, self._known_sources())
+        self.debugger.breakpoints_changed()
         await self.respond(request, {"breakpoints": [_breakpoint(s) for s in specs]})
 
     def _known_sources(self) -> dict[str, str]:

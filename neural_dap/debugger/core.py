@@ -61,6 +61,24 @@ class KnowsHits(Protocol):
 
 
 @runtime_checkable
+class RunsLive(Protocol):
+    """A world whose program runs while it is debugged (world/live.py)."""
+
+    @property
+    def live(self) -> bool: ...
+
+    def breakpoints_changed(self, targets: tuple) -> None: ...
+
+
+class Paused(Exception):
+    """The running program stopped where the user paused it: the request ends there."""
+
+    def __init__(self, stop: Stop) -> None:
+        super().__init__("paused")
+        self.stop = stop
+
+
+@runtime_checkable
 class Travels(Protocol):
     """An exact world that can move to any event of its run."""
 
@@ -229,15 +247,26 @@ class Debugger:
         return changed
 
     def pause(self) -> None:
-        """Interrupt the running request: it ends at the last stop with reason `pause`. While the
-        program is still being recorded, a world that can (`interrupt`) ends the recording there
-        and the session opens on what was recorded."""
+        """Interrupt the running request: it ends at the last stop with reason `pause`. A program
+        that runs while it is debugged (a live world) stops at its next event, and the request ends
+        there. While the program is still being recorded (batch), a world that can (`interrupt`)
+        ends the recording there and the session opens on what was recorded."""
         # (a launched world may be recording too: a what-if branch, world/branches.py)
-        interrupt = getattr(self._starting or self.world, "interrupt", None)
+        world = self._starting or self.world
+        interrupt = getattr(world, "interrupt", None)
+        if isinstance(world, RunsLive) and world.live and interrupt is not None and interrupt():
+            return  # the running request ends at that stop, reason `pause` (see _act)
         if interrupt is not None:
             interrupt()
         if self._running is not None:
             self._running.cancel()
+
+    def breakpoints_changed(self) -> None:
+        """The breakpoint table changed: a program that runs while it is debugged stops at the new
+        lines from now on."""
+        world = self.world
+        if isinstance(world, RunsLive) and world.live:
+            world.breakpoints_changed(self.breakpoints.targets())
 
     # -- execution ---------------------------------------------------------------------------------
     async def first_stop(self) -> Report:
@@ -272,6 +301,8 @@ class Debugger:
                 self._running = scope
                 try:
                     outcome = await move()
+                except Paused as paused:
+                    outcome = Outcome(paused.stop, "pause")
                 except UnknownExecution:
                     raise
                 except (WorldError, Exception) as exc:
@@ -439,6 +470,8 @@ class Debugger:
         # several actions (a `next` over a return) loses none of it
         self._collect_output(stop)
         self._stop = stop
+        if stop.paused:
+            raise Paused(stop)
         return stop
 
     def _collect_output(self, stop: Stop) -> None:

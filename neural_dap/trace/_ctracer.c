@@ -77,6 +77,7 @@ typedef struct {
     long code_id;
     int resumable;        /* a generator's or coroutine's code: it may leave by a yield and resume */
     Py_ssize_t depth;     /* as recorded: its place on the stack, 0 for an entry of its own (a task's coroutine) */
+    PyObject *bp_lines;   /* a live recording: the breakpoint lines of its code's file (borrowed), or NULL */
 } Entry;
 
 /* skeleton records, little-endian, packed */
@@ -108,6 +109,7 @@ typedef struct {
     Py_ssize_t n_lines;   /* -1: not made yet */
     int resumable;        /* a generator's, coroutine's or async generator's code */
     int library;          /* library code, as the recorder's `library(code)` says (-1: not asked yet) */
+    PyObject *bp_lines;   /* a live recording: the breakpoint lines of its file (borrowed from Tracer.breakpoints) */
 } CodeInfo;
 
 typedef struct {
@@ -156,7 +158,22 @@ typedef struct {
     CallRecord *calls;
     Py_ssize_t calls_len, calls_cap;
     long long ev_first;       /* index of ev[0] */
+    /* a live recording (child/frontier.py): where the running program stops for the adapter. A
+     * stop is made at an event, before it is recorded: that event is captured in full (a window of
+     * one event, with the frames on the stack), then the hook is called right after it */
+    int live;                 /* any of these set */
+    long long stop_at;        /* stop at this event (-1: no) */
+    long long stop_depth;     /* stop at the first line or exit at this place on the stack or below (-1: no) */
+    long long stop_exit_inv;  /* stop where this invocation exits (-1: no) */
+    int stop_exceptions;      /* stop where an exception leaves a frame, and at a line that caught one */
+    PyObject *breakpoints;    /* dict: filename -> frozenset of breakpoint lines; NULL: none */
+    int stop_reason;          /* why the hook is called now: 0 not a stop, else a STOP_* */
 } Tracer;
+
+#define STOP_AT 1
+#define STOP_BREAKPOINT 2
+#define STOP_STEP 3
+#define STOP_EXCEPTION 4
 
 static PyObject *TAG_C, *TAG_L, *TAG_R, *TAG_X, *TAG_U, *TAG_S, *FUNCTION_TYPE, *CO_NAME, *F_LOCALS;
 static const long long SMALL_INT = 1LL << 53;
@@ -452,6 +469,71 @@ static int counted(Tracer *t) {
     return 0;
 }
 
+/* A live recording: make a stop at the event about to be recorded (number t->count): capture it in
+ * full and call the hook right after it. */
+static void live_stop(Tracer *t, int reason) {
+    t->stop_reason = reason;
+    t->capture_from = t->capture_to = t->count;
+    t->snapshotted = 0;
+    t->hook_at = t->count + 1;
+    /* every frame on the stack is sent whole (its locals as they are now), not as changes since an
+     * earlier stop's capture: each stop's window stands alone */
+    for (Py_ssize_t d = 0; d < t->depth; d++) {
+        Py_CLEAR(t->stack[d].objs);
+        Py_CLEAR(t->stack[d].encs);
+    }
+}
+
+static int has_line(PyObject *lines, int line) {
+    if (lines == NULL)
+        return 0;
+    PyObject *number = PyLong_FromLong(line);
+    if (number == NULL) {
+        PyErr_Clear();
+        return 0;
+    }
+    int found = PySet_Contains(lines, number);
+    Py_DECREF(number);
+    if (found < 0) {
+        PyErr_Clear();
+        return 0;
+    }
+    return found;
+}
+
+/* At a line of the top entry `e` (`caught`: right after a handled exception). */
+static void live_line(Tracer *t, Entry *e, int line, int caught) {
+    if (!t->live)
+        return;
+    if (t->stop_at >= 0 && t->count >= t->stop_at)
+        live_stop(t, STOP_AT);
+    else if (has_line(e->bp_lines, line))
+        live_stop(t, STOP_BREAKPOINT);
+    else if (t->stop_depth >= 0 && t->depth - 1 <= t->stop_depth)
+        live_stop(t, STOP_STEP);
+    else if (caught && t->stop_exceptions)
+        live_stop(t, STOP_EXCEPTION);
+}
+
+/* At the exit (a return, or an exception leaving) of the top entry. */
+static void live_exit(Tracer *t, int raised) {
+    if (!t->live)
+        return;
+    Entry *e = &t->stack[t->depth - 1];
+    if (t->stop_at >= 0 && t->count >= t->stop_at)
+        live_stop(t, STOP_AT);
+    else if (raised && t->stop_exceptions)
+        live_stop(t, STOP_EXCEPTION);
+    else if ((t->stop_depth >= 0 && t->depth - 1 <= t->stop_depth) || (t->stop_exit_inv >= 0 && e->inv == t->stop_exit_inv))
+        live_stop(t, STOP_STEP);
+}
+
+/* At a call (the new entry is not on the stack yet). */
+static void live_call(Tracer *t) {
+    if (t->live && t->stop_at >= 0 && t->count >= t->stop_at)
+        live_stop(t, STOP_AT);
+}
+
 static int capturing(Tracer *t) {
     /* the event about to be counted is number t->count (0-based) */
     return !t->skeleton || (t->count >= t->capture_from && t->count <= t->capture_to);
@@ -566,6 +648,16 @@ static CodeInfo *code_info(Tracer *t, PyObject *code) {
     info->n_lines = -1;
     info->resumable = 0;
     info->library = -1;
+    info->bp_lines = NULL;
+    if (t->breakpoints != NULL) {
+        PyObject *filename = PyObject_GetAttrString(code, "co_filename");
+        if (filename == NULL)
+            return NULL;
+        info->bp_lines = PyDict_GetItemWithError(t->breakpoints, filename);
+        Py_DECREF(filename);
+        if (info->bp_lines == NULL && PyErr_Occurred())
+            return NULL;
+    }
     if (info->user) {
         PyObject *flags = PyObject_GetAttrString(code, "co_flags");
         if (flags == NULL)
@@ -626,6 +718,7 @@ static Entry *push(Tracer *t, PyObject *code, PyFrameObject *frame) {
     e->code_id = 0;
     e->resumable = 0;
     e->depth = t->depth - 1;
+    e->bp_lines = NULL;
     return e;
 }
 
@@ -685,6 +778,7 @@ static int call_event(Tracer *t, PyFrameObject *frame, CodeInfo *info, int line)
     long code_id = code_id_of(t, info);
     if (code_id == -1 && PyErr_Occurred())
         return -1;
+    live_call(t);
     int capture = capturing(t);
     long long resumes = -1;
     int direct = 1;
@@ -711,6 +805,7 @@ static int call_event(Tracer *t, PyFrameObject *frame, CodeInfo *info, int line)
     if (e == NULL)
         return -1;
     e->code_id = code_id;
+    e->bp_lines = info->bp_lines;
     e->resumable = info->resumable;
     e->lines = info->lines;
     e->n_lines = info->n_lines;
@@ -755,6 +850,7 @@ static int left_event(Tracer *t, Entry *e, int raised) {
 }
 
 static int line_event(Tracer *t, Entry *e, int line) {
+    live_line(t, e, line, e->pending != NULL);
     int capture = capturing(t);
     if (t->skeleton) {
         if (record_event(t, e->inv, line, e->pending != NULL ? 0x81 : 1) < 0)
@@ -787,6 +883,7 @@ static int line_event(Tracer *t, Entry *e, int line) {
 /* The top frame returns `value`, or exits by the exception `raised` (not NULL). */
 static int leave_event(Tracer *t, int line, PyObject *value, PyObject *raised) {
     Entry *e = &t->stack[t->depth - 1];
+    live_exit(t, raised != NULL);
     int capture = capturing(t);
     if (t->skeleton) {
         if (record_event(t, e->inv, line, raised != NULL ? 3 : 2) < 0)
@@ -1165,6 +1262,12 @@ static PyObject *tracer_capture(PyObject *self, PyObject *args) {
     t->capture_from = first;
     t->capture_to = last;
     t->snapshotted = 0;
+    /* a window stands alone: the frames on the stack are sent whole where it begins (a live
+     * recording's stops captured some of them already) */
+    for (Py_ssize_t d = 0; d < t->depth; d++) {
+        Py_CLEAR(t->stack[d].objs);
+        Py_CLEAR(t->stack[d].encs);
+    }
     Py_RETURN_NONE;
 }
 
@@ -1204,6 +1307,76 @@ static PyObject *tracer_next_invocation(PyObject *self, PyObject *Py_UNUSED(igno
     return PyLong_FromLongLong(((Tracer *)self)->next_inv);
 }
 
+/* live(stop_at, stop_depth, stop_exit_inv, stop_exceptions, breakpoints): where the running program
+ * stops next (-1: not by that); `breakpoints`: {filename: frozenset(lines)} or None. Each code's and
+ * each stacked entry's lines are looked up again. */
+static PyObject *tracer_live(PyObject *self, PyObject *args) {
+    Tracer *t = (Tracer *)self;
+    long long stop_at, stop_depth, stop_exit_inv;
+    int stop_exceptions;
+    PyObject *breakpoints;
+    if (!PyArg_ParseTuple(args, "LLLpO", &stop_at, &stop_depth, &stop_exit_inv, &stop_exceptions, &breakpoints))
+        return NULL;
+    if (breakpoints != Py_None && !PyDict_Check(breakpoints)) {
+        PyErr_SetString(PyExc_TypeError, "breakpoints: a dict or None");
+        return NULL;
+    }
+    PyObject *old = t->breakpoints;
+    t->breakpoints = breakpoints == Py_None ? NULL : breakpoints;
+    Py_XINCREF(t->breakpoints);
+    for (Py_ssize_t i = 0; i < t->codes_cap; i++) {
+        CodeInfo *info = &t->codes[i];
+        if (info->code == NULL)
+            continue;
+        info->bp_lines = NULL;
+        if (t->breakpoints != NULL && info->user) {
+            PyObject *filename = PyObject_GetAttrString(info->code, "co_filename");
+            if (filename == NULL) {
+                Py_XDECREF(old);
+                return NULL;
+            }
+            info->bp_lines = PyDict_GetItemWithError(t->breakpoints, filename);
+            Py_DECREF(filename);
+            if (info->bp_lines == NULL && PyErr_Occurred()) {
+                Py_XDECREF(old);
+                return NULL;
+            }
+        }
+    }
+    for (Py_ssize_t d = 0; d < t->depth; d++) {
+        Entry *e = &t->stack[d];
+        CodeInfo *info = find_slot(t->codes, t->codes_cap, e->code);
+        e->bp_lines = info->code == e->code ? info->bp_lines : NULL;
+    }
+    Py_XDECREF(old);
+    t->stop_at = stop_at;
+    t->stop_depth = stop_depth;
+    t->stop_exit_inv = stop_exit_inv;
+    t->stop_exceptions = stop_exceptions;
+    t->stop_reason = 0;
+    t->live = 1;
+    Py_RETURN_NONE;
+}
+
+/* Why the hook is called now (0: not a live stop), and the next stop by count from here
+ * (`stop_here(count)`: a pause). */
+static PyObject *tracer_stop_reason(PyObject *self, PyObject *Py_UNUSED(ignored)) {
+    Tracer *t = (Tracer *)self;
+    int reason = t->stop_reason;
+    t->stop_reason = 0;
+    return PyLong_FromLong(reason);
+}
+
+static PyObject *tracer_stop_at(PyObject *self, PyObject *arg) {
+    Tracer *t = (Tracer *)self;
+    long long at = PyLong_AsLongLong(arg);
+    if (at == -1 && PyErr_Occurred())
+        return NULL;
+    t->stop_at = at;
+    t->live = 1;
+    Py_RETURN_NONE;
+}
+
 static int tracer_init(Tracer *self, PyObject *args, PyObject *kwargs) {
     static char *names[] = {"events", "user_cache", "judge", "code_ids", "code_id", "encode_atom", "encode_object", "value_repr", "bounded", "dotted", NULL};
     PyObject *events, *user_cache, *judge_, *code_ids, *code_id, *encode_atom, *encode_object, *value_repr, *bounded;
@@ -1212,6 +1385,7 @@ static int tracer_init(Tracer *self, PyObject *args, PyObject *kwargs) {
                                      &judge_, &PyDict_Type, &code_ids, &code_id, &encode_atom, &encode_object, &value_repr, &bounded,
                                      &dotted))
         return -1;
+    self->stop_at = self->stop_depth = self->stop_exit_inv = -1;
     self->dotted = dotted;
     PyObject **slots[] = {&self->events, &self->user_cache, &self->judge, &self->code_ids, &self->code_id,
                           &self->encode_atom, &self->encode_object, &self->value_repr, &self->bounded};
@@ -1233,7 +1407,7 @@ static void tracer_dealloc(Tracer *self) {
     PyObject *refs[] = {self->events, self->user_cache, self->judge, self->code_ids, self->code_id, self->encode_atom,
                         self->encode_object, self->value_repr, self->bounded, self->hook, self->flush,
                         self->disable, self->enable, self->jump_line, self->line_tables,
-                        self->make_line_table, self->resumed, self->left, self->library};
+                        self->make_line_table, self->resumed, self->left, self->library, self->breakpoints};
     for (size_t i = 0; i < sizeof(refs) / sizeof(refs[0]); i++)
         Py_XDECREF(refs[i]);
     PyMem_Free(self->ev);
@@ -1266,6 +1440,10 @@ static PyMethodDef tracer_methods[] = {
     {"count", tracer_count, METH_NOARGS, "Events so far."},
     {"entries", tracer_entries, METH_NOARGS, "The traced frames on the stack: (frame, invocation, code id, depth), outermost first."},
     {"next_invocation", tracer_next_invocation, METH_NOARGS, "The id the next invocation gets."},
+    {"live", tracer_live, METH_VARARGS,
+     "live(stop_at, stop_depth, stop_exit_inv, stop_exceptions, breakpoints): where the running program stops next."},
+    {"stop_reason", tracer_stop_reason, METH_NOARGS, "Why the hook is called now (0: not a live stop); clears it."},
+    {"stop_at", tracer_stop_at, METH_O, "stop_at(count): stop at that event (a pause: the next one)."},
     {NULL, NULL, 0, NULL},
 };
 

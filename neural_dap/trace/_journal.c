@@ -278,6 +278,8 @@ REAL(int, dirfd, (DIR *));
 REAL(int, getaddrinfo, (const char *, const char *, const struct addrinfo *, struct addrinfo **));
 REAL(void, freeaddrinfo, (struct addrinfo *));
 REAL(int, getnameinfo, (const struct sockaddr *, socklen_t, char *, socklen_t, char *, socklen_t, int));
+REAL(int, gethostbyname_r, (const char *, struct hostent *, char *, size_t, struct hostent **, int *));
+REAL(int, gethostbyaddr_r, (const void *, socklen_t, int, struct hostent *, char *, size_t, struct hostent **, int *));
 REAL(void *, mmap, (void *, size_t, int, int, int, off_t));
 REAL(void *, mmap64, (void *, size_t, int, int, int, off64_t));
 REAL(int, msync, (void *, size_t, int));
@@ -323,7 +325,7 @@ enum {
     OP_RANDOM, OP_GETPID, OP_GETPPID, OP_FORK, OP_SPAWN, OP_SYSTEM, OP_WAIT, OP_WAITID, OP_KILL, OP_EXEC,
     OP_OPENDIR, OP_READDIR, OP_CLOSEDIR, OP_REWINDDIR, OP_DIRFD,
     OP_GETADDRINFO, OP_GETNAMEINFO, OP_MMAP, OP_MSYNC,
-    OP_SEM_OPEN, OP_SEM_OP, OP_SEM_UNLINK, OP_SHM_OPEN,
+    OP_SEM_OPEN, OP_SEM_OP, OP_SEM_UNLINK, OP_SHM_OPEN, OP_GETHOSTBY,
     OP_COUNT
 };
 
@@ -354,7 +356,7 @@ static const char *const OP_NAMES[OP_COUNT] = {
     [OP_REWINDDIR] = "rewinddir", [OP_DIRFD] = "dirfd", [OP_GETADDRINFO] = "getaddrinfo",
     [OP_GETNAMEINFO] = "getnameinfo", [OP_MMAP] = "mmap", [OP_MSYNC] = "msync",
     [OP_SEM_OPEN] = "sem_open", [OP_SEM_OP] = "sem_wait/post", [OP_SEM_UNLINK] = "sem_unlink",
-    [OP_SHM_OPEN] = "shm_open",
+    [OP_SHM_OPEN] = "shm_open", [OP_GETHOSTBY] = "gethostbyname/addr",
 };
 
 static const char *op_name(int op) { return op > 0 && op < OP_COUNT && OP_NAMES[op] ? OP_NAMES[op] : "?"; }
@@ -2726,6 +2728,175 @@ EXPORT int getnameinfo(const struct sockaddr *addr, socklen_t alen, char *host, 
         return r;
     }
     }
+}
+
+/* gethostbyname_r / gethostbyaddr_r (socket.gethostbyaddr, getfqdn: an HTTP server's start): the
+ * answer's struct hostent, written flat into the journal and laid out again in the caller's buffer. */
+static size_t hostent_flat(const struct hostent *h, char *out, size_t cap) {
+    size_t at = 0;
+#define PUT(src, n)                          \
+    do {                                     \
+        if (at + (n) > cap)                  \
+            return 0;                        \
+        memcpy(out + at, (src), (n));        \
+        at += (n);                           \
+    } while (0)
+    int32_t n_aliases = 0, n_addrs = 0, type = h->h_addrtype, length = h->h_length;
+    while (h->h_aliases && h->h_aliases[n_aliases])
+        n_aliases++;
+    while (h->h_addr_list && h->h_addr_list[n_addrs])
+        n_addrs++;
+    const char *name = h->h_name ? h->h_name : "";
+    PUT(name, strlen(name) + 1);
+    PUT(&n_aliases, 4);
+    for (int k = 0; k < n_aliases; k++)
+        PUT(h->h_aliases[k], strlen(h->h_aliases[k]) + 1);
+    PUT(&type, 4);
+    PUT(&length, 4);
+    PUT(&n_addrs, 4);
+    for (int k = 0; k < n_addrs; k++)
+        PUT(h->h_addr_list[k], (size_t)length);
+#undef PUT
+    return at;
+}
+
+/* Lay a flat hostent out in `buf` (pointer arrays first, then the strings and addresses). */
+static int hostent_unflat(const char *flat, size_t n, struct hostent *h, char *buf, size_t buflen) {
+    size_t at = 0;
+    const char *name = flat;
+    size_t name_len = strnlen(flat, n);
+    if (name_len == n)
+        return -1;
+    at = name_len + 1;
+    int32_t n_aliases, type, length, n_addrs;
+    if (at + 4 > n)
+        return -1;
+    memcpy(&n_aliases, flat + at, 4);
+    at += 4;
+    const char *aliases = flat + at;
+    for (int k = 0; k < n_aliases; k++) {
+        size_t len = strnlen(flat + at, n - at);
+        if (at + len >= n)
+            return -1;
+        at += len + 1;
+    }
+    size_t aliases_bytes = (size_t)(flat + at - aliases);
+    if (at + 12 > n)
+        return -1;
+    memcpy(&type, flat + at, 4);
+    memcpy(&length, flat + at + 4, 4);
+    memcpy(&n_addrs, flat + at + 8, 4);
+    at += 12;
+    if (n_aliases < 0 || n_addrs < 0 || length < 0 || at + (size_t)n_addrs * (size_t)length > n)
+        return -1;
+    size_t pointers = ((size_t)n_aliases + 1 + (size_t)n_addrs + 1) * sizeof(char *);
+    size_t need = pointers + name_len + 1 + aliases_bytes + (size_t)n_addrs * (size_t)length;
+    if (need > buflen)
+        return ERANGE;
+    char **alias_ptrs = (char **)buf;
+    char **addr_ptrs = alias_ptrs + n_aliases + 1;
+    char *data = buf + pointers;
+    memcpy(data, name, name_len + 1);
+    h->h_name = data;
+    data += name_len + 1;
+    memcpy(data, aliases, aliases_bytes);
+    for (int k = 0; k < n_aliases; k++) {
+        alias_ptrs[k] = data;
+        data += strlen(data) + 1;
+    }
+    alias_ptrs[n_aliases] = NULL;
+    memcpy(data, flat + at, (size_t)n_addrs * (size_t)length);
+    for (int k = 0; k < n_addrs; k++)
+        addr_ptrs[k] = data + (size_t)k * (size_t)length;
+    addr_ptrs[n_addrs] = NULL;
+    h->h_aliases = alias_ptrs;
+    h->h_addr_list = addr_ptrs;
+    h->h_addrtype = type;
+    h->h_length = length;
+    return 0;
+}
+
+static int host_lookup(uint32_t key, const char *label, int (*perform)(void *), void *ctx, struct hostent *ret, char *buf,
+                       size_t buflen, struct hostent **result, int *h_errnop) {
+    switch (route()) {
+    case R_REAL:
+        return perform(ctx);
+    case R_SANDBOX:
+        refuse(OP_GETHOSTBY, label, -1);
+        *result = NULL;
+        if (h_errnop)
+            *h_errnop = NO_RECOVERY;
+        return EPERM;
+    case R_REPLAY: {
+        Pending *p = take(OP_GETHOSTBY, key, label, 0);
+        *result = NULL;
+        if (p == NULL) {
+            if (h_errnop)
+                *h_errnop = NO_RECOVERY;
+            return EIO;
+        }
+        if (h_errnop)
+            *h_errnop = p->e.err;
+        size_t n = p->e.len - p->e.plen;
+        if (p->e.ret != 0 || n == 0)
+            return (int)p->e.ret;
+        char *flat = malloc(n);
+        if (flat == NULL || payload(p, flat, n) < 0) {
+            free(flat);
+            return EIO;
+        }
+        int laid = hostent_unflat(flat, n, ret, buf, buflen);
+        free(flat);
+        if (laid != 0)
+            return laid < 0 ? EIO : laid;
+        *result = ret;
+        return 0;
+    }
+    default: {
+        int r = perform(ctx);
+        char flat[8192];
+        size_t n = r == 0 && *result != NULL ? hostent_flat(*result, flat, sizeof flat) : 0;
+        jput(OP_GETHOSTBY, key, r, h_errnop ? *h_errnop : 0, label, flat, n, NULL, 0);
+        return r;
+    }
+    }
+}
+
+typedef struct {
+    const char *name;
+    const void *addr;
+    socklen_t len;
+    int type;
+    struct hostent *ret;
+    char *buf;
+    size_t buflen;
+    struct hostent **result;
+    int *h_errnop;
+} HostCall;
+
+static int by_name(void *raw) {
+    HostCall *c = raw;
+    return real_gethostbyname_r(c->name, c->ret, c->buf, c->buflen, c->result, c->h_errnop);
+}
+static int by_addr(void *raw) {
+    HostCall *c = raw;
+    return real_gethostbyaddr_r(c->addr, c->len, c->type, c->ret, c->buf, c->buflen, c->result, c->h_errnop);
+}
+
+EXPORT int gethostbyname_r(const char *name, struct hostent *ret, char *buf, size_t buflen, struct hostent **result,
+                           int *h_errnop) {
+    NEED(gethostbyname_r);
+    HostCall call = {name, NULL, 0, 0, ret, buf, buflen, result, h_errnop};
+    return host_lookup(fnv(name), name, by_name, &call, ret, buf, buflen, result, h_errnop);
+}
+EXPORT int gethostbyaddr_r(const void *addr, socklen_t len, int type, struct hostent *ret, char *buf, size_t buflen,
+                           struct hostent **result, int *h_errnop) {
+    NEED(gethostbyaddr_r);
+    HostCall call = {NULL, addr, len, type, ret, buf, buflen, result, h_errnop};
+    uint32_t key = 2166136261u;
+    for (socklen_t k = 0; k < len; k++)
+        key = (key ^ ((const unsigned char *)addr)[k]) * 16777619u;
+    return host_lookup(key, NULL, by_addr, &call, ret, buf, buflen, result, h_errnop);
 }
 
 /* ---- memory mapped files: a replay maps what the recording mapped, privately ---- */

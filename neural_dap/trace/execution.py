@@ -185,9 +185,15 @@ class FullExecution:
 class SkeletonExecution:
     def __init__(self, recording: SkeletonRecording) -> None:
         self.recording = recording
-        self.tree: SkeletonTree = recording.tree
+        self.refresh()
+
+    def refresh(self) -> None:
+        """The recording grew (a live one: world/live.py): what is known of it is read again."""
+        self.tree: SkeletonTree = self.recording.tree
         tree = self.tree
         self.raised = np.flatnonzero((tree.kinds == EXCEPTION) | tree.caught_flags).tolist()
+        for known in ("_ends_by_exception", "uncaught", "user_unhandled"):
+            self.__dict__.pop(known, None)
 
     @functools.cached_property
     def _ends_by_exception(self) -> bool:

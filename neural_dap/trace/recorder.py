@@ -26,6 +26,7 @@ import msgspec
 
 from neural_dap.trace import journal
 from neural_dap.trace.eventlog import EventLog, StateList, decode_repr
+from neural_dap.trace.live_recording import LiveControl
 from neural_dap.trace.program import DEFAULT_LIMITS, Limits, Outcome, OutcomeKind, Program
 
 __all__ = [  # what the rest of neural-dap imports from here (the program types live in trace/program.py)
@@ -175,11 +176,14 @@ def record_skeleton(
     recording: RecordingHandle | None = None,
     what_if: list[dict] | None = None,
     journal_of: str | None = None,
+    live: LiveControl | None = None,
 ):
     """Run `program` recording only its skeleton, with checkpoints to materialise states from
     (see `trace.skeleton`). Returns a `SkeletonRecording`; close it to end its checkpoints.
     `what_if`: values to set on the way, {"at", "name", "value", "function"} (child/whatif.py);
-    `journal_of`: the first run's journal, which a what-if branch reads up to its first edit."""
+    `journal_of`: the first run's journal, which a what-if branch reads up to its first edit;
+    `live`: the program is debugged while it runs (trace/live_recording.py): this returns when it
+    has ended, its stops go to `live` meanwhile."""
     from neural_dap.trace.skeleton import new_folder
 
     if journal.library() is None:
@@ -201,8 +205,12 @@ def record_skeleton(
         extra["what_if"] = what_if
     if journal_of:
         extra["journal_replay"] = journal_of
+    if live is not None:
+        extra["command_fd"] = live.command_read
     try:
-        return _record(program, limits, python=python, engine=engine, extra=extra, folder=folder, handle=recording)
+        return _record(
+            program, limits, python=python, engine=engine, extra=extra, folder=folder, handle=recording, live=live
+        )
     except BaseException:
         import shutil
 
@@ -235,13 +243,14 @@ def _record_once(
     extra: dict | None = None,
     folder: str | None = None,
     handle: RecordingHandle | None = None,
+    live: LiveControl | None = None,
 ):
     started = time.monotonic()
     path = os.path.abspath(program.path)
     if program.module:
         # the child resolves the module (in its interpreter, its cwd) and reports the file it ran;
         # until then (and if it never reports) the file this interpreter would find stands in
-        path = _module_file(program.module, program.cwd) or path
+        path = module_file(program.module, program.cwd) or path
     elif program.source is None and not os.path.isfile(path):
         raise RecorderError(f"no such program: {program.path}")
     if threads and program.stdin_log and program.stdin:
@@ -299,7 +308,7 @@ def _record_once(
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
-            pass_fds=[write_fd, lifeline],
+            pass_fds=[write_fd, lifeline, *([live.command_read] if live is not None else [])],
             env=env,
             start_new_session=True,  # so a kill reaches everything the debuggee started
         )
@@ -322,8 +331,20 @@ def _record_once(
         from neural_dap.trace.skeleton import SkeletonLog, SkeletonRecording
 
         skeleton = SkeletonLog(folder)
+        feed = skeleton.feed_frames
+        deadline = started + limits.wall_time + _GRACE_SECONDS
+        if live is not None:  # (a live recording has no wall time: the session ends it)
+            os.close(live.command_read)
+            live.started(proc.pid, skeleton)
+            deadline = float("inf")
+
+            def feed(chunk: bytes) -> None:
+                with live.changed:
+                    skeleton.feed_frames(chunk)
+                    live.changed.notify_all()
+
         with _copy(program) as copy:
-            streams = _collect(proc, read_fd, started + limits.wall_time + _GRACE_SECONDS, skeleton.feed_frames, copy)
+            streams = _collect(proc, read_fd, deadline, feed, copy)
         skeleton.close()
         if program.module and skeleton.outcome is not None and len(skeleton.outcome) > 4 and skeleton.outcome[4]:
             path = str(skeleton.outcome[4])  # the module's file, as the child resolved it
@@ -398,7 +419,7 @@ def _copy(program: Program) -> Iterator[Callable[[bytes], None] | None]:
             copy.close()
 
 
-def _module_file(module: str, cwd: str | None) -> str | None:
+def module_file(module: str, cwd: str | None) -> str | None:
     """The file `python -m module` would run, found without importing anything (a package's
     `__init__` is not run, so a package that extends its own __path__ is not followed): the
     recording's main file until the child reports the one it really ran."""

@@ -77,6 +77,11 @@ class SkeletonLog:
         # (every thread, in full: child/switch.py, trace/threaded.py)
         self.switched_at: int | None = None
         self.threaded: list = []
+        # a live recording (child/frontier.py): each stop the program made (events recorded then, why,
+        # the stop's event captured in full), and the capture of the next one as it arrives
+        self.stops: list[tuple[int, str, list]] = []
+        self.window: list = []
+        self.live_refused = False  # the engine cannot stop the program for the adapter
         self.corrupt = False
         self.wire_bytes = 0
         self._buffer = bytearray()
@@ -124,6 +129,13 @@ class SkeletonLog:
             tag = event[0]
             if self.switched_at is not None and tag in _FULL_TAGS:
                 self.threaded.append(event)  # every thread, in full, since the switch (child/switch.py)
+            elif tag in _FULL_TAGS:
+                self.window.append(event)  # a live stop's event, captured in full (child/frontier.py)
+            elif tag == "stopped":
+                self.stops.append((int(event[1]), str(event[2]), self.window))
+                self.window = []
+            elif tag == "nolive":
+                self.live_refused = True
             elif tag == "switch":
                 self.switched_at = self.count if int(event[1]) < 0 else int(event[1])
             elif tag == "k":
@@ -147,6 +159,12 @@ class SkeletonLog:
                 self.what_if.append((int(event[1]), str(event[2]), str(event[3])))
             elif tag == "end":
                 self.outcome = tuple(event[1:])
+
+    def sync(self) -> None:
+        """The records received so far are in the files (a live recording is read while it grows)."""
+        for file in (self._events, self._calls):
+            if not file.closed:
+                file.flush()
 
     def close(self) -> None:
         self._events.close()
@@ -314,6 +332,24 @@ class SkeletonRecording:
         self.seconds = seconds
         self._fd_stdout = fd_stdout
         self._fd_stderr = fd_stderr
+        self.sources: dict[str, str] = {}
+        self.source_lines: dict[str, list[str]] = {}
+        if program is not None and program.source is not None:
+            self.sources[main_path] = program.source
+            self.source_lines[main_path] = program.source.splitlines()
+        self._read()
+        self.windows: OrderedDict[tuple[int, int], object] = OrderedDict()
+        self.diverged_at: int | None = None  # the first event a replay did not reproduce
+        self.divergence: str = ""  # why, where the journal says (a call the recording did not make)
+        self.unguarded = False  # a replay ran without the seccomp net (the kernel refused it)
+        self.materialisations = 0
+        self._hashes: dict[tuple[int, int], str] = {}
+        self._output_index: dict[int, list[tuple[str, str]]] | None = None
+        self.window = FIRST_WINDOW  # adapted to what capturing this program costs
+
+    def _read(self) -> None:
+        """The tree over the records in the files (all of them; a live recording's so far)."""
+        log = self.log
         events = (
             np.memmap(log.events_path, dtype=EVENT_DTYPE, mode="r") if log.count else np.zeros(0, dtype=EVENT_DTYPE)
         )
@@ -331,21 +367,36 @@ class SkeletonRecording:
                 [log.codes.get(int(c), ("", "", 1))[2] for c in tree.code_of[tree.invs[zero]]], dtype=np.int32
             )
             tree.lines[zero] = firsts
-        self.sources: dict[str, str] = {}
-        self.source_lines: dict[str, list[str]] = {}
-        if program is not None and program.source is not None:
-            self.sources[main_path] = program.source
-            self.source_lines[main_path] = program.source.splitlines()
         for _, filename, _ in log.codes.values():
             self._load_source(filename)
-        self.windows: OrderedDict[tuple[int, int], object] = OrderedDict()
-        self.diverged_at: int | None = None  # the first event a replay did not reproduce
-        self.divergence: str = ""  # why, where the journal says (a call the recording did not make)
-        self.unguarded = False  # a replay ran without the seccomp net (the kernel refused it)
-        self.materialisations = 0
-        self._hashes: dict[tuple[int, int], str] = {}
-        self._output_index: dict[int, list[tuple[str, str]]] | None = None
-        self.window = FIRST_WINDOW  # adapted to what capturing this program costs
+
+    def grown(self) -> None:
+        """A live recording went on (child/frontier.py): read its records again. The windows rebuilt
+        so far stay (the events they hold do not change)."""
+        self.log.sync()
+        self._read()
+        self._output_index = None  # (more output came with the events)
+
+    def adopt_window(self, index: int, events: list) -> None:
+        """The state of event `index` as the live program captured it at a stop: a window of one
+        event, kept as a replay's would be."""
+        from neural_dap.trace.eventlog import EventLog
+        from neural_dap.trace.program import Program
+
+        log = EventLog(self.program or Program(self.main_path), self.main_path)
+        log.codes.update(self.log.codes)
+        log.sources.update(self.sources)
+        log.source_lines.update(self.source_lines)
+        log.offset = index
+        log.raw_events = events
+        log.feed(events)
+        tree = self.tree
+        if len(log.kinds) != 1 or index >= len(self) or log.invs[0] != int(tree.invs[index]):
+            return  # (not what the records say: left to a replay)
+        self.windows[(index, index)] = log
+        self.windows.move_to_end((index, index))
+        while len(self.windows) > MAX_WINDOWS:
+            self.windows.popitem(last=False)
 
     def __len__(self) -> int:
         return self.tree.n
@@ -401,7 +452,10 @@ class SkeletonRecording:
 
     @property
     def stdout(self) -> str:
-        return "".join(text for _, stream, text in self.log.outputs if stream == "stdout") + self._fd_stdout
+        # (since a switch to every thread, output comes among the full events: child/switch.py)
+        threaded = "".join(event[1] for event in self.log.threaded if event[0] == "o")
+        recorded = "".join(text for _, stream, text in self.log.outputs if stream == "stdout")
+        return recorded + threaded + self._fd_stdout
 
     # -- materialisation ------------------------------------------------------------------------------
     def window_for(self, i: int):

@@ -30,6 +30,7 @@ from neural_dap.trace import threaded
 from neural_dap.trace.children import ChildProcess, ChildRecordingError, list_children, new_children_folder, open_child
 from neural_dap.trace.execution import Execution, FullExecution, SkeletonExecution
 from neural_dap.trace.journal import JournalUnavailable
+from neural_dap.trace.journal import library as journal_library
 from neural_dap.trace.live import LiveError, LiveStop
 from neural_dap.trace.program import run_again
 from neural_dap.trace.queries import RecordingQueries
@@ -40,11 +41,13 @@ from neural_dap.trace.recorder import (
     RecorderError,
     Recording,
     RecordingHandle,
+    module_file,
     record_async,
     record_skeleton,
 )
 from neural_dap.trace.skeleton import DivergenceError, SkeletonRecording
 from neural_dap.world.branches import WhatIf
+from neural_dap.world.live import LiveRun, decided_at_frontier, run_request
 
 LIMIT_KEYS = {
     "maxEvents": "max_events",
@@ -88,6 +91,9 @@ class RecordedOptions(msgspec.Struct, frozen=True, rename="camel"):
     # the user did not ask for (the language server's), or one that must not happen twice (a
     # failing test run again by `pytest --neural-dap`)
     sandbox: bool = False
+    # debug while it runs (world/live.py): the launch answers at once and the program stops where
+    # it is asked to; false: record it to its end, then debug (batch use)
+    live: bool = True
 
 
 def limits_from(given: Any, mode: str = "skeleton") -> Limits:
@@ -133,6 +139,7 @@ class RecordedWorld:
         self.what_if = WhatIf(self)  # what-if branches: the program run again with a value changed
         self._children: str | None = None  # subProcess: where the program's Python children record themselves
         self.notices: list[str] = []  # what the user should read about how the program was recorded
+        self._running: LiveRun | None = None  # the program still runs (debug while it runs: world/live.py)
 
     async def start(self, launch: LaunchSpec) -> Stop:
         if launch.entry is not None and launch.entry.returns is not None:
@@ -166,6 +173,7 @@ class RecordedWorld:
         python = launch.python
         self.what_if.remember(run_again(program), limits, python)
         try:
+            rec: Recording | SkeletonRecording
             if mode == "full":
                 rec = await record_async(program, limits, python=python)
                 execution: Execution = FullExecution(rec)
@@ -173,9 +181,17 @@ class RecordedWorld:
             else:
                 handle = self._recording = RecordingHandle()
                 try:
-                    skeleton = await anyio.to_thread.run_sync(
-                        lambda: record_skeleton(program, limits, python=python, recording=handle)
-                    )
+                    # (child sessions and a terminal console are opened on a whole recording: batch)
+                    runs_live = not (options.sub_process or program.stdin_log or program.output_copy)
+                    if options.live and runs_live and journal_library() is not None:
+                        opened = await self._start_live(program, limits, python, handle)
+                        if opened is not None:
+                            return opened
+                        skeleton = self._live_result()
+                    else:
+                        skeleton = await anyio.to_thread.run_sync(
+                            lambda: record_skeleton(program, limits, python=python, recording=handle)
+                        )
                 except JournalUnavailable as exc:
                     self._recording = None
                     if mode == "skeleton":
@@ -195,12 +211,12 @@ class RecordedWorld:
                     # a second thread ran the program's code: from there every thread was recorded
                     # in full, in the same run; the states before are rebuilt from the checkpoints
                     try:
-                        rec, switched = await anyio.to_thread.run_sync(lambda: threaded.join(skeleton))
+                        joined, switched = await anyio.to_thread.run_sync(lambda: threaded.join(skeleton))
                     except DivergenceError as exc:
                         execution.close()
                         raise WorldError(f"the recording's first part could not be rebuilt: {exc}") from None
                     execution.close()
-                    execution = FullExecution(rec)
+                    rec, execution = joined, FullExecution(joined)
                     self.notices.append(
                         f"a second thread ran the program's code at event {switched}: every thread was recorded"
                         " in full from there (the program ran once)"
@@ -212,6 +228,50 @@ class RecordedWorld:
         except RecorderError as exc:
             raise WorldError(str(exc)) from None
         return await self._opened(rec, execution)
+
+    async def _start_live(
+        self, program: Program, limits: Limits, python: str | None, handle: RecordingHandle
+    ) -> Stop | None:
+        """Debug while it runs (world/live.py): the program starts under the recorder and the session
+        opens at its first event, at once; None when it ended before that (then `_live_result`)."""
+        main_path = os.path.abspath(program.path)
+        if program.module:
+            main_path = module_file(program.module, program.cwd) or main_path
+        live = self._running = LiveRun.begin(
+            lambda control: record_skeleton(program, limits, python=python, recording=handle, live=control)
+        )
+        execution = await anyio.to_thread.run_sync(live.first, program, main_path)
+        if execution is None:
+            await anyio.to_thread.run_sync(live.thread.join)
+            self._running = None
+            return None
+        log = execution.recording.log
+        self.engine, self.python = log.engine, log.python
+        self.what_if.keep_journal(execution.recording.journal_file)
+        self.outcome = execution.recording.outcome
+        self.program = os.path.basename(main_path)
+        self.execution = execution
+        self.index = 0
+        return await self._stop(0, output=execution.output(-1, 0))
+
+    def _live_result(self) -> SkeletonRecording:
+        """A live recording that ended before its first stop (it could not stop: the Python engines;
+        or the program ended at once): the recording as a batch one."""
+        result = self._running.result if self._running is not None else None
+        if isinstance(result, BaseException):
+            raise result
+        assert isinstance(result, SkeletonRecording)
+        return result
+
+    @property
+    def live(self) -> bool:
+        """The program still runs (its recording grows as it goes on)."""
+        return self._running is not None and self._running.running
+
+    def breakpoints_changed(self, targets: tuple[Target, ...]) -> None:
+        """While the program runs: the lines it stops at from now on."""
+        if self._running is not None:
+            self._running.set_breakpoints(targets)
 
     async def _opened(self, rec: Recording | SkeletonRecording, execution: Execution) -> Stop:
         self.what_if.keep_journal(rec.journal_file if isinstance(rec, SkeletonRecording) else None)
@@ -276,8 +336,48 @@ class RecordedWorld:
         breakpoints: tuple[Target, ...] = (),
         accept: Callable[[Stop], bool] | None = None,
     ) -> Stop:
-        execution = self._require()
         start = self.index
+        seen = start  # breakpoint hits up to here were put to `accept` already
+        while True:
+            stop = await self._act_recorded(action, start, seen, exceptions, breakpoints, accept)
+            live = self._running
+            if live is None or not live.running or action.inverse:
+                return stop
+            execution = self._require()
+            frontier = execution.last
+            if stop.index < frontier or stop.hit_breakpoint or stop.hit_exception:
+                return stop
+            assert isinstance(execution, SkeletonExecution)
+            if decided_at_frontier(execution, start, action):
+                return stop
+            # the answer lies past what is recorded: the held program runs on to the first event
+            # that can be it, and the action is answered again over the longer recording
+            request = run_request(execution, start, action, breakpoints, bool(exceptions - {"uncaught"}))
+            went_on = await anyio.to_thread.run_sync(live.extend, request)
+            seen = frontier
+            self.index = start
+            if not went_on:
+                self._running = None  # the program ended: its recording is whole
+                self.outcome = execution.recording.outcome
+                continue
+            if live.reason == "pause":
+                self.index = execution.last
+                output = execution.output(start, execution.last)
+                stop = await self._stop(execution.last, output=output)
+                return msgspec.structs.replace(stop, paused=True)
+
+    async def _act_recorded(
+        self,
+        action: Action,
+        start: int,
+        seen: int,
+        exceptions: frozenset[ExceptionFilter],
+        breakpoints: tuple[Target, ...],
+        accept: Callable[[Stop], bool] | None,
+    ) -> Stop:
+        """`action` from event `start` over what is recorded; breakpoint hits up to `seen` were put
+        to `accept` already (an earlier pass of a live recording's action)."""
+        execution = self._require()
         jump = action.kind in ("breakpoint", "inv_breakpoint")
         targets = action.targets if jump else breakpoints
         if action.kind == "breakpoint":
@@ -298,6 +398,8 @@ class RecordedWorld:
         for hit in execution.hits(start, natural, targets):
             if exception_at is not None and (exception_at < hit if forward else exception_at > hit):
                 break
+            if forward and hit <= seen:
+                continue
             stop = await self._stop(hit, output=execution.output(start, hit) if forward else (), hit_breakpoint=True)
             if hit == natural and not jump:
                 # the step ends here anyway: a breakpoint only changes why
@@ -334,7 +436,7 @@ class RecordedWorld:
             state, frames = await anyio.to_thread.run_sync(lambda: (execution.state(i), execution.frames(i)))
         except DivergenceError as exc:
             raise WorldError(f"{exc}; the states before it are exact, the ones after cannot be rebuilt") from None
-        at_end = i == execution.last
+        at_end = i == execution.last and not self.live
         semantics = execution.semantics
         resumed = semantics.resumes_here(i)
         by_library = semantics.called_by_library(i)
@@ -402,8 +504,11 @@ class RecordedWorld:
         return LiveResult(value.text, value.type)
 
     def interrupt(self) -> bool:
-        """The user paused while the program is being recorded: end the recording where the program
-        is and debug what was recorded (a server, a program waiting for something)."""
+        """The user paused while the program runs: a live one stops at its next event; one being
+        recorded to its end (batch) ends its recording where the program is, and the session debugs
+        what was recorded (a server, a program waiting for something)."""
+        if self._running is not None and self._running.running and self._running.pause():
+            return True
         recording = self._recording
         return recording.end_now() if recording is not None else self.what_if.interrupt()
 
@@ -420,6 +525,8 @@ class RecordedWorld:
             return None
         if self.just_my_code and _is_library(real):
             return 'library code is not traced while "justMyCode" is true; set it to false to stop here'
+        if self.live:
+            return None  # (the running program may run it yet)
         return "no code of this file ran in the recorded run"
 
     def _exited_cleanly(self) -> bool:
@@ -499,6 +606,10 @@ class RecordedWorld:
         ]
 
     async def close(self) -> None:
+        if self._running is not None:  # the session is over: so is the program (and its recording)
+            self._running.end()
+            await self._running.wait_finished()
+            self._running = None
         if self._children is not None:
             shutil.rmtree(self._children, ignore_errors=True)
             self._children = None

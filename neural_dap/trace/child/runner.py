@@ -214,6 +214,17 @@ def record_here(
             skeleton.edits = Edits(cfg["what_if"], rec, cfg.get("sandbox"))
         skeleton.start()
         rec.count = engine.count
+        if cfg.get("command_fd") is not None and not hasattr(engine, "live"):
+            channel.events.append(["nolive"])  # (the Python engines: recorded to the end, then debugged)
+        elif cfg.get("command_fd") is not None:
+            # a live recording: the adapter debugs the program while it runs (child/frontier.py);
+            # no wall-time limit while someone is at it
+            from neural_dap.trace.child.frontier import Frontier
+
+            os.set_inheritable(int(cfg["command_fd"]), False)
+            skeleton.frontier = Frontier(int(cfg["command_fd"]), engine, skeleton, channel)
+            skeleton.wall_time = channel.limits.wall_time = float("inf")
+            skeleton.replay_seconds = 3600.0
 
     def begin_journal() -> None:
         """The program's code starts here (its folder, its module found, its file read): what it
@@ -237,6 +248,9 @@ def record_here(
             # so the recorder's own work in them (a socket, a JSON request) is never an event, even
             # when the standard library is traced (justMyCode false)
             skeleton.begin()
+            if skeleton.frontier is not None and skeleton.worker is None:
+                with plumbing():
+                    skeleton.frontier.start()
 
     forked = [False]  # this process is a copy the debuggee forked: not recorded
 

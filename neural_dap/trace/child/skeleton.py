@@ -33,6 +33,7 @@ import signal
 import socket
 import threading
 import time
+from typing import Any
 
 from neural_dap.trace.child import live
 from neural_dap.trace.child.journal import JOURNAL, MODE_RECORD, MODE_REPLAY, plumbing, reopen_read_only
@@ -44,6 +45,11 @@ EVENT_SIZE = 12
 CALL_SIZE = 12
 HASH_EVERY = 1 << 16  # events per hashed range of records
 _EXIT = os._exit  # the real one: the runner wraps os._exit (to flush a program's own exit)
+
+
+def _own_threads() -> int:
+    """The recorder's own threads now (the flusher, a live recording's command reader)."""
+    return sum(1 for thread in threading.enumerate() if thread.name.startswith("neural-dap"))
 
 
 def _alone(own_threads: int, own_children: set[int]) -> bool:
@@ -111,6 +117,7 @@ class Skeleton:
         self.checkpoints: list[tuple[int, int]] = []  # (event index, pid)
         self.worker: dict | None = None  # in a worker: the request it serves
         self.switched = False  # a second thread ran the program's code: every thread recorded in full since
+        self.frontier: Any = None  # a live recording: where the program stops for the adapter (child/frontier.py)
         self.in_hook = False  # the hook runs (the main thread's signal waits for it: runner.py)
 
     # -- the recording process ----------------------------------------------------------------------
@@ -168,6 +175,15 @@ class Skeleton:
             if count > self.worker["to"]:
                 self._finish_worker(count)
             return self.worker["to"] + 1
+        if self.frontier is not None:
+            reason = self.tracer.stop_reason()
+            if reason:  # a live stop: the program is held here until the adapter says go on
+                if self.frontier.stop(count, reason) == "end":
+                    self.tracer.flush()
+                    self.finish("paused", "the debug session ended while the program ran")
+                if self.worker is not None:  # (the checkpoint the stop took, made a worker: its window)
+                    return self.worker["to"] + 1
+                self.next_time = time.monotonic() + self.every_seconds
         now = time.monotonic()
         if count >= self.max_events:
             self.tracer.flush()
@@ -183,10 +199,19 @@ class Skeleton:
             self.next_time = time.monotonic() + self.every_seconds
         return min(self.next_count, self.max_events)
 
-    def checkpoint(self, count: int) -> None:
+    def flush_journal(self) -> None:
+        if JOURNAL is not None:
+            with plumbing():
+                JOURNAL.flush()
+
+    def checkpoint(self, count: int, at_stop: bool = False) -> None:
+        """A copy of the program paused at event `count` (see the module's docstring); `at_stop`: a live
+        stop's (the one before it may be older than the usual spacing)."""
         if self.switched:
             return  # a fork copies one thread: nothing after the switch is replayed
-        if count and not _alone(1 if self.channel.thread.is_alive() else 0, self.forked):
+        if at_stop and self.checkpoints and self.checkpoints[-1][0] == count:
+            return  # (one is there already)
+        if count and not _alone(_own_threads(), self.forked):
             return  # the next one, or the one before, serves
         self.tracer.flush()  # the parent has every record up to here before the copy exists
         path = os.path.join(self.dir, f"cp-{count}.sock")
@@ -287,6 +312,9 @@ class Skeleton:
             guard.thread = threading.get_ident()
             guard.watch(time.monotonic() + self.replay_seconds, lambda: _EXIT(0))
         del self.events[:]
+        if self.frontier is not None:
+            self.tracer.live(-1, -1, -1, False, None)  # a replay does not stop for the adapter
+            self.frontier = None
         net = False
         if JOURNAL is not None and self.journal_fd is not None:
             # from here on, what the program asks of the world is answered from the journal (a

@@ -1,0 +1,150 @@
+"""Debug while it runs: the frontier of a live recording, where the running program stops for the
+adapter (UDB's model: stop the live program, travel back over everything recorded so far, go on).
+
+The program runs under the skeleton recorder as in any recording. The C tracer stops it where the
+adapter asked (`Tracer.live`: an event number, a breakpoint line, a place on the stack, an
+invocation's exit, an exception): the event is captured in full as it is recorded (a window of one
+event, with the frames already on the stack), then the recorder's hook calls `stop`, which
+  - takes a checkpoint right there (every earlier moment replays from the checkpoints, as in any
+    recording; the adapter's `evaluate` runs in a copy of this one),
+  - hands over everything recorded so far: the records, the captured event, the program's output,
+    the journal,
+  - says ["stopped", count, reason], and holds the program until the adapter's next command.
+
+Commands come on a pipe of their own, one JSON object a line, read by a thread of the recorder's:
+  {"run": {"at": N, "within": INV, "exit": INV, "exceptions": bool, "breakpoints": {path: [lines]}}}
+        go on until the next of those (-1: not by that): event N, the next line or exit of invocation
+        INV or of one under which it runs (`within`: where a step over lands), the exit of INV, an
+        exception, a breakpoint line; held: the program resumes
+  {"breakpoints": {path: [lines]}}   while it runs: the lines to stop at from now on
+  {"end": true}                      end the recording here (the adapter ends what is left)
+A pause is the real-time signal PAUSE_SIGNAL, handled in the main thread between two bytecodes of
+whatever it runs (library code too; a call blocked in C code stops when it returns, as with
+debugpy): the program stops right there, shown at its latest event in the user's code (the library
+frames above it are not recorded). Standard library only.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import queue
+import select
+import signal
+import threading
+
+from neural_dap.trace.child.journal import mark_thread, plumbing
+
+PAUSE_SIGNAL = signal.SIGRTMIN + 4 if hasattr(signal, "SIGRTMIN") else None
+REASONS = {1: "step", 2: "breakpoint", 3: "step", 4: "exception"}  # Tracer's STOP_* (and pause: "pause")
+
+
+class Frontier:
+    def __init__(self, command_fd: int, tracer, skeleton, channel) -> None:
+        self.command_fd = command_fd
+        self.tracer = tracer
+        self.skeleton = skeleton
+        self.channel = channel
+        self.commands: queue.Queue[dict] = queue.Queue()
+        self.paused = False  # the next stop is a pause
+        self.holding = False  # the program is held at a stop
+        self.stops = 0
+
+    def start(self) -> None:
+        """The command reader, and the pause signal; the program stops at its first event."""
+        threading.Thread(target=self._read_commands, name="neural-dap-commands", daemon=True).start()
+        if PAUSE_SIGNAL is not None:
+            signal.signal(PAUSE_SIGNAL, self._on_pause)
+        self.tracer.live(0, -1, -1, False, None)  # the first event: the adapter opens the session there
+
+    def _on_pause(self, _signum, _frame) -> None:
+        self.paused = True
+        if self.skeleton.in_hook or self.holding:
+            self.tracer.stop_at(self.tracer.count())  # (the recorder's own work: at the next event)
+            return
+        if self.stop(self.tracer.count(), 0) == "end":
+            self.tracer.flush()
+            self.skeleton.finish("paused", "the debug session ended while the program ran")
+
+    def _read_commands(self) -> None:
+        mark_thread()
+        reader = os.fdopen(self.command_fd, "rb", buffering=0)
+        pending = b""
+        while True:
+            try:
+                select.select([self.command_fd], [], [])
+                chunk = os.read(self.command_fd, 65536)
+            except OSError:
+                chunk = b""
+            if not chunk:  # the adapter is gone (or ended the session): end here
+                self.commands.put({"end": True})
+                return
+            pending += chunk
+            while b"\n" in pending:
+                line, pending = pending.split(b"\n", 1)
+                try:
+                    command = json.loads(line)
+                except ValueError:
+                    continue
+                if isinstance(command, dict) and "breakpoints" in command and "run" not in command:
+                    self._set_breakpoints(command["breakpoints"])  # (under the GIL: between two events)
+                elif isinstance(command, dict):
+                    self.commands.put(command)
+        del reader
+
+    def _set_breakpoints(self, breakpoints: dict | None, keep=None) -> None:
+        """The lines to stop at, keeping the other predicates (`keep`: (at, depth, exit, exceptions))."""
+        lines = {str(path): frozenset(int(n) for n in numbers) for path, numbers in (breakpoints or {}).items()}
+        at, depth, exit_, exceptions = keep if keep is not None else self.predicates
+        self.breakpoints = lines or None
+        self.tracer.live(at, depth, exit_, exceptions, self.breakpoints)
+
+    def _depth_of(self, inv: int) -> int:
+        """The place on the stack of invocation `inv` (-1: not on it, so no stop by that)."""
+        if inv < 0:
+            return -1
+        for place, entry in enumerate(self.tracer.entries()):
+            if entry[1] == inv:
+                return place
+        return -1
+
+    predicates: tuple = (-1, -1, -1, False)
+    breakpoints: dict | None = None
+
+    def stop(self, count: int, reason_code: int) -> str | None:
+        """In the hook, at a live stop after event count-1: hand everything over, hold the program
+        until told to run. Returns "end" when the recording should end here."""
+        with plumbing():
+            reason = "pause" if self.paused else REASONS.get(reason_code, "step")
+            self.paused = False
+            self.holding = True
+            try:
+                return self._hold(count, reason)
+            finally:
+                self.holding = False
+
+    def _hold(self, count: int, reason: str) -> str | None:
+        """Hand everything recorded over, say where it stopped, and wait for the next command."""
+        self.tracer.capture(1 << 62, -1)  # (the captured event was this one)
+        self.skeleton.checkpoint(count, at_stop=True)
+        if self.skeleton.worker is not None:
+            return None  # this is the checkpoint's worker now: it replays, it does not stop
+        self.tracer.flush()
+        self.skeleton.flush_journal()
+        self.channel.events.append(["stopped", count, reason])
+        self.channel.flush()
+        self.stops += 1
+        while True:
+            command = self.commands.get()
+            if command.get("end"):
+                return "end"
+            run = command.get("run")
+            if isinstance(run, dict):
+                self.predicates = (
+                    int(run.get("at", -1)),
+                    self._depth_of(int(run.get("within", -1))),
+                    int(run.get("exit", -1)),
+                    bool(run.get("exceptions", False)),
+                )
+                self._set_breakpoints(run.get("breakpoints"), self.predicates)
+                return None

@@ -1,0 +1,213 @@
+"""Debug while it runs: a recorded world whose program is still running (UDB's model).
+
+The launch answers at once: the program runs under the recorder and stops at its first event, and
+the session opens there. Every action is answered from what is recorded so far, exactly as in a
+finished recording, back and forth; an action whose answer lies past the last recorded event (the
+live frontier: a `continue` with no breakpoint left on the way, a step from the frontier) lets the
+held program run on until the first event that can be that answer (a breakpoint line, the step's
+target, an exception), and is answered again over the longer recording. A pause stops the running
+program at its next event. The child's side is trace/child/frontier.py; the channel to it
+trace/live_recording.py.
+
+One thread only, in this first landing: once a second thread runs (child/switch.py) the program
+runs to its end, or to a pause, which ends the recording there.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from typing import Any
+
+import anyio
+
+from neural_dap.core.actions import Action, Target
+from neural_dap.trace.actions import CALL, RETURN
+from neural_dap.trace.execution import SkeletonExecution
+from neural_dap.trace.live_recording import LiveControl
+from neural_dap.trace.program import Outcome
+from neural_dap.trace.skeleton import SkeletonRecording
+
+RUNNING = Outcome("paused", "the program is still running")
+
+
+class LiveRun:
+    """A recording of a program that runs while the session debugs it."""
+
+    def __init__(self, control: LiveControl, thread: threading.Thread) -> None:
+        self.control = control
+        self.thread = thread
+        self.recording: SkeletonRecording | None = None
+        self.execution: SkeletonExecution | None = None
+        self.reason = ""  # why the program stopped last (the child's: step, breakpoint, exception, pause)
+
+    @classmethod
+    def begin(cls, record: Callable[[LiveControl], SkeletonRecording]) -> LiveRun:
+        """Start `record` (the recorder, run to the program's end) in a thread of its own."""
+        control = LiveControl()
+
+        def run() -> None:
+            try:
+                result: Any = record(control)
+            except BaseException as exc:  # told to the session, which raises it where it waits
+                result = exc
+            control.done(result)
+
+        thread = threading.Thread(target=run, name="neural-dap-live-recording", daemon=True)
+        live = cls(control, thread)
+        thread.start()
+        return live
+
+    @property
+    def running(self) -> bool:
+        return not self.control.finished
+
+    # -- the first stop ----------------------------------------------------------------------------
+    def first(self, program: Any, main_path: str) -> SkeletonExecution | None:
+        """(blocking) The recording up to the program's first event, or None when it ended first
+        (then `result` is the finished recording, or an exception)."""
+        stop = self.control.next_stop()
+        if stop is None:
+            return None
+        recording = SkeletonRecording(self.control.log, main_path, 0.0, "", "", program)
+        recording.outcome = RUNNING
+        self.recording = recording
+        self.execution = SkeletonExecution(recording)
+        self._take(stop)
+        return self.execution
+
+    @property
+    def result(self) -> Any:
+        return self.control.result
+
+    # -- running on ---------------------------------------------------------------------------------
+    def extend(self, request: dict) -> bool:
+        """(blocking) Let the program run until its next stop of `request` (LiveControl.run's
+        arguments); True when it stopped, False when the recording ended (the program ended)."""
+        self.control.run(**request)
+        stop = self.control.next_stop()
+        if stop is None:
+            self._finished()
+            return False
+        self._take(stop)
+        return True
+
+    def _take(self, stop: tuple[int, str, list]) -> None:
+        count, reason, window = stop
+        recording = self.recording
+        assert recording is not None and self.execution is not None
+        recording.grown()
+        self.execution.refresh()
+        if window:
+            recording.adopt_window(count - 1, window)
+        self.reason = reason
+
+    def _finished(self) -> None:
+        """The program ended (or its recording did): the recording is whole."""
+        self.thread.join(timeout=5)
+        result = self.control.result
+        recording = self.recording
+        assert recording is not None and self.execution is not None
+        if isinstance(result, SkeletonRecording):
+            recording.outcome = result.outcome
+            recording.seconds = result.seconds
+            recording._fd_stdout, recording._fd_stderr = result._fd_stdout, result._fd_stderr
+        else:
+            recording.outcome = Outcome("crashed", f"the recording failed: {result}")
+        recording.grown()
+        self.execution.refresh()
+
+    async def wait_finished(self) -> None:
+        await anyio.to_thread.run_sync(self.thread.join)
+        if self.recording is not None and self.execution is not None:
+            self._finished()
+
+    def pause(self) -> bool:
+        return self.control.pause()
+
+    def set_breakpoints(self, targets: tuple[Target, ...]) -> None:
+        if self.running:
+            self.control.set_breakpoints(breakpoint_lines(targets))
+
+    def end(self) -> None:
+        self.control.end()
+
+
+def breakpoint_lines(targets: tuple[Target, ...]) -> dict[str, list[int]]:
+    lines: dict[str, list[int]] = {}
+    for target in targets:
+        path, line = target
+        if path:
+            lines.setdefault(path, []).append(line)
+    return lines
+
+
+def run_request(
+    execution: SkeletonExecution,
+    start: int,
+    action: Action,
+    breakpoints: tuple[Target, ...],
+    exceptions: bool,
+) -> dict:
+    """What the held program at the frontier must run to, for `action` from event `start`: the first
+    event that can be its answer (LiveControl.run's arguments)."""
+    semantics = execution.semantics
+    columns = semantics.columns
+    frontier = execution.last
+    kind = action.kind
+    targets = action.targets if kind == "breakpoint" else breakpoints
+    request: dict = {"breakpoints": breakpoint_lines(targets), "exceptions": exceptions}
+    inv = int(columns.invs[start])
+    terminal = semantics.kind(start) >= RETURN
+    owner = int(columns.parent[inv]) if terminal else inv
+    if kind == "step_into":
+        request["at"] = frontier + 1
+    elif kind == "step_over" and owner >= 0:
+        request["within"] = _recorder_invocation(execution, owner)
+    elif kind == "step_return" and owner >= 0:
+        request["exit_inv"] = _recorder_invocation(execution, owner)
+    return request
+
+
+def decided_at_frontier(execution: SkeletonExecution, start: int, action: Action) -> bool:
+    """Whether the frontier (the last recorded event) is the answer of `action` from `start` by
+    itself, not only where the recording ran out."""
+    semantics = execution.semantics
+    columns = semantics.columns
+    frontier = execution.last
+    if frontier <= start:
+        return False
+    kind = action.kind
+    if kind == "step_into":
+        return frontier == start + 1
+    inv = int(columns.invs[start])
+    terminal = semantics.kind(start) >= RETURN
+    owner = int(columns.parent[inv]) if terminal else inv
+    here = int(columns.invs[frontier])
+    if kind == "step_over":
+        return owner >= 0 and (here == owner or _runs_under(columns, owner, here) is False)
+    if kind == "step_return":
+        return owner >= 0 and here == owner and semantics.kind(frontier) >= RETURN
+    return False  # (a breakpoint hit the session accepted is a stop by itself; continue runs to the end)
+
+
+def _runs_under(columns: Any, owner: int, inv: int) -> bool | None:
+    """True: `inv` runs under (is called, at any depth, by) `owner`; False: `inv` is owner's caller
+    or runs beside it (an event there ends a step over); None: unknown."""
+    seen = 0
+    while inv >= 0 and seen < 10_000:
+        if inv == owner:
+            return True
+        inv = int(columns.parent[inv])
+        seen += 1
+    return False
+
+
+def _recorder_invocation(execution: SkeletonExecution, number: int) -> int:
+    """The recorder's id of invocation `number` (the columns number them 0..m-1 in call order; the
+    recorder's ids are the skeleton's `invs`, which the tree keeps as numbers: the same)."""
+    del execution
+    return number
+
+
+__all__ = ["CALL", "LiveRun", "decided_at_frontier", "run_request"]
