@@ -20,9 +20,13 @@ agent would call them over stdio:
      computes the value is the answer.
 
 It reports how often the named line is the buggy one, the number of tool calls, and each tool's
-median latency. What it does not show: how a model would do (a model reads the source and the
-values, and can judge that a computation is wrong or right; the policy cannot, so it stops at the
-first computation); and the programs are small and were written for this, with one bug each.
+median latency. Apart from the policy, it measures the origin chain alone: at the same stop and for
+the same suspect, one `value_origin` call; the program counts when one of the chain's steps is the
+buggy line (and, separately, when the question was asked at that line already).
+
+What it does not show: how a model would do (a model reads the source and the values, and can
+judge that a computation is wrong or right; the policy cannot, so it stops at the first
+computation); and the programs are small and were written for this, with one bug each.
 """
 
 from __future__ import annotations
@@ -71,6 +75,18 @@ PROGRAMS: dict[str, tuple[str, str | None]] = {
     "attribute_none": ("self.history = None", None),
     "recursion_base": ("return 0", "result"),
     "explicit_raise": ("balance = withdraw(balance, fee * 10)", None),
+    # the kinds an agent met while trying the server (issue 39), added before the origin work
+    "sliding_window": ("for i in range(len(xs) - k):", "result"),
+    "cached_settings": ('settings["timeout"] = 1', "result[0]"),
+    "ledger_sign": ('sign = 1 if kind == "deposit" else 1', "result"),
+    "recursion_none": ("return", None),
+    "undo_alias": ("self.history.append(self.lines)", "result"),
+    "sort_key_types": ('rows.append({"name": name, "score": score})', "result"),
+    "generator_twice": ("return (int(line) for line in lines)", "result[1]"),
+    "lost_update": ("self.balance + amount", "result"),
+    "str_limit": ("return text.strip()", None),
+    "merge_counts": ("merged[k] = v", "result"),
+    "late_binding": ("fns.append(lambda x: x * k)", "result"),
 }
 
 
@@ -342,6 +358,35 @@ async def diagnose(agent: Agent, name: str, wrong: str | None) -> tuple[str, int
         await agent.tool("close", session=run["session"])
 
 
+async def origin_alone(agent: Agent, name: str, wrong: str | None) -> tuple[tuple[str, int], list[tuple[str, int]]]:
+    """What one `value_origin` answer alone shows: record, go to the exception or the end, pick the
+    suspect as the policy does, ask value_origin once. (where it was asked, the lines its steps name)."""
+    run = await agent.tool("record", program=f"{name}.py")
+    session = run["session"]
+    policy = Policy(agent, session)
+    try:
+        if "exception" in run:
+            await agent.tool("goto", session=session, where="exception")
+            suspects = await policy.suspects_at_exception(run["exception"]["type"])
+            chosen = await policy.most_recent(suspects) if suspects else None
+            await agent.tool("goto", session=session, where="exception")
+            expression = chosen[0] if chosen is not None else None
+        else:
+            await agent.tool("goto", session=session, where="end")
+            expression = wrong or "result"
+        location = agent.here["location"]
+        asked = (location["file"], location["line"])
+        if expression is None:
+            return asked, []
+        origin = await agent.tool("value_origin", session=session, expression=expression)
+        return asked, [(step["file"], step["line"]) for step in origin["steps"]]
+    except ToolFailed as exc:
+        print(f"  {name}: a tool failed: {exc}", file=sys.stderr)
+        return ("", 0), []
+    finally:
+        await agent.tool("close", session=session)
+
+
 def bug_line(name: str) -> int:
     text = PROGRAMS[name][0]
     lines = (FOLDER / f"{name}.py").read_text().splitlines()
@@ -352,7 +397,7 @@ def bug_line(name: str) -> int:
 
 async def main(only: list[str], as_json: bool) -> int:
     server, sessions = build(str(FOLDER))
-    rows = []
+    rows: list[dict[str, Any]] = []
     try:
         async with Client(server) as client:
             agent = Agent(client)
@@ -361,20 +406,28 @@ async def main(only: list[str], as_json: bool) -> int:
                     continue
                 before = agent.calls
                 named = await diagnose(agent, name, wrong)
+                calls = agent.calls - before
                 line = bug_line(name)
                 hit = named is not None and named[1] == line and named[0] == f"{name}.py"
+                asked, chain = await origin_alone(agent, name, wrong)
+                bug = (f"{name}.py", line)
                 rows.append(
                     {
                         "program": name,
                         "bug": line,
                         "named": named[1] if named else None,
                         "hit": hit,
-                        "calls": agent.calls - before,
+                        "calls": calls,
+                        "origin_lines": [at for file, at in chain if file == bug[0]],
+                        "origin_hit": bug in chain,
+                        "origin_hit_or_asked_there": bug in chain or asked == bug,
                     }
                 )
     finally:
         await sessions.close_all()
     hits = sum(r["hit"] for r in rows)
+    origin_hits = sum(r["origin_hit"] for r in rows)
+    origin_there = sum(r["origin_hit_or_asked_there"] for r in rows)
     latency = {tool: round(statistics.median(v) * 1000, 1) for tool, v in sorted(agent.latencies.items())}
     summary = {
         "programs": len(rows),
@@ -382,19 +435,26 @@ async def main(only: list[str], as_json: bool) -> int:
         "accuracy": round(hits / len(rows), 3) if rows else 0.0,
         "tool_calls_median": statistics.median(r["calls"] for r in rows) if rows else 0,
         "tool_calls_total": sum(r["calls"] for r in rows),
+        "origin_chain_reached": origin_hits,
+        "origin_chain_reached_or_asked_there": origin_there,
         "median_latency_ms": latency,
     }
     if as_json:
         print(json.dumps({"rows": rows, "summary": summary}, indent=1))
         return 0
-    print(f"{'program':<22} {'bug':>4} {'named':>6} {'calls':>6}")
+    print(f"{'program':<22} {'bug':>4} {'named':>6} {'calls':>6}  policy  origin chain (lines)")
     for r in rows:
-        print(
-            f"{r['program']:<22} {r['bug']:>4} {r['named'] or '-':>6} {r['calls']:>6}  {'ok' if r['hit'] else 'MISS'}"
-        )
+        lines = " ".join(map(str, r["origin_lines"]))
+        policy, origin = "ok" if r["hit"] else "MISS", "ok" if r["origin_hit"] else "MISS"
+        shown = r["named"] or "-"
+        print(f"{r['program']:<22} {r['bug']:>4} {shown:>6} {r['calls']:>6}  {policy:<6}  {origin:<4} ({lines})")
     print(
         f"\nnamed the buggy line: {hits}/{len(rows)} ({summary['accuracy']:.0%}); "
         f"tool calls per program: median {summary['tool_calls_median']}, total {summary['tool_calls_total']}"
+    )
+    print(
+        f"the origin chain alone (one value_origin at the exception or end) passed the buggy line: "
+        f"{origin_hits}/{len(rows)}; or it was asked there: {origin_there}/{len(rows)}"
     )
     print("median latency per tool (ms): " + ", ".join(f"{k} {v}" for k, v in latency.items()))
     return 0
