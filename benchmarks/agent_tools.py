@@ -34,6 +34,7 @@ from __future__ import annotations
 import argparse
 import ast
 import json
+import re
 import statistics
 import sys
 import time
@@ -90,6 +91,9 @@ PROGRAMS: dict[str, tuple[str, str | None]] = {
 }
 
 
+NONE_ATTRIBUTE = re.compile(r"'NoneType' object has no attribute '(\w+)'")
+
+
 class ToolFailed(Exception):
     pass
 
@@ -100,6 +104,7 @@ class Agent:
     latencies: dict[str, list[float]] = field(default_factory=dict)
     calls: int = 0
     here: dict[str, Any] = field(default_factory=dict)  # the last state a tool showed
+    shown: set[tuple[str, int]] = field(default_factory=set)  # every (file, line) an answer pointed at
 
     async def tool(self, name: str, **arguments: Any) -> dict[str, Any]:
         began = time.perf_counter()
@@ -111,7 +116,22 @@ class Agent:
         out = result.structured_content or {}
         if "location" in out and "stack" in out:
             self.here = out
+        self.shown.update(places(out))
         return out
+
+
+def places(answer: Any) -> set[tuple[str, int]]:
+    """The (file, line) pairs an answer points at: its locations, changed_by, origin steps."""
+    found: set[tuple[str, int]] = set()
+    if isinstance(answer, dict):
+        if isinstance(answer.get("file"), str) and isinstance(answer.get("line"), int):
+            found.add((answer["file"], answer["line"]))
+        for value in answer.values():
+            found |= places(value)
+    elif isinstance(answer, list):
+        for value in answer:
+            found |= places(value)
+    return found
 
 
 def marked(location: dict[str, Any]) -> str:
@@ -165,7 +185,7 @@ class Policy:
         location = self.agent.here["location"]
         return location["file"], location["line"]
 
-    async def suspects_at_exception(self, kind: str) -> list[str]:
+    async def suspects_at_exception(self, kind: str, message: str = "") -> list[str]:
         agent = self.agent
         text = marked(agent.here["location"])
         node = statement(text)
@@ -186,7 +206,11 @@ class Policy:
             for n in ast.walk(node):
                 if isinstance(n, ast.BinOp) and isinstance(n.op, (ast.Div, ast.FloorDiv, ast.Mod)):
                     found += loaded_names(n.right)
-        elif kind in ("AttributeError", "TypeError"):
+        elif kind == "AttributeError" and (missing := NONE_ATTRIBUTE.match(message)):
+            # "'NoneType' object has no attribute 'append'": the object before `.append` is the None
+            attributes = [n for n in ast.walk(node) if isinstance(n, ast.Attribute) and n.attr == missing[1]]
+            found += [ast.unparse(n.value) for n in attributes]
+        if not found and kind in ("AttributeError", "TypeError"):
             paths = [ast.unparse(n.value) for n in ast.walk(node) if isinstance(n, (ast.Attribute, ast.Subscript))]
             for expression in dict.fromkeys([*paths, *loaded_names(node)]):
                 if root_of(expression) in local:
@@ -218,12 +242,12 @@ class Policy:
         for _ in range(hops):
             if last is None:
                 last = await agent.tool("last_value", session=session, expression=expression)
-            if not last.get("changed") or "changed_by" not in last:
+            by = last.get("changed_by") or last.get("passed_by")
+            if not last.get("changed") or by is None:
                 return await self.answer_here()
-            by = last["changed_by"]
             answer = (by["file"], by["line"])
             here_function = agent.here["location"]["function"]
-            if by["function"] != here_function or by["line"] != by.get("line"):
+            if last.get("argument") or by["function"] != here_function:
                 # bound as an argument: the caller's expression for this parameter
                 found = await self.argument(last, by, expression)
                 if found is None:
@@ -264,8 +288,8 @@ class Policy:
                 # changed in place (xs.append(...), xs[0] = ...): where did the object come from?
                 await agent.tool("goto", session=session, where=by["moment"])
                 before = await agent.tool("last_value", session=session, expression=root)
-                if before.get("changed") and before.get("changed_by", {}).get("function") != here_function:
-                    found = await self.argument(before, before["changed_by"], root)
+                if before.get("changed") and before.get("argument"):
+                    found = await self.argument(before, before["passed_by"], root)
                     if isinstance(found, tuple):
                         return found
                 return answer
@@ -341,7 +365,7 @@ async def diagnose(agent: Agent, name: str, wrong: str | None) -> tuple[str, int
     try:
         if "exception" in run:
             await agent.tool("goto", session=run["session"], where="exception")
-            suspects = await policy.suspects_at_exception(run["exception"]["type"])
+            suspects = await policy.suspects_at_exception(run["exception"]["type"], run["exception"]["message"])
             chosen = await policy.most_recent(suspects) if suspects else None
             if chosen is None:
                 return await policy.answer_here()
@@ -367,7 +391,7 @@ async def origin_alone(agent: Agent, name: str, wrong: str | None) -> tuple[tupl
     try:
         if "exception" in run:
             await agent.tool("goto", session=session, where="exception")
-            suspects = await policy.suspects_at_exception(run["exception"]["type"])
+            suspects = await policy.suspects_at_exception(run["exception"]["type"], run["exception"]["message"])
             chosen = await policy.most_recent(suspects) if suspects else None
             await agent.tool("goto", session=session, where="exception")
             expression = chosen[0] if chosen is not None else None
@@ -405,19 +429,24 @@ async def main(only: list[str], as_json: bool) -> int:
                 if only and name not in only:
                     continue
                 before = agent.calls
+                agent.shown = set()
                 named = await diagnose(agent, name, wrong)
                 calls = agent.calls - before
                 line = bug_line(name)
-                hit = named is not None and named[1] == line and named[0] == f"{name}.py"
-                asked, chain = await origin_alone(agent, name, wrong)
                 bug = (f"{name}.py", line)
+                hit = named is not None and named[1] == line and named[0] == f"{name}.py"
+                reached = bug in agent.shown
+                before = agent.calls
+                asked, chain = await origin_alone(agent, name, wrong)
                 rows.append(
                     {
                         "program": name,
                         "bug": line,
                         "named": named[1] if named else None,
                         "hit": hit,
+                        "reached": reached,
                         "calls": calls,
+                        "origin_calls": agent.calls - before - 1,  # (not counting its close)
                         "origin_lines": [at for file, at in chain if file == bug[0]],
                         "origin_hit": bug in chain,
                         "origin_hit_or_asked_there": bug in chain or asked == bug,
@@ -426,6 +455,7 @@ async def main(only: list[str], as_json: bool) -> int:
     finally:
         await sessions.close_all()
     hits = sum(r["hit"] for r in rows)
+    reached_count = sum(r["reached"] for r in rows)
     origin_hits = sum(r["origin_hit"] for r in rows)
     origin_there = sum(r["origin_hit_or_asked_there"] for r in rows)
     latency = {tool: round(statistics.median(v) * 1000, 1) for tool, v in sorted(agent.latencies.items())}
@@ -435,8 +465,10 @@ async def main(only: list[str], as_json: bool) -> int:
         "accuracy": round(hits / len(rows), 3) if rows else 0.0,
         "tool_calls_median": statistics.median(r["calls"] for r in rows) if rows else 0,
         "tool_calls_total": sum(r["calls"] for r in rows),
+        "policy_reached_the_buggy_line": reached_count,
         "origin_chain_reached": origin_hits,
         "origin_chain_reached_or_asked_there": origin_there,
+        "origin_chain_calls_median": statistics.median(r["origin_calls"] for r in rows) if rows else 0,
         "median_latency_ms": latency,
     }
     if as_json:
@@ -449,12 +481,14 @@ async def main(only: list[str], as_json: bool) -> int:
         shown = r["named"] or "-"
         print(f"{r['program']:<22} {r['bug']:>4} {shown:>6} {r['calls']:>6}  {policy:<6}  {origin:<4} ({lines})")
     print(
-        f"\nnamed the buggy line: {hits}/{len(rows)} ({summary['accuracy']:.0%}); "
-        f"tool calls per program: median {summary['tool_calls_median']}, total {summary['tool_calls_total']}"
+        f"\nthe policy named the buggy line: {hits}/{len(rows)} ({summary['accuracy']:.0%}); an answer it got "
+        f"showed the line: {reached_count}/{len(rows)}; tool calls per program: median {summary['tool_calls_median']}, "
+        f"total {summary['tool_calls_total']}"
     )
     print(
         f"the origin chain alone (one value_origin at the exception or end) passed the buggy line: "
-        f"{origin_hits}/{len(rows)}; or it was asked there: {origin_there}/{len(rows)}"
+        f"{origin_hits}/{len(rows)}; or it was asked there: {origin_there}/{len(rows)}; "
+        f"tool calls: median {summary['origin_chain_calls_median']}"
     )
     print("median latency per tool (ms): " + ", ".join(f"{k} {v}" for k, v in latency.items()))
     return 0
