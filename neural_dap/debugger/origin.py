@@ -30,7 +30,9 @@ the last one and ask again to go further.
 from __future__ import annotations
 
 import ast
-from typing import Any, Literal, NamedTuple
+import functools
+from collections.abc import Callable
+from typing import Any, Literal, NamedTuple, TypeVar
 
 import msgspec
 import numpy as np
@@ -40,6 +42,8 @@ from neural_dap.core.world import WorldError
 from neural_dap.debugger.history import History, Moment, _source, parse_path, resolve
 from neural_dap.trace.actions import CALL, LINE, RETURN, last_equal
 from neural_dap.trace.queries import QueryError
+
+T = TypeVar("T")
 
 MAX_STEPS = 32
 MAX_TEXT = 200  # a statement's text is cut here
@@ -214,7 +218,8 @@ class _Chain:
         if inner is not None:
             return inner
         reason = f"computed from its previous value: `{_text(stmt)}`"
-        start = self.accumulator_start(expr, inv, s)
+        none: tuple[OriginStep, ...] = ()
+        start = _quietly(lambda: self.accumulator_start(expr, inv, s), none)
         operands = self.operands(node, state, inv, s)
         return _Next((step, *start, *operands), end="computed", reason=reason)
 
@@ -296,7 +301,7 @@ class _Chain:
         calls = [n for n in ast.walk(stmt) if isinstance(n, ast.Call)]
         unrecorded = " (by code that was not recorded)" if calls and not self.recorded_calls(inv, s, i) else ""
         operands = self.operands(stmt, state, inv, s, skip=parse_path(expr)[0])
-        made = self.made_at(expr, inv, s)
+        made = _quietly(lambda: self.made_at(expr, inv, s), None)
         if made is not None:
             return _Next((step, *operands), (expr, inv, made))
         return _Next((step, *operands), end="computed", reason=f"changed in place by this statement{unrecorded}")
@@ -397,22 +402,26 @@ class _Chain:
         }
         names: list[str] = []
         for n in ast.walk(node):
-            read = isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load) and n.id in state.locals
-            if read and n.id not in bound and n.id != skip and n.id not in names:  # type: ignore[attr-defined]
-                names.append(n.id)  # type: ignore[attr-defined]
+            if not (isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)):
+                continue
+            if n.id in state.locals and n.id not in bound and n.id != skip and n.id not in names:
+                names.append(n.id)
         steps: list[OriginStep] = []
+        none: tuple[OriginStep, ...] = ()
         for name in names[:MAX_OPERANDS]:
-            change = self.history.track(name, inv).previous(s, inv)
-            if change is None:
-                continue
-            step = self.setting(name, change.new, inv, change.moment.index)
-            if step is None:
-                continue
-            steps.append(step)
-            stmt, _ = self.statement(step.moment.path, step.moment.line)
-            if isinstance(stmt, ast.AugAssign) and step.moment.index > 0:
-                steps.extend(self.accumulator_start(name, inv, step.moment.index - 1))
+            steps.extend(_quietly(functools.partial(self.operand, name, inv, s), none))
         return tuple(steps)
+
+    def operand(self, name: str, inv: int, s: int) -> tuple[OriginStep, ...]:
+        """Where `name` got the value it has at event `s`; for an accumulator, also where it started."""
+        change = self.history.track(name, inv).previous(s, inv)
+        step = self.setting(name, change.new, inv, change.moment.index) if change is not None else None
+        if step is None:
+            return ()
+        stmt, _ = self.statement(step.moment.path, step.moment.line)
+        if isinstance(stmt, ast.AugAssign) and step.moment.index > 0:
+            return (step, *self.accumulator_start(name, inv, step.moment.index - 1))
+        return (step,)
 
     def into_calls(
         self, step: OriginStep, node: ast.expr, state: State, inv: int, start: int, stop: int, skip: int = -1
@@ -664,6 +673,15 @@ class _Chain:
         if not chosen:
             return None
         return chosen[0], owners.get(id(chosen[0]), "")
+
+
+def _quietly(question: Callable[[], T], otherwise: T) -> T:
+    """An operand's or an object's setting is extra information: where the recording cannot answer
+    it (a skeleton that would rebuild too many states, an odd key), the step goes without it."""
+    try:
+        return question()
+    except (QueryError, WorldError):
+        return otherwise
 
 
 # -- statements: what a statement stored into a path ---------------------------------------------------
