@@ -725,3 +725,13 @@ async def test_the_embedded_models_predictions_carry_probabilities_over_stdio(ro
         for name, value in state["locals"].items():
             assert "(p=" in value or "(p unknown)" in value, (name, value)
             assert value.startswith("\u2248") == (name in state.get("uncertain", [])), (name, value)
+
+
+async def test_a_failing_pytest_test_names_its_exception_type_and_message_apart(root: Path) -> None:
+    test = "def add(a, b):\n    return a - b\n\n\ndef test_add():\n    assert add(2, 3) == 5\n"
+    (root / "test_add.py").write_text(test)
+    async with connected(root) as client:
+        run = await call(client, "record", module="pytest", args=["-q", "-p", "no:cacheprovider", "test_add.py"])
+        exception = run["exception"]
+        assert exception["type"] == "AssertionError" and exception["message"].startswith("assert -1 == 5")
+        assert run["now"]["at"] == "exception" and run["now"]["line"] == 6

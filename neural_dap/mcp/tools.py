@@ -175,6 +175,20 @@ def module_problem(module: str) -> str:
     return f"no module named {quote(module)} in the workspace or the server's Python"
 
 
+def drop_repeats(shown: dict[str, Any], prefix: str) -> None:
+    """Take out of a shown stop's note and output the lines that start with `prefix` (what another
+    key already says), and the keys left empty."""
+    for key in ("note", "output"):
+        text = shown.get(key)
+        if not isinstance(text, str):
+            continue
+        kept = "".join(line for line in text.splitlines(keepends=True) if not line.startswith(prefix))
+        if kept.strip():
+            shown[key] = kept
+        else:
+            del shown[key]
+
+
 def confidence_note(states: list[dict[str, Any]]) -> str:
     """One line on how far a prediction's values can be trusted, for the start of its answer."""
     values = sum(len(s.get("locals", {})) + ("returns" in s) + ("raises" in s) for s in states)
@@ -810,7 +824,7 @@ class Tools:
             out = {
                 "session": s.id,
                 "location": viewer.location(path, line),
-                "message": message,
+                "message": echo(message),
                 **page(items, found.total, found.start),
             }
             return out
@@ -1012,7 +1026,12 @@ class Tools:
                         out["timed_out"] = f"stopped after {timeout:g} s"
                         break
                     report, timed_out = await self._execute(debugger, STEPS[action], left)
-                    states.append({"action": action, **viewer.stop(report.stop, report)})
+                    shown = viewer.stop(report.stop, report, context=False)  # (the first state showed the code)
+                    if shown.get("description") == "predicted by the model":
+                        del shown["description"]  # `predicted: true` says it
+                    if shown.get("divergences"):  # the note and the output repeat the divergences
+                        drop_repeats(shown, "neural-dap: the prediction differs from reality")
+                    states.append({"action": action, **shown})
                     if timed_out or report.failure:
                         out["stopped"] = report.failure or f"the model ran past {timeout:g} s"
                         break

@@ -119,13 +119,20 @@ class Viewer:
         return code if len(code) <= limit else code[: limit - 1] + TRUNCATION_MARK
 
     def stop(
-        self, stop: Stop, report: Report | None = None, *, locals_: bool = True, given: bool = False
+        self,
+        stop: Stop,
+        report: Report | None = None,
+        *,
+        locals_: bool = True,
+        given: bool = False,
+        context: bool = True,
     ) -> dict[str, Any]:
         """The current moment: where, what event, the locals, the stack, how the run ended if it did.
         A predicted stop's values carry the model's probability, a guess marked as one (`given`: the
-        prediction's first state, made from the agent's own call, not predicted)."""
+        prediction's first state, made from the agent's own call, not predicted). Without `context`
+        the location carries its line's code, not the lines around it (a prediction's later states)."""
         if stop.predicted and not given:
-            return self._predicted(self.stop(stop, report, locals_=locals_, given=True), stop)
+            return self._predicted(self.stop(stop, report, locals_=locals_, given=True, context=context), stop)
         state = stop.state
         out: dict[str, Any] = {"moment": moment_id(stop.index), "event": state.event}
         if report is not None:
@@ -134,7 +141,7 @@ class Viewer:
                 out["description"] = report.description
             if report.failure:
                 out["failure"] = report.failure
-        out["location"] = self.location(state.path, state.line, state.function)
+        out["location"] = self.location(state.path, state.line, state.function, context=context)
         if state.event == "return":
             out["returns"] = self.cut(state.value)
         elif state.event == "exception":
