@@ -482,7 +482,10 @@ async def test_every_mistake_gets_an_error_that_names_it_over_stdio(root: Path) 
         assert "nearest: result" in text
         assert "no variable" in await fails(c, "last_value", session=session, expression="nope")
         assert "no variable" in await fails(c, "value_origin", session=session, expression="nope.x")
-        for line, problem in ((500, "line 500 is outside ledger.py (lines 1 to 23)"), (7, "has no code")):
+        for line, problem in (
+            (500, "line 500 is outside ledger.py (no such line: it has lines 1 to 23)"),
+            (7, "has no code"),
+        ):
             assert problem in await fails(c, "logpoint", session=session, line=line, message="x")
             bad = [{"file": "ledger.py", "line": line}]
             assert problem in await fails(c, "step", session=session, action="reverse_continue", breakpoints=bad)
@@ -521,8 +524,10 @@ async def test_the_session_stands_where_it_is_needed_and_arguments_are_arguments
         assert last["changed"] and last["changed_by"]["line"] == 21
         # at the end nothing runs forward: said, not a silent stop
         assert "goto start" in await fails(client, "step", session=run["session"], action="continue")
-        hit = await call(client, "step", session=run["session"], action="reverse_continue", breakpoints=[{"line": 10}])
+        lines = [{"line": 10}, {"line": 3}]
+        hit = await call(client, "step", session=run["session"], action="reverse_continue", breakpoints=lines)
         assert (hit["location"]["function"], hit["locals"]["kind"]) == ("signed", "'withdraw'")
+        assert hit["breakpoint_lines_never_ran"] == ["ledger.py:3"]  # parse is never called: said, not skipped
         argument = await call(client, "last_value", session=run["session"], expression="kind")
         assert argument["argument"] and argument["passed_by"]["line"] == 17 and "changed_by" not in argument
         start = await call(client, "goto", session=run["session"], where="start")

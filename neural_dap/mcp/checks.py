@@ -51,7 +51,7 @@ def check_line(source: str | None, shown_path: str, line: int, what: str = "line
         return None
     info = SourceInfo(source, shown_path)
     if not 1 <= line <= info.line_count:
-        raise ToolFailure(f"{what} {line} is outside {shown_path} (lines 1 to {info.line_count})")
+        raise ToolFailure(f"{what} {line} is outside {shown_path} (no such line: it has lines 1 to {info.line_count})")
     code = info.executable_lines
     if line not in code:
         text = info.line_text(line).strip()

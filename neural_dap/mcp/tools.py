@@ -466,6 +466,9 @@ class Tools:
             out = {"session": s.id, "action": action, **self._viewer(s, max_repr).stop(report.stop, report)}
             if own:
                 out["breakpoints_this_step"] = sum(len(lines) for lines in own.values())
+            unreached = self._never_reached(debugger, merged)
+            if unreached:  # a step that ran past them must not read as "they were passed"
+                out["breakpoint_lines_never_ran"] = unreached
             if timed_out:
                 out["timed_out"] = f"paused after {timeout:g} s where the step had got to"
             return out
@@ -520,6 +523,21 @@ class Tools:
             return {"session": s.id, "breakpoints": self._listed_breakpoints(s)}
 
         return await self._locked(session, timeout, work)
+
+    def _never_reached(self, debugger: Debugger, lines: dict[str, list[tuple[int, str | None]]]) -> list[str]:
+        """The breakpoints' lines ("file:line") that never ran in the recording: nothing stops there."""
+        from neural_dap.debugger import history
+
+        try:
+            queries = history.queries_of(debugger)
+        except WorldError:
+            return []
+        return [
+            f"{self.workspace.show(path)}:{line}"
+            for path, wanted in lines.items()
+            for line in sorted({line for line, _ in wanted})
+            if not len(queries.hits(path, line))
+        ]
 
     def _listed_breakpoints(self, session: Session) -> list[dict[str, Any]]:
         from neural_dap.debugger import history
