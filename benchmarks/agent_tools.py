@@ -20,9 +20,13 @@ agent would call them over stdio:
      computes the value is the answer.
 
 It reports how often the named line is the buggy one, the number of tool calls, and each tool's
-median latency. What it does not show: how a model would do (a model reads the source and the
-values, and can judge that a computation is wrong or right; the policy cannot, so it stops at the
-first computation); and the programs are small and were written for this, with one bug each.
+median latency. Apart from the policy, it measures the origin chain alone: at the same stop and for
+the same suspect, one `value_origin` call; the program counts when one of the chain's steps is the
+buggy line (and, separately, when the question was asked at that line already).
+
+What it does not show: how a model would do (a model reads the source and the values, and can
+judge that a computation is wrong or right; the policy cannot, so it stops at the first
+computation); and the programs are small and were written for this, with one bug each.
 """
 
 from __future__ import annotations
@@ -30,6 +34,7 @@ from __future__ import annotations
 import argparse
 import ast
 import json
+import re
 import statistics
 import sys
 import time
@@ -71,7 +76,22 @@ PROGRAMS: dict[str, tuple[str, str | None]] = {
     "attribute_none": ("self.history = None", None),
     "recursion_base": ("return 0", "result"),
     "explicit_raise": ("balance = withdraw(balance, fee * 10)", None),
+    # the kinds an agent met while trying the server (issue 39), added before the origin work
+    "sliding_window": ("for i in range(len(xs) - k):", "result"),
+    "cached_settings": ('settings["timeout"] = 1', "result[0]"),
+    "ledger_sign": ('sign = 1 if kind == "deposit" else 1', "result"),
+    "recursion_none": ("return", None),
+    "undo_alias": ("self.history.append(self.lines)", "result"),
+    "sort_key_types": ('rows.append({"name": name, "score": score})', "result"),
+    "generator_twice": ("return (int(line) for line in lines)", "result[1]"),
+    "lost_update": ("self.balance + amount", "result"),
+    "str_limit": ("return text.strip()", None),
+    "merge_counts": ("merged[k] = v", "result"),
+    "late_binding": ("fns.append(lambda x: x * k)", "result"),
 }
+
+
+NONE_ATTRIBUTE = re.compile(r"'NoneType' object has no attribute '(\w+)'")
 
 
 class ToolFailed(Exception):
@@ -84,6 +104,7 @@ class Agent:
     latencies: dict[str, list[float]] = field(default_factory=dict)
     calls: int = 0
     here: dict[str, Any] = field(default_factory=dict)  # the last state a tool showed
+    shown: set[tuple[str, int]] = field(default_factory=set)  # every (file, line) an answer pointed at
 
     async def tool(self, name: str, **arguments: Any) -> dict[str, Any]:
         began = time.perf_counter()
@@ -95,7 +116,22 @@ class Agent:
         out = result.structured_content or {}
         if "location" in out and "stack" in out:
             self.here = out
+        self.shown.update(places(out))
         return out
+
+
+def places(answer: Any) -> set[tuple[str, int]]:
+    """The (file, line) pairs an answer points at: its locations, changed_by, origin steps."""
+    found: set[tuple[str, int]] = set()
+    if isinstance(answer, dict):
+        if isinstance(answer.get("file"), str) and isinstance(answer.get("line"), int):
+            found.add((answer["file"], answer["line"]))
+        for value in answer.values():
+            found |= places(value)
+    elif isinstance(answer, list):
+        for value in answer:
+            found |= places(value)
+    return found
 
 
 def marked(location: dict[str, Any]) -> str:
@@ -149,7 +185,7 @@ class Policy:
         location = self.agent.here["location"]
         return location["file"], location["line"]
 
-    async def suspects_at_exception(self, kind: str) -> list[str]:
+    async def suspects_at_exception(self, kind: str, message: str = "") -> list[str]:
         agent = self.agent
         text = marked(agent.here["location"])
         node = statement(text)
@@ -170,7 +206,11 @@ class Policy:
             for n in ast.walk(node):
                 if isinstance(n, ast.BinOp) and isinstance(n.op, (ast.Div, ast.FloorDiv, ast.Mod)):
                     found += loaded_names(n.right)
-        elif kind in ("AttributeError", "TypeError"):
+        elif kind == "AttributeError" and (missing := NONE_ATTRIBUTE.match(message)):
+            # "'NoneType' object has no attribute 'append'": the object before `.append` is the None
+            attributes = [n for n in ast.walk(node) if isinstance(n, ast.Attribute) and n.attr == missing[1]]
+            found += [ast.unparse(n.value) for n in attributes]
+        if not found and kind in ("AttributeError", "TypeError"):
             paths = [ast.unparse(n.value) for n in ast.walk(node) if isinstance(n, (ast.Attribute, ast.Subscript))]
             for expression in dict.fromkeys([*paths, *loaded_names(node)]):
                 if root_of(expression) in local:
@@ -202,12 +242,12 @@ class Policy:
         for _ in range(hops):
             if last is None:
                 last = await agent.tool("last_value", session=session, expression=expression)
-            if not last.get("changed") or "changed_by" not in last:
+            by = last.get("changed_by") or last.get("passed_by")
+            if not last.get("changed") or by is None:
                 return await self.answer_here()
-            by = last["changed_by"]
             answer = (by["file"], by["line"])
             here_function = agent.here["location"]["function"]
-            if by["function"] != here_function or by["line"] != by.get("line"):
+            if last.get("argument") or by["function"] != here_function:
                 # bound as an argument: the caller's expression for this parameter
                 found = await self.argument(last, by, expression)
                 if found is None:
@@ -248,8 +288,8 @@ class Policy:
                 # changed in place (xs.append(...), xs[0] = ...): where did the object come from?
                 await agent.tool("goto", session=session, where=by["moment"])
                 before = await agent.tool("last_value", session=session, expression=root)
-                if before.get("changed") and before.get("changed_by", {}).get("function") != here_function:
-                    found = await self.argument(before, before["changed_by"], root)
+                if before.get("changed") and before.get("argument"):
+                    found = await self.argument(before, before["passed_by"], root)
                     if isinstance(found, tuple):
                         return found
                 return answer
@@ -325,7 +365,7 @@ async def diagnose(agent: Agent, name: str, wrong: str | None) -> tuple[str, int
     try:
         if "exception" in run:
             await agent.tool("goto", session=run["session"], where="exception")
-            suspects = await policy.suspects_at_exception(run["exception"]["type"])
+            suspects = await policy.suspects_at_exception(run["exception"]["type"], run["exception"]["message"])
             chosen = await policy.most_recent(suspects) if suspects else None
             if chosen is None:
                 return await policy.answer_here()
@@ -342,6 +382,35 @@ async def diagnose(agent: Agent, name: str, wrong: str | None) -> tuple[str, int
         await agent.tool("close", session=run["session"])
 
 
+async def origin_alone(agent: Agent, name: str, wrong: str | None) -> tuple[tuple[str, int], list[tuple[str, int]]]:
+    """What one `value_origin` answer alone shows: record, go to the exception or the end, pick the
+    suspect as the policy does, ask value_origin once. (where it was asked, the lines its steps name)."""
+    run = await agent.tool("record", program=f"{name}.py")
+    session = run["session"]
+    policy = Policy(agent, session)
+    try:
+        if "exception" in run:
+            await agent.tool("goto", session=session, where="exception")
+            suspects = await policy.suspects_at_exception(run["exception"]["type"], run["exception"]["message"])
+            chosen = await policy.most_recent(suspects) if suspects else None
+            await agent.tool("goto", session=session, where="exception")
+            expression = chosen[0] if chosen is not None else None
+        else:
+            await agent.tool("goto", session=session, where="end")
+            expression = wrong or "result"
+        location = agent.here["location"]
+        asked = (location["file"], location["line"])
+        if expression is None:
+            return asked, []
+        origin = await agent.tool("value_origin", session=session, expression=expression)
+        return asked, [(step["file"], step["line"]) for step in origin["steps"]]
+    except ToolFailed as exc:
+        print(f"  {name}: a tool failed: {exc}", file=sys.stderr)
+        return ("", 0), []
+    finally:
+        await agent.tool("close", session=session)
+
+
 def bug_line(name: str) -> int:
     text = PROGRAMS[name][0]
     lines = (FOLDER / f"{name}.py").read_text().splitlines()
@@ -352,7 +421,7 @@ def bug_line(name: str) -> int:
 
 async def main(only: list[str], as_json: bool) -> int:
     server, sessions = build(str(FOLDER))
-    rows = []
+    rows: list[dict[str, Any]] = []
     try:
         async with Client(server) as client:
             agent = Agent(client)
@@ -360,21 +429,35 @@ async def main(only: list[str], as_json: bool) -> int:
                 if only and name not in only:
                     continue
                 before = agent.calls
+                agent.shown = set()
                 named = await diagnose(agent, name, wrong)
+                calls = agent.calls - before
                 line = bug_line(name)
+                bug = (f"{name}.py", line)
                 hit = named is not None and named[1] == line and named[0] == f"{name}.py"
+                reached = bug in agent.shown
+                before = agent.calls
+                asked, chain = await origin_alone(agent, name, wrong)
                 rows.append(
                     {
                         "program": name,
                         "bug": line,
                         "named": named[1] if named else None,
                         "hit": hit,
-                        "calls": agent.calls - before,
+                        "reached": reached,
+                        "calls": calls,
+                        "origin_calls": agent.calls - before - 1,  # (not counting its close)
+                        "origin_lines": [at for file, at in chain if file == bug[0]],
+                        "origin_hit": bug in chain,
+                        "origin_hit_or_asked_there": bug in chain or asked == bug,
                     }
                 )
     finally:
         await sessions.close_all()
     hits = sum(r["hit"] for r in rows)
+    reached_count = sum(r["reached"] for r in rows)
+    origin_hits = sum(r["origin_hit"] for r in rows)
+    origin_there = sum(r["origin_hit_or_asked_there"] for r in rows)
     latency = {tool: round(statistics.median(v) * 1000, 1) for tool, v in sorted(agent.latencies.items())}
     summary = {
         "programs": len(rows),
@@ -382,19 +465,30 @@ async def main(only: list[str], as_json: bool) -> int:
         "accuracy": round(hits / len(rows), 3) if rows else 0.0,
         "tool_calls_median": statistics.median(r["calls"] for r in rows) if rows else 0,
         "tool_calls_total": sum(r["calls"] for r in rows),
+        "policy_reached_the_buggy_line": reached_count,
+        "origin_chain_reached": origin_hits,
+        "origin_chain_reached_or_asked_there": origin_there,
+        "origin_chain_calls_median": statistics.median(r["origin_calls"] for r in rows) if rows else 0,
         "median_latency_ms": latency,
     }
     if as_json:
         print(json.dumps({"rows": rows, "summary": summary}, indent=1))
         return 0
-    print(f"{'program':<22} {'bug':>4} {'named':>6} {'calls':>6}")
+    print(f"{'program':<22} {'bug':>4} {'named':>6} {'calls':>6}  policy  origin chain (lines)")
     for r in rows:
-        print(
-            f"{r['program']:<22} {r['bug']:>4} {r['named'] or '-':>6} {r['calls']:>6}  {'ok' if r['hit'] else 'MISS'}"
-        )
+        lines = " ".join(map(str, r["origin_lines"]))
+        policy, origin = "ok" if r["hit"] else "MISS", "ok" if r["origin_hit"] else "MISS"
+        shown = r["named"] or "-"
+        print(f"{r['program']:<22} {r['bug']:>4} {shown:>6} {r['calls']:>6}  {policy:<6}  {origin:<4} ({lines})")
     print(
-        f"\nnamed the buggy line: {hits}/{len(rows)} ({summary['accuracy']:.0%}); "
-        f"tool calls per program: median {summary['tool_calls_median']}, total {summary['tool_calls_total']}"
+        f"\nthe policy named the buggy line: {hits}/{len(rows)} ({summary['accuracy']:.0%}); an answer it got "
+        f"showed the line: {reached_count}/{len(rows)}; tool calls per program: median {summary['tool_calls_median']}, "
+        f"total {summary['tool_calls_total']}"
+    )
+    print(
+        f"the origin chain alone (one value_origin at the exception or end) passed the buggy line: "
+        f"{origin_hits}/{len(rows)}; or it was asked there: {origin_there}/{len(rows)}; "
+        f"tool calls: median {summary['origin_chain_calls_median']}"
     )
     print("median latency per tool (ms): " + ", ".join(f"{k} {v}" for k, v in latency.items()))
     return 0

@@ -108,6 +108,8 @@ async def test_the_tools_are_listed_with_a_short_description_and_an_example(root
             "predict",
             "set_value",
             "branches",
+            "breakpoints",
+            "source",
             "close",
         ]
         for tool in listed:
@@ -159,7 +161,8 @@ async def test_record_then_find_the_line_that_made_the_wrong_output(root: Path) 
 async def test_state_step_breakpoints_and_evaluate(root: Path) -> None:
     async with connected(root) as client:
         session = (await call(client, "record", program="cart.py"))["session"]
-        start = await call(client, "state", session=session)
+        assert (await call(client, "state", session=session))["at_end"]  # a run without an exception: its end
+        start = await call(client, "goto", session=session, where="start")
         assert start.get("at_start") or start["moment"] in ("m0", "m1")
         hit = await call(
             client,
@@ -204,7 +207,8 @@ async def test_an_uncaught_exception_its_location_and_goto_exception(root: Path)
             ("[]", None, "ZeroDivisionError('division by zero')"),
         ]
         origin = await call(client, "last_value", session=run["session"], expression="xs")
-        assert origin["changed_by"]["line"] == 9  # the caller's line that passed []
+        assert origin["argument"] and origin["passed_by"]["line"] == 9  # the caller's line that passed []
+        assert "changed_by" not in origin
         no_exception = (await call(client, "record", program="cart.py"))["session"]
         assert "no exception" in await fails(client, "goto", session=no_exception, where="exception")
 
@@ -222,7 +226,8 @@ async def test_logpoint_paged_calls_and_close(root: Path) -> None:
         assert calls["items"][0]["returned"] == "14" and calls["total"] == 1
         closed = await call(client, "close", session=session)
         assert closed == {"closed": session, "recorded": "cart.py", "sessions_open": 0}
-        assert "no session" in await fails(client, "state", session=session)
+        assert f"session {session} is closed" in await fails(client, "state", session=session)
+        assert "no session 's99'" in await fails(client, "state", session="s99")
 
 
 async def test_one_call_of_a_function_and_literal_arguments_only(root: Path) -> None:
@@ -278,6 +283,7 @@ async def test_values_are_cut_at_max_repr_and_lists_are_bounded(root: Path) -> N
             + "    text = 'x' * 5000\n    return text\n\nf()\n"
         )
         session = (await call(client, "record", program="big.py"))["session"]
+        await call(client, "goto", session=session, where="start")
         await call(client, "step", session=session, action="continue", breakpoints=[{"line": 53}])
         state = await call(client, "state", session=session, max_repr=20)
         assert len(state["locals"]) == 40 and state["locals_left_out"] == 11
@@ -327,6 +333,7 @@ async def test_what_if_a_value_had_been_another(root: Path) -> None:
     lists and switches; an agent's value is a literal, never executed."""
     async with connected(root) as client:
         session = (await call(client, "record", program="cart.py"))["session"]
+        await call(client, "goto", session=session, where="start")
         await call(client, "step", session=session, action="continue", breakpoints=[{"file": "cart.py", "line": 5}])
         moved = await call(client, "set_value", session=session, name="total", value="100")
         assert "branch 1: total = 15 \u2192 100" in moved["branch"] and moved["locals"]["total"] == "100"
@@ -410,9 +417,326 @@ async def test_an_agents_expression_is_never_executed_unless_the_server_allows_i
     assert not (root / "PWNED").exists()
     async with connected(root, live_evaluate=True) as client:  # `neural-dap mcp --live-evaluate`
         session = (await call(client, "record", program="cart.py"))["session"]
+        await call(client, "goto", session=session, where="start")
         hit = await call(
             client, "step", session=session, action="continue", breakpoints=[{"file": "cart.py", "line": 6}]
         )
         assert hit["location"]["line"] == 6
         value = await call(client, "evaluate", session=session, expression="sorted(items, key=lambda i: i[1])[0][0]")
         assert value["value"] == "'fig'" and value["live"]
+
+
+# -- tools that never mislead, say what they do not know, and answer in few words (issue 39) --------
+
+LEDGER = textwrap.dedent(
+    """\
+    def parse(raw):
+        out = {}
+        for line in raw.splitlines():
+            name, amount = line.split(",")
+            out[name] = int(amount)
+        return out
+
+
+    def signed(kind, amount):
+        sign = 1 if kind == "deposit" else 1
+        return sign * amount
+
+
+    def balance(entries):
+        total = 0
+        for kind, amount in entries:
+            total += signed(kind, amount)
+        return total
+
+
+    result = balance([("deposit", 100), ("withdraw", 30)])
+    assert result == 70, result
+    print("ok")
+    """
+)
+
+
+def _stdio(root: Path) -> Client:
+    return Client(
+        StdioServerParameters(
+            command=sys.executable,
+            args=["-m", "neural_dap", "mcp", "--root", str(root)],
+            cwd=str(REPO),
+            env={**os.environ, "PYTHONPATH": str(REPO)},
+        )
+    )
+
+
+async def test_every_mistake_gets_an_error_that_names_it_over_stdio(root: Path) -> None:
+    """A typo, a line past the end or without code, a condition that does not parse, a closed
+    session, a model outside the root: each an error saying so (with the nearest names that exist),
+    never an empty answer that reads as a fact about the run, and never the agent's long text back."""
+    (root / "ledger.py").write_text(LEDGER)
+    async with _stdio(root) as c:
+        session = (await call(c, "record", program="ledger.py"))["session"]
+        assert "no function 'balanse'" in (text := await fails(c, "calls", session=session, function="balanse"))
+        assert "nearest: balance" in text
+        assert "never called" in (await call(c, "calls", session=session, function="parse"))["note"]
+        assert "no variable 'reslt'" in (text := await fails(c, "value_history", session=session, expression="reslt"))
+        assert "nearest: result" in text
+        assert "no variable" in await fails(c, "last_value", session=session, expression="nope")
+        assert "no variable" in await fails(c, "value_origin", session=session, expression="nope.x")
+        for line, problem in (
+            (500, "line 500 is outside ledger.py (no such line: it has lines 1 to 23)"),
+            (7, "has no code"),
+        ):
+            assert problem in await fails(c, "logpoint", session=session, line=line, message="x")
+            bad = [{"file": "ledger.py", "line": line}]
+            assert problem in await fails(c, "step", session=session, action="reverse_continue", breakpoints=bad)
+        # a line with code that never ran is said apart from one that does not exist
+        assert "line 3 of ledger.py never ran" in await fails(c, "logpoint", session=session, line=3, message="x")
+        bad = [{"line": 17, "condition": "i =="}]
+        assert "condition 'i ==' is not a Python expression" in await fails(c, "breakpoints", session=session, set=bad)
+        assert "'lines' is not an argument of source" in await fails(c, "source", file="ledger.py", lines=3)
+        wrong_type = await fails(c, "record", program="ledger.py", max_repr="wide")
+        assert "max_repr:" in wrong_type and "http" not in wrong_type and "pydantic" not in wrong_type
+        long = "x + " * 2000 + "("
+        refused = await fails(c, "evaluate", session=session, expression=long)
+        assert len(refused) < 400 and "(8001 characters)" in refused
+        assert "outside the workspace root" in await fails(
+            c, "predict", file="ledger.py", function="signed", call_args="'deposit', 1", model=str(REPO)
+        )
+        assert "not allowed" in await fails(
+            c, "predict", file="ledger.py", function="signed", call_args="'deposit', 1", model="http://example.com"
+        )
+        assert "built into Python" in await fails(c, "record", module="os")
+        await call(c, "close", session=session)
+        assert f"session {session} is closed" in await fails(c, "state", session=session)
+
+
+async def test_the_session_stands_where_it_is_needed_and_arguments_are_arguments(root: Path) -> None:
+    (root / "ledger.py").write_text(LEDGER)
+    async with connected(root) as client:
+        run = await call(client, "record", program="ledger.py")
+        assert run["now"] == {
+            "moment": run["exception"]["moment"],
+            "at": "exception",
+            "line": 22,
+            "function": "<module>",
+        }
+        last = await call(client, "last_value", session=run["session"], expression="result")
+        assert last["changed"] and last["changed_by"]["line"] == 21
+        # at the end nothing runs forward: said, not a silent stop
+        assert "goto start" in await fails(client, "step", session=run["session"], action="continue")
+        lines = [{"line": 10}, {"line": 3}]
+        hit = await call(client, "step", session=run["session"], action="reverse_continue", breakpoints=lines)
+        assert (hit["location"]["function"], hit["locals"]["kind"]) == ("signed", "'withdraw'")
+        assert hit["breakpoint_lines_never_ran"] == ["ledger.py:3"]  # parse is never called: said, not skipped
+        argument = await call(client, "last_value", session=run["session"], expression="kind")
+        assert argument["argument"] and argument["passed_by"]["line"] == 17 and "changed_by" not in argument
+        start = await call(client, "goto", session=run["session"], where="start")
+        note = (await call(client, "last_value", session=run["session"], expression="result"))["note"]
+        assert start["at_start"] and "stands at the start" in note
+
+
+async def test_value_origin_follows_the_value_into_the_calls_that_made_it(root: Path) -> None:
+    """result = balance(...) -> balance's `return total` -> `total += signed(...)` -> signed's
+    `return sign * amount`, and where `sign` was set: the wrong line, one answer away."""
+    (root / "ledger.py").write_text(LEDGER)
+    (root / "parsed.py").write_text("d = dict(alice=3)\nx = d['alice']\nprint(x)\n")
+    async with connected(root) as client:
+        session = (await call(client, "record", program="ledger.py"))["session"]
+        origin = await call(client, "value_origin", session=session, expression="result")
+        assert [(s["kind"], s["line"]) for s in origin["steps"] if s["kind"] != "operand"] == [
+            ("assigned", 21),
+            ("returned", 18),
+            ("assigned", 17),
+            ("returned", 11),
+        ]
+        sign = next(s for s in origin["steps"] if s["kind"] == "operand" and s["expression"] == "sign")
+        assert (sign["line"], sign["statement"]) == (10, 'sign = 1 if kind == "deposit" else 1')
+        assert origin["end"] == "computed" and "`sign * amount`" in origin["reason"]
+        other = (await call(client, "record", program="parsed.py"))["session"]
+        item = await call(client, "value_origin", session=other, expression="x")
+        assert "(its ['alice'] was set within)" in item["reason"]  # not "its 'alice']"
+
+
+async def test_a_function_of_a_script_whose_top_level_fails_is_recorded(root: Path) -> None:
+    (root / "ledger.py").write_text(LEDGER)
+    (root / "early.py").write_text("import sys\nprint('starting')\nraise SystemExit(3)\n\n\ndef f(x):\n    return x\n")
+    async with connected(root) as client:
+        run = await call(client, "record", program="ledger.py", function="signed", call_args="'withdraw', 30")
+        assert run["exit_code"] == 0 and run["top_level"].startswith("the top level raised AssertionError: 130")
+        assert "at line 22" in run["top_level"]
+        assert "AssertionError: 130" in run["output"]  # the top level's traceback, as Python prints it
+        calls = await call(client, "calls", session=run["session"], function="signed")
+        assert calls["items"][0]["returned"] == "30"
+        refused = await fails(client, "record", program="early.py", function="f", call_args="1")
+        assert "raised sys.exit(3) at line 3 before it defined f" in refused
+        assert 'if __name__ == "__main__":' in refused
+        assert "nearest: signed" in await fails(client, "record", program="ledger.py", function="sined")
+
+
+async def test_answers_say_things_once(root: Path) -> None:
+    (root / "many.py").write_text(
+        "def add(a, b):\n    '''Add.'''\n    c = a + b\n    return c\n\n\nfor k in range(12):\n    add(k, 1)\n"
+    )
+    async with connected(root) as client:
+        session = (await call(client, "record", program="many.py"))["session"]
+        calls = await call(client, "calls", session=session, function="add")
+        assert calls["total"] == 12 and "source" in calls["definition"]
+        assert all(set(item) <= {"call", "moment", "arguments", "returned", "end_moment"} for item in calls["items"])
+        assert len(json.dumps(calls)) < 2000
+        history = await call(client, "value_history", session=session, expression="k")
+        assert history["total"] == 12 and all("source" not in i["changed_by"] for i in history["items"])
+        assert history["items"][0]["changed_by"]["code"] == "for k in range(12):"
+        # breakpoints stay on the session, listed with how often their line ran
+        listed = await call(client, "breakpoints", session=session, set=[{"line": 3, "condition": "a == 5"}])
+        assert listed["breakpoints"] == [{"file": "many.py", "line": 3, "condition": "a == 5", "line_ran": 12}]
+        await call(client, "goto", session=session, where="start")
+        hit = await call(client, "step", session=session, action="continue")
+        assert (hit["reason"], hit["locals"]["a"]) == ("breakpoint", "5")
+        assert (await call(client, "breakpoints", session=session, set=[]))["breakpoints"] == []
+        text = await call(client, "source", file="many.py", start=2, end=4, session=session)
+        assert text["lines"] == ["2 |     '''Add.'''", "3 |     c = a + b", "4 |     return c"]
+        assert text["total_lines"] == 8 and text["never_ran"] == []
+        assert "past the end" in await fails(client, "source", file="many.py", start=40)
+        # a what-if branch says how it ended
+        await call(client, "goto", session=session, where=hit["moment"])
+        branch = await call(client, "set_value", session=session, name="b", value="'x'")
+        ends = branch["branch_ends"]
+        assert (ends["outcome"], ends["exit_code"], ends["exception"]["type"]) == ("raised", 1, "TypeError")
+
+
+async def test_guidance_is_served_as_instructions_and_a_prompt(root: Path) -> None:
+    async with connected(root) as client:
+        assert client.instructions is not None and "value_origin" in client.instructions
+        assert len(client.instructions) < 2000 and "guesses" in client.instructions
+        prompts = (await client.list_prompts()).prompts
+        assert [p.name for p in prompts] == ["debug"]
+        prompt = await client.get_prompt("debug", {"program": "cart.py", "symptom": "prints 14, not 15"})
+        text = prompt.messages[0].content.text  # type: ignore[union-attr]
+        assert "record" in text and "cart.py" in text and "prints 14, not 15" in text
+
+
+async def test_a_recursive_functions_values_are_found_in_each_call(root: Path) -> None:
+    """In a recursive function the calls' events interleave: `sub = f(kid)` is followed by the inner
+    call's events, and the change it made is still found in its own call."""
+    (root / "leaves.py").write_text(
+        textwrap.dedent(
+            """\
+            def leaves(node):
+                kids = node.get("kids")
+                if not kids:
+                    if "leaf" in node:
+                        return 1
+                    return
+                n = 0
+                for kid in kids:
+                    sub = leaves(kid)
+                    n += sub
+                return n
+
+
+            print(leaves({"kids": [{"leaf": "a"}, {"kids": []}]}))
+            """
+        )
+    )
+    async with connected(root) as client:
+        run = await call(client, "record", program="leaves.py")
+        assert run["exception"]["type"] == "TypeError"
+        last = await call(client, "last_value", session=run["session"], expression="sub")
+        assert (last["before"], last["after"], last["changed_by"]["line"]) == ("1", "None", 9)
+        origin = await call(client, "value_origin", session=run["session"], expression="sub")
+        assert [(s["kind"], s["statement"]) for s in origin["steps"]] == [
+            ("assigned", "sub = leaves(kid)"),
+            ("returned", "return"),  # the bare return that made it None
+        ]
+
+
+class GuessingWorld:
+    """A neural world's stand-in: two predicted frames whose values the model was unsure of (p=0.05),
+    or gave no probability for. What the server shows of a prediction is under test, not a model."""
+
+    name = "neural"
+
+    def __init__(self, launch: Any) -> None:
+        from neural_dap.core.world import Capabilities
+
+        self.capabilities = Capabilities(exact=False, inverse=True)
+        self.path = launch.program
+        self.stops: list[Any] = []
+
+    def _stop(self, index: int, line: int, locals_: dict[str, str], **confidence: Any) -> Any:
+        from neural_dap.core.state import Frame, State
+        from neural_dap.core.world import Stop
+
+        state = State("line", line, "", "total", 0, 1, locals_, path=self.path)
+        frame = Frame("total", line, "", 1, self.path, locals_)
+        return Stop(state, (frame,), index, at_start=index == 0, predicted=True, **confidence)
+
+    async def start(self, launch: Any) -> Any:
+        return self._stop(0, 10, {"ledger": "{'a': 1}"})
+
+    async def act(self, action: Any, **_: Any) -> Any:
+        if not self.stops:
+            self.stops.append(
+                self._stop(
+                    1,
+                    11,
+                    {"ledger": "{'a': 1}", "s": "'a'"},
+                    line_confidence=0.9,
+                    local_confidence={"ledger": 0.99, "s": 0.05},
+                )
+            )
+        else:
+            self.stops.append(self._stop(2, 12, {"ledger": "{'a': 1}", "s": "0"}))  # no probabilities given
+        return self.stops[-1]
+
+    def source(self, path: str) -> str | None:
+        return None
+
+    def summary(self) -> dict[str, Any]:
+        return {"world": "neural", "confidence": {"predictedValues": 4, "uncertainValues": 3}}
+
+    async def close(self) -> None:
+        pass
+
+
+async def test_a_predicted_value_carries_its_probability_and_a_guess_is_marked(root: Path) -> None:
+    (root / "ledger.py").write_text(LEDGER)
+    server, sessions = build(str(root), world_factory=GuessingWorld)
+    async with Client(server) as client:
+        result = await call(
+            client, "predict", file="ledger.py", function="balance", call_args="{'a': 1}", actions=["next", "next"]
+        )
+    await sessions.close_all()
+    assert next(iter(result)) == "confidence" and result["confidence"].startswith("LOW:")  # said first
+    start, sure, unsure = result["states"]
+    assert start["locals"] == {"ledger": "{'a': 1}"}  # the agent's own call: not a prediction
+    assert sure["locals"] == {"ledger": "{'a': 1}  (p=0.99)", "s": "\u2248 'a'?  (p=0.05)"}
+    assert sure["uncertain"] == ["s"] and sure["line_p"] == 0.9
+    assert unsure["locals"]["s"] == "\u2248 0?  (p unknown)" and unsure["line_p"] is None
+    assert result["summary"]["confidence"] == {"predictedValues": 4, "uncertainValues": 3}
+
+
+@pytest.mark.slow
+async def test_the_embedded_models_predictions_carry_probabilities_over_stdio(root: Path) -> None:
+    (root / "ledger.py").write_text(LEDGER)
+    async with _stdio(root) as c:
+        result = await call(
+            c, "predict", file="ledger.py", function="balance", call_args="[('deposit', 5)]", actions=["step_in"] * 3
+        )
+    assert next(iter(result)) == "confidence" and "summary" in result and "confidence" in result["summary"]
+    predicted = result["states"][1:]
+    assert predicted and all(s["predicted"] for s in predicted)
+    for state in predicted:
+        for name, value in state["locals"].items():
+            assert "(p=" in value or "(p unknown)" in value, (name, value)
+            assert value.startswith("\u2248") == (name in state.get("uncertain", [])), (name, value)
+
+
+async def test_a_failing_pytest_test_names_its_exception_type_and_message_apart(root: Path) -> None:
+    test = "def add(a, b):\n    return a - b\n\n\ndef test_add():\n    assert add(2, 3) == 5\n"
+    (root / "test_add.py").write_text(test)
+    async with connected(root) as client:
+        run = await call(client, "record", module="pytest", args=["-q", "-p", "no:cacheprovider", "test_add.py"])
+        exception = run["exception"]
+        assert exception["type"] == "AssertionError" and exception["message"].startswith("assert -1 == 5")
+        assert run["now"]["at"] == "exception" and run["now"]["line"] == 6

@@ -104,12 +104,15 @@ async def test_a_parameter_is_followed_through_copies_a_store_and_the_call_to_th
             ("assigned", "obj.x", "42", "obj.x = b", "main", _line("obj.x = b")),
             ("assigned", "b", "42", "b = a", "main", _line("b = a")),
             ("assigned", "a", "42", "a = compute(7)", "main", _line("a = compute(7)")),
+            # into the call that made it: its return, and where the name it computes from was set
+            ("returned", "n * 6", "42", "return n * 6", "compute", _line("return n * 6")),
+            ("operand", "n", "7", "a = compute(7)", "main", _line("a = compute(7)")),
         ]
-        assert origin["end"] == "computed" and "compute(7)" in origin["reason"]
+        assert origin["end"] == "computed" and "`n * 6`" in origin["reason"]
         assert all(s["moment"]["path"] == program and s["moment"]["thread"] == 1 for s in origin["steps"])
 
-        # every step is a moment: travel to where the value was computed, the line about to run
-        await c.call("travel", {"index": origin["steps"][-1]["moment"]["index"]})
+        # every step is a moment: travel to the statement that called compute, the line about to run
+        await c.call("travel", {"index": origin["steps"][4]["moment"]["index"]})
         assert (await c.wait_event("stopped"))["body"]["reason"] == "goto"
         function, line, names = await where(c)
         assert (function, line) == ("main", _line("a = compute(7)")) and "a" not in names
@@ -146,7 +149,11 @@ async def test_globals_library_code_and_items_end_with_the_reason(program):
 
         # an item stored under a name's key (i = 3): read from the recorded value of i
         indexed = await c.call("valueOrigin", {"expression": "xs[3]", "frameId": frame})
-        assert [s["statement"] for s in indexed["steps"]] == ["xs[i] = a", "a = compute(7)"]
+        assert [s["statement"] for s in indexed["steps"] if s["kind"] != "operand"] == [
+            "xs[i] = a",
+            "a = compute(7)",
+            "return n * 6",
+        ]
         assert indexed["end"] == "computed"
 
         with pytest.raises(DapError, match="not a local"):
@@ -182,7 +189,9 @@ def test_the_terminal_prints_the_origin_chain(program):
     assert "r = f(obj.x)   \u2192 p = 42 (argument)   @" in out
     assert f"origins.py:{_line('r = f(obj.x)')} in main" in out
     assert "a = compute(7)   \u2192 a = 42   @" in out
-    assert "[computed] computed by a call: `compute(7)`" in out
+    assert "return n * 6   \u2192 n * 6 = 42 (returned)   @" in out
+    assert "a = compute(7)   \u2192 n = 7 (operand: where it was set)   @" in out
+    assert "[computed] computed: `n * 6`" in out
     assert "`nothing` is not a local of f here" in out
 
 
@@ -246,8 +255,9 @@ async def test_a_value_set_inside_a_call_is_followed_into_it_and_back_through_it
                 ("assigned", "self.x", store, "__init__" if parameter == "x" else "set"),
                 ("argument", parameter, call, "main"),
                 ("assigned", "base", "base = make()", "main"),
+                ("returned", "5", "return 5", "make"),  # into the call that made it
             ]
-            assert origin["value"] == "5" and origin["end"] == "computed" and "make()" in origin["reason"]
+            assert origin["value"] == "5" and origin["end"] == "literal" and "`5`" in origin["reason"]
 
 
 async def test_a_thread_started_by_library_code_ends_at_its_argument_with_the_thread_named(tmp_path: Path):
@@ -322,13 +332,17 @@ async def test_arguments_by_keyword_and_default_a_swap_and_a_wrapper(tmp_path: P
         )
         steps, end, _ = await origin("c")
         assert steps == ["first = pair(p, c=q)", "q, p = p, q", 'p, q = 3, len("four")'] and end == "literal"
-        assert await origin("b") == (["first = pair(p, c=q)"], "literal", "the default value of `b`: `10`")
+        assert await origin("b") == (
+            ["first = pair(p, c=q)", "def pair(a, b=10, *, c=20):"],  # the default, at its def line
+            "literal",
+            "the default value of `b`: `10`",
+        )
 
         await c.call("continue", {"threadId": 1})
         await c.wait_event("stopped")
         frame = await _frame(c)
-        steps, end, reason = await origin("a")  # pair(p - 1): arithmetic
-        assert steps == ["second = pair(p - 1)"] and end == "computed" and "p - 1" in reason
+        steps, end, reason = await origin("a")  # pair(p - 1): arithmetic, with where p was set
+        assert steps == ["second = pair(p - 1)", "q, p = p, q"] and end == "computed" and "p - 1" in reason
 
         await c.call("continue", {"threadId": 1})
         await c.wait_event("stopped")

@@ -369,7 +369,7 @@ class Frontend:
             return
         self.print(f"{origin['expression']} = {origin['value']} came from:")
         for step in origin["steps"]:
-            argument = {"argument": " (argument)", "call": " (set inside this call)"}.get(step["kind"], "")
+            argument = KIND_NOTES.get(step["kind"], "")
             self.print(
                 f"  {step['statement']}   \u2192 {step['expression']} = {step['value']}{argument}   "
                 f"{_moment(step['moment'])}"
@@ -477,6 +477,16 @@ def _bound(value: str | None) -> str:
     """A change's side: the value's repr, or "(unset)" where the name was not bound (None there would
     read as the value None)."""
     return "(unset)" if value is None else value
+
+
+# how an origin step came by the value (debugger/origin.py's step kinds), after its value
+KIND_NOTES = {
+    "argument": " (argument)",
+    "call": " (set inside this call)",
+    "returned": " (returned)",
+    "default": " (default value)",
+    "operand": " (operand: where it was set)",
+}
 
 
 def _moment(moment: dict) -> str:

@@ -31,6 +31,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="let the agent's expressions run in a live copy of the recorded program (calls, methods); "
         "by default they are only interpreted over the recorded values, never executed",
     )
+    parser.add_argument(
+        "--model",
+        action="append",
+        default=[],
+        metavar="URL_OR_FOLDER",
+        help="a model `predict` may use besides the embedded one and model folders inside the root "
+        "(an OpenAI-compatible URL or a folder; repeat for more). Agents cannot name others",
+    )
     parser.add_argument("--log", help="write a debug log to this file")
 
 
@@ -54,7 +62,7 @@ def run(parser: argparse.ArgumentParser, argv: list[str]) -> int:
     if opts.http is None:
         if opts.token:
             parser.error("--token goes with --http")
-        anyio.run(server.serve_stdio, root, opts.live_evaluate)
+        anyio.run(server.serve_stdio, root, opts.live_evaluate, tuple(opts.model))
         return 0
     if not 0 < opts.http < 65536:
         parser.error("--http takes a port number from 1 to 65535")
@@ -65,5 +73,7 @@ def run(parser: argparse.ArgumentParser, argv: list[str]) -> int:
         file=sys.stderr,
         flush=True,
     )
-    anyio.run(lambda: server.serve_http(root, opts.http, token, live_evaluate=opts.live_evaluate))
+    anyio.run(
+        lambda: server.serve_http(root, opts.http, token, live_evaluate=opts.live_evaluate, models=tuple(opts.model))
+    )
     return 0

@@ -409,13 +409,19 @@ class Track:
         kinds = cols.kinds[own]
         lines = cols.lines[own]
         invs = cols.invs[own]
-        same = invs[1:] == invs[:-1] if len(own) > 1 else np.zeros(0, dtype=bool)
-        at_line = kinds[:-1] == LINE if len(own) > 1 else np.zeros(0, dtype=bool)
+        # each event's previous event of the same invocation: in run order the invocations of a
+        # recursive function interleave (`sub = f(kid)` is followed by the inner call's events), so
+        # the events are paired within each invocation, in an order by invocation, then by time
+        order = np.lexsort((own, invs))
+        previous = np.full(len(own), -1, dtype=np.int64)
         after_touch = np.zeros(len(own), dtype=bool)
         after_store = np.zeros(len(own), dtype=bool)
         if len(own) > 1:
-            after_touch[1:] = same & at_line & np.isin(lines[:-1], list(touching))
-            after_store[1:] = same & at_line & np.isin(lines[:-1], list(storing))
+            first, second = order[:-1], order[1:]
+            paired = (invs[first] == invs[second]) & (kinds[first] == LINE)
+            previous[second] = np.where(invs[first] == invs[second], own[first], -1)
+            after_touch[second] = paired & np.isin(lines[first], list(touching))
+            after_store[second] = paired & np.isin(lines[first], list(storing))
         calls = kinds == CALL
         logged = np.zeros(len(own), dtype=bool)
         execution = history.execution
@@ -427,7 +433,7 @@ class Track:
         chosen = np.flatnonzero(after_touch | calls | logged)
         self.all = Candidates(
             events=own[chosen],
-            before=np.where(calls[chosen], -1, own[np.maximum(chosen - 1, 0)]),
+            before=np.where(calls[chosen], -1, previous[chosen]),
             store=(after_store | calls | logged)[chosen],
             invs=invs[chosen],
         )

@@ -6,9 +6,20 @@ time asking the recording for the last change of the copied expression at that m
 step): `b = a` goes on to `a` in the same frame, `obj.x = b` (an attribute or item store whose
 right-hand side is a name or an attribute path) goes on to `b`, and a parameter bound at a call goes
 on to the caller's argument expression at the call line (`f(obj.x)`: `obj.x` in the caller). It stops
-where the value was computed (a call, arithmetic, a literal) or where it cannot honestly follow: a
-global, a value made by code that was not recorded (library code, a builtin, a callback from a
-library), a statement it does not understand. The last answer's `end` and `reason` say which.
+where the value was computed (arithmetic, a literal) or where it cannot honestly follow: a global, a
+value made by code that was not recorded (library code, a builtin, a callback from a library), a
+statement it does not understand. The last answer's `end` and `reason` say which.
+
+It also goes into the calls that produced the value, as far as the recording lets it: a recorded
+call's result is followed to that call's `return` statement (and on inside it; a computation
+holding one recorded call, `n * fact(n - 1)`, into that call); an item of a tuple or list display
+to that element (`return best, count` for `result[1]`); an item of a loop to the iterable it came
+from; a value returned by code that was not recorded from exactly one variable (`sorted(rows)`,
+`xs.pop()`, `sum(1 for _ in scores)`) to that variable; an object changed in place to where it was
+made (`grid[0][0] = 1` to `grid = ...`); a parameter left to its default to the `def` line. Where
+the chain ends at a computation, the statements that last set the names it reads are added as
+"operand" steps (for an accumulator, `total += x`, also where it started), so the line that made
+an input wrong is one step away.
 
 Whether a statement is a plain copy is read from the recorded source of that line (the statement's
 AST); nothing is executed. An item key that is a name (`xs[i] = b`) is read from the recorded
@@ -19,7 +30,9 @@ the last one and ask again to go further.
 from __future__ import annotations
 
 import ast
-from typing import Any, Literal, NamedTuple
+import functools
+from collections.abc import Callable
+from typing import Any, Literal, NamedTuple, TypeVar
 
 import msgspec
 import numpy as np
@@ -27,15 +40,19 @@ import numpy as np
 from neural_dap.core.state import State
 from neural_dap.core.world import WorldError
 from neural_dap.debugger.history import History, Moment, _source, parse_path, resolve
-from neural_dap.trace.actions import CALL, LINE, last_equal
+from neural_dap.trace.actions import CALL, LINE, RETURN, last_equal
 from neural_dap.trace.queries import QueryError
+
+T = TypeVar("T")
 
 MAX_STEPS = 32
 MAX_TEXT = 200  # a statement's text is cut here
 MAX_SCAN = 100_000  # events of a callee searched back for the statement that set the value
+MAX_OPERANDS = 4  # names of a computation whose setting is shown
+MAX_SKIPS = 64  # in-place changes (or accumulator updates) passed over to find where an object was made
 
 End = Literal["computed", "literal", "library", "global", "complex", "unknown", "unbound", "limit"]
-StepKind = Literal["assigned", "argument", "call"]
+StepKind = Literal["assigned", "argument", "call", "returned", "default", "operand"]
 
 
 class OriginStep(msgspec.Struct, frozen=True):
@@ -43,7 +60,9 @@ class OriginStep(msgspec.Struct, frozen=True):
     statement's own event (travel there to see it about to run); for an argument, the caller's
     event at the call line. `kind`: "assigned" (the statement stored it), "argument" (bound as a
     parameter at the call), "call" (set inside a function this statement called: the next step is
-    in that call)."""
+    in that call), "returned" (the `return` of the call that produced it: the chain goes on in that
+    call), "default" (a parameter's default value, at the `def` line), "operand" (where the chain
+    ends at a computation: where one of the names it reads was last set; not followed further)."""
 
     expression: str
     value: str | None
@@ -169,16 +188,16 @@ class _Chain:
         found = _assigned(stmt, target, state)
         if found is None:
             inside = self.descend(step, stmt, target, value, state, inv, s, i)
-            return inside if inside is not None else self.in_place(step, stmt, inv, s, i)
+            return inside if inside is not None else self.in_place(step, stmt, expr, state, inv, s, i)
         how, node, suffix = found
         if how == "value" and suffix and isinstance(node, ast.Call):  # `obj = Box(b)`: obj.x set in __init__
             inside = self.descend(step, stmt, target, value, state, inv, s, i, made=suffix)
             if inside is not None:
                 return inside
         if how == "augmented":
-            return _Next((step,), end="computed", reason=f"computed from its previous value: `{_text(stmt)}`")
+            return self.augmented(step, stmt, node, expr, state, inv, s, i)
         if how == "loop":
-            return _Next((step,), end="complex", reason=f"an item of the loop over `{_text(node)}`: not followed")
+            return self.value_of(step, node, (), state, inv, s, i, lead=f"an item of the loop over `{_text(node)}`")
         if how == "caught":
             return _Next((step,), end="computed", reason="the exception caught here")
         if how == "imported":
@@ -186,8 +205,23 @@ class _Chain:
         if how == "defined":
             return _Next((step,), end="computed", reason="defined here")
         if how == "unpacked":
-            return self.value_of(step, node, (), state, inv, s, i, lead=f"unpacked from `{_text(node)}`")
+            return self.value_of(step, node, suffix, state, inv, s, i, lead=f"unpacked from `{_text(node)}`")
         return self.value_of(step, node, suffix, state, inv, s, i)
+
+    def augmented(
+        self, step: OriginStep, stmt: ast.stmt, node: ast.expr, expr: str, state: State, inv: int, s: int, i: int
+    ) -> _Next:
+        """`total += x`: the part added, where the chain can follow it into a recorded call
+        (`total += price(item)`); else computed, with where the accumulator started and the names
+        added as operand steps."""
+        inner = self.into_calls(step, node, state, inv, s, i)
+        if inner is not None:
+            return inner
+        reason = f"computed from its previous value: `{_text(stmt)}`"
+        none: tuple[OriginStep, ...] = ()
+        start = _quietly(lambda: self.accumulator_start(expr, inv, s), none)
+        operands = self.operands(node, state, inv, s)
+        return _Next((step, *start, *operands), end="computed", reason=reason)
 
     def descend(
         self,
@@ -237,7 +271,8 @@ class _Chain:
 
     def store_in(self, k: int, inner: tuple[Any, ...], end: int) -> tuple[int, int] | None:
         """The last statement invocation `k` ran (up to event `end`, within `MAX_SCAN` events) that
-        stores `inner` (`self.x = ...`), read from the statements' source: (its event, the event after)."""
+        stores `inner` (`self.x = ...`) or changes it in place (`self.x.append(v)`, `self.x[0] = v`),
+        read from the statements' source: (its event, the event after)."""
         cols = self.cols
         low = max(int(cols.call_index[k]), end - MAX_SCAN)
         own = (np.flatnonzero(cols.invs[low : end + 1] == k) + low).tolist()
@@ -251,17 +286,223 @@ class _Chain:
             line = int(cols.lines[j])
             if line not in stores:
                 stmt, _ = self.statement(path, line)
-                stores[line] = stmt is not None and _assigned(stmt, inner, blank) is not None
+                stores[line] = stmt is not None and (
+                    _assigned(stmt, inner, blank) is not None or _mutates(stmt, inner, blank)
+                )
             if stores[line]:
                 return j, own[n + 1] if n + 1 < len(own) else end
         return None
 
-    def in_place(self, step: OriginStep, stmt: ast.stmt, inv: int, s: int, i: int) -> _Next:
+    def in_place(self, step: OriginStep, stmt: ast.stmt, expr: str, state: State, inv: int, s: int, i: int) -> _Next:
         """The statement changed the value without storing it (a method that mutates it, a store into
-        one of its items or attributes, a callee that kept a reference)."""
+        one of its items or attributes, a callee that kept a reference). What it put in is shown as
+        operand steps; the chain goes on to where the object was made or bound, past the other
+        changes in place (a list appended to in a loop: its `xs = []`)."""
         calls = [n for n in ast.walk(stmt) if isinstance(n, ast.Call)]
         unrecorded = " (by code that was not recorded)" if calls and not self.recorded_calls(inv, s, i) else ""
-        return _Next((step,), end="computed", reason=f"changed in place by this statement{unrecorded}")
+        operands = self.operands(stmt, state, inv, s, skip=parse_path(expr)[0])
+        made = _quietly(lambda: self.made_at(expr, inv, s), None)
+        if made is not None:
+            return _Next((step, *operands), (expr, inv, made))
+        return _Next((step, *operands), end="computed", reason=f"changed in place by this statement{unrecorded}")
+
+    def made_at(self, expr: str, inv: int, s: int) -> int | None:
+        """The event of the last change of `expr` before event `s` (in invocation `inv`) that bound
+        it anew (a store of it, or the call that bound it as an argument), passing over changes in
+        place; None: none within `MAX_SKIPS`."""
+        cols = self.cols
+        track = self.history.track(expr, inv)
+        target = parse_path(expr)
+        at = s
+        for _ in range(MAX_SKIPS):
+            change = track.previous(at, inv)
+            if change is None:
+                return None
+            i = change.moment.index
+            if int(cols.kinds[i]) == CALL:
+                return i
+            j = last_equal(cols.invs, inv, int(cols.call_index[inv]), i)
+            if j < 0 or int(cols.kinds[j]) != LINE:
+                return None
+            stmt, _ = self.statement(self.history.moment(j).path, int(cols.lines[j]))
+            if stmt is None:
+                return None
+            if _assigned(stmt, target, self.history.state(j)) is not None:
+                return i
+            at = j - 1
+            if at < 0:
+                return None
+        return None
+
+    def accumulator_start(self, expr: str, inv: int, s: int) -> tuple[OriginStep, ...]:
+        """Where an accumulator updated at event `s` (`total += x`) was last set other than by such
+        an update: `total = 0` (an operand step), or nothing."""
+        track = self.history.track(expr, inv)
+        at = s
+        for _ in range(MAX_SKIPS):
+            change = track.previous(at, inv)
+            if change is None:
+                return ()
+            step = self.setting(expr, change.new, inv, change.moment.index)
+            if step is None:
+                return ()
+            stmt, _ = self.statement(step.moment.path, step.moment.line)
+            if not isinstance(stmt, ast.AugAssign):
+                return (step,)
+            at = step.moment.index - 1
+            if at < 0:
+                return ()
+        return ()
+
+    def setting(self, expr: str, value: str | None, inv: int, i: int) -> OriginStep | None:
+        """The statement whose change of `expr` shows at event `i`, as an operand step: the line that
+        set it, or for a parameter, the call that passed it (its `def` line where it was left to its
+        default)."""
+        cols = self.cols
+        if int(cols.kinds[i]) == CALL:
+            return self.passed_at(expr, value, inv, i)
+        j = last_equal(cols.invs, inv, int(cols.call_index[inv]), i)
+        if j < 0 or int(cols.kinds[j]) != LINE:
+            return None
+        moment = self.history.moment(j)
+        _, text = self.statement(moment.path, moment.line)
+        return OriginStep(expr, value, moment, text, "operand")
+
+    def passed_at(self, expr: str, value: str | None, inv: int, i: int) -> OriginStep | None:
+        """A parameter bound at call event `i`, as an operand step: the caller's line that passed it,
+        or the `def` line where the call left it to its default (not followed further)."""
+        cols = self.cols
+        caller = int(cols.parent[inv])
+        c = last_equal(cols.invs, caller, int(cols.call_index[caller]), i) if caller >= 0 else -1
+        if c < 0 or int(cols.kinds[c]) != LINE:
+            return None
+        function, callee_path = cols.codes[int(cols.code_of[inv])]
+        site = self.history.moment(c)
+        stmt, text = self.statement(site.path, site.line)
+        definition = self.definition(callee_path, function, int(cols.lines[i]))
+        if stmt is not None and definition is not None:
+            func, owner = definition
+            calls = [n for n in ast.walk(stmt) if isinstance(n, ast.Call) and _calls(n, func, owner)]
+            if calls and _bound(calls[0], func, owner, parse_path(expr)[0])[0] == "default":
+                parsed = self.tree(callee_path)
+                header = _statement_text(func, parsed[1]) if parsed is not None else f"def {function}(...)"
+                return OriginStep(expr, value, self.history.moment(i), header, "operand")
+        return OriginStep(expr, value, site, text, "operand")
+
+    def operands(self, node: ast.AST, state: State, inv: int, s: int, skip: str = "") -> tuple[OriginStep, ...]:
+        """Where the local names a computation at event `s` reads were last set (at most
+        `MAX_OPERANDS`, in the order they are read); an accumulator's update also brings where it
+        started."""
+        bound = {
+            t.id
+            for n in ast.walk(node)
+            if isinstance(n, ast.comprehension)
+            for t in ast.walk(n.target)
+            if isinstance(t, ast.Name)
+        }
+        names: list[str] = []
+        for n in ast.walk(node):
+            if not (isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)):
+                continue
+            if n.id in state.locals and n.id not in bound and n.id != skip and n.id not in names:
+                names.append(n.id)
+        steps: list[OriginStep] = []
+        none: tuple[OriginStep, ...] = ()
+        for name in names[:MAX_OPERANDS]:
+            steps.extend(_quietly(functools.partial(self.operand, name, inv, s), none))
+        return tuple(steps)
+
+    def operand(self, name: str, inv: int, s: int) -> tuple[OriginStep, ...]:
+        """Where `name` got the value it has at event `s`; for an accumulator, also where it started."""
+        change = self.history.track(name, inv).previous(s, inv)
+        step = self.setting(name, change.new, inv, change.moment.index) if change is not None else None
+        if step is None:
+            return ()
+        stmt, _ = self.statement(step.moment.path, step.moment.line)
+        if isinstance(stmt, ast.AugAssign) and step.moment.index > 0:
+            return (step, *self.accumulator_start(name, inv, step.moment.index - 1))
+        return (step,)
+
+    def into_calls(
+        self, step: OriginStep, node: ast.expr, state: State, inv: int, start: int, stop: int, skip: int = -1
+    ) -> _Next | None:
+        """A computation whose value depends on a call this statement made to recorded code
+        (`n * fact(n - 1)`, `total += price(item)`): into the last such call. None: it holds no such
+        call."""
+        calls = [n for n in ast.walk(node) if isinstance(n, ast.Call)]
+        if not calls:
+            return None
+        k = self.child_call(inv, start, stop, {_callee_name(c.func) for c in calls}, skip)
+        if k is None:
+            return None
+        name = self.cols.codes[int(self.cols.code_of[k])][0]
+        call = next((c for c in reversed(calls) if _callee_name(c.func) == name), None)
+        if call is None:
+            return None
+        # (the chain goes on into the call: the computation's other names are not where it ends)
+        return self.returned(step, call, (), inv, start, stop, skip, lead=f"computed from `{_text(call)}`: ")
+
+    def child_call(self, inv: int, start: int, stop: int, names: set[str], skip: int = -1) -> int | None:
+        """The last call invocation `inv` made between two of its events to a function named in
+        `names` (a class's name stands for its `__init__`), not a generator's resume; None: none."""
+        cols = self.cols
+        children = np.flatnonzero(cols.parent == inv)
+        began = cols.call_index[children]
+        picked = children[(began > start) & (began < stop) & (children != skip)]
+        wanted = names | ({"__init__"} if any(n[:1].isupper() for n in names) else set())
+        for k in picked[::-1][:256].tolist():
+            if cols.resumes is not None and int(cols.resumes[k]) >= 0:
+                continue  # a generator resumed: not what the call returned
+            if cols.codes[int(cols.code_of[k])][0] in wanted:
+                return int(k)
+        return None
+
+    def returned(
+        self,
+        step: OriginStep,
+        node: ast.Call,
+        suffix: tuple[Any, ...],
+        inv: int,
+        start: int,
+        stop: int,
+        skip: int = -1,
+        lead: str = "",
+    ) -> _Next | None:
+        """The value `node` (a call of recorded code made between events `start` and `stop`) returned,
+        followed into that call: its `return` statement, and on from there. None: no such recorded
+        call (a library's, a generator's), or a constructor (the object it made)."""
+        cols = self.cols
+        name = _callee_name(node.func)
+        k = self.child_call(inv, start, stop, {name}, skip)
+        if k is None:
+            return None
+        function, path = cols.codes[int(cols.code_of[k])]
+        definition = self.definition(path, function, int(cols.lines[int(cols.call_index[k])]))
+        if function == "__init__" or (definition is not None and _suspends(definition[0])):
+            return None
+        end = int(cols.end_index[k])
+        if end < 0:
+            return _Next((step,), end="unknown", reason=f"{lead}{function} had not returned when the recording ended")
+        if int(cols.kinds[end]) != RETURN:
+            return None
+        r = last_equal(cols.invs, k, int(cols.call_index[k]), end)
+        if r < 0 or int(cols.kinds[r]) != LINE:
+            return None
+        moment = self.history.moment(r)
+        stmt, text = self.statement(moment.path, moment.line)
+        value = self.history.state(end).value if not suffix else step.value
+        shown = _text(stmt.value) if isinstance(stmt, ast.Return) and stmt.value is not None else "None"
+        back = OriginStep(shown, value, moment, text, "returned")
+        if not isinstance(stmt, ast.Return):
+            return _Next(
+                (step, back),
+                end="computed",
+                reason=f"{lead}{function} ended without a `return` after line {moment.line}: it returned None",
+            )
+        if stmt.value is None:
+            return _Next((step, back), end="literal", reason=f"{lead}a bare `return`: {function} returned None")
+        inner = self.value_of(back, stmt.value, suffix, self.history.state(r), k, r, end, lead=lead.rstrip(": "))
+        return _Next((step, *inner.steps), inner.follow, inner.end, inner.reason)
 
     def value_of(
         self,
@@ -276,7 +517,9 @@ class _Chain:
         skip: int = -1,
     ) -> _Next:
         """Where a right-hand side (or an argument) evaluated at event `start` leads: a plain name or
-        attribute path is followed in the frame of invocation `inv`; anything else ends the chain."""
+        attribute path is followed in the frame of invocation `inv`; an element of a display to that
+        element; a recorded call into its `return`; a library call made from one variable to that
+        variable; anything else ends the chain, with where its names were set as operand steps."""
         source = _path_of(node, state)
         if source is not None:
             root = source[0]
@@ -284,18 +527,31 @@ class _Chain:
             if root not in state.locals and function != "<module>":
                 return _Next((step,), end="global", reason=f"`{root}` is a global or a builtin: not followed")
             return _Next((step,), (_render((*source, *suffix)), inv, start))
+        element = _element(node, suffix)
+        if element is not None:  # `return best, count` for result[1]: `count`
+            return self.value_of(step, element[0], element[1], state, inv, start, stop, lead, skip)
         shown = _text(node)
-        within = f"`{shown}`" if not suffix else f"`{shown}` (its {_render(('', *suffix))[1:]} was set within)"
-        lead = f"{lead}: " if lead else ""
+        within = f"`{shown}`" if not suffix else f"`{shown}` (its {_render_suffix(suffix)} was set within)"
+        said = f"{lead}: " if lead else ""
         if _literal(node):
-            return _Next((step,), end="literal", reason=f"{lead}a literal: {within}")
+            return _Next((step,), end="literal", reason=f"{said}a literal: {within}")
         if isinstance(node, ast.Call):
+            inner = self.returned(step, node, suffix, inv, start, stop, skip, lead=said)
+            if inner is not None:
+                return inner
             name = _callee_name(node.func)
             called = self.recorded_calls(inv, start, stop, skip)
             if name in called or (name[:1].isupper() and "__init__" in called):
-                return _Next((step,), end="computed", reason=f"{lead}computed by a call: {within}")
-            return _Next((step,), end="library", reason=f"{lead}returned by code that was not recorded: {within}")
-        return _Next((step,), end="computed", reason=f"{lead}computed: {within}")
+                return _Next((step,), end="computed", reason=f"{said}computed by a call: {within}")
+            derived = _derived_path(node, state)
+            if derived is not None:  # made by code that was not recorded from one variable: that variable
+                return _Next((step,), (_render(derived), inv, start))
+            return _Next((step,), end="library", reason=f"{said}returned by code that was not recorded: {within}")
+        inner = self.into_calls(step, node, state, inv, start, stop, skip)
+        if inner is not None:
+            return inner
+        operands = self.operands(node, state, inv, start)
+        return _Next((step, *operands), end="computed", reason=f"{said}computed: {within}")
 
     # -- a parameter bound at a call ---------------------------------------------------------------
     def argument(self, expr: str, value: str | None, inv: int, i: int) -> _Next:
@@ -348,9 +604,12 @@ class _Chain:
             return _Next((step,), end="computed", reason=f"`{root}` is the new object made by `{_text(calls[0])}`")
         if how == "default" and node is not None:
             lead = f"the default value of `{root}`"
+            parsed = self.tree(callee_path)
+            header = _statement_text(func, parsed[1]) if parsed is not None else f"def {function}(...)"
+            default = OriginStep(expr, value, self.history.moment(i), header, "default")  # at the def line
             if _literal(node):
-                return _Next((step,), end="literal", reason=f"{lead}: `{_text(node)}`")
-            return _Next((step,), end="computed", reason=f"{lead}: `{_text(node)}`")
+                return _Next((step, default), end="literal", reason=f"{lead}: `{_text(node)}`")
+            return _Next((step, default), end="computed", reason=f"{lead}: `{_text(node)}`")
         if how != "passed" or node is None:
             return _Next((step,), end="complex", reason=f"`{root}` is not matched to one argument of this call ({how})")
         state = self.history.state(c)
@@ -416,6 +675,15 @@ class _Chain:
         return chosen[0], owners.get(id(chosen[0]), "")
 
 
+def _quietly(question: Callable[[], T], otherwise: T) -> T:
+    """An operand's or an object's setting is extra information: where the recording cannot answer
+    it (a skeleton that would rebuild too many states, an odd key), the step goes without it."""
+    try:
+        return question()
+    except (QueryError, WorldError):
+        return otherwise
+
+
 # -- statements: what a statement stored into a path ---------------------------------------------------
 
 
@@ -467,9 +735,30 @@ def _match(
                 if found is not None:
                     return found
             return None
+        for k, element in enumerate(left.elts):  # `a, b = f()` for b: item 1 of what f returned
+            if isinstance(element, ast.Starred):
+                break
+            rest = _prefix(_path_of(element, state), target)
+            if rest is not None:
+                return ("unpacked", right, (("[]", k), *rest))
         return ("unpacked", right, ()) if _stores(left, target, state) else None
     suffix = _prefix(_path_of(left, state), target)
     return None if suffix is None else ("value", right, suffix)
+
+
+def _mutates(stmt: ast.stmt, target: tuple[Any, ...], state: State) -> bool:
+    """Whether `stmt` changes `target` in place by its own text: a method called on it
+    (`xs.append(v)`), or a store into one of its items or attributes (`xs[0] = v`, `del xs[0]`)."""
+    for node in ast.walk(stmt):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+            base: ast.expr | None = node.func.value
+        elif isinstance(node, (ast.Subscript, ast.Attribute)) and isinstance(node.ctx, (ast.Store, ast.Del)):
+            base = node.value
+        else:
+            base = None
+        if base is not None and _path_of(base, state) == target:
+            return True
+    return False
 
 
 def _stores(node: ast.expr, target: tuple[Any, ...], state: State) -> bool:
@@ -528,6 +817,58 @@ def _literal(node: ast.expr) -> bool:
     except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
         return False
     return True
+
+
+def _render_suffix(suffix: tuple[Any, ...]) -> str:
+    """The rest of a path as text: `.x`, `['k']`, `[0].name` (an attribute's dot dropped in front)."""
+    text = _render(("", *suffix))
+    return text[1:] if text.startswith(".") else text
+
+
+def _element(node: ast.expr, suffix: tuple[Any, ...]) -> tuple[ast.expr, tuple[Any, ...]] | None:
+    """The element of a tuple, list or dict display that an item path starts with: (`count`, rest)
+    for `(best, count)` and `[1]`; None where the node is no such display or the key is not in it."""
+    if not suffix or suffix[0][0] != "[]":
+        return None
+    key = suffix[0][1]
+    if isinstance(node, (ast.Tuple, ast.List)) and isinstance(key, int) and not isinstance(key, bool):
+        if any(isinstance(e, ast.Starred) for e in node.elts) or not -len(node.elts) <= key < len(node.elts):
+            return None
+        return node.elts[key], suffix[1:]
+    if isinstance(node, ast.Dict):
+        for k, v in zip(node.keys, node.values, strict=True):
+            if k is not None and _literal(k) and ast.literal_eval(k) == key:
+                return v, suffix[1:]
+    return None
+
+
+# values that are code, not data: a call on them (json.loads) is not derived from them
+_NOT_DATA = ("<module ", "<function ", "<class ", "<built-in ", "<bound method ")
+
+
+def _derived_path(call: ast.Call, state: State) -> tuple[Any, ...] | None:
+    """The one variable a call of code that was not recorded made its value from: the receiver of
+    a method (`xs.pop()`, `line.strip()`), else the one argument that is a variable (`sorted(rows,
+    key=...)`, `len(xs)`) or the iterable of a comprehension passed to it (`sum(1 for _ in xs)`).
+    None where there is none or more than one."""
+
+    def data(path: tuple[Any, ...] | None) -> bool:
+        text = state.locals.get(path[0]) if path is not None else None
+        return text is not None and not text.startswith(_NOT_DATA)
+
+    if isinstance(call.func, ast.Attribute):
+        receiver = _path_of(call.func.value, state)
+        if data(receiver):
+            return receiver
+    found: list[tuple[Any, ...]] = []
+    for arg in [*call.args, *(k.value for k in call.keywords)]:
+        arg = arg.value if isinstance(arg, ast.Starred) else arg
+        if isinstance(arg, (ast.GeneratorExp, ast.ListComp, ast.SetComp, ast.DictComp)):
+            paths = [_path_of(g.iter, state) for g in arg.generators]
+        else:
+            paths = [_path_of(arg, state)]
+        found.extend(p for p in paths if p is not None and data(p) and p not in found)
+    return found[0] if len(found) == 1 else None
 
 
 def _render(path: tuple[Any, ...]) -> str:

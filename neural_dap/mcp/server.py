@@ -16,24 +16,84 @@ from typing import Annotated, Any
 
 import anyio
 from mcp.server.mcpserver import MCPServer
-from mcp.server.mcpserver.exceptions import ToolError
-from pydantic import Field
+from mcp.server.mcpserver.exceptions import ToolError, UnexpectedToolError
+from pydantic import Field, ValidationError
 
 from neural_dap.core.world import WorldError
 from neural_dap.mcp import what_if
+from neural_dap.mcp.checks import did_you_mean, quote
+from neural_dap.mcp.guide import INSTRUCTIONS, debug_prompt
 from neural_dap.mcp.sessions import Sessions, ToolFailure, Workspace
 from neural_dap.mcp.tools import DEFAULT_TIMEOUT, GRACE, Tools
 
 log = logging.getLogger("neural_dap.mcp")
 
-INSTRUCTIONS = """\
-Recorded execution of Python programs, for finding why a program misbehaves. `record` runs a \
-program once under a recorder and returns a session; the run can then be travelled exactly, both \
-ways: `goto` end or exception, `last_value` of the wrong value (which line set it, and from what), \
-`value_origin` (where it came from, through copies and arguments), `value_history`, `calls`, \
-`logpoint`, `evaluate`, `step`. Moments ("m123") name points of the run. \
-`set_value` asks what if a value had been another (a branch of the run, `branches` lists them). \
-`predict` asks a model instead of running the code. Paths are relative to the workspace root."""
+MAX_ERROR = 600  # characters of an error's text
+ECHO_LIMIT = 200  # an agent's text longer than this is never sent back whole in an error
+
+
+class Server(MCPServer):
+    """The SDK's server, with errors an agent can act on: a call whose arguments do not fit the
+    schema gets one line per wrong argument (not pydantic's raw text with its documentation URL),
+    and no error repeats more than `ECHO_LIMIT` characters of what the agent sent."""
+
+    async def call_tool(self, name: str, arguments: dict[str, Any], context: Any = None) -> Any:
+        schema = self._tool_input_schema(name)
+        known = set((schema or {}).get("properties", {}))
+        unknown = sorted(set(arguments or {}) - known) if schema is not None else []
+        if unknown:  # a misspelt argument is not silently dropped
+            raise ToolError(
+                f"Error executing tool {name}: {quote(unknown[0])} is not an argument of {name}"
+                f"{did_you_mean(unknown[0], known)} (its arguments: {', '.join(sorted(known))})"
+            )
+        try:
+            return await super().call_tool(name, arguments, context)
+        except UnexpectedToolError:
+            raise
+        except ToolError as exc:
+            cause = exc.__cause__
+            if isinstance(cause, ValidationError):
+                text = f"Error executing tool {name}: {argument_problems(cause)}"
+            else:
+                text = str(exc)
+            raise ToolError(bounded_error(text, arguments)) from None
+
+
+def argument_problems(error: ValidationError) -> str:
+    """Each argument that does not fit the tool's schema, in a few words."""
+    parts = []
+    for problem in error.errors()[:5]:
+        where = ".".join(str(p) for p in problem.get("loc", ())) or "arguments"
+        message = str(problem.get("msg", "invalid"))
+        if problem.get("type") == "missing":
+            message = "missing (required)"
+        elif problem.get("type") == "unexpected_keyword_argument" or problem.get("type") == "extra_forbidden":
+            message = "not an argument of this tool"
+        parts.append(f"{where}: {message}")
+    more = len(error.errors()) - len(parts)
+    return "; ".join(parts) + (f"; and {more} more" if more > 0 else "")
+
+
+def bounded_error(text: str, arguments: Any) -> str:
+    """`text` with any long string the agent sent replaced by a short quote of it, and cut."""
+    for value in _strings(arguments):
+        if len(value) > ECHO_LIMIT:
+            short = quote(value)
+            text = text.replace(repr(value), short).replace(value, short)
+    return text if len(text) <= MAX_ERROR else text[: MAX_ERROR - 1] + "\u2026"
+
+
+def _strings(value: Any, depth: int = 0) -> list[str]:
+    if isinstance(value, str):
+        return [value]
+    if depth > 4:
+        return []
+    if isinstance(value, dict):
+        return [s for v in value.values() for s in _strings(v, depth + 1)]
+    if isinstance(value, (list, tuple)):
+        return [s for v in value for s in _strings(v, depth + 1)]
+    return []
+
 
 SessionId = Annotated[str, Field(description="the session id `record` returned, e.g. 's1'")]
 MaxRepr = Annotated[int, Field(description="cut each value's repr at this many characters", ge=16, le=100_000)]
@@ -44,18 +104,30 @@ Frame = Annotated[int, Field(description="stack frame: 0 is the innermost", ge=0
 
 
 def build(
-    root: str, world_factory: Callable[..., Any] | None = None, *, live_evaluate: bool = False
+    root: str,
+    world_factory: Callable[..., Any] | None = None,
+    *,
+    live_evaluate: bool = False,
+    models: tuple[str, ...] = (),
 ) -> tuple[MCPServer, Sessions]:
     """The server, and the sessions it keeps (close them with `Sessions.close_all` at the end).
     `live_evaluate`: the person starting the server lets agents' expressions run in a live copy of
-    the program; by default an agent's text (a model's) is only interpreted, never executed."""
+    the program; by default an agent's text (a model's) is only interpreted, never executed.
+    `models`: model URLs or folders outside the workspace that `predict` may use."""
     if world_factory is None:
         from neural_dap.world.factory import create_world
 
         world_factory = create_world
     sessions = Sessions(Workspace(root))
-    tools = Tools(sessions, world_factory, live_evaluate=live_evaluate)
-    server = MCPServer("neural-dap", instructions=INSTRUCTIONS, log_level="WARNING")
+    tools = Tools(sessions, world_factory, live_evaluate=live_evaluate, models=models)
+    server = Server("neural-dap", instructions=INSTRUCTIONS, log_level="WARNING")
+
+    @server.prompt(name="debug", description="How to find a bug's root cause with these tools, for one program")
+    def debug(
+        program: Annotated[str, Field(description="the failing program, relative to the root")],
+        symptom: Annotated[str, Field(description="what is wrong, e.g. 'prints 14, expected 15'")] = "",
+    ) -> str:
+        return debug_prompt(program, symptom)
 
     async def guarded(timeout: float, work: Callable[[], Awaitable[dict[str, Any]]]) -> dict[str, Any]:
         """A tool's work, its failures as tool errors; a last deadline past the tool's own."""
@@ -114,8 +186,8 @@ def build(
         name="step",
         description=(
             "Move through the run: next, step_in, step_out, step_back, step_back_in, step_back_out, continue, "
-            "reverse_continue. `breakpoints` (for this step only) stop continue/reverse_continue at a line, "
-            "optionally when a condition holds. Returns the new state. Example: "
+            "reverse_continue. It stops at the session's breakpoints (the breakpoints tool) and at `breakpoints` "
+            "given for this step only, optionally when a condition holds. Returns the new state. Example: "
             '{"session": "s1", "action": "continue", "breakpoints": [{"file": "app.py", "line": 12, '
             '"condition": "i == 3"}]}'
         ),
@@ -323,6 +395,42 @@ def build(
     ) -> dict[str, Any]:
         return await guarded(timeout, lambda: what_if.branches(tools, session, switch, max_repr, timeout))
 
+    @server.tool(
+        name="breakpoints",
+        description=(
+            "The session's breakpoints, where every step (continue, reverse_continue, ...) stops: listed with "
+            "how many times each line ran; `set` replaces them all ([] clears). Each line must hold code and "
+            'each condition must parse. Example: {"session": "s1", "set": [{"file": "app.py", "line": 12, '
+            '"condition": "i == 3"}]}'
+        ),
+    )
+    async def breakpoints(
+        session: SessionId,
+        set: Annotated[  # (the argument's name as an agent writes it)
+            list[dict[str, Any]] | None,
+            Field(description="[{file, line, condition}] to stand from now on; file defaults to the program"),
+        ] = None,
+        timeout: Timeout = DEFAULT_TIMEOUT,
+    ) -> dict[str, Any]:
+        return await guarded(timeout, lambda: tools.breakpoints(session, set, timeout))
+
+    @server.tool(
+        name="source",
+        description=(
+            "Read a file's lines, numbered (at most 200 a call; next_start for more). With a session, also the "
+            "lines with code that never ran in its recording. Example: "
+            '{"file": "app.py", "start": 10, "end": 30, "session": "s1"}'
+        ),
+    )
+    async def source(
+        file: Annotated[str, Field(description="the file, relative to the root (default: the session's program)")] = "",
+        start: Annotated[int, Field(description="the first line (1-based)", ge=1)] = 1,
+        end: Annotated[int | None, Field(description="the last line (default: 200 lines on)", ge=1)] = None,
+        session: Annotated[str | None, Field(description="a session, to mark lines that never ran")] = None,
+        timeout: Timeout = DEFAULT_TIMEOUT,
+    ) -> dict[str, Any]:
+        return await guarded(timeout, lambda: tools.source(file, start, end, session, timeout))
+
     @server.tool(name="close", description='End a session and free its recording. Example: {"session": "s1"}')
     async def close(session: SessionId) -> dict[str, Any]:
         return await guarded(DEFAULT_TIMEOUT, lambda: tools.close(session))
@@ -330,8 +438,8 @@ def build(
     return server, sessions
 
 
-async def serve_stdio(root: str, live_evaluate: bool = False) -> None:
-    server, sessions = build(root, live_evaluate=live_evaluate)
+async def serve_stdio(root: str, live_evaluate: bool = False, models: tuple[str, ...] = ()) -> None:
+    server, sessions = build(root, live_evaluate=live_evaluate, models=models)
     try:
         await server.run_stdio_async()
     finally:
@@ -371,10 +479,17 @@ class BearerAuth:
         await self.app(scope, receive, send)
 
 
-async def serve_http(root: str, port: int, token: str, host: str = "127.0.0.1", live_evaluate: bool = False) -> None:
+async def serve_http(
+    root: str,
+    port: int,
+    token: str,
+    host: str = "127.0.0.1",
+    live_evaluate: bool = False,
+    models: tuple[str, ...] = (),
+) -> None:
     import uvicorn
 
-    server, sessions = build(root, live_evaluate=live_evaluate)
+    server, sessions = build(root, live_evaluate=live_evaluate, models=models)
     app = BearerAuth(server.streamable_http_app(host=host), token)
     config = uvicorn.Config(app, host=host, port=port, log_level="warning", lifespan="on")
     try:

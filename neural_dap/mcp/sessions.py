@@ -65,8 +65,13 @@ class Session:
     debugger: Debugger
     what: str  # what was recorded, as the agent asked ("examples/bug.py", "-m pytest -q")
     kind: str = "recorded"
+    # the breakpoints the `breakpoints` tool set: path -> [(line, condition)]; every step stops at them
+    breakpoints: dict[str, list[tuple[int, str | None]]] = field(default_factory=dict)
     lock: anyio.Lock = field(default_factory=anyio.Lock)
     used: float = field(default_factory=time.monotonic)
+
+
+MAX_REMEMBERED = 1000  # closed sessions whose end is remembered, so a late call hears why
 
 
 class Sessions:
@@ -74,6 +79,8 @@ class Sessions:
         self.workspace = workspace
         self._sessions: dict[str, Session] = {}
         self._ids = itertools.count(1)
+        # id -> how it ended: a call on a closed session says so, not "no session"
+        self._closed: dict[str, str] = {}
 
     def __len__(self) -> int:
         return len(self._sessions)
@@ -85,7 +92,7 @@ class Sessions:
         """Room for one more session: idle ones are closed first; then a full table is refused."""
         now = time.monotonic()
         for session in [s for s in self._sessions.values() if now - s.used > IDLE_SECONDS and not s.lock.locked()]:
-            await self.close(session.id)
+            await self.close(session.id, f"closed after {IDLE_SECONDS // 60} minutes unused")
         if len(self._sessions) >= MAX_SESSIONS:
             raise ToolFailure(
                 f"{MAX_SESSIONS} sessions are open ({', '.join(self._sessions)}); close one with the close tool"
@@ -95,16 +102,23 @@ class Sessions:
         self._sessions[session.id] = session
 
     def get(self, session_id: str) -> Session:
-        session = self._sessions.get(session_id)
+        session = self._sessions.get(session_id) if isinstance(session_id, str) else None
         if session is None:
-            known = ", ".join(self._sessions) or "none"
-            raise ToolFailure(f"no session {session_id!r} (open sessions: {known}); record a program first")
+            known = ", ".join(list(self._sessions)[:20]) or "none"
+            ended = self._closed.get(session_id) if isinstance(session_id, str) else None
+            if ended is not None:
+                raise ToolFailure(f"session {session_id} is closed ({ended}); open sessions: {known}; record again")
+            shown = repr(session_id)[:40]
+            raise ToolFailure(f"no session {shown} (open sessions: {known}); record a program first")
         session.used = time.monotonic()
         return session
 
-    async def close(self, session_id: str) -> Session:
+    async def close(self, session_id: str, how: str = "closed by the close tool") -> Session:
         session = self.get(session_id)
         del self._sessions[session_id]
+        self._closed[session_id] = how
+        while len(self._closed) > MAX_REMEMBERED:
+            del self._closed[next(iter(self._closed))]
         with anyio.CancelScope(shield=True):
             await session.debugger.close()
         return session

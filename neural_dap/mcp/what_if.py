@@ -16,6 +16,8 @@ from neural_dap.debugger.core import Busy, Debugger, Report
 from neural_dap.mcp.sessions import Session, ToolFailure
 from neural_dap.mcp.tools import GRACE, MAX_EXPRESSION, Tools, check_timeout, within
 
+BRANCH_OUTPUT = 300  # characters of a branch's last output set_value shows
+
 
 async def set_value(
     tools: Tools, session: str, name: str, value: str, frame: int, max_repr: int, timeout: float
@@ -26,9 +28,38 @@ async def set_value(
 
     async def work(s: Session) -> dict[str, Any]:
         report = await _reach(s.debugger, timeout, lambda: branching.set_value(s.debugger, frame, name, value))
-        return {"session": s.id, "branch": report.description, **tools._viewer(s, max_repr).stop(report.stop, report)}
+        viewer = tools._viewer(s, max_repr)
+        shown = viewer.stop(report.stop, report)
+        branch = report.description or ""
+        # the stop repeats the branch's description as its description, note and output: once is enough
+        for key in ("description", "note", "output"):
+            if branch and branch in str(shown.get(key, "")) and len(str(shown[key])) < len(branch) + 40:
+                del shown[key]
+        return {
+            "session": s.id,
+            "branch": branch,
+            "branch_ends": branch_end(tools._run_summary(s.debugger, viewer)),
+            **shown,
+        }
 
     return await tools._locked(session, timeout + 2 * GRACE, work)
+
+
+def branch_end(summary: dict[str, Any]) -> dict[str, Any]:
+    """How the new branch's run ended, from its recording: outcome, exit code, the exception that
+    ended it (type, message, line) and the last of its output."""
+    out: dict[str, Any] = {k: summary[k] for k in ("outcome", "exit_code", "stopped_by_limit") if k in summary}
+    exception = summary.get("exception")
+    if exception:
+        where = exception.get("location", {})
+        out["exception"] = {
+            "type": exception.get("type"),
+            "message": exception.get("message"),
+            **({"file": where["file"], "line": where["line"]} if where else {}),
+        }
+    text = summary.get("output", "")
+    out["output_tail"] = text[-BRANCH_OUTPUT:]
+    return out
 
 
 async def branches(tools: Tools, session: str, switch: int | None, max_repr: int, timeout: float) -> dict[str, Any]:

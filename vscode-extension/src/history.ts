@@ -55,7 +55,13 @@ export interface VariablesContext {
   variable?: { name?: string; evaluateName?: string };
 }
 
-const KIND_NOTES: Record<string, string> = { argument: ' (argument)', call: ' (set inside this call)' };
+const KIND_NOTES: Record<string, string> = {
+  argument: ' (argument)',
+  call: ' (set inside this call)',
+  returned: ' (returned)',
+  default: ' (default value)',
+  operand: ' (operand: where it was set)',
+};
 const MAX_VALUE = 60; // a long repr is cut in a row; the Variables view shows it whole
 
 /** The expression a Variables-view entry stands for (`self.items` for an attribute), if any. */

@@ -652,6 +652,46 @@ def _close(fd: int) -> None:
         pass
 
 
+# The line a recording of one function writes to the program's stderr when the module's top level
+# raised first (the MCP server reads it back as `top_level`).
+TOP_LEVEL_RAISED = "neural-dap: the top level raised "
+
+
+def _top_level_raised(
+    exc: BaseException, path: str, entry: str, namespace: dict, code_names: tuple[str, ...]
+) -> tuple | None:
+    """The top level of the module raised while it ran untraced before the entry function (a script
+    that asserts, or calls its buggy function, at its end). With the function defined by then, the
+    top level stops there: its traceback and one line saying so go to stderr (recorded output, as the
+    interpreter would print them), and the function is called in the namespace it left (None). Without
+    it, the outcome says where the top level raised and how to make the function recordable."""
+    import traceback
+
+    frames = traceback.extract_tb(exc.__traceback__)
+    top = next((k for k, f in enumerate(frames) if f.filename == path and f.name == "<module>"), None)
+    where = f" at line {frames[top].lineno}" if top is not None and frames[top].lineno else ""
+    text = f"{type(exc).__name__}: {_short(exc)}" if not isinstance(exc, SystemExit) else f"sys.exit({exc.code!r})"
+    name = os.path.basename(path)
+    if not callable(namespace.get(entry)) and entry not in code_names:
+        return ("error", f"{name} defines no function {entry!r}", None, None)
+    if not callable(namespace.get(entry)):
+        return (
+            "error",
+            f"the top level of {name} raised {text}{where} before it defined {entry}; guard the top level "
+            f'with `if __name__ == "__main__":` so that {entry} can be recorded alone',
+            1,
+            None,
+        )
+    try:  # (sys.stderr: the recorded program's stderr) the traceback from the module's frame on
+        shown = frames[top or 0 :][-8:]
+        sys.stderr.write("Traceback (most recent call last):\n" + "".join(traceback.format_list(shown)))
+        sys.stderr.write("".join(traceback.format_exception_only(type(exc), exc)))
+        sys.stderr.write(f"{TOP_LEVEL_RAISED}{text}{where}; stopped there, {entry} is called in what it defined\n")
+    except Exception:
+        pass
+    return None
+
+
 def _run(
     cfg: dict,
     rec: Recorder,
@@ -714,7 +754,12 @@ def _run(
     entry = cfg.get("entry")
     try:
         if entry:
-            exec(code, main_module.__dict__)  # the definitions run untraced
+            try:
+                exec(code, main_module.__dict__)  # the definitions run untraced
+            except (Exception, SystemExit) as exc:  # a script that fails at its end: the one being debugged
+                failed = _top_level_raised(exc, path, entry, main_module.__dict__, code.co_names)
+                if failed is not None:
+                    return failed
             func = main_module.__dict__.get(entry)
             if not callable(func):
                 return ("error", f"{path} defines no function {entry!r}", None, None)
