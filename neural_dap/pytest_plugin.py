@@ -66,7 +66,17 @@ class FailureCollector:
 
 def debug_command(nodeid: str, script: str | None) -> list[str]:
     """The terminal front end on one test, run to where its failure leaves the test's code."""
-    command = [sys.executable, "-m", "neural_dap", "debug", "--run", "--sandbox", "--break-on", "userUnhandled"]
+    command = [
+        sys.executable,
+        "-m",
+        "neural_dap",
+        "debug",
+        "--run",
+        "--batch",
+        "--sandbox",
+        "--break-on",
+        "userUnhandled",
+    ]
     if script is not None:
         command += ["--do", script]
     return [*command, "-m", "pytest", "-q", "-p", "no:cacheprovider", nodeid]

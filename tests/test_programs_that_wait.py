@@ -1,6 +1,6 @@
-"""Programs that wait (a server, a sleep loop) are debugged as far as they ran (issue 21, item 6):
-the wall-time limit keeps what was recorded, and `pause` while the program is recorded ends the
-recording there and opens it."""
+"""Programs that wait (a server, a sleep loop): debugged while they run, `pause` stops them where
+they are (issue 34); recorded to their end first (batch, `"live": false`), the wall-time limit keeps
+what was recorded and `pause` ends the recording there and opens it (issue 21, item 6)."""
 
 from __future__ import annotations
 
@@ -63,11 +63,11 @@ async def test_the_wall_time_limit_keeps_what_was_recorded(tmp_path: Path) -> No
         assert lines[-2:] == [4, 8]
 
 
-async def test_pause_while_recording_opens_what_was_recorded(tmp_path: Path) -> None:
+async def test_pause_while_a_batch_recording_runs_opens_what_was_recorded(tmp_path: Path) -> None:
     program = tmp_path / "server.py"
     program.write_text(SERVER)
     async with adapter() as client:
-        response, took = await _launch(client, {"program": str(program)}, pause_after=1.5)
+        response, took = await _launch(client, {"program": str(program), "live": False}, pause_after=1.5)
         assert response["success"], response
         assert took < 20  # not the 60 s wall-time limit
         end = await client.wait_event("stopped")
@@ -76,3 +76,24 @@ async def test_pause_while_recording_opens_what_was_recorded(tmp_path: Path) -> 
         assert values["total"] == "20"
         output = "".join(e["body"]["output"] for e in client.events if e.get("event") == "output")
         assert "ready 20" in output
+
+
+async def test_pause_stops_a_program_that_runs_while_it_is_debugged(tmp_path: Path) -> None:
+    """Debug while it runs (the default): the launch answers at once; pause stops the running
+    program where it is, and everything before can be travelled."""
+    program = tmp_path / "server.py"
+    program.write_text(SERVER)
+    async with adapter() as client:
+        response, took = await _launch(client, {"program": str(program)})
+        assert response["success"], response
+        assert took < 10  # the launch does not wait for the program (which never ends)
+        await anyio.sleep(1.5)  # (no breakpoint: it runs)
+        await client.call("pause", {"threadId": 1})
+        paused = await client.wait_event("stopped", timeout=30)
+        assert paused["body"]["reason"] == "pause"
+        _, _, values = await where(client)
+        assert values["total"] == "20"
+        output = "".join(e["body"]["output"] for e in client.events if e.get("event") == "output")
+        assert "ready 20" in output
+        await client.call("reverseContinue", {"threadId": 1})
+        assert (await client.wait_event("stopped"))["body"]["reason"] == "entry"

@@ -68,6 +68,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--run", action="store_true", help="run to the first breakpoint or exception stop instead of stopping on entry"
     )
     parser.add_argument(
+        "--batch",
+        action="store_true",
+        help="record the program to its end before debugging it (by default it is debugged while it runs)",
+    )
+    parser.add_argument(
         "--sandbox",
         action="store_true",
         help="refuse the program's changes to the world (files outside its TMPDIR, the network, processes): "
@@ -130,6 +135,8 @@ def launch_arguments(opts: argparse.Namespace) -> dict:
         args["python"] = opts.python
     if opts.sandbox:
         args["sandbox"] = True
+    if opts.batch:
+        args["live"] = False
     if own_terminal.wanted(opts.stdin):
         args["console"] = "integratedTerminal"  # the program reads this terminal (cli/own_terminal.py)
     elif opts.stdin:

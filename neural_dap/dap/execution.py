@@ -84,8 +84,8 @@ class ExecutionRequests(Connection):
             await self._flush(report.output)
             await self.output(f"neural-dap: {report.failure}\n", "important")
             report.reason, report.description = "entry", report.failure
-        elif report.reason == "pause":
-            report.reason = "entry"
+        elif report.reason == "pause" and report.stop.at_start:
+            report.reason = "entry"  # (a recording paused before it was opened: it opens at its start)
         await self._conclude(report, preserve_focus=await self._first_stop_yields_focus(report))
 
     async def _first_stop_yields_focus(self, report: Report) -> bool:

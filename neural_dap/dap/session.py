@@ -76,6 +76,8 @@ class DebugSession(
     async def _launch_spec(self, args: p.LaunchArguments, request_arguments: Any) -> Launch:
         entry = Entry(args.entry.function, args.entry.args, args.entry.returns) if args.entry else None
         options = {k: v for k, v in (request_arguments or {}).items() if k not in p.LAUNCH_KEYS}
+        if args.world == "recorded":
+            options.setdefault("live", True)  # debug while it runs (world/live.py), unless asked not to
         wanted = LaunchRequest(
             program=args.program,
             module=args.module,

@@ -254,8 +254,9 @@ class Debugger:
         # (a launched world may be recording too: a what-if branch, world/branches.py)
         world = self._starting or self.world
         interrupt = getattr(world, "interrupt", None)
-        if isinstance(world, RunsLive) and world.live and interrupt is not None and interrupt():
-            return  # the running request ends at that stop, reason `pause` (see _act)
+        if isinstance(world, RunsLive) and world.live and self._running is not None and interrupt is not None:
+            if interrupt() and world.live:
+                return  # the running program stops at its next event: the request ends there (see _act)
         if interrupt is not None:
             interrupt()
         if self._running is not None:
@@ -358,6 +359,10 @@ class Debugger:
         data = None
         if kind in ("continue", "reverseContinue") and self.data_breakpoints:
             data = await self._data_target(stop.index, forward=kind == "continue")
+            if data is None and kind == "continue" and isinstance(self.world, RunsLive) and self.world.live:
+                # the change may lie past what is recorded: run on to the next stop, then look again
+                # over the longer recording (a change before that stop is travelled back to)
+                return await self._continue_live_to_data(stop, act)
         if data is None:
             return await drive(
                 kind,
@@ -371,6 +376,29 @@ class Debugger:
                 returns_stop_in_caller=self._returns_stop_in_caller(),
             )
         return await self._drive_to_data(kind, stop, act, data)
+
+    async def _continue_live_to_data(self, start: Stop, act: Callable[[Action, bool], Any]) -> Outcome:
+        mark = len(self._output)
+        outcome = await drive(
+            "continue",
+            start,
+            act,
+            self.breakpoints.targets(),
+            stop_at_end=self.stop_at_end,
+            returns_stop_in_caller=self._returns_stop_in_caller(),
+        )
+        data = await self._data_target(start.index, forward=True)
+        if data is None or data[1].moment.index > outcome.stop.index:
+            return outcome
+        spec, change = data
+        world = self.world
+        assert isinstance(world, Travels)
+        del self._output[mark:]  # what was written past the change was not reached
+        stop = await world.travel(change.moment.index, output_from=start.index)
+        self._collect_output(stop)
+        self._stop = stop
+        self._data_hit = (spec, change)
+        return Outcome(stop, "data breakpoint")
 
     def _returns_stop_in_caller(self) -> bool:
         world = self.world

@@ -185,6 +185,7 @@ class FullExecution:
 class SkeletonExecution:
     def __init__(self, recording: SkeletonRecording) -> None:
         self.recording = recording
+        self.keep_open = False  # a live program's recording: closed only when the session ends
         self.refresh()
 
     def refresh(self) -> None:
@@ -264,7 +265,8 @@ class SkeletonExecution:
         return _first_exception(functools.partial(_filter_points, self), start, end, filters)
 
     def close(self) -> None:
-        self.recording.close()
+        if not self.keep_open:
+            self.recording.close()
 
 
 def _filter_points(execution: FullExecution | SkeletonExecution, kind: str) -> list[int]:

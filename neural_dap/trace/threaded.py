@@ -37,14 +37,10 @@ def join(skeleton: SkeletonRecording) -> tuple[Recording, int]:
     feeder = _Feeder(log, outputs, first)
     for a in range(first, switched, WINDOW):
         b = min(switched, a + WINDOW) - 1
-        window = skeleton.window_for(a)  # (replayed from the nearest checkpoint, checked)
+        window = skeleton._materialise(_checkpoint_before(skeleton, a), a, b)  # (replayed, checked)
         if skeleton.diverged_at is not None and skeleton.diverged_at <= b:
             raise DivergenceError(skeleton.divergence_message())
-        events = window.raw_events
-        if window.offset < a or window.offset + len(window.kinds) - 1 > b:
-            window = skeleton._materialise(_checkpoint_before(skeleton, a), a, b)
-            events = window.raw_events
-        feeder.feed(events)
+        feeder.feed(window.raw_events)
     feeder.feed(skeleton.log.threaded)
     feeder.flush_outputs(first + len(log.kinds) + 1)
     log.engine, log.python = skeleton.log.engine, skeleton.log.python

@@ -27,6 +27,7 @@ from neural_dap.core.world import (
     world_options,
 )
 from neural_dap.trace import threaded
+from neural_dap.trace.actions import EXCEPTION
 from neural_dap.trace.children import ChildProcess, ChildRecordingError, list_children, new_children_folder, open_child
 from neural_dap.trace.execution import Execution, FullExecution, SkeletonExecution
 from neural_dap.trace.journal import JournalUnavailable
@@ -92,8 +93,9 @@ class RecordedOptions(msgspec.Struct, frozen=True, rename="camel"):
     # failing test run again by `pytest --neural-dap`)
     sandbox: bool = False
     # debug while it runs (world/live.py): the launch answers at once and the program stops where
-    # it is asked to; false: record it to its end, then debug (batch use)
-    live: bool = True
+    # it is asked to; false: record it to its end, then debug (batch use: the language server, an
+    # agent's `record`). A DAP session's launch says true unless the user said otherwise
+    live: bool = False
 
 
 def limits_from(given: Any, mode: str = "skeleton") -> Limits:
@@ -140,6 +142,7 @@ class RecordedWorld:
         self._children: str | None = None  # subProcess: where the program's Python children record themselves
         self.notices: list[str] = []  # what the user should read about how the program was recorded
         self._running: LiveRun | None = None  # the program still runs (debug while it runs: world/live.py)
+        self._extending = False  # ... and runs on now (an action waits for its next stop)
 
     async def start(self, launch: LaunchSpec) -> Stop:
         if launch.entry is not None and launch.entry.returns is not None:
@@ -184,10 +187,11 @@ class RecordedWorld:
                     # (child sessions and a terminal console are opened on a whole recording: batch)
                     runs_live = not (options.sub_process or program.stdin_log or program.output_copy)
                     if options.live and runs_live and journal_library() is not None:
-                        opened = await self._start_live(program, limits, python, handle)
-                        if opened is not None:
+                        explicit = isinstance(options.limits, dict) and "wallTime" in options.limits
+                        opened = await self._start_live(program, limits, python, handle, explicit)
+                        if isinstance(opened, Stop):
                             return opened
-                        skeleton = self._live_result()
+                        skeleton = opened
                     else:
                         skeleton = await anyio.to_thread.run_sync(
                             lambda: record_skeleton(program, limits, python=python, recording=handle)
@@ -230,21 +234,31 @@ class RecordedWorld:
         return await self._opened(rec, execution)
 
     async def _start_live(
-        self, program: Program, limits: Limits, python: str | None, handle: RecordingHandle
-    ) -> Stop | None:
+        self, program: Program, limits: Limits, python: str | None, handle: RecordingHandle, wall_time: bool
+    ) -> Stop | SkeletonRecording:
         """Debug while it runs (world/live.py): the program starts under the recorder and the session
-        opens at its first event, at once; None when it ended before that (then `_live_result`)."""
+        opens at its first event, at once. Where it ended before that (it could not stop there: the
+        Python engines; or it ended at once) its whole recording is opened as a batch one. No
+        wall-time limit applies while the session is at it, but one the launch asked for."""
         main_path = os.path.abspath(program.path)
         if program.module:
             main_path = module_file(program.module, program.cwd) or main_path
+        if not wall_time:
+            limits = msgspec.structs.replace(limits, wall_time=float("inf"))
         live = self._running = LiveRun.begin(
             lambda control: record_skeleton(program, limits, python=python, recording=handle, live=control)
         )
         execution = await anyio.to_thread.run_sync(live.first, program, main_path)
+        if execution is not None:
+            execution.keep_open = True  # (a what-if branch may leave it for a while: it runs on)
         if execution is None:
             await anyio.to_thread.run_sync(live.thread.join)
             self._running = None
-            return None
+            result = live.result
+            if isinstance(result, BaseException):
+                raise result
+            assert isinstance(result, SkeletonRecording)
+            return result
         log = execution.recording.log
         self.engine, self.python = log.engine, log.python
         self.what_if.keep_journal(execution.recording.journal_file)
@@ -254,19 +268,12 @@ class RecordedWorld:
         self.index = 0
         return await self._stop(0, output=execution.output(-1, 0))
 
-    def _live_result(self) -> SkeletonRecording:
-        """A live recording that ended before its first stop (it could not stop: the Python engines;
-        or the program ended at once): the recording as a batch one."""
-        result = self._running.result if self._running is not None else None
-        if isinstance(result, BaseException):
-            raise result
-        assert isinstance(result, SkeletonRecording)
-        return result
-
     @property
     def live(self) -> bool:
-        """The program still runs (its recording grows as it goes on)."""
-        return self._running is not None and self._running.running
+        """The program still runs (its recording grows as it goes on), and the session stands on its
+        recording (not on a what-if branch made of it)."""
+        running = self._running
+        return running is not None and running.running and self.execution is running.execution
 
     def breakpoints_changed(self, targets: tuple[Target, ...]) -> None:
         """While the program runs: the lines it stops at from now on."""
@@ -341,30 +348,55 @@ class RecordedWorld:
         while True:
             stop = await self._act_recorded(action, start, seen, exceptions, breakpoints, accept)
             live = self._running
-            if live is None or not live.running or action.inverse:
+            if live is None or not self.live or action.inverse:
                 return stop
             execution = self._require()
             frontier = execution.last
-            if stop.index < frontier or stop.hit_breakpoint or stop.hit_exception:
-                return stop
             assert isinstance(execution, SkeletonExecution)
-            if decided_at_frontier(execution, start, action):
+            if stop.hit_exception and stop.index == frontier and _leaves_the_traced_code(execution, frontier):
+                # an exception leaves the user's code here: whether it ends the program ("uncaught")
+                # or library code catches it ("userUnhandled") shows at the next event
+                request: dict = {"at": frontier + 1}
+            elif stop.index < frontier or stop.hit_breakpoint or stop.hit_exception:
                 return stop
-            # the answer lies past what is recorded: the held program runs on to the first event
-            # that can be it, and the action is answered again over the longer recording
-            request = run_request(execution, start, action, breakpoints, bool(exceptions - {"uncaught"}))
-            went_on = await anyio.to_thread.run_sync(live.extend, request)
+            elif decided_at_frontier(execution, start, action):
+                return stop
+            else:
+                # the answer lies past what is recorded: the held program runs on to the first event
+                # that can be it, and the action is answered again over the longer recording
+                request = run_request(execution, start, action, breakpoints, bool(exceptions - {"uncaught"}))
+            self._extending = True
+            try:
+                went_on = await anyio.to_thread.run_sync(live.extend, request)
+            finally:
+                self._extending = False
+            self._queries = None  # (their indexes are of the shorter recording)
             seen = frontier
             self.index = start
             if not went_on:
+                execution.keep_open = False
                 self._running = None  # the program ended: its recording is whole
                 self.outcome = execution.recording.outcome
+                if execution.recording.log.switched_at is not None:
+                    await self._join_threads(execution)
                 continue
             if live.reason == "pause":
                 self.index = execution.last
                 output = execution.output(start, execution.last)
                 stop = await self._stop(execution.last, output=output)
                 return msgspec.structs.replace(stop, paused=True)
+
+    async def _join_threads(self, execution: SkeletonExecution) -> None:
+        """A live program started a second thread (child/switch.py) and has ended: the recording
+        becomes one full recording of every thread (trace/threaded.py), to be travelled as any."""
+        skeleton = execution.recording
+        try:
+            joined, switched = await anyio.to_thread.run_sync(lambda: threaded.join(skeleton))
+        except DivergenceError as exc:
+            raise WorldError(f"the recording's first part could not be rebuilt: {exc}") from None
+        execution.close()
+        self.execution = FullExecution(joined)
+        self.outcome = joined.outcome
 
     async def _act_recorded(
         self,
@@ -507,7 +539,9 @@ class RecordedWorld:
         """The user paused while the program runs: a live one stops at its next event; one being
         recorded to its end (batch) ends its recording where the program is, and the session debugs
         what was recorded (a server, a program waiting for something)."""
-        if self._running is not None and self._running.running and self._running.pause():
+        if self.what_if.recording is not None:
+            return self.what_if.interrupt()  # a branch being recorded (a value that makes it loop)
+        if self.live and self._extending and self._running is not None and self._running.pause():
             return True
         recording = self._recording
         return recording.end_now() if recording is not None else self.what_if.interrupt()
@@ -609,7 +643,12 @@ class RecordedWorld:
         if self._running is not None:  # the session is over: so is the program (and its recording)
             self._running.end()
             await self._running.wait_finished()
+            if self._running.execution is not None and self._running.execution is not self.execution:
+                self._running.execution.keep_open = False
+                self._running.execution.close()
             self._running = None
+        if isinstance(self.execution, SkeletonExecution):
+            self.execution.keep_open = False
         if self._children is not None:
             shutil.rmtree(self._children, ignore_errors=True)
             self._children = None
@@ -640,6 +679,12 @@ def _child_program(child: ChildProcess) -> str:
     if child.command[0] not in ("-m", "-c"):
         return os.path.join(child.cwd, child.command[0])
     return ""
+
+
+def _leaves_the_traced_code(execution: SkeletonExecution, i: int) -> bool:
+    """Event i is an exception leaving an invocation that no traced code called."""
+    columns = execution.semantics.columns
+    return execution.semantics.kind(i) == EXCEPTION and int(columns.parent[columns.invs[i]]) < 0
 
 
 def _is_library(path: str) -> bool:

@@ -370,6 +370,10 @@ class CMonitoring:
         self.count = self.tracer.count
         self.entries = self.tracer.entries
         self.next_invocation = self.tracer.next_invocation
+        # a live recording's stops (child/frontier.py)
+        self.live = self.tracer.live
+        self.stop_reason = self.tracer.stop_reason
+        self.stop_at = self.tracer.stop_at
 
     def start(self) -> None:
         mon, tool, tracer = self.mon, self.tool, self.tracer

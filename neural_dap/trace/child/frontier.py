@@ -58,6 +58,13 @@ class Frontier:
         self.tracer.live(0, -1, -1, False, None)  # the first event: the adapter opens the session there
 
     def _on_pause(self, _signum, _frame) -> None:
+        if self.skeleton.switched:
+            # every thread is recorded in full since a second one started (child/switch.py): no
+            # thread is held alone, so a pause ends the recording here (the session opens on it)
+            self.tracer.flush()
+            self.skeleton.flush_journal()
+            self.skeleton.finish("paused", "the recording was paused: it ends here")
+            return
         self.paused = True
         if self.skeleton.in_hook or self.holding:
             self.tracer.stop_at(self.tracer.count())  # (the recorder's own work: at the next event)

@@ -223,7 +223,6 @@ def record_here(
 
             os.set_inheritable(int(cfg["command_fd"]), False)
             skeleton.frontier = Frontier(int(cfg["command_fd"]), engine, skeleton, channel)
-            skeleton.wall_time = channel.limits.wall_time = float("inf")
             skeleton.replay_seconds = 3600.0
 
     def begin_journal() -> None:
