@@ -254,11 +254,10 @@ class Debugger:
         # (a launched world may be recording too: a what-if branch, world/branches.py)
         world = self._starting or self.world
         interrupt = getattr(world, "interrupt", None)
-        if isinstance(world, RunsLive) and world.live and self._running is not None and interrupt is not None:
-            if interrupt() and world.live:
-                return  # the running program stops at its next event: the request ends there (see _act)
-        if interrupt is not None:
-            interrupt()
+        live = isinstance(world, RunsLive) and world.live
+        interrupted = interrupt() if interrupt is not None else False
+        if live and interrupted and self._running is not None:
+            return  # the running program stops at its next event: the request ends there (see _act)
         if self._running is not None:
             self._running.cancel()
 
