@@ -357,9 +357,12 @@ class RecordedWorld:
                 # an exception leaves the user's code here: whether it ends the program ("uncaught")
                 # or library code catches it ("userUnhandled") shows at the next event
                 request: dict = {"at": frontier + 1}
-            elif stop.index < frontier or stop.hit_breakpoint or stop.hit_exception:
-                return stop
-            elif decided_at_frontier(execution, start, action):
+            elif (
+                stop.index < frontier
+                or stop.hit_breakpoint
+                or stop.hit_exception
+                or decided_at_frontier(execution, start, action)
+            ):
                 return stop
             else:
                 # the answer lies past what is recorded: the held program runs on to the first event
