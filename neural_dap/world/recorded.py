@@ -394,7 +394,7 @@ class RecordedWorld:
         becomes one full recording of every thread (trace/threaded.py), to be travelled as any."""
         skeleton = execution.recording
         try:
-            joined, switched = await anyio.to_thread.run_sync(lambda: threaded.join(skeleton))
+            joined, _switched = await anyio.to_thread.run_sync(lambda: threaded.join(skeleton))
         except DivergenceError as exc:
             raise WorldError(f"the recording's first part could not be rebuilt: {exc}") from None
         execution.close()
