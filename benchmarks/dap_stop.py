@@ -1,7 +1,10 @@
 """One DAP stop round trip (next -> stopped -> stackTrace -> scopes -> variables), measured with the
 same client on the same program for neural-dap (recorded world) and for debugpy's adapter, as shipped
 and with TCP_NODELAY set on its sockets (debugpy leaves Nagle's algorithm on between its adapter and
-the debuggee, which stalls each small message). Then `evaluate` of an expression that calls
+the debuggee, which stalls each small message). neural-dap runs twice: debugging the program while
+it runs (the default: each stop past the last recorded event resumes the held program) and recorded
+to its end first (`"live": false`). The "live" rows: a breakpoint hit in the running program, from
+`continue` to its `stopped` event and first variables. Then `evaluate` of an expression that calls
 functions, side by side: neural-dap answers it in a live copy of the program at the stop, made at the
 stop's first expression (a replay from a checkpoint and a fork) and reused for the next ones.
 
@@ -62,11 +65,11 @@ NODELAY = textwrap.dedent(
 )
 
 
-async def round_trips(client: DapClient, stops: int) -> list[float]:
+async def round_trips(client: DapClient, stops: int, command: str = "next") -> list[float]:
     timings = []
     for _ in range(stops):
         t = time.perf_counter()
-        await client.call("next", {"threadId": 1})
+        await client.call(command, {"threadId": 1})
         message = await client.wait_event({"stopped", "terminated"})
         if message["event"] != "stopped":
             break
@@ -98,7 +101,7 @@ async def evaluations(client: DapClient, stops: int) -> tuple[list[float], list[
 
 async def session(
     command: list[str], launch: dict, line: int, stops: int, env: dict | None = None
-) -> tuple[list[float], list[float], list[float]]:
+) -> tuple[list[float], list[float], list[float], list[float]]:
     async with spawn(command, env=env, timeout=60) as client:
         await client.call(
             "initialize",
@@ -116,11 +119,39 @@ async def session(
         await client.call("configurationDone")
         await client.response(seq, "launch")
         await client.wait_event("stopped")
+        hits = await round_trips(client, min(stops, 100), "continue")  # the breakpoint, hit again and again
+        await client.call("setBreakpoints", {"source": {"path": launch["program"]}, "breakpoints": []})
         await round_trips(client, 5)  # warm up
         timings = await round_trips(client, stops)
         first, again = await evaluations(client, max(10, stops // 5))
         await client.request("disconnect", {"terminateDebuggee": True}, timeout=5)
-        return timings, first, again
+        return timings, first, again, hits
+
+
+LONG_LOOP = "import time\ntotal = 0\nfor i in range(12000):\n    total += i\n    time.sleep(0.01)\n"
+
+
+async def tenth_hit(command: list[str], launch: dict) -> float:
+    """A program that would run two minutes, a breakpoint with hit condition 10: seconds from
+    configurationDone to the stop and its variables."""
+    async with spawn(command, timeout=60) as client:
+        await client.call("initialize", {"adapterID": "bench", "linesStartAt1": True, "columnsStartAt1": True})
+        seq = await client.send_request("launch", launch)
+        await client.wait_event("initialized")
+        await client.call(
+            "setBreakpoints",
+            {"source": {"path": launch["program"]}, "breakpoints": [{"line": 4, "hitCondition": "10"}]},
+        )
+        t = time.perf_counter()
+        await client.call("configurationDone")
+        await client.wait_event("stopped", timeout=180)
+        frames = (await client.call("stackTrace", {"threadId": 1}))["stackFrames"]
+        scopes = (await client.call("scopes", {"frameId": frames[0]["id"]}))["scopes"]
+        await client.call("variables", {"variablesReference": scopes[0]["variablesReference"]})
+        took = time.perf_counter() - t
+        await client.response(seq, "launch")
+        await client.request("disconnect", {"terminateDebuggee": True}, timeout=5)
+        return took
 
 
 def describe(name: str, timings: list[float]) -> tuple[float, float]:
@@ -140,15 +171,31 @@ async def main(stops: int) -> None:
         Path(hooks, "sitecustomize.py").write_text(NODELAY)
         runs = {}
         runs["neural-dap (recorded)"] = await session(adapter_command(), {"program": program}, 6, stops)
+        runs["neural-dap (recorded first)"] = await session(
+            adapter_command(), {"program": program, "live": False}, 6, stops
+        )
         debugpy = [sys.executable, "-m", "debugpy.adapter"]
         launch = {"program": program, "console": "internalConsole", "justMyCode": True}
         runs["debugpy (as shipped)"] = await session(debugpy, launch, 6, stops)
         env = {"PYTHONPATH": hooks + os.pathsep + os.environ.get("PYTHONPATH", "")}
         runs["debugpy (TCP_NODELAY)"] = await session(debugpy, {**launch, "env": env}, 6, stops, env=env)
+        loop = os.path.join(tmp, "long_loop.py")
+        Path(loop).write_text(LONG_LOOP)
+        print("the 10th hit of a breakpoint in a program that would run 2 minutes, from configurationDone:")
+        for name, command, launch in (
+            ("neural-dap", adapter_command(), {"program": loop}),
+            ("debugpy", debugpy, {"program": loop, "console": "internalConsole", "justMyCode": True}),
+        ):
+            print(f"  {name:<12} {await tenth_hit(command, launch):6.2f} s")
     results = {name: run[0] for name, run in runs.items()}
     print()
+    print("live: continue to a breakpoint hit in the running program -> stopped -> variables:")
+    live = {name: describe(f"{name}: live", run[3]) for name, run in runs.items() if "first" not in name}
+    for name in ("debugpy (as shipped)", "debugpy (TCP_NODELAY)"):
+        print(f"ratio neural-dap / {name}: median {live['neural-dap (recorded)'][0] / live[name][0]:6.2f}x")
+    print()
     print(f"evaluate {EXPRESSION!r}:")
-    for name, (_, first, again) in runs.items():
+    for name, (_, first, again, _hits) in runs.items():
         describe(f"{name}: first at a stop", first)
         describe(f"{name}: again", again)
     print()

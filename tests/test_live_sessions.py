@@ -1,0 +1,191 @@
+"""Debug while it runs (issue 34), through a real adapter over stdio: the launch answers at once, a
+breakpoint stops the live program (a server's handler as a request arrives, a hit count in a long
+loop), everything before the stop can be travelled, and going forward past the last recorded
+event resumes the program. Nothing is left running after the session."""
+
+from __future__ import annotations
+
+import socket
+import subprocess
+import textwrap
+import threading
+import time
+import urllib.request
+from pathlib import Path
+
+import anyio
+import pytest
+
+from neural_dap.trace import journal
+
+from .dap_helpers import adapter, where
+
+pytestmark = pytest.mark.skipif(journal.library() is None, reason="live sessions need the journal (Linux)")
+
+SERVER = textwrap.dedent(
+    """\
+    import http.server
+    import sys
+
+    served = 0
+
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def do_GET(self):
+            global served
+            served += 1
+            name = self.path.strip("/") or "world"
+            body = f"hello {name} #{served}".encode()
+            self.send_response(200)
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args):
+            pass
+
+
+    server = http.server.HTTPServer(("127.0.0.1", int(sys.argv[1])), Handler)
+    print("serving", flush=True)
+    server.serve_forever()
+    """
+)
+HANDLER_NAME_LINE = 11  # name = ...
+
+LOOP = textwrap.dedent(
+    """\
+    import time
+
+    total = 0
+    for i in range(12000):
+        total += i
+        time.sleep(0.01)
+    print("total", total)
+    """
+)
+LOOP_LINE = 5  # total += i
+
+
+def _free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+async def _launch(client, launch: dict, breakpoints: dict[str, list[dict]]) -> float:
+    """initialize, launch, breakpoints, configurationDone; returns how long the launch took to answer."""
+    await client.call("initialize", {"adapterID": "neural-dap", "linesStartAt1": True, "columnsStartAt1": True})
+    await client.wait_event("initialized")
+    started = time.monotonic()
+    seq = await client.send_request("launch", launch)
+    for path, specs in breakpoints.items():
+        await client.call("setBreakpoints", {"source": {"path": path}, "breakpoints": specs})
+    await client.call("configurationDone")
+    response = await client.response(seq, "launch", timeout=30)
+    assert response["success"], response
+    return time.monotonic() - started
+
+
+def _children() -> list[str]:
+    out = subprocess.run(["pgrep", "-f", "neural_dap.trace.child"], capture_output=True, text=True).stdout
+    return out.split()
+
+
+async def test_a_server_stops_in_its_handler_as_a_request_arrives_and_serves_on(tmp_path: Path) -> None:
+    program = tmp_path / "server.py"
+    program.write_text(SERVER)
+    port = _free_port()
+    answers: list[str] = []
+
+    def request(name: str) -> None:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/{name}", timeout=60) as response:
+            answers.append(response.read().decode())
+
+    before = set(_children())
+    async with adapter() as client:
+        took = await _launch(
+            client, {"program": str(program), "args": [str(port)]}, {str(program): [{"line": HANDLER_NAME_LINE}]}
+        )
+        assert took < 10  # the server never ends: the launch does not wait for it
+        for _ in range(100):  # (the server binds its port while the session goes on)
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
+                break
+            except OSError:
+                await anyio.sleep(0.1)
+        threading.Thread(target=request, args=("ada",), daemon=True).start()
+        stopped = await client.wait_event("stopped", timeout=30)
+        assert stopped["body"]["reason"] == "breakpoint"
+        function, line, values = await where(client)
+        assert (function, line) == ("do_GET", HANDLER_NAME_LINE)
+        frame = (await client.call("stackTrace", {"threadId": 1}))["stackFrames"][0]["id"]
+        path = await client.call("evaluate", {"expression": "self.path", "frameId": frame, "context": "watch"})
+        assert path["result"] == "'/ada'"  # the request's own values
+        await client.call("stepBack", {"threadId": 1})
+        await client.wait_event("stopped")
+        assert (await where(client))[1] == HANDLER_NAME_LINE - 1  # back inside the handler
+        await client.call("next", {"threadId": 1})
+        await client.wait_event("stopped")
+        await client.call("next", {"threadId": 1})
+        await client.wait_event("stopped")
+        assert (await where(client))[2]["name"] == "'ada'"
+        await client.call("setBreakpoints", {"source": {"path": str(program)}, "breakpoints": []})
+        await client.call("continue", {"threadId": 1})
+        with anyio.fail_after(30):
+            while not answers:
+                await anyio.sleep(0.05)
+        assert answers == ["hello ada #1"]  # the request got its answer after continue
+        threading.Thread(target=request, args=("bob",), daemon=True).start()
+        with anyio.fail_after(30):
+            while len(answers) < 2:
+                await anyio.sleep(0.05)
+        assert answers[1] == "hello bob #2"  # and the server keeps serving
+        await client.call("pause", {"threadId": 1})
+        paused = await client.wait_event("stopped", timeout=30)
+        assert paused["body"]["reason"] == "pause"
+        assert (await where(client))[2]["served"] == "2"
+    with anyio.fail_after(10):  # every process of the session ends with it
+        while set(_children()) - before:
+            await anyio.sleep(0.1)
+
+
+async def test_a_hit_count_stops_a_long_loop_at_once_and_travels_both_ways(tmp_path: Path) -> None:
+    program = tmp_path / "loop.py"
+    program.write_text(LOOP)
+    async with adapter() as client:
+        started = time.monotonic()
+        await _launch(client, {"program": str(program)}, {str(program): [{"line": LOOP_LINE, "hitCondition": "10"}]})
+        stopped = await client.wait_event("stopped", timeout=30)
+        assert time.monotonic() - started < 10  # the program would run two minutes
+        assert stopped["body"]["reason"] == "breakpoint"
+        assert (await where(client))[2]["i"] == "9"  # the tenth hit
+        await client.call("setBreakpoints", {"source": {"path": str(program)}, "breakpoints": [{"line": LOOP_LINE}]})
+        await client.call("reverseContinue", {"threadId": 1})
+        await client.wait_event("stopped")
+        assert (await where(client))[2]["i"] == "8"  # back over the recorded past
+        for expected in ("9", "10", "11"):  # forward: through the recorded past, then past its end
+            await client.call("continue", {"threadId": 1})
+            await client.wait_event("stopped")
+            assert (await where(client))[2]["i"] == expected
+        await client.call("stepBack", {"threadId": 1})
+        await client.wait_event("stopped")
+        await client.call("next", {"threadId": 1})  # lands on the last recorded event itself
+        await client.wait_event("stopped")
+        assert (await where(client))[1:] == (LOOP_LINE, {"total": "55", "i": "11"})
+        await client.call("setBreakpoints", {"source": {"path": str(program)}, "breakpoints": []})
+        await client.call("continue", {"threadId": 1})
+        await anyio.sleep(0.5)
+        await client.call("pause", {"threadId": 1})
+        paused = await client.wait_event("stopped", timeout=30)
+        assert paused["body"]["reason"] == "pause"
+        assert int((await where(client))[2]["i"]) > 11  # it ran on
+
+
+async def test_live_false_records_to_the_end_first(tmp_path: Path) -> None:
+    program = tmp_path / "short.py"
+    program.write_text("total = 0\nfor i in range(3):\n    total += i\nprint(total)\n")
+    async with adapter() as client:
+        await _launch(client, {"program": str(program), "live": False, "stopOnEntry": True}, {})
+        await client.wait_event("stopped")
+        frame = (await client.call("stackTrace", {"threadId": 1}))["stackFrames"][0]["id"]
+        history = await client.call("valueHistory", {"expression": "total", "frameId": frame})
+        assert history["total"] == 3  # the whole run is there at the first stop
