@@ -70,7 +70,7 @@ def _last(answer: dict) -> dict:
 
 def _page(answer: dict) -> dict:
     items = answer["items"]
-    bound = "" if answer.get("totalExact", True) else "<="
+    bound = "" if answer.get("totalExact", True) else ">="
     return {"items": len(items), "total": f"{bound}{answer['total']:,}"}
 
 

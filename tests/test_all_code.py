@@ -83,7 +83,8 @@ async def test_a_breakpoint_that_can_never_hit_says_why(tmp_path: Path) -> None:
     async with adapter() as client:
         await client.call("initialize", {"adapterID": "tests"})
         await client.wait_event("initialized")
-        seq = await client.send_request("launch", {"program": str(run)})
+        # (recorded to its end first: while a live program runs, a file may still be imported later)
+        seq = await client.send_request("launch", {"program": str(run), "live": False})
         await client.call("setBreakpoints", {"source": {"path": str(never)}, "breakpoints": [{"line": 2}]})
         await client.call(
             "setBreakpoints", {"source": {"path": str(JSON_DECODER)}, "breakpoints": [{"line": 10}, {"line": 20}]}

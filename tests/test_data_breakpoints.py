@@ -74,15 +74,24 @@ async def test_continue_stops_at_each_write_and_reverse_continue_at_the_last(pro
         frame = await _stop_in_main(c, program, recording)
         await c.call("setBreakpoints", {"source": {"path": program}, "breakpoints": []})
         await _watch(c, frame, "x")
-        assert await _go(c, "continue") == ("data breakpoint", "x: 3 \u2192 5", 15)
+        by = " by `x = x + 2` (main, line 18)"
+        # forward: stopped right after the write (the next line), told which statement wrote it
+        assert await _go(c, "continue") == ("data breakpoint", "x: 3 \u2192 5" + by, 15)
         console = [e["body"] for e in c.events_named("output") if "\u2192" in e["body"]["output"]]
-        assert console == [{"category": "console", "output": "x: 3 \u2192 5\n"}]
-        assert await _go(c, "continue") == ("data breakpoint", "x: 5 \u2192 7", 15)
-        assert await _go(c, "continue") == ("data breakpoint", "x: 7 \u2192 9", 15)
-        assert await _go(c, "reverseContinue") == ("data breakpoint", "x: 5 \u2192 7", 15)
-        assert await _go(c, "reverseContinue") == ("data breakpoint", "x: 3 \u2192 5", 15)
+        assert console == [{"category": "console", "output": "x: 3 \u2192 5" + by + "\n"}]
+        assert await _go(c, "continue") == ("data breakpoint", "x: 5 \u2192 7" + by, 15)
+        assert await _go(c, "continue") == ("data breakpoint", "x: 7 \u2192 9" + by, 15)
+        # backward: stopped at the statement that wrote it, before it ran (as gdb's reverse watch)
+        assert await _go(c, "reverseContinue") == ("data breakpoint", "x: 7 \u2192 9" + by, 18)
+        assert (await where(c))[2]["x"] == "7"
+        assert await _go(c, "reverseContinue") == ("data breakpoint", "x: 5 \u2192 7" + by, 18)
+        assert await _go(c, "reverseContinue") == ("data breakpoint", "x: 3 \u2192 5" + by, 18)
         # before the first write seen from here: the binding itself
-        assert await _go(c, "reverseContinue") == ("data breakpoint", "x: (unset) \u2192 3", 15)
+        assert await _go(c, "reverseContinue") == (
+            "data breakpoint",
+            "x: (unset) \u2192 3 by `x = 3` (main, line 14)",
+            14,
+        )
 
 
 @pytest.mark.parametrize("recording", ["full", "skeleton"])
@@ -91,11 +100,19 @@ async def test_an_attribute_and_an_item_changed_by_a_callee_and_in_place(program
         frame = await _stop_in_main(c, program, recording)
         await c.call("setBreakpoints", {"source": {"path": program}, "breakpoints": []})
         await _watch(c, frame, "b.count", 'd["k"]')
-        assert await _go(c, "continue") == ("data breakpoint", "b.count: 0 \u2192 1", 17)
+        # the attribute is changed by the method: the stop is where that is done (add returning to
+        # main's line 16), the description names the method's statement
+        by_add = " by `self.count += 1` (add, line 8)"
+        assert await _go(c, "continue") == ("data breakpoint", "b.count: 0 \u2192 1" + by_add, 16)
+        assert (await where(c))[0] == "main"  # (a return is shown at its call, as debugpy's step out)
         # i == 0: d["k"] += 0 writes the same value, not a change
-        assert await _go(c, "continue") == ("data breakpoint", "b.count: 1 \u2192 2", 17)
-        assert await _go(c, "continue") == ("data breakpoint", 'd["k"]: 1 \u2192 2', 18)
-        assert await _go(c, "reverseContinue") == ("data breakpoint", "b.count: 1 \u2192 2", 17)
+        assert await _go(c, "continue") == ("data breakpoint", "b.count: 1 \u2192 2" + by_add, 16)
+        by_main = ' by `d["k"] += i` (main, line 17)'
+        assert await _go(c, "continue") == ("data breakpoint", 'd["k"]: 1 \u2192 2' + by_main, 18)
+        # back: first the write just made (its statement, before it ran), then the one in add
+        assert await _go(c, "reverseContinue") == ("data breakpoint", 'd["k"]: 1 \u2192 2' + by_main, 17)
+        assert await _go(c, "reverseContinue") == ("data breakpoint", "b.count: 1 \u2192 2" + by_add, 8)
+        assert (await where(c))[2]["self"].startswith("<")
 
 
 async def test_read_access_is_refused_and_a_line_breakpoint_that_comes_first_wins(program):
@@ -111,7 +128,7 @@ async def test_read_access_is_refused_and_a_line_breakpoint_that_comes_first_win
         await c.call("setDataBreakpoints", {"breakpoints": [{"dataId": info["dataId"]}]})
         await c.call("setBreakpoints", {"source": {"path": program}, "breakpoints": [{"line": 17}]})
         assert (await _go(c, "continue"))[0] == "breakpoint"  # line 17 runs before x is written
-        assert await _go(c, "continue") == ("data breakpoint", "x: 3 \u2192 5", 15)
+        assert await _go(c, "continue") == ("data breakpoint", "x: 3 \u2192 5 by `x = x + 2` (main, line 18)", 15)
 
 
 async def test_a_world_without_a_recording_gives_no_data_id(program):

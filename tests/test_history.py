@@ -94,9 +94,24 @@ async def test_an_attribute_changed_by_a_callee_and_an_item(debugger):
     d = debugger
     await _travel_to_line(d, _line_of(d, "return keep"))
     items = await history.value_history(d, "b.items")
-    # seen from main's frame: each call of fill changes it once, dated when main goes on
-    assert [c.new for c in items.items] == ["[]", "[0, 10]", "[0, 10, 0, 10, 20]"]
-    assert all(c.moment.function == "main" for c in items.items)
+    # read in main's frame, changed in Bag.add (called by fill): each append is a change, dated at
+    # the statement that made it, in the function that ran it
+    assert [c.new for c in items.items] == [
+        "[]",
+        "[0]",
+        "[0, 10]",
+        "[0, 10, 0]",
+        "[0, 10, 0, 10]",
+        "[0, 10, 0, 10, 20]",
+    ]
+    assert items.total == 6 and items.total_exact
+    made = items.items[1:]
+    assert {(c.statement.function, c.statement.line, c.code) for c in made} == {
+        ("add", _line_of(d, "self.items.append(x)"), "self.items.append(x)")
+    }
+    # the new value is visible from the moment after the statement (add's return), never before it
+    assert all(c.moment.index > c.statement.index and c.moment.function == "add" for c in made)
+    assert items.items[0].statement.function == "main" and items.items[0].code == "b = Bag()"
     k = await history.value_history(d, 'd["k"]')
     assert [(c.old, c.new) for c in k.items] == [(None, "0"), ("0", "3")]  # += 0 is no change
     with pytest.raises(WorldError, match="literal"):
@@ -114,7 +129,9 @@ async def test_last_change_is_who_set_the_value_far_back(debugger):
     assert await history.last_change(d, "nothing_here") is None
     # before a given moment
     earlier = await history.last_change(d, "b.items", before=k.moment.index - 1)
-    assert earlier is not None and (earlier.old, earlier.new) == ("[]", "[0, 10]")
+    # (fill(2, b) appended twice, in Bag.add: the second append is the change before that moment)
+    assert earlier is not None and (earlier.old, earlier.new) == ("[0]", "[0, 10]")
+    assert earlier.statement is not None and earlier.statement.function == "add"
 
 
 async def test_calls_and_a_retroactive_log_point(debugger):

@@ -341,6 +341,13 @@ def test_a_session_travels_a_program_that_changes_the_world_and_it_changed_once(
             _, _, seen = await where(client)
             frame = (await client.call("stackTrace", {"threadId": 1}))["stackFrames"][0]["id"]
             evaluated = await client.call("evaluate", {"expression": "token", "frameId": frame, "context": "repl"})
+            # (a live program ends with its session, as under debugpy: run it to its end first)
+            await client.call("setBreakpoints", {"source": {"path": str(path)}, "breakpoints": []})
+            await client.call("continue", {"threadId": 1})
+            ended = await client.wait_event({"stopped", "terminated"}, timeout=60)
+            if ended["event"] == "stopped":  # (the end of the program is a stop first)
+                await client.call("continue", {"threadId": 1})
+                await client.wait_event("terminated", timeout=60)
             return first, seen, evaluated["result"]
 
     import anyio

@@ -115,7 +115,7 @@ async def test_a_server_stops_in_its_handler_as_a_request_arrives_and_serves_on(
         threading.Thread(target=request, args=("ada",), daemon=True).start()
         stopped = await client.wait_event("stopped", timeout=30)
         assert stopped["body"]["reason"] == "breakpoint"
-        function, line, values = await where(client)
+        function, line, _values = await where(client)
         assert (function, line) == ("do_GET", HANDLER_NAME_LINE)
         frame = (await client.call("stackTrace", {"threadId": 1}))["stackFrames"][0]["id"]
         path = await client.call("evaluate", {"expression": "self.path", "frameId": frame, "context": "watch"})

@@ -34,7 +34,7 @@ def test_a_failing_test_opens_at_its_failing_line_with_its_values(tmp_path: Path
 def test_without_a_terminal_the_commands_are_printed(tmp_path: Path) -> None:
     (tmp_path / "test_calc.py").write_text(FAILING_PYTEST_SUITE)
     out = _pytest(tmp_path, "--neural-dap")
-    assert "neural_dap debug --run --break-on userUnhandled -m pytest" in out
+    assert "neural_dap debug --run --batch --sandbox --break-on userUnhandled -m pytest" in out
     assert "test_calc.py::test_add" in out
 
 

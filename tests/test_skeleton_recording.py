@@ -228,7 +228,9 @@ async def test_a_session_on_a_long_run_travels_both_ways(tmp_path):
         await c.call("reverseContinue", {"threadId": 1})
         assert (await c.wait_event("stopped"))["body"]["reason"] == "entry"
         summary = await c.call("sessionSummary")
-        assert summary["recording"] == "skeleton" and summary["states"] == 1_000_010
+        # a live session: recorded up to the breakpoint and the event after it (the program still
+        # runs there); the rest (return, print, the module's end) comes when it goes on
+        assert summary["recording"] == "skeleton" and summary["states"] == 1_000_007
 
 
 # the user's functions called by the standard library (sched's callbacks, singledispatch's registered

@@ -328,7 +328,7 @@ class Frontend:
                 self.print(f"{rest} has not changed in this call up to here")
             else:
                 old, new = _bound(change["old"]), _bound(change["new"])
-                self.print(f"{rest}: {old} \u2192 {new}   {_moment(change['moment'])}")
+                self.print(f"{rest}: {old} \u2192 {new}   {_made_by(change)}")
             return
         if cmd == "origin":
             self.print_origin(
@@ -342,7 +342,7 @@ class Frontend:
             for change in page["items"]:
                 call = f" (call {change['call']})" if change.get("call") else ""
                 old, new = _bound(change["old"]), _bound(change["new"])
-                self.print(f"  {old} \u2192 {new}   {_moment(change['moment'])}{call}")
+                self.print(f"  {old} \u2192 {new}   {_made_by(change)}{call}")
         elif cmd == "calls":
             page = await self.client.call("calls", {"function": rest.strip(), "count": count})
             for call in page["items"]:
@@ -363,7 +363,7 @@ class Frontend:
             for entry in page["items"]:
                 self.print(f"  [hit {entry['hit']}] {entry['text']}   @{entry['moment']['index']}")
         shown = len(page["items"])
-        more = "" if page.get("totalExact", True) else " at most"
+        more = "" if page.get("totalExact", True) else " at least"
         if page["total"] > shown or not page.get("totalExact", True):
             self.print(f"  ({shown} shown of{more} {page['total']})")
         elif not shown:
@@ -494,6 +494,17 @@ KIND_NOTES = {
     "default": " (default value)",
     "operand": " (operand: where it was set)",
 }
+
+
+def _made_by(change: dict) -> str:
+    """Who made a change: the statement (`travel` to its index shows the value before) and, where
+    the new value shows later, from which moment."""
+    statement = change.get("statement")
+    if not statement:
+        return _moment(change["moment"])
+    code = f" `{change['code']}`" if change.get("code") else ""
+    text = f"by{code} {_moment(statement)}; seen from @{change['moment']['index']}"
+    return f"{text} ({change['note']})" if change.get("note") else text
 
 
 def _moment(moment: dict) -> str:

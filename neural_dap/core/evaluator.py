@@ -13,11 +13,12 @@ import ast
 import operator
 import re
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from neural_dap.core.reprs import ObjectRepr, Opaque, parse_repr, show, type_name
+from neural_dap.core.reprs import ObjectRepr, Opaque, from_value, parse_repr, show, type_name
+from neural_dap.core.state import Value
 
 MAX_EXPRESSION = 10_000  # characters of an expression
 MAX_SEQUENCE = 100_000  # elements (or characters) one result may have
@@ -466,7 +467,14 @@ _BUILTINS = {
 _BUILTIN_NAMES = frozenset(_BUILTINS)
 
 
-def evaluate(expression: str, local_reprs: dict[str, str], budget: Budget = Budget()) -> object:
-    """Evaluate `expression` over locals given as repr text (each parsed safely first)."""
-    names = {name: parse_repr(text) for name, text in local_reprs.items()}
+def evaluate(
+    expression: str, local_reprs: dict[str, str], budget: Budget = Budget(), values: Mapping[str, Value] | None = None
+) -> object:
+    """Evaluate `expression` over locals given as repr text (each parsed safely first); `values`:
+    their recorded structure, so an object's recorded attributes can be read (`self.items`)."""
+    structured = values or {}
+    names = {
+        name: from_value(structured[name]) if name in structured else parse_repr(text)
+        for name, text in local_reprs.items()
+    }
     return SafeEvaluator(names, budget).evaluate(expression)

@@ -14,7 +14,7 @@ import ast
 import math
 from dataclasses import dataclass, field
 
-from neural_dap.core.state import TRUNCATION_MARK
+from neural_dap.core.state import TRUNCATION_MARK, Value
 
 MAX_REPR_TEXT = 200_000  # longer reprs are kept as text
 SHOW_LIMIT = 100_000  # characters `show` writes at most
@@ -46,6 +46,30 @@ class ObjectRepr:
             if key == name:
                 return value
         raise AttributeError(f"{self.name} has no attribute {name!r} in its repr")
+
+
+@dataclass(frozen=True)
+class RecordedObject(ObjectRepr):
+    """An object whose repr is not a literal (`<Order object>`), with the attributes the recorder
+    kept (`State.values`): `order.lines` reads them without a live copy of the program."""
+
+    text: str = ""
+
+    def __repr__(self) -> str:
+        return self.text
+
+
+def from_value(value: Value) -> object:
+    """A recorded structured value as the evaluator reads it: an object with recorded attributes
+    where it has them, else what its repr parses to."""
+    if not value.children or not value.repr.startswith("<"):
+        return parse_repr(value.repr)
+    fields = tuple((name, from_value(child)) for name, child in value.children if name.isidentifier())
+    return RecordedObject(name=type_name_of(value), kwargs=fields, text=value.repr)
+
+
+def type_name_of(value: Value) -> str:
+    return value.type or value.repr.strip("<>").split(" ")[0]
 
 
 def parse_repr(text: str) -> object:

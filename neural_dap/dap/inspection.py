@@ -63,7 +63,7 @@ class InspectionRequests(Connection):
         if args.context == "hover" and not is_plain_reference(args.expression):
             depth = None  # a hover only reads: what the mouse rests on never runs a call in the program
         try:
-            result = await self.debugger.evaluate(args.expression, frame.variable_reprs(), depth)
+            result = await self.debugger.evaluate(args.expression, frame.variable_reprs(), depth, frame.values)
         except WorldError as exc:
             raise RequestError(str(exc)) from None
         value = result.value if not result.live else reprs.parse_repr(result.text)  # expandable where it parses

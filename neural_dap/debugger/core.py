@@ -25,7 +25,7 @@ import msgspec
 from neural_dap.core import reprs
 from neural_dap.core.actions import Action
 from neural_dap.core.evaluator import Budget, EvaluationError, evaluate
-from neural_dap.core.state import Frame
+from neural_dap.core.state import Frame, Value
 from neural_dap.core.world import (
     EvaluatesLive,
     HasThreads,
@@ -419,8 +419,8 @@ class Debugger:
         """Continue as usual, with every stop past the change refused (so no log point or hit count
         past it runs); a stop that lands past it (a breakpoint after it, the end) travels back to it."""
         spec, change = data
-        bound = change.moment.index
         forward = kind == "continue"
+        bound = history.data_stop(change, forward)  # after the change going forward, at its statement going back
         mark = len(self._output)
         self._bound = (bound, forward)
         try:
@@ -555,6 +555,9 @@ class Debugger:
             # (a value not bound yet, or no longer, reads "(unset)": None would read as the value None)
             old, new = (UNSET if v is None else v for v in (change.old, change.new))
             report.description = f"{spec.expression}: {old} \u2192 {new}"
+            if change.statement is not None:  # who changed it: the statement, where it ran
+                where = change.statement
+                report.description += f" by `{change.code}` ({where.function}, line {where.line})"
             report.hit_breakpoint_ids = [spec.id]
             output.append(("console", report.description + "\n"))
         if reason == "exception":
@@ -625,7 +628,9 @@ class Debugger:
         return await self._run(run)
 
     # -- values ---------------------------------------------------------------------------------------
-    async def evaluate(self, expression: str, names: dict[str, str], frame: int | None = None) -> Evaluated:
+    async def evaluate(
+        self, expression: str, names: dict[str, str], frame: int | None = None, values: dict[str, Value] | None = None
+    ) -> Evaluated:
         """The user's expression at the current stop. Where the world holds a live copy of the
         program (`EvaluatesLive`), it answers with real objects (calls, methods, numpy); elsewhere
         the safe evaluator interprets it over the recorded values, in a worker thread within its
@@ -638,7 +643,9 @@ class Debugger:
             except NotLive:
                 pass
         try:
-            value = await anyio.to_thread.run_sync(evaluate, expression, names, abandon_on_cancel=True)
+            value = await anyio.to_thread.run_sync(
+                lambda: evaluate(expression, names, values=values), abandon_on_cancel=True
+            )
         except EvaluationError as exc:
             raise WorldError(str(exc)) from None
         return Evaluated(reprs.show(value), reprs.type_name(value) or None, value)

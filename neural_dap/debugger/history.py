@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import ast
 import threading
+import time
 import weakref
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
@@ -45,9 +46,11 @@ from neural_dap.core.evaluator import Budget, evaluate
 from neural_dap.core.state import State, Value
 from neural_dap.core.world import WorldError
 from neural_dap.debugger.breakpoints import interpolate
-from neural_dap.trace.actions import CALL, EXCEPTION, LINE, positions
+from neural_dap.trace.actions import CALL, EXCEPTION, LINE, last_equal, positions
+from neural_dap.trace.eventlog import apply_changes, decode_repr, decode_value
 from neural_dap.trace.execution import FullExecution, SkeletonExecution
 from neural_dap.trace.queries import MAX_MATERIALISED_SPAN, QueryError, RecordingQueries
+from neural_dap.trace.skeleton import DivergenceError
 
 if TYPE_CHECKING:
     from neural_dap.debugger.core import Debugger, Report
@@ -56,6 +59,8 @@ if TYPE_CHECKING:
 T = TypeVar("T")
 
 MAX_CHECKED = MAX_MATERIALISED_SPAN  # candidates a skeleton checks in one call
+COUNT_SECONDS = 0.3  # after a page, how long to go on counting the changes (an exact total where cheap)
+WATCH_SPAN = 2_000_000  # events a replay watches between two events of a frame (~1 s a million)
 LOG_BUDGET = Budget(steps=20_000, seconds=0.1)
 _CHUNK = 4096
 DETAIL_SPAN = 20_000  # a skeleton labels a line's executions with their locals when they lie this close
@@ -72,14 +77,31 @@ class Moment(msgspec.Struct, frozen=True):
 
 
 class Change(msgspec.Struct, frozen=True):
-    """The expression's value changed at `moment` (dated at the event after the statement that
-    changed it); None: not bound (no such local, attribute or item)."""
+    """The expression's value changed from `old` to `new` (None: not bound: no such local, attribute
+    or item). `statement` is the statement that changed it, in the innermost recorded frame that ran
+    it (a callee's line for an object changed through another name; travelling there shows the value
+    before); `moment` is the first event where the new value is visible (travelling there shows it
+    after; a data breakpoint going forward stops there, one going back at the statement). `code` is
+    the statement's source line; `note` says where the change was made by code the recording does
+    not step into (a C function, a library) or could not be watched."""
 
     moment: Moment
     old: str | None
     new: str | None
-    invocation: int = 0  # the recorder's invocation id (as a stack frame shows it)
+    invocation: int = 0  # the recorder's invocation id of the frame the expression is read in
     call: int = 0  # which call of the function this invocation is (1: the first)
+    statement: Moment | None = None
+    code: str = ""
+    note: str = ""
+    argument: bool = False  # bound as an argument: `statement` is the call site that passed it
+
+
+def data_stop(change: Change, forward: bool) -> int:
+    """Where a write data breakpoint stops for this change: going forward, after it (its moment);
+    going back, at the statement that made it, before it ran (as gdb's reverse watch)."""
+    if forward or change.statement is None:
+        return change.moment.index
+    return change.statement.index
 
 
 class Call(msgspec.Struct, frozen=True):
@@ -106,8 +128,9 @@ class LogLine(msgspec.Struct, frozen=True):
 
 class Page(msgspec.Struct, Generic[T], frozen=True):
     """Items `start` .. `start + len(items)` of `total`. `total_exact` is false where counting every
-    item would mean rebuilding the whole run (a skeleton's value changes): `total` is then an upper
-    bound (the changes found so far plus the candidates not checked yet)."""
+    item would mean rebuilding much of the run (a skeleton's value changes, counted on for a moment
+    after each page): `total` is then the number found so far, a lower bound, and the next page
+    counts on from there."""
 
     items: list[T]
     start: int
@@ -217,11 +240,11 @@ def nearest_change(queries: RecordingQueries, specs: list[Any], index: int, forw
         track = history.track_of(spec.expression, spec.function, spec.path)
         if track is None:
             continue
-        found = track.next_change(index) if forward else track.previous(index - 1)
+        found = track.next_change(index) if forward else track.previous(index - 1, by_statement=True)
         if found is None:
             continue
-        at = found.moment.index
-        if best is None or (at < best[1].moment.index if forward else at > best[1].moment.index):
+        at = data_stop(found, forward)
+        if best is None or (at < data_stop(best[1], forward) if forward else at > data_stop(best[1], forward)):
             best = (spec, found)
     return best
 
@@ -251,6 +274,7 @@ class History:
         self.columns = queries.semantics.columns
         self._tracks: dict[tuple[str, int], Track] = {}  # (expression, code) -> track
         self._own: dict[int, np.ndarray] = {}  # code -> the events of its invocations
+        self._lines: dict[str, list[str]] = {}  # path -> its source lines
 
     def moment(self, i: int) -> Moment:
         cols = self.columns
@@ -299,6 +323,148 @@ class History:
                 found = positions(np.isin(cols.invs, invs))
             self._own[code] = found
         return found
+
+    def line_text(self, path: str, line: int) -> str:
+        """The source of one line, stripped ('' where the file is not at hand)."""
+        lines = self._lines.get(path)
+        if lines is None:
+            lines = self._lines[path] = (_source(self.execution, path) or "").splitlines()
+        return lines[line - 1].strip() if 0 < line <= len(lines) else ""
+
+    def statement_of(self, j: int) -> int:
+        """The statement whose running made event j's state differ from the state before it: the
+        event before j where that is a line (or call) event; after a return or an exception exit,
+        the line the frame below was running (it goes on once its callee is done)."""
+        e = j - 1
+        if e < 0:
+            return j
+        if int(self.columns.kinds[e]) in (LINE, CALL):
+            return e
+        stack = self.execution.tree.stack(e)  # type: ignore[attr-defined]  # innermost first: leaving, then below
+        return int(stack[1]) if len(stack) > 1 else e
+
+    def made(
+        self,
+        statement: int,
+        moment: int,
+        old: str | None,
+        new: str | None,
+        inv: int,
+        note: str = "",
+        argument: bool = False,
+    ) -> Change:
+        """A change of a value read in invocation `inv`, made by `statement`, visible from `moment`."""
+        where = self.moment(statement)
+        code = self.line_text(where.path, where.line)
+        return Change(self.moment(moment), old, new, inv, self.call_ordinal(inv), where, code, note, argument)
+
+    def within(
+        self, inv: int, before: int, at: int, path: tuple[Any, ...], old: str | None, new: str | None
+    ) -> list[Change]:
+        """The changes of `path` (read in invocation `inv`) between its events `before` and `at`,
+        each dated at the statement that made it. With nothing run in between, that is the statement
+        at `before`; otherwise the stretch is watched (a skeleton replays it, reading the path from
+        the frame at every event: child/watch.py) or, in a full recording, followed through the
+        other frames' recorded changes."""
+        if before < 0:  # the arguments bound at a call: the call site (where one is recorded) binds them
+            stack = self.execution.tree.stack(at)  # type: ignore[attr-defined]
+            site = int(stack[1]) if len(stack) > 1 and int(self.columns.kinds[stack[1]]) == LINE else at
+            return [self.made(site, at, old, new, inv, argument=True)]
+        if at == before + 1:
+            return [self.made(before, at, old, new, inv)]
+        try:
+            watched = self._watched(before, at, path) if self.skeleton else None
+            series = watched if watched is not None else self._followed(inv, before, at, path, old)
+        except (QueryError, DivergenceError) as exc:
+            return [self.made(before, at, old, new, inv, f"made while this statement ran; not watched: {exc}")]
+        moments: list[int] = []
+        values: list[str | None] = [old]
+        for j, value in series:
+            if value != values[-1]:
+                moments.append(j)
+                values.append(value)
+        if not moments:  # (the watch saw the same text the states show differently): the coarse answer
+            return [self.made(before, at, old, new, inv)]
+        values[-1] = new  # (the first and the last as the states show them)
+        return [
+            self.made(self.statement_of(m), m, values[k], values[k + 1], inv, self._unrecorded(m))
+            for k, m in enumerate(moments)
+        ]
+
+    def _unrecorded(self, moment: int) -> str:
+        """A note where the change seen at `moment` was made inside library code (not recorded, as
+        justMyCode asks) that the statement called: the event before it is the exit of a function
+        that library code had called back."""
+        before = moment - 1
+        if before < 0 or int(self.columns.kinds[before]) in (LINE, CALL):
+            return ""
+        if self.semantics.called_by_library(before):
+            return "made inside library code this statement called (not stepped into: justMyCode)"
+        return ""
+
+    def _watched(self, before: int, at: int, path: tuple[Any, ...]) -> list[tuple[int, str | None]]:
+        if at - before > WATCH_SPAN:
+            raise QueryError(f"{at - before} events ran between them, more than {WATCH_SPAN} are watched")
+        steps = [list(step) for step in path[1:]]
+        if any(not isinstance(key, (str, int, float, bool, type(None))) for _, key in steps):
+            raise QueryError("a key that is not a string or a number is not watched")
+        recording = self.execution.recording  # type: ignore[attr-defined]
+        series = recording.watch(before, at, [path[0], *steps])
+        return [(j, _watched_text(enc) if bound else None) for j, enc, bound in series[1:]]
+
+    def _followed(
+        self, inv: int, before: int, at: int, path: tuple[Any, ...], old: str | None
+    ) -> list[tuple[int, str | None]]:
+        """A full recording keeps every frame's changes, not objects: follow the value through the
+        other frames' locals (and their attributes, by the same path) that held it and changed."""
+        log = self.execution.recording.log  # type: ignore[attr-defined]
+        series: list[tuple[int, str | None]] = []
+        if old is None:  # bound by this frame's own statement: nothing to follow
+            return series
+        # the frame's own value right after each callee returned (the recorder diffs the caller
+        # then): the stretches in which it changed
+        local_reprs, encoded = log.locals_at(before)
+        value: str | None = old
+        since = before
+        for index, changes in log.updates.get(inv, []):
+            if not before <= index < at:
+                continue
+            apply_changes(local_reprs, encoded, changes)
+            seen = resolve(log.make_state(before, local_reprs, {k: decode_value(v) for k, v in encoded.items()}), path)
+            if seen != value:
+                inner = self._through_aliases(inv, since, index + 1, path[1:], value)
+                if not inner or inner[-1][1] != seen:
+                    inner.append((index, seen))
+                series.extend(inner)
+                value = seen
+            since = index
+        return series
+
+    def _through_aliases(
+        self, inv: int, before: int, at: int, steps: tuple[Any, ...], value: str | None
+    ) -> list[tuple[int, str | None]]:
+        """Events in (before, at) where another frame's local holding `value` (or reaching it by the
+        same attribute steps) changed: the value as other names changed it, by equal reprs."""
+        cols = self.columns
+        recorded = self.execution.recording.log.changes  # type: ignore[attr-defined]
+        series: list[tuple[int, str | None]] = []
+        for e in range(before + 1, at):
+            changed = recorded[e]
+            owner = int(cols.invs[e])
+            if not changed or owner == inv:
+                continue
+            previous = last_equal(cols.invs, owner, int(cols.call_index[owner]), e)
+            if previous < 0:
+                continue
+            here, there = self.state(e), self.state(previous)
+            for name in changed[::2]:
+                for candidate in ((name,), (name, *steps)) if steps else ((name,),):
+                    was, now = resolve(there, candidate), resolve(here, candidate)
+                    if was == value and now is not None and now != value:
+                        series.append((e, now))
+                        value = now
+                        break
+        return series
 
     def call_ordinal(self, inv: int) -> int:
         cols = self.columns
@@ -405,7 +571,7 @@ class Track:
         history = self.history
         cols = history.columns
         own = history.own_events(self.code)
-        touching, storing = name_lines(history.execution, self.file, self.function, self.root)
+        touching, storing = name_lines(history.execution, self.file, self.function, self.root, aliases=True)
         kinds = cols.kinds[own]
         lines = cols.lines[own]
         invs = cols.invs[own]
@@ -420,7 +586,10 @@ class Track:
             first, second = order[:-1], order[1:]
             paired = (invs[first] == invs[second]) & (kinds[first] == LINE)
             previous[second] = np.where(invs[first] == invs[second], own[first], -1)
-            after_touch[second] = paired & np.isin(lines[first], list(touching))
+            # a statement that named the value (or a name that may hold the same object), or one
+            # during which other code ran (a callee may change it through any name)
+            ran_code = own[second] - own[first] > 1
+            after_touch[second] = paired & (np.isin(lines[first], list(touching)) | ran_code)
             after_store[second] = paired & np.isin(lines[first], list(storing))
         calls = kinds == CALL
         logged = np.zeros(len(own), dtype=bool)
@@ -434,7 +603,8 @@ class Track:
         self.all = Candidates(
             events=own[chosen],
             before=np.where(calls[chosen], -1, previous[chosen]),
-            store=(after_store | calls | logged)[chosen],
+            # (a module's names are globals: a function it calls may rebind them)
+            store=(after_store | calls | logged | (after_touch if self.function == "<module>" else False))[chosen],
             invs=invs[chosen],
         )
 
@@ -447,11 +617,10 @@ class Track:
     def _check(self, c: Candidates, j: int) -> tuple[str | None, str | None]:
         return self.value(int(c.before[j])), self.value(int(c.events[j]))
 
-    def _change(self, c: Candidates, j: int, old: str | None, new: str | None) -> Change:
-        history = self.history
-        i = int(c.events[j])
-        inv = int(c.invs[j])
-        return Change(history.moment(i), old, new, history.state(i).invocation, history.call_ordinal(inv))
+    def _changes(self, c: Candidates, j: int, old: str | None, new: str | None) -> list[Change]:
+        """The change found at candidate j, as the statements that made it (one, or several where
+        callees changed the object more than once during one statement of this frame)."""
+        return self.history.within(int(c.invs[j]), int(c.before[j]), int(c.events[j]), self.path, old, new)
 
     def _next_needed(self, c: Candidates, j: int, size: int, mutable: dict[int, bool], forward: bool) -> int:
         """The first candidate from j on (in the direction) that must be checked: one that may rebind
@@ -492,26 +661,45 @@ class Track:
                 checked += 1
                 self.mutable_now[int(c.invs[j])] = not immutable(new)
                 if old != new:
-                    self.found.append(self._change(c, j, old, new))
+                    self.found.extend(self._changes(c, j, old, new))
                 self.next = j + 1
+            self._count_on(c, time.monotonic() + COUNT_SECONDS)
             done = self.next >= n
             items = self.found[start : start + count]
-            total = len(self.found) + (0 if done else n - self.next)
-            return Page(items, start, count, total, done)
+            # not counted to the end: the changes found so far (a lower bound), never a guess
+            return Page(items, start, count, len(self.found), done)
+
+    def _count_on(self, c: Candidates, deadline: float) -> None:
+        """Go on checking past the page for a while, so the total is exact where that is cheap: the
+        candidates that only may change are skipped by the same rules as for a page."""
+        n = len(c.events)
+        while self.next < n and time.monotonic() < deadline:
+            j = self._next_needed(c, self.next, _CHUNK, self.mutable_now, True)
+            if j < 0:
+                self.next = n
+                return
+            old, new = self._check(c, j)
+            self.mutable_now[int(c.invs[j])] = not immutable(new)
+            if old != new:
+                self.found.extend(self._changes(c, j, old, new))
+            self.next = j + 1
 
     def next_change(self, after: int, scope: int | None = None) -> Change | None:
-        """The first change at an event after `after` (of invocation `scope`, or of any)."""
+        """The first change visible after event `after` (of invocation `scope`, or of any)."""
         return self._scan(after, True, scope)
 
-    def previous(self, at: int, scope: int | None = None) -> Change | None:
-        """The last change at or before event `at` (of invocation `scope`, or of any)."""
-        return self._scan(at, False, scope)
+    def previous(self, at: int, scope: int | None = None, by_statement: bool = False) -> Change | None:
+        """The last change visible at or before event `at` (of invocation `scope`, or of any);
+        `by_statement`: the last whose statement is at or before `at` (a data breakpoint going back)."""
+        return self._scan(at, False, scope, by_statement)
 
-    def _scan(self, at: int, forward: bool, scope: int | None) -> Change | None:
+    def _scan(self, at: int, forward: bool, scope: int | None, by_statement: bool = False) -> Change | None:
         c = self.all if scope is None else self.all.of(scope)
         n = len(c.events)
         j = int(np.searchsorted(c.events, at, side="right"))
-        j = j if forward else j - 1
+        if not forward:
+            # (a change seen after `at` may have been made by a statement at or before it)
+            j = j if by_statement and j < n and int(c.before[j]) <= at else j - 1
         mutable: dict[int, bool] = {}
         if not forward and scope is not None and int(self.history.columns.invs[at]) == scope:
             mutable[scope] = not immutable(self.value(at))  # the value seen there: rebound since?
@@ -528,10 +716,29 @@ class Track:
             old, new = self._check(c, j)
             checked += 1
             if old != new:
-                return self._change(c, j, old, new)
+                changes = self._changes(c, j, old, new)
+                if forward:
+                    found = next((x for x in changes if x.moment.index > at), None)
+                else:
+                    found = next((x for x in reversed(changes) if _dated(x, by_statement) <= at), None)
+                if found is not None:
+                    return found
             mutable[int(c.invs[j])] = not immutable(new if forward else old)
             j = j + 1 if forward else j - 1
         return None
+
+
+def _dated(change: Change, by_statement: bool) -> int:
+    if by_statement and change.statement is not None:
+        return change.statement.index
+    return change.moment.index
+
+
+def _watched_text(enc: object) -> str:
+    """A watched value as the states show it (an object with its recorded fields)."""
+    if type(enc) is list and enc:
+        return shown(decode_value(enc))
+    return decode_repr(enc)
 
 
 def immutable(text: str | None) -> bool:
@@ -630,9 +837,11 @@ def _child(value: Value, kind: str, key: Any) -> Value | None:
     return None
 
 
-def name_lines(execution: Any, path: str, function: str, name: str) -> tuple[set[int], set[int]]:
+def name_lines(execution: Any, path: str, function: str, name: str, aliases: bool = False) -> tuple[set[int], set[int]]:
     """The lines of `function` in `path` whose statements name `name` (touching), and those that
-    bind or delete it (storing). The whole file where the function is the module."""
+    bind or delete it (storing). The whole file where the function is the module. `aliases`: also
+    the lines naming a name that may hold the same object (`ys = xs`, `for row in rows`, `with ... as
+    f` over an expression naming it), transitively: they may change it in place."""
     source = _source(execution, path)
     if source is None:
         return set(), set()
@@ -651,19 +860,48 @@ def name_lines(execution: Any, path: str, function: str, name: str) -> tuple[set
         ]
     touching: set[int] = set()
     storing: set[int] = set()
-    for scope in scopes:
-        for stmt in _statements(scope):
-            for part in _headers(stmt):
-                for node in ast.walk(part):
-                    hit, store = _names(node, name)
+    statements = [stmt for scope in scopes for stmt in _statements(scope)]
+    names = _aliases(statements, name) if aliases else {name}
+    for stmt in statements:
+        for part in _headers(stmt):
+            for node in ast.walk(part):
+                for each in names:
+                    hit, store = _names(node, each)
                     if hit:
                         first = getattr(part, "lineno", None) or stmt.lineno
                         last = getattr(part, "end_lineno", None) or first
                         lines = set(range(first, last + 1))
                         touching |= lines
-                        if store:
+                        if store and each == name:
                             storing |= lines
     return touching, storing
+
+
+def _aliases(statements: list[ast.stmt], name: str) -> set[str]:
+    """`name` and the names bound from an expression naming it (or one of those), in these statements."""
+    names: set[str] = {name}
+    bindings: list[tuple[ast.AST, ast.AST]] = []
+    for stmt in statements:
+        for node in ast.walk(stmt):
+            if isinstance(node, ast.Assign):
+                bindings.extend((target, node.value) for target in node.targets)
+            elif isinstance(node, (ast.AnnAssign, ast.NamedExpr)) and node.value is not None:
+                bindings.append((node.target, node.value))
+            elif isinstance(node, (ast.For, ast.AsyncFor, ast.comprehension)):
+                bindings.append((node.target, node.iter))
+            elif isinstance(node, ast.withitem) and node.optional_vars is not None:
+                bindings.append((node.optional_vars, node.context_expr))
+    grew = True
+    while grew:
+        grew = False
+        for target, value in bindings:
+            if not any(isinstance(n, ast.Name) and n.id in names for n in ast.walk(value)):
+                continue
+            for bound in ast.walk(target):
+                if isinstance(bound, ast.Name) and bound.id not in names:
+                    names.add(bound.id)
+                    grew = True
+    return names
 
 
 def _source(execution: Any, path: str) -> str | None:

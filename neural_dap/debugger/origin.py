@@ -39,8 +39,8 @@ import numpy as np
 
 from neural_dap.core.state import State
 from neural_dap.core.world import WorldError
-from neural_dap.debugger.history import History, Moment, _source, parse_path, resolve
-from neural_dap.trace.actions import CALL, LINE, RETURN, last_equal
+from neural_dap.debugger.history import Change, History, Moment, _source, parse_path, resolve
+from neural_dap.trace.actions import CALL, LINE, RETURN, first_equal, last_equal
 from neural_dap.trace.queries import QueryError
 
 T = TypeVar("T")
@@ -155,7 +155,7 @@ class _Chain:
                 reason=f"`{expr}` was not set in this call of {function} (a variable of an enclosing "
                 "function, or bound before the recording began)",
             )
-        i = change.moment.index
+        i = self.seen_at(change, inv)
         if int(cols.kinds[i]) != CALL:
             return self.assignment(expr, change.new, inv, i)
         continued = -1 if cols.resumes is None else int(cols.resumes[inv])
@@ -167,6 +167,18 @@ class _Chain:
                 (), end="complex", reason=f"`{expr}` was given a value while {function} was suspended (sent in)"
             )
         return self.argument(expr, change.new, inv, i)
+
+    def seen_at(self, change: Change, inv: int) -> int:
+        """The event of invocation `inv` from which it sees a change: history dates a change at the
+        first event anywhere that shows it (often in the callee that made it); the chain follows
+        the frame's own statements."""
+        cols = self.cols
+        i = change.moment.index
+        if change.argument or int(cols.invs[i]) == inv:
+            return i
+        end = int(cols.end_index[inv])
+        j = first_equal(cols.invs, inv, i, end + 1 if end >= 0 else len(cols.invs))
+        return j if j >= 0 else i
 
     # -- a statement of the frame set it -----------------------------------------------------------
     def assignment(self, expr: str, value: str | None, inv: int, i: int) -> _Next:
@@ -318,7 +330,7 @@ class _Chain:
             change = track.previous(at, inv)
             if change is None:
                 return None
-            i = change.moment.index
+            i = self.seen_at(change, inv)
             if int(cols.kinds[i]) == CALL:
                 return i
             j = last_equal(cols.invs, inv, int(cols.call_index[inv]), i)
@@ -343,7 +355,7 @@ class _Chain:
             change = track.previous(at, inv)
             if change is None:
                 return ()
-            step = self.setting(expr, change.new, inv, change.moment.index)
+            step = self.setting(expr, change.new, inv, self.seen_at(change, inv))
             if step is None:
                 return ()
             stmt, _ = self.statement(step.moment.path, step.moment.line)
@@ -415,7 +427,7 @@ class _Chain:
     def operand(self, name: str, inv: int, s: int) -> tuple[OriginStep, ...]:
         """Where `name` got the value it has at event `s`; for an accumulator, also where it started."""
         change = self.history.track(name, inv).previous(s, inv)
-        step = self.setting(name, change.new, inv, change.moment.index) if change is not None else None
+        step = self.setting(name, change.new, inv, self.seen_at(change, inv)) if change is not None else None
         if step is None:
             return ()
         stmt, _ = self.statement(step.moment.path, step.moment.line)

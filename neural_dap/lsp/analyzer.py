@@ -200,8 +200,8 @@ class Analyzer:
 
     def launch(self, doc: Document, entry: EntryCall | None, kind: Kind, returns: str | None = None) -> LaunchSpec:
         settings = self.settings
-        # the language server runs what the user did not ask to run: nothing it does changes the world
-        options: dict = {"recording": "full", "limits": self._limits(), "sandbox": True}
+        # (a trusted folder's code runs as the user would run it: trust decides, lsp/trust.py)
+        options: dict = {"recording": "full", "limits": self._limits()}
         if kind == "neural":
             options["model"] = settings.model
             # reconciling records the file: only where it may run unasked

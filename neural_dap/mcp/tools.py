@@ -23,7 +23,6 @@ from dataclasses import dataclass
 from typing import Any, TypeVar
 
 import anyio
-import numpy as np
 
 from neural_dap.core.source import read_source
 from neural_dap.core.world import Entry, LaunchSpec, Stop, WorldError
@@ -42,7 +41,6 @@ from neural_dap.mcp.checks import (
 )
 from neural_dap.mcp.sessions import Session, Sessions, ToolFailure
 from neural_dap.mcp.views import Viewer, bounded_reprs, moment_id, page, parse_moment
-from neural_dap.trace.actions import CALL
 from neural_dap.trace.child.runner import TOP_LEVEL_RAISED
 
 log = logging.getLogger("neural_dap.mcp")
@@ -707,7 +705,7 @@ class Tools:
             items = [self._change(viewer, change, context=False) for change in found.items]
             out = {"session": s.id, "expression": echo(expression), **page(items, found.total, found.start)}
             if not found.total_exact:
-                out["total_is_upper_bound"] = True
+                out["total_is_lower_bound"] = True  # counting stopped: more may follow
             if found.total == 0:
                 out["note"] = f"never changed in any call of {function} that was recorded"
             return out
@@ -932,58 +930,32 @@ class Tools:
             raise ToolFailure(str(exc)) from None
 
     def _change(self, viewer: Viewer, change: Any, *, context: bool = True) -> dict[str, Any]:
-        """A change as the agent reads it: `changed_by`, the statement that made it (the line that
-        ran just before, in the same call; for arguments, the caller's line that made the call),
-        and `moment`, the first moment that shows the new value."""
+        """A change as the agent reads it: `changed_by`, the statement that made it (in the function
+        that ran it: a callee's line for an object changed through another name; for arguments,
+        `passed_by`, the caller's line that made the call), and `moment`, the first moment that
+        shows the new value (debugger/history.py decides both)."""
         moment = change.moment
         out: dict[str, Any] = {
             "moment": moment_id(moment.index),
             "before": viewer.cut(change.old) if change.old is not None else "<not set>",
             "after": viewer.cut(change.new) if change.new is not None else "<not set>",
         }
-        origin = self._origin(viewer.debugger, moment.index)
-        if origin is not None:
-            index, path, line, function, argument = origin
+        statement = change.statement
+        if statement is not None:
             # bound when the call was made: the caller's line passed it, it did not change it
+            argument = change.argument
             key = "passed_by" if argument else "changed_by"
             if argument:
                 out["argument"] = True
-            out[key] = {"moment": moment_id(index), **viewer.location(path, line, function, context=context)}
+            where = viewer.location(statement.path, statement.line, statement.function, context=context)
+            out[key] = {"moment": moment_id(statement.index), **where}
         else:
             out["location"] = viewer.location(moment.path, moment.line, moment.function, context=context)
+        if change.note:
+            out["note"] = change.note
         if getattr(change, "call", 0):
             out["call"] = change.call
         return out
-
-    @staticmethod
-    def _origin(debugger: Debugger | None, index: int) -> tuple[int, str, int, str, bool] | None:
-        """The event whose statement made a change dated at `index`: the invocation's event before it,
-        or for a call (arguments bound) the caller's event that made the call (then the last item is
-        True: the value arrived as an argument)."""
-        if debugger is None:
-            return None
-        from neural_dap.debugger import history
-
-        try:
-            cols = history.queries_of(debugger).semantics.columns
-        except WorldError:
-            return None
-        inv = int(cols.invs[index])
-        argument = int(cols.kinds[index]) == CALL
-        if argument:
-            inv = int(cols.parent[inv])
-            if inv < 0:
-                return None
-        k, window = index - 1, 256
-        while k >= 0:
-            low = max(0, k - window + 1)
-            hits = np.flatnonzero(cols.invs[low : k + 1] == inv)
-            if len(hits):
-                j = low + int(hits[-1])
-                function, path = cols.codes[int(cols.code_of[inv])]
-                return j, path, int(cols.lines[j]), function, argument
-            k, window = low - 1, min(window * 8, 1 << 22)
-        return None
 
     # -- predict ---------------------------------------------------------------------------------------
     async def predict(

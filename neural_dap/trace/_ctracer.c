@@ -792,6 +792,10 @@ static int call_event(Tracer *t, PyFrameObject *frame, CodeInfo *info, int line)
             Py_DECREF(found);
             if (!ok)
                 return -1;
+            /* a generator's or coroutine's first run says so (-2): a live step over its first
+             * suspension waits for where it resumes (world/live.py) */
+            if (resumes < 0)
+                resumes = -2;
         }
     }
     /* a task's coroutine is run by the event loop, not by the user's code below it: an entry of its own */
@@ -896,6 +900,17 @@ static int leave_event(Tracer *t, int line, PyObject *value, PyObject *raised) {
     if (capture) {
         if (snapshot_stack(t, t->depth) < 0)
             return -1;
+        /* what the frame's last statement changed shows at its return (or exit) event: that moment
+         * is the state after it, not the state its last line event showed before it */
+        if (e->objs != NULL) {
+            PyObject *changes = frame_diff(t, e);
+            if (changes == NULL)
+                return -1;
+            if (changes == Py_None)
+                Py_DECREF(changes);
+            else if (emit(t, Py_BuildValue("(OLN)", TAG_U, e->inv, changes)) < 0)
+                return -1;
+        }
         if (raised != NULL) {
             PyObject *text = call_users(t->bounded, raised);
             rc = text == NULL ? -1 : emit(t, Py_BuildValue("(OLiN)", TAG_X, e->inv, line, text));

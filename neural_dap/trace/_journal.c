@@ -395,6 +395,7 @@ static size_t path_len(const char *path) {
 /* ND_JOURNAL_TRACE=1 in the recording child's environment: every journaled or replayed call is
  * written to stderr (finding out why a replay diverged). */
 static int g_trace;
+static int g_trace_fd = 2;
 
 static void trace_call(const char *how, int op, uint32_t key, int64_t ret) {
     char line[120];
@@ -402,7 +403,7 @@ static void trace_call(const char *how, int op, uint32_t key, int64_t ret) {
                      op_name(op), key, (long long)ret, (unsigned long long)j_entries);
     NEED(write);
     if (n > 0)
-        real_write(2, line, (size_t)n);
+        real_write(g_trace_fd, line, (size_t)n);
 }
 
 static int write_fully(const char *data, size_t n, uint64_t at) {
@@ -3194,6 +3195,14 @@ __attribute__((constructor)) static void init(void) {
     pthread_atfork(NULL, NULL, after_fork_in_child);
     const char *trace = getenv("ND_JOURNAL_TRACE");
     g_trace = trace != NULL && trace[0] == '1';
+    /* ND_JOURNAL_TRACE_FILE: to that file instead (a checkpoint's workers write nothing to stderr) */
+    const char *trace_file = getenv("ND_JOURNAL_TRACE_FILE");
+    if (g_trace && trace_file != NULL) {
+        NEED(open);
+        g_trace_fd = real_open(trace_file, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
+        if (g_trace_fd < 0)
+            g_trace_fd = 2;
+    }
 }
 
 /* -- the seccomp net of a replay ----------------------------------------------------------------- */
@@ -3605,6 +3614,7 @@ EXPORT int nd_journal_checkpoint(const int *keep, int n_keep) {
             int kept = 0;
             for (int k = 0; k < n_keep; k++)
                 kept |= keep[k] == fd;
+            kept |= g_trace && fd == g_trace_fd; /* (the trace file stays open) */
             if (!kept)
                 fds[n++] = fd;
         }

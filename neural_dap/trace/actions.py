@@ -209,8 +209,8 @@ class ActionSemantics:
 
     def step_over(self, i: int) -> int:
         inv = int(self.columns.invs[i])
-        if self.kind(i) == RETURN and self._continued_by(inv) >= 0:
-            return self._resumed(self._continued_by(inv))  # from a suspension: where it resumes
+        if self.kind(i) == RETURN and self.continued_by(inv) >= 0:
+            return self._resumed(self.continued_by(inv))  # from a suspension: where it resumes
         owner = self._owner_forward(i)
         if owner < 0:
             return self.last
@@ -219,9 +219,9 @@ class ActionSemantics:
         found = first_equal(self.columns.invs, owner, i + 1, stop)
         if found < 0:
             return self.last
-        if found == end and self.kind(found) == RETURN and self._continued_by(owner) >= 0:
+        if found == end and self.kind(found) == RETURN and self.continued_by(owner) >= 0:
             # over an `await` (a `yield`) that suspends the coroutine: on at its next line, once resumed
-            return self._resumed(self._continued_by(owner))
+            return self._resumed(self.continued_by(owner))
         return found
 
     def inv_step_over(self, i: int) -> int:
@@ -247,7 +247,7 @@ class ActionSemantics:
         """Event i is where a generator or coroutine resumes (its call event, at the suspending line)."""
         return self.kind(i) == CALL and self._resumes(int(self.columns.invs[i])) >= 0
 
-    def _continued_by(self, inv: int) -> int:
+    def continued_by(self, inv: int) -> int:
         """The invocation that continues `inv` after it suspended, else -1."""
         if self.columns.resumes is None:
             return -1
@@ -269,7 +269,7 @@ class ActionSemantics:
             found = first_equal(self.columns.invs, inv, start + 1, end + 1 if end >= 0 else self.n)
             if found < 0:
                 return start
-            later = self._continued_by(inv)
+            later = self.continued_by(inv)
             if found != end or self.kind(found) != RETURN or later < 0 or seen > 1000:
                 return found
             inv, seen = later, seen + 1

@@ -217,10 +217,15 @@ class EventLog:
     def _snapshot(self, event: list) -> None:
         """A frame already on the stack where a materialised window begins: its locals there."""
         _, inv_id, cid, line, depth, changes = event
+        known = self.invocations.get(inv_id)
+        if known is not None:  # a frame this log follows already: another engine took it over here
+            if changes:
+                self.pending_updates.setdefault(inv_id, []).extend(changes)
+            return
         name, path, first = self.codes[cid]
         inv = self.invocations[inv_id] = _Invocation(name, path, depth, first, self.source_lines.get(path, []))
         if changes:
-            _apply_in_place(inv.locals, inv.values, changes)
+            apply_changes(inv.locals, inv.values, changes)
         self.snapshots[inv_id] = (dict(inv.locals), dict(inv.values), line)
 
     def snapshot_view(self, inv_id: int, until: int) -> tuple[dict[str, str], dict]:
@@ -230,8 +235,8 @@ class EventLog:
         local_reprs, encoded = dict(local_reprs), dict(encoded)
         for index, changes in self.updates.get(inv_id, []):
             if index <= until:
-                _apply_in_place(local_reprs, encoded, changes)
-        return local_reprs, {k: _decode_value(v) for k, v in encoded.items()}
+                apply_changes(local_reprs, encoded, changes)
+        return local_reprs, {k: decode_value(v) for k, v in encoded.items()}
 
     def _call(self, event: list) -> None:
         _, inv_id, cid, line, depth, changes = event[:6]
@@ -253,7 +258,7 @@ class EventLog:
         self.changes.append(changes)
         inv = self.invocations[inv_id]
         if changes:
-            _apply_in_place(inv.locals, inv.values, changes)
+            apply_changes(inv.locals, inv.values, changes)
         position = len(inv.states)
         inv.states.append(index)
         if position % _CHECKPOINT == 0:
@@ -276,7 +281,7 @@ class EventLog:
         for k in range(base + 1, position + 1):
             changes = self.changes[inv.states[k]]
             if changes:
-                _apply_in_place(local_reprs, values, changes)
+                apply_changes(local_reprs, values, changes)
         return local_reprs, values
 
     def make_state(self, index: int, local_reprs: dict[str, str], values: dict[str, Value]) -> State:
@@ -316,14 +321,14 @@ class EventLog:
             return local_reprs, values
         local_reprs, encoded = dict(local_reprs), dict[str, list]()
         for changes in relevant:
-            _apply_in_place(local_reprs, encoded, changes)
+            apply_changes(local_reprs, encoded, changes)
         merged = {k: v for k, v in values.items() if k in local_reprs and k not in encoded}
-        merged.update({k: _decode_value(v) for k, v in encoded.items()})
+        merged.update({k: decode_value(v) for k, v in encoded.items()})
         return local_reprs, merged
 
     def state(self, index: int) -> State:
         local_reprs, values = self.locals_at(index)
-        return self.make_state(index, local_reprs, {k: _decode_value(v) for k, v in values.items()})
+        return self.make_state(index, local_reprs, {k: decode_value(v) for k, v in values.items()})
 
 
 class StateList(Sequence[State]):
@@ -364,7 +369,7 @@ class StateList(Sequence[State]):
                     if type(enc) is list and not enc:
                         local_reprs.pop(name, None)
                     elif type(enc) is list:
-                        values[name] = _decode_value(enc)
+                        values[name] = decode_value(enc)
                         local_reprs[name] = values[name].repr
                     else:
                         local_reprs[name] = decode_repr(enc)
@@ -372,7 +377,7 @@ class StateList(Sequence[State]):
             yield log.make_state(index, local_reprs, values)
 
 
-def _apply_in_place(local_reprs: dict[str, str], values: dict[str, list], changes: list) -> None:
+def apply_changes(local_reprs: dict[str, str], values: dict[str, list], changes: list) -> None:
     for i in range(0, len(changes), 2):
         name, enc = changes[i], changes[i + 1]
         if type(enc) is list:
@@ -405,13 +410,13 @@ def decode_repr(enc) -> str:
     return repr(enc)
 
 
-def _decode_value(enc: list) -> Value:
+def decode_value(enc: list) -> Value:
     text, type_name, children, more = enc
     return Value(
         repr=text,
         type=type_name,
         children=tuple(
-            (str(name), _decode_value(c) if type(c) is list else Value(decode_repr(c))) for name, c in children
+            (str(name), decode_value(c) if type(c) is list else Value(decode_repr(c))) for name, c in children
         ),
         more=int(more),
     )

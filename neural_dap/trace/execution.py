@@ -29,7 +29,7 @@ import numpy as np
 from neural_dap.core.actions import Action, Target
 from neural_dap.core.state import Frame, State
 from neural_dap.trace.actions import EXCEPTION, ActionSemantics, Columns
-from neural_dap.trace.recorder import Recording
+from neural_dap.trace.recorder import RecorderError, Recording
 from neural_dap.trace.skeleton import SkeletonRecording, SkeletonTree
 from neural_dap.trace.tree import StateTree
 
@@ -76,6 +76,10 @@ class Execution(Protocol):
 
 class FullExecution:
     def __init__(self, recording: Recording) -> None:
+        if not len(recording.states):
+            outcome = recording.outcome
+            why = f": {outcome.message}" if outcome.message else f" (it {outcome.kind})"
+            raise RecorderError(f"nothing of the program was recorded{why}")
         self.recording = recording
         self.tree = StateTree(list(recording.states), recording.log.resumes, recording.log.library)
         states = self.tree.states

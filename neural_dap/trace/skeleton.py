@@ -516,6 +516,28 @@ class SkeletonRecording:
                 self._diverged(a + got)
         return log
 
+    def watch(self, first: int, last: int, path: list) -> list[tuple[int, object, bool]]:
+        """The value a path reaches from the frame of event `first` (a local, then attribute and
+        literal-key steps), at `first` and at every event up to `last` where it differs, as
+        (event, encoding, bound): a replay from the checkpoint before `first` (child/watch.py)."""
+        if self.diverged_at is not None and last >= self.diverged_at:
+            raise DivergenceError(self.divergence_message())
+        checkpoints = self.checkpoints
+        if not checkpoints:
+            raise DivergenceError("no checkpoint is left to replay from")
+        checkpoint = checkpoints[max(0, bisect_right(checkpoints, first) - 1)]
+        where, _pid = self.log.checkpoints[checkpoint]
+        answer = _ask(where, {"from": first, "to": last, "watch": {"path": path}})
+        self.materialisations += 1
+        self._check_journal(answer.get("journal") or {}, first)
+        self._check_hashes(answer.get("hashes") or [])
+        if self.diverged_at is not None and last >= self.diverged_at:
+            raise DivergenceError(self.divergence_message())
+        reached = int(answer.get("reached") or 0)
+        if reached <= last:
+            raise DivergenceError(f"the replay ended at event {reached}, before event {last}")
+        return [(int(e), enc, bool(bound)) for e, enc, bound in answer.get("watch") or []]
+
     def _check_hashes(self, hashes: list) -> None:
         for start, end, digest in hashes:
             start, end = int(start), int(end)

@@ -179,16 +179,35 @@ def decided_at_frontier(execution: SkeletonExecution, start: int, action: Action
         return False
     kind = action.kind
     if kind == "step_into":
-        return frontier == start + 1
+        # (a step that lands on an exit needs the event after it: library code may call the
+        # user's code again before it returns to the caller, and a stop shows where it goes)
+        return (frontier == start + 1 and semantics.kind(frontier) < RETURN) or frontier >= start + 2
     inv = int(columns.invs[start])
     terminal = semantics.kind(start) >= RETURN
     owner = int(columns.parent[inv]) if terminal else inv
     here = int(columns.invs[frontier])
     if kind == "step_over":
-        return owner >= 0 and (here == owner or _runs_under(columns, owner, here) is False)
+        if owner < 0:
+            return False
+        end = int(columns.end_index[owner])
+        if 0 <= end <= frontier and semantics.kind(end) == RETURN and _resumable(execution, owner):
+            # over an `await` (a `yield`) that suspended the coroutine: the step ends on its next
+            # line once it resumes, which the program has not reached while no continuation ran
+            later = semantics.continued_by(owner)
+            return later >= 0 and frontier > int(columns.call_index[later])
+        if here == owner:
+            return semantics.kind(frontier) < RETURN  # (an exit: decided by the event after it)
+        return _runs_under(columns, owner, here) is False
     if kind == "step_return":
-        return owner >= 0 and here == owner and semantics.kind(frontier) >= RETURN
+        end = int(columns.end_index[owner]) if owner >= 0 else -1
+        return 0 <= end < frontier  # the owner's exit and the event after it
     return False  # (a breakpoint hit the session accepted is a stop by itself; continue runs to the end)
+
+
+def _resumable(execution: SkeletonExecution, inv: int) -> bool:
+    """A generator's or coroutine's invocation (its first run says -2, a resumed one what it continues)."""
+    resumes = execution.tree.resumes
+    return inv < len(resumes) and int(resumes[inv]) != -1
 
 
 def _runs_under(columns: Any, owner: int, inv: int) -> bool | None:

@@ -11,11 +11,14 @@ export interface Moment {
 }
 
 export interface Change {
-  moment: Moment;
+  moment: Moment; // the first event that shows the new value
   old: string | null;
   new: string | null;
   invocation?: number;
   call?: number;
+  statement?: Moment | null; // the statement that made it, where it ran (a callee's line, through any name)
+  code?: string; // that statement's source
+  note?: string;
 }
 
 export interface ChangePage {
@@ -87,13 +90,23 @@ function where(moment: Moment, call?: number): string {
   return `${basename(moment.path)} · in ${moment.function}${ofCall} · event ${moment.index}`;
 }
 
-/** "line 12: 3 → 5", with the file, function, which call and the event. */
+/** "line 12: 3 → 5", dated at the statement that made the change (in the function that ran it, a
+ * callee's for an object changed through another name), with its code; picking it travels to that
+ * statement (the value before it ran). */
 export function historyItems(page: ChangePage): MomentItem[] {
-  return page.items.map((change) => ({
-    label: `line ${change.moment.line}: ${shown(change.old)} → ${shown(change.new)}`,
-    description: where(change.moment, change.call),
-    index: change.moment.index,
-  }));
+  return page.items.map((change) => {
+    const at = change.statement ?? change.moment;
+    const item: MomentItem = {
+      label: `line ${at.line}: ${shown(change.old)} → ${shown(change.new)}`,
+      description: where(at, change.call),
+      index: at.index,
+    };
+    const detail = [change.code ? `by ${change.code}` : '', change.note ?? ''].filter((part) => part).join(' — ');
+    if (detail) {
+      item.detail = detail;
+    }
+    return item;
+  });
 }
 
 /** The quick pick's title for a history: how many changes are listed of how many. */
@@ -102,7 +115,7 @@ export function historyTitle(expression: string, page: ChangePage): string {
   if (!shownCount) {
     return `${expression}: no changes recorded`;
   }
-  const total = page.totalExact === false ? `at most ${page.total}` : `${page.total}`;
+  const total = page.totalExact === false ? `at least ${page.total}` : `${page.total}`;
   const of = page.total > shownCount || page.totalExact === false ? ` (${shownCount} of ${total})` : '';
   return `${expression}: ${shownCount === 1 ? '1 change' : `${shownCount} changes`}${of} — pick one to travel there`;
 }

@@ -86,7 +86,17 @@ test('value history rows: the line and the change, where and which event; the ti
   assert.deepStrictEqual(rows.map((r) => [r.label.slice(0, 14), r.index]), [['line 7: (not s', 4], ['line 8: 0 → xx', 9]]);
   assert.ok(rows[1].label.endsWith('…') && rows[1].label.length < 80);
   assert.strictEqual(rows[0].description, 'a.py · in main (call 1) · event 4');
-  assert.strictEqual(historyTitle('total', page), 'total: 2 changes (2 of at most 40) — pick one to travel there');
+  assert.strictEqual(historyTitle('total', page), 'total: 2 changes (2 of at least 40) — pick one to travel there');
+  // a change made in a callee through another name: dated at its statement, where it ran
+  const made = historyItems({
+    items: [{
+      moment: { index: 17, path: '/w/a.py', line: 7, function: 'fill' }, old: '[0, 5]', new: '[0, 5, 7]', call: 1,
+      statement: { index: 16, path: '/w/a.py', line: 7, function: 'fill' }, code: 'xs.append(7)',
+    }],
+    start: 0, count: 1, total: 1,
+  });
+  assert.deepStrictEqual([made[0].label, made[0].index, made[0].detail], ['line 7: [0, 5] → [0, 5, 7]', 16, 'by xs.append(7)']);
+  assert.strictEqual(made[0].description, 'a.py · in fill (call 1) · event 16');
   assert.strictEqual(historyTitle('total', { items: [], start: 0, count: 2, total: 0 }), 'total: no changes recorded');
 });
 

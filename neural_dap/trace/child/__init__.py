@@ -13,7 +13,8 @@ Wire events (one array each; `inv` is the invocation id, `line` the line number)
   ["l", inv, line, changes, caught]                   line, locals *before* it runs
   ["r", inv, line, value]                             return (or yield)
   ["x", inv, line, value]                             exit by exception
-  ["u", inv, changes]                                 the caller's locals right after a return
+  ["u", inv, changes]                                 a frame's locals just before its return or exit event,
+                                                      and its caller's right after
   ["o", text] / ["e", text]                           stdout / stderr written since the last event
   ["end", outcome, message, exit_code, value]         how the run ended (last message)
 A call's `depth` is its place on the stack (0: an entry of its own: the traced scope, a thread's

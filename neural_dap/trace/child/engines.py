@@ -95,6 +95,9 @@ def settrace_engine(rec: Recorder, threads: ThreadTable | None = None):
                     pending = None
             elif event == "return":
                 raised = pending is not None and arg is None
+                changes = diff(frame.f_locals)  # the last statement's effect shows at the exit
+                if changes:
+                    emit(("u", inv, changes))
                 if raised:
                     emit(("x", inv, frame.f_lineno, bounded(pending)))
                 else:
@@ -148,7 +151,15 @@ def settrace_engine(rec: Recorder, threads: ThreadTable | None = None):
         sys.settrace(global_trace)
         return global_trace(frame, "call", None)
 
-    return start, stop, adopt, take
+    def entries() -> list:
+        """This thread's traced frames, outermost first, as `adopt` takes them (another engine
+        going on from here: a switch to every thread)."""
+        return [
+            (frame, inv, code_ids.get(id(frame.f_code), -1), k)
+            for k, (frame, inv, _) in enumerate(stacks.get(get_ident(), []))
+        ]
+
+    return start, stop, adopt, take, lambda: counter[0], entries
 
 
 def monitoring_engine(rec: Recorder, threads: ThreadTable | None = None):
@@ -238,6 +249,7 @@ def monitoring_engine(rec: Recorder, threads: ThreadTable | None = None):
         stack = stacks.get(get_ident(), no_stack)
         if stack and stack[-1][0] is getframe(1):
             top = stack.pop()
+            own_update(top)
             emit(["r", top[1], top[0].f_lineno, value_repr(retval)])
             if code.co_flags & RESUMABLE:
                 rec.suspensions.left(top[0], top[1], False)
@@ -247,10 +259,17 @@ def monitoring_engine(rec: Recorder, threads: ThreadTable | None = None):
         stack = stacks.get(get_ident(), no_stack)
         if stack and stack[-1][0] is getframe(1):
             top = stack.pop()
+            own_update(top)
             emit(["x", top[1], top[0].f_lineno, rec.reprs.repr(exc)])
             if code.co_flags & RESUMABLE:
                 rec.suspensions.left(top[0], top[1], True)
             update_caller(stack)
+
+    def own_update(top):
+        # the frame's last statement's effect shows at its return (or exit) event
+        changes = top[2](top[0].f_locals)
+        if changes:
+            emit(["u", top[1], changes])
 
     def update_caller(stack):
         if stack:
@@ -315,7 +334,15 @@ def monitoring_engine(rec: Recorder, threads: ThreadTable | None = None):
             started[0] = False
             unmonitor(mon, tool, enabled)
 
-    return start_once, stop, adopt, take
+    def entries() -> list:
+        """This thread's traced frames, outermost first (see settrace_engine's `entries`)."""
+        code_ids = rec.code_ids
+        return [
+            (entry[0], entry[1], code_ids.get(id(entry[0].f_code), -1), k)
+            for k, entry in enumerate(stacks.get(get_ident(), []))
+        ]
+
+    return start_once, stop, adopt, take, lambda: rec.next_invocation, entries
 
 
 class Engine:
@@ -323,11 +350,16 @@ class Engine:
     flush and count (see child.skeleton). A Python engine of every thread can also take over a
     running stack (`adopt`) and a frame another thread started (`take`)."""
 
-    def __init__(self, start, stop, adopt=None, take=None) -> None:
+    def __init__(self, start, stop, adopt=None, take=None, next_invocation=None, entries=None) -> None:
         self.start = start
         self.stop = stop
         self.adopt = adopt
         self.take = take
+        # (a switch to every thread: the next engine numbers invocations on and takes these frames)
+        if next_invocation is not None:
+            self.next_invocation = next_invocation
+        if entries is not None:
+            self.entries = entries
 
 
 def c_tracer(rec: Recorder):

@@ -80,6 +80,14 @@ class Journal:
         finally:
             self._leave(previous)
 
+    @contextlib.contextmanager
+    def as_program(self) -> Iterator[None]:
+        previous = self._enter(PROGRAM)
+        try:
+            yield
+        finally:
+            self._leave(previous)
+
     def enter(self, context: int) -> int:
         """Switch this thread to `context` for good (a thread of the recorder's own, the recorder's
         work after the program ended); returns the previous one."""
@@ -162,6 +170,16 @@ def sandboxed() -> Iterator[None]:
         yield
         return
     with JOURNAL.sandboxed():
+        yield
+
+
+@contextlib.contextmanager
+def as_program() -> Iterator[None]:
+    """The program's own work done from the recorder's (its collections): journaled as the program's."""
+    if JOURNAL is None:
+        yield
+        return
+    with JOURNAL.as_program():
         yield
 
 

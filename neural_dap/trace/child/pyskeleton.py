@@ -132,6 +132,7 @@ class _Skeleton:
         resumes = -1
         if code.co_flags & RESUMABLE:
             resumes, direct = rec.suspensions.started(frame)
+            resumes = resumes if resumes >= 0 else -2  # (a first run: as the C tracer says it)
             if not direct:  # run by library code (an event loop): an entry of its own
                 caller_last, depth = -1, 0
         library = depth > 0 and rec.called_by_library(frame, self.stack[-1].frame)
@@ -168,6 +169,10 @@ class _Skeleton:
             self.rec.suspensions.left(entry.frame, entry.inv, raised is not None)
         if capture:
             self._snapshot(len(self.stack))
+            if entry.diff is not None:  # the last statement's effect shows at the exit event
+                changes = entry.diff(entry.frame.f_locals)
+                if changes:
+                    self.emit(["u", entry.inv, changes])
             if raised is not None:
                 self.emit(["x", entry.inv, line, self.rec.reprs.repr(raised)])
             else:

@@ -210,6 +210,7 @@ def record_here(
         skeleton = Skeleton(cfg, channel, engine, rec.events, finish)
         skeleton.journal_fd = journal_fd
         skeleton.is_user = rec.is_user  # type: ignore[method-assign]  # a live stop shows the traced frames
+        skeleton.encode_value = rec.encode_object  # type: ignore[method-assign]  # a watch encodes as locals are
         if cfg.get("what_if"):  # a what-if branch: values to set on the way (child/whatif.py)
             skeleton.edits = Edits(cfg["what_if"], rec, cfg.get("sandbox"))
         skeleton.start()
@@ -320,6 +321,7 @@ def record_here(
             if skeleton is not None:
                 old.flush()
                 skeleton.switched = True  # no checkpoint after this: a fork copies one thread
+                skeleton.collector.release()  # (nothing after it is replayed: CPython collects again)
                 rec.count = None  # output is an event among the others from now on
             entries = old.entries() if hasattr(old, "entries") else []
             next_invocation = old.next_invocation() if hasattr(old, "next_invocation") else rec.next_invocation

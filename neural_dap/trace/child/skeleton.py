@@ -25,7 +25,6 @@ Standard library only (the recording child runs under any interpreter).
 
 from __future__ import annotations
 
-import gc
 import hashlib
 import json
 import os
@@ -36,9 +35,11 @@ import time
 from typing import Any
 
 from neural_dap.trace.child import live
-from neural_dap.trace.child.journal import JOURNAL, MODE_RECORD, MODE_REPLAY, plumbing, reopen_read_only
+from neural_dap.trace.child.collector import Collector
+from neural_dap.trace.child.journal import JOURNAL, MODE_RECORD, MODE_REPLAY, as_program, plumbing, reopen_read_only
 from neural_dap.trace.child.lifetime import Lifeline, die_with_parent, fork_ours
 from neural_dap.trace.child.recorder import DISCARD, set_output_mode
+from neural_dap.trace.child.watch import Watch
 from neural_dap.trace.child.whatif import Edits
 
 EVENT_SIZE = 12
@@ -92,6 +93,7 @@ class Skeleton:
     """
 
     is_user = staticmethod(lambda code: True)  # the recorder's judgement of the user's code (runner sets it)
+    encode_value = staticmethod(repr)  # the recorder's encoding of a local's value (runner sets it)
     edits: Edits | None = None  # a what-if branch's values to set on the way (runner sets them)
 
     def __init__(self, cfg: dict, channel, tracer, events: list, finish) -> None:
@@ -119,9 +121,11 @@ class Skeleton:
         self.switched = False  # a second thread ran the program's code: every thread recorded in full since
         self.frontier: Any = None  # a live recording: where the program stops for the adapter (child/frontier.py)
         self.in_hook = False  # the hook runs (the main thread's signal waits for it: runner.py)
+        self.collector = Collector(as_program)  # installed when the program starts (start())
 
     # -- the recording process ----------------------------------------------------------------------
     def start(self) -> None:
+        self.collector.install()
         self.next_count = self.every_events
         self.tracer.skeleton(self.hook, self.flush, 4096, self._sooner(self.next_count))
 
@@ -159,6 +163,7 @@ class Skeleton:
             self.in_hook = False
 
     def _hook_with_edits(self, count: int) -> int:
+        self.collector.at(count)  # (the program's collections, at the same events in every replay)
         edits = self.edits
         if edits is None:
             return self._hook(count)
@@ -167,14 +172,26 @@ class Skeleton:
         edits.reached(count, self.events, capturing, tell=worker is None)
         return edits.sooner(self._hook(count))
 
+    def _worker_next(self, count: int) -> int:
+        """A worker's next hook: after its window's last event, or (a watch) after every event of it."""
+        worker = self.worker
+        assert worker is not None
+        if worker["watch"] is not None:
+            return max(count + 1, worker["from"] + 1)
+        return worker["to"] + 1
+
     def _sooner(self, at: int) -> int:
         return at if self.edits is None else self.edits.sooner(at)
 
     def _hook(self, count: int) -> int:
         if self.worker is not None:
+            watch = self.worker["watch"]
+            if watch is not None and count > self.worker["from"]:
+                # (the hook runs right after event count - 1 is recorded: the program stands there)
+                watch.observe(count - 1, live.user_frames(self.is_user) if watch.frame is None else [])
             if count > self.worker["to"]:
                 self._finish_worker(count)
-            return self.worker["to"] + 1
+            return self._worker_next(count)
         if self.frontier is not None:
             reason = self.tracer.stop_reason()
             if reason:  # a live stop: the program is held here until the adapter says go on
@@ -182,7 +199,7 @@ class Skeleton:
                     self.tracer.flush()
                     self.finish("paused", "the debug session ended while the program ran")
                 if self.worker is not None:  # (the checkpoint the stop took, made a worker: its window)
-                    return self.worker["to"] + 1
+                    return self._worker_next(count)
                 self.next_time = time.monotonic() + self.every_seconds
         now = time.monotonic()
         if count >= self.max_events:
@@ -194,7 +211,7 @@ class Skeleton:
         if count >= self.next_count or now >= self.next_time:
             self.checkpoint(count)
             if self.worker is not None:  # this process is a worker now: run on through its window
-                return self.worker["to"] + 1
+                return self._worker_next(count)
             self.next_count = count + self.every_events
             self.next_time = time.monotonic() + self.every_seconds
         return min(self.next_count, self.max_events)
@@ -249,9 +266,8 @@ class Skeleton:
         """A checkpoint: wait for requests; each one is served by a fresh fork (a worker)."""
         os.setsid()  # out of the recording's process group: it outlives the recording
         self.channel.closed = True  # never write to the recording's pipe
-        # the program's objects are not freed here: one finalized now would close a number this
-        # process opens next (the workers collect as the program does: see _become_worker)
-        gc.disable()
+        # (the program's collections are the recorder's, at fixed events: child/collector.py; none
+        # runs here, where one finalized object would close a number this process opens next)
         if self.journal_fd is not None:
             self.journal_fd = reopen_read_only(self.journal_fd)
         if JOURNAL is not None:
@@ -305,6 +321,9 @@ class Skeleton:
             "range": None,
             "start": count,
             "live": request.get("live"),  # {"seconds", "memory_mb", "max_repr"}: stay as a live stop (child.live)
+            # {"path": [root, [kind, key], ...]}: watch that location in the frame of event `from`
+            # through `to`, and capture nothing (child/watch.py)
+            "watch": Watch(request["watch"]["path"], self.encode_value) if request.get("watch") else None,
         }
         _silence_output()
         guard = self.channel.guard
@@ -324,10 +343,12 @@ class Skeleton:
                 JOURNAL.replay(self.journal_fd)
             net = JOURNAL.install_net()
         self.worker["net"] = net
-        gc.enable()
         # stop right after the window (a live stop: at its event; the hook runs once that event is
         # recorded): a worker of the first checkpoint, taken before any hook ran, would otherwise run
         # on to the next 4096th event, or to the end of a program that may never end
+        if self.worker["watch"] is not None:  # the hook at every event of the stretch, no capture
+            self.tracer.skeleton(self.hook, self.flush, 4096, self._sooner(self.worker["from"] + 1))
+            return
         self.tracer.skeleton(self.hook, self.flush, 4096, self._sooner(self.worker["to"] + 1))
         self.tracer.capture(self.worker["from"], self.worker["to"])
 
@@ -339,7 +360,8 @@ class Skeleton:
         assert worker is not None
         offset = 0
         index = first
-        window = worker["from"]
+        # (a watch compares no captured events: every event it replays is hashed)
+        window = worker["from"] if worker["watch"] is None else worker["to"] + 1
         while offset < len(events) and index < window:
             boundary = min((index // HASH_EVERY + 1) * HASH_EVERY, window)
             take = min(len(events) - offset, (boundary - index) * EVENT_SIZE)
@@ -372,6 +394,8 @@ class Skeleton:
             "outcome": list(outcome) if outcome else None,
             "journal": _journal_report(worker.get("net", False)),
         }
+        if worker["watch"] is not None:
+            answer["watch"] = worker["watch"].series
         try:
             data = self.channel.encode_document(answer)
             conn = worker["conn"]
