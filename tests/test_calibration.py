@@ -173,6 +173,22 @@ def test_cruxeval_is_refused_as_calibration_data(capsys):
     assert "evaluation data" in capsys.readouterr().err
 
 
+def test_the_shipped_model_has_a_calibration_every_world_applies():
+    from neural_dap.core.world import Entry, LaunchSpec
+    from neural_dap.world.factory import create_world
+
+    shipped = load(embedded_model_path())
+    assert shipped is not None and {"local", "unchanged", "return"} <= set(shipped.curves)
+    for curve in shipped.curves.values():
+        assert all(0 < y < 1 for y in curve.y) and curve.y == sorted(curve.y)
+    world = create_world(LaunchSpec(program=str(EXAMPLES / "recursion.py"), world="neural", entry=Entry("f", "3")))
+    assert world.calibration == shipped  # type: ignore[attr-defined]
+    raw = create_world(
+        LaunchSpec(program="x.py", world="neural", options={"model": {"url": "embedded", "calibration": "none"}})
+    )
+    assert raw.calibration is None  # type: ignore[attr-defined]
+
+
 # -- what the program says about a claim of "unchanged" ------------------------------------------------
 
 PROGRAM = """\

@@ -367,8 +367,9 @@ def _f3(value) -> str:
 
 
 def _short(path: str) -> str:
-    """A --real path as a plot's legend names it (the file or folder, without .jsonl)."""
-    return os.path.basename(os.path.normpath(path)).removesuffix(".jsonl")
+    """A --real path as a plot's legend names it (its last two parts, without .jsonl)."""
+    parts = os.path.normpath(path).split(os.sep)
+    return "/".join(parts[-2:]).removesuffix(".jsonl")
 
 
 def _f(value) -> str:

@@ -153,6 +153,16 @@ def card(
                 ("parameters", f"{log['parameters'] / 1e6:.1f} M ({size / 1e6:.1f} MB of safetensors)"),
                 ("context", f"{preset['seq_len']} tokens"),
                 ("tokenizer", "byte-level BPE, 4096 tokens, every trace-format token special"),
+                *(
+                    [
+                        (
+                            "calibration",
+                            "`calibration.json`: the probability shown for a predicted value, from the model's",
+                        )
+                    ]
+                    if (target / "calibration.json").is_file()
+                    else []
+                ),
             ]
         ),
         "",
