@@ -251,3 +251,27 @@ def test_a_claim_of_unchanged_is_sorted_by_whether_the_line_run_writes_the_name(
     assert value_kind("line", written=False) == "local_unwritten"
     # a jump may have run any statement of the scope
     assert "items" in written_since(trace, landed, "continue", ProgramWrites(info))  # type: ignore[operator]
+
+
+async def test_a_served_model_whose_name_is_a_model_folder_brings_its_calibration(tmp_path):
+    """vLLM serves `--model DIR` under the name DIR: a session on that server shows DIR's calibration."""
+    from neural_dap.core.world import Entry, LaunchSpec
+    from neural_dap.world.neural import ModelSettings, NeuralWorld
+
+    from .fakes import ScriptedClient
+
+    folder = tmp_path / "served"
+    folder.mkdir()
+    flat = Curve([0.0, 1.0], [0.3, 0.3])
+    dump(Calibration(curves={"local": flat}), str(folder / "calibration.json"))
+    program = tmp_path / "p.py"
+    program.write_text("def f(x):\n    y = x + 1\n    return y\n")
+    launch = LaunchSpec(program=str(program), world="neural", entry=Entry("f", "1"))
+    client = ScriptedClient([])
+    client.name = str(folder)
+    world = NeuralWorld(client, ModelSettings(url="http://127.0.0.1:1/v1"))
+    await world.start(launch)
+    assert world.calibration == load(str(folder))
+    raw = NeuralWorld(client, ModelSettings(url="http://127.0.0.1:1/v1", calibration="none"))
+    await raw.start(launch)
+    assert raw.calibration is None

@@ -104,7 +104,8 @@ def calibration_for(settings: ModelSettings) -> Calibration | None:
     """The confidence calibration of the model `settings` name: `settings.calibration` (a file, or
     "none" for raw probabilities), else the model folder's own `calibration.json`: the embedded
     model's, a folder's, or, for a server, the folder its served name points to here (vLLM serves
-    `--model neural_dap/train/embedded` under that name). None: no calibration known, raw shown."""
+    `--model neural_dap/train/embedded` under that name; without a name, the world asks the server
+    for it when it starts). None: no calibration known yet."""
     from neural_dap.format import calibration
 
     if settings.calibration == "none":

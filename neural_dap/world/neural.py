@@ -34,6 +34,7 @@ from neural_dap.core.state import TRUNCATION_MARK, Frame, State
 from neural_dap.core.world import Capabilities, ExceptionFilter, Exit, LaunchSpec, Stop, WorldError
 from neural_dap.core.writes import ProgramWrites
 from neural_dap.format.calibration import Calibration, calibrate, written_since
+from neural_dap.format.calibration import load as load_calibration
 from neural_dap.format.confidence import UNCERTAIN_BELOW, FrameConfidence, frame_confidence
 from neural_dap.format.grammar import FrameConstraint
 from neural_dap.format.tokens import ACTION_TOKENS, CWM_TOKENS, FRAME_SEP, Special, merge_text
@@ -181,6 +182,8 @@ class NeuralWorld:
         try:
             self.ids = await self.client.special_ids(needed)
             self.context_ids = await self._encode(self.trace.context())
+            if self.calibration is None and self.settings.calibration is None:
+                self.calibration = _served_calibration(self.client.name)
         except ModelError as exc:
             hint = (
                 " (a model that does not know the nd action tokens needs dialect 'cwm')"
@@ -868,6 +871,17 @@ class NeuralWorld:
 
     async def close(self) -> None:
         await self.client.close()
+
+
+def _served_calibration(name: str) -> Calibration | None:
+    """The calibration of a served model whose name (known once the server was asked) is a model
+    folder here: vLLM serves `--model neural_dap/train/embedded` under that name."""
+    if not os.path.isdir(name):
+        return None
+    try:
+        return load_calibration(name)
+    except (OSError, ValueError) as exc:
+        raise WorldError(str(exc)) from None
 
 
 def _mark_cut(state: State, confidence: FrameConfidence) -> State:
