@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# The one prepared training run for a lent GPU machine (see docs/training.md).
+# The one prepared training run for a lent GPU machine (see docs/training.md): trains, then fits the
+# new model's confidence calibration (scripts/fit_calibration.sh), which ships inside the model.
 # Runs in the repository root there; DATA and TOKENIZER are carried folders; results go to $OUT.
 #   DATA=.ndscratch/data-v1 TOKENIZER=.ndscratch/tok BUDGET=480 bash scripts/gpu_train.sh
 set -euo pipefail
@@ -42,6 +43,11 @@ ls /tmp/more 2>/dev/null | grep -c train- | sed 's/^/device shards: /' | tee -a 
 set -e
 cp /tmp/ndrun/train_log.json "$OUT/" 2>/dev/null || true
 if [ -d /tmp/ndrun/model ]; then
+    # the new model's confidence calibration, fitted in the same run on the machine's CPUs (a minute
+    # or two): without it the model's raw probabilities would be shown, over-confident on real code
+    MODEL=/tmp/ndrun/model DATA="${DATA%%,*}" PY=$PY LIMIT="${CAL_LIMIT:-300}" bash scripts/fit_calibration.sh \
+        2>&1 | tail -n 80 | tee "$OUT/calibration.txt" || true
+    cp /tmp/ndrun/model/calibration.json "$OUT/" 2>/dev/null || true
     (cd /tmp/ndrun && tar cf - model) | split -b 15000000 - "$OUT/model.tar.part-"
 fi
 ls -la "$OUT"

@@ -28,10 +28,12 @@ from __future__ import annotations
 import ast
 import json
 import re
+import subprocess
 import sys
 import textwrap
 import types
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import pytest
 
@@ -449,3 +451,41 @@ def test_a_recording_with_comprehension_frames_is_written_as_cwm_writes_it(name)
     rec = record(Program(PATH, source=source, entry=entry, entry_args=arg_text, comprehensions=True))
     trace = render_trace(as_settrace(list(rec.states)), "cwm", SourceInfo(source, PATH), path=PATH)
     assert trace.text() + "<|end_of_text|>" == reference
+
+
+def _trace_cli(tmp_path, source: str, entry: str | None, args: tuple, *options: str) -> str:
+    """What `neural-dap trace FILE [--entry ...] --format cwm` prints (the command users run)."""
+    path = tmp_path / "program.py"
+    path.write_text(source)
+    call = ["--entry", entry, "--args", ", ".join(map(repr, args))] if entry is not None else []
+    out = subprocess.run(
+        [sys.executable, "-m", "neural_dap", "trace", str(path), *call, "--format", "cwm", *options],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert out.returncode == 0, out.stderr
+    return out.stdout.rstrip("\n")
+
+
+@pytest.mark.skipif(sys.version_info >= (3, 12), reason="comprehensions run in frames of their own only on 3.11")
+@pytest.mark.parametrize("name", [n for n, (source, _, _) in CORPUS.items() if "comp" in source or " for " in source])
+def test_neural_dap_trace_format_cwm_writes_what_cwm_writes(tmp_path, name):
+    """`neural-dap trace --format cwm` is CWM's format: on 3.11 a comprehension has its own frame and
+    `.0`, byte for byte what the reference writer and a cwm debug session write."""
+    source, entry, args = CORPUS[name]
+    assert _trace_cli(tmp_path, source, entry, args) == reference_text(run_traced(source, entry, args))
+
+
+def test_a_traced_comprehension_shows_its_iterator_and_inlines_where_the_interpreter_does(tmp_path):
+    source = "def f(xs):\n    ys = [x * 2 for x in xs if x > 1]\n    return ys\n"
+    text = _trace_cli(tmp_path, source, "f", ([1, 2, 3],))
+    if sys.version_info < (3, 12):
+        assert '<|call_sep|>{".0": "<list_iterator object>"}<|action_sep|>    ys = [x * 2' in text
+        assert '<|line_sep|>{".0": "..", "x": "3"}' in text
+    # one step on request (the json format's default), and on 3.12+, which inline comprehensions
+    flat = _trace_cli(tmp_path, source, "f", ([1, 2, 3],), "--no-comprehension-frames")
+    assert '".0"' not in flat and '<|line_sep|>{"xs": "..", "ys": "[4, 6]"}' in flat
+    for python312 in sorted((Path.home() / ".pyenv" / "versions").glob("3.12.*/bin/python"))[:1]:
+        inlined = _trace_cli(tmp_path, source, "f", ([1, 2, 3],), "--python", str(python312))
+        assert inlined == flat

@@ -238,16 +238,6 @@ def test_a_served_completion_carries_its_token_log_probabilities():
 # -- calibration -----------------------------------------------------------------------------------------
 
 
-def test_calibration_figures_of_confidence_against_rightness():
-    from neural_dap.eval.nextstate import calibration
-
-    separated = calibration([(0.9, True), (0.8, True), (0.3, False), (0.2, False)])
-    assert separated["auroc"] == 1.0 and separated["top_half_accuracy"] == 1.0
-    assert separated["ece"] == pytest.approx((0.1 + 0.2 + 0.3 + 0.2) / 4)
-    assert calibration([(0.5, True), (0.5, False)])["auroc"] == 0.5  # ties count half
-    assert calibration([])["auroc"] is None
-
-
 def test_eval_nextstate_json_has_calibration_over_predicted_values(tmp_path, capsys):
     import json
 

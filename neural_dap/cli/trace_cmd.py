@@ -36,6 +36,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="output: one JSON object per state (default), or trace text",
     )
     parser.add_argument(
+        "--comprehension-frames",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="record a comprehension's own frame, its `.0` iterator among its locals, as CPython 3.11 runs "
+        "it (3.12+ inlines comprehensions: there are none); default: with --format cwm, as CWM's traces have "
+        "them, else one step on every version",
+    )
+    parser.add_argument(
         "--python", help="interpreter to record with (default: this one; 3.12+ records through sys.monitoring)"
     )
     parser.add_argument("--engine", choices=["auto", "ctrace", "cmonitoring", "settrace", "monitoring"], default="auto")
@@ -52,7 +60,12 @@ def run(parser: argparse.ArgumentParser, argv: list[str]) -> int:
     from neural_dap.format.trace import render_trace
     from neural_dap.trace.recorder import Limits, Program, RecorderError, record
 
-    program = Program(path=opts.program, argv=tuple(opts.argv), entry=opts.entry, entry_args=opts.args)
+    # CWM's traces are 3.11 settrace traces, comprehension frames included: the cwm format is written
+    # from a recording that keeps them, as a cwm debug session's reality does (world.reconciled)
+    frames = opts.comprehension_frames if opts.comprehension_frames is not None else opts.format == "cwm"
+    program = Program(
+        path=opts.program, argv=tuple(opts.argv), entry=opts.entry, entry_args=opts.args, comprehensions=frames
+    )
     limits = Limits(max_events=opts.max_events, wall_time=opts.timeout, max_repr=opts.max_repr)
     try:
         rec = record(program, limits, python=opts.python, engine=opts.engine)

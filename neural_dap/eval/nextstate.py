@@ -14,10 +14,12 @@ What is scored:
 Decoding is program-aware by default (`constrained=False` measures the model alone).
 
 Calibration: every value the model predicted (each local of a call / line frame, the value of a
-return / exception frame) is scored right or wrong against the confidence the model gave it
-(`format.confidence`): AUROC (does a right value get more confidence than a wrong one), ECE (ten
-equal-width bins: how far the confidence is from the accuracy), and the accuracy of the most
-confident half of the values.
+return / exception frame) is scored right or wrong against the confidence shown for it: the
+model's (`format.confidence`) through the model's calibration (`format.calibration`), as a user
+sees it. `eval.calibrate` measures AUROC (does a right value get more confidence than a wrong one),
+ECE (ten equal-width bins: how far the confidence is from the accuracy; with a bootstrap interval)
+and the accuracy of the most confident half; the raw figures are reported beside them. Every
+scored part (the source line too) is kept as a `PartScore`, what `eval calibrate` fits on.
 """
 
 from __future__ import annotations
@@ -30,10 +32,16 @@ import time
 from collections import defaultdict
 from dataclasses import dataclass, field
 
+import msgspec
+
 from neural_dap.core.flow import ProgramFlow
 from neural_dap.core.source import SourceInfo
+from neural_dap.core.state import State
+from neural_dap.core.writes import ProgramWrites
 from neural_dap.corpus.dataset import RECORD_LIMITS
 from neural_dap.corpus.trajectories import Policy, Trajectory, sample
+from neural_dap.eval import calibrate as measure
+from neural_dap.format.calibration import Calibration, value_kind, written_since
 from neural_dap.format.confidence import frame_confidence
 from neural_dap.format.tokens import END, FRAME_SEP, TOKEN_EVENTS, Special, merge_text, split_specials
 from neural_dap.format.trace import FormatError, TraceText, open_chain, window_from
@@ -61,6 +69,15 @@ def subjects_from_heldout(programs: list[dict]) -> list[Subject]:
     ]
 
 
+def split_heldout(programs: list[dict], split: str) -> list[dict]:
+    """The held-out programs of a split: in id order, the 1st, 3rd, ... are the calibration split
+    (what `eval calibrate` fits on), the 2nd, 4th, ... the evaluation split; "all" keeps them all."""
+    if split == "all":
+        return programs
+    ordered = sorted(programs, key=lambda p: p.get("id", 0))
+    return ordered[0 if split == "calibration" else 1 :: 2]
+
+
 def subjects_from_cruxeval(path: str) -> list[Subject]:
     """Every CRUXEval function called on its input (an evaluation set: never trained on)."""
     with open(path) as fh:
@@ -74,7 +91,7 @@ def subjects_from_scripts(folder: str) -> list[Subject]:
     for name in sorted(os.listdir(folder)):
         if name.endswith(".py"):
             with open(os.path.join(folder, name), encoding="utf-8") as fh:
-                out.append(Subject(f"{os.path.basename(os.path.normpath(folder))}/{name}", fh.read(), None))
+                out.append(Subject(f"{os.path.normpath(folder)}/{name}", fh.read(), None))
     return out
 
 
@@ -161,6 +178,19 @@ def score_frame(predicted: str, expected: str) -> Score:
     return s
 
 
+class PartScore(msgspec.Struct, frozen=True):
+    """One predicted part (a value, or a frame's source line) against the truth."""
+
+    program: str  # the subject it came from (the bootstrap resamples whole programs)
+    kind: str  # format.calibration.KINDS
+    p: float  # the model's own confidence (format.confidence), before calibration
+    right: bool
+    text: str = ""  # what the model wrote (a value's repr; `..` for unchanged)
+    cut: bool = False  # a value the client ended because the model looped on it (shown at 0)
+    event: str = ""  # the predicted frame's event
+    action: str = ""  # the action it was predicted after
+
+
 @dataclass
 class NextStateReport:
     overall: Score = field(default_factory=Score)
@@ -171,11 +201,12 @@ class NextStateReport:
     errors: int = 0
     error_messages: list[str] = field(default_factory=list)
     constrained_choices: int = 0
-    confidences: list[tuple[float, bool]] = field(default_factory=list)  # (confidence, right) per predicted value
+    parts: list[PartScore] = field(default_factory=list)  # every scored value and line
+    calibration: Calibration | None = None  # the model's, applied to what is reported
 
     def to_dict(self) -> dict:
         return {
-            "calibration": calibration(self.confidences),
+            "calibration": calibration_report(self.parts, self.calibration),
             "programs": self.programs,
             "errors": self.errors,
             "errorMessages": self.error_messages,
@@ -187,55 +218,71 @@ class NextStateReport:
         }
 
 
-def value_confidences(predicted: str, expected: str, completion) -> list[tuple[float, bool]]:
-    """(the confidence the model gave, whether it is right) for each value of a predicted frame:
-    a local it wrote (right: the true frame has that name with that text) or the returned value."""
+def part_scores(
+    program: str,
+    predicted: str,
+    expected: str,
+    completion,
+    action: str = "",
+    written: frozenset[str] | None = None,
+) -> list[PartScore]:
+    """The parts of a predicted frame with the confidence the model gave each and whether each is
+    right: a local it wrote (right: the true frame has that name with that text; a value cut
+    because the model looped on it counts at 0), the returned / raised value, and the source line
+    (right: the true frame's event and line). `written`: what the code that ran can write
+    (`format.calibration.written_since`), which sorts the locals into kinds."""
     confidence = frame_confidence(predicted, completion.offsets, completion.logprobs, completion.cuts)
     if confidence is None:
         return []
     p, e = parts(predicted), parts(expected)
-    out: list[tuple[float, bool]] = []
+    event = p.event or ""
+    out: list[PartScore] = []
     if p.local_reprs is not None:
         truth = e.local_reprs or {}
         for name, text in p.local_reprs.items():
             if name in confidence.locals:
-                out.append((confidence.locals[name], name in truth and truth[name] == text))
+                wrote = None if written is None else name in written
+                kind = value_kind(p.event, unchanged=name in confidence.unchanged, written=wrote)
+                right = truth.get(name) == text
+                cut = name in confidence.cut_locals
+                out.append(PartScore(program, kind, confidence.locals[name], right, text, cut, event, action))
     if p.value is not None and confidence.value is not None:
-        out.append((confidence.value, e.value is not None and p.value == e.value and p.event == e.event))
+        right = e.value is not None and p.value == e.value and p.event == e.event
+        value, cut = confidence.value, confidence.cut_value
+        out.append(PartScore(program, value_kind(p.event), value, right, p.value, cut, event, action))
+    if confidence.line is not None and p.line_text is not None:
+        right = p.event == e.event and p.line_text == e.line_text
+        out.append(PartScore(program, "line", confidence.line, right, p.line_text, False, event, action))
     return out
 
 
-def calibration(pairs: list[tuple[float, bool]]) -> dict:
-    """AUROC, ECE (10 bins) and the accuracy of the most confident half of (confidence, right) pairs."""
-    n = len(pairs)
-    if not n:
-        return {"values": 0, "accuracy": None, "auroc": None, "ece": None, "top_half_accuracy": None}
-    right = sum(1 for _, ok in pairs if ok)
-    # AUROC by ranks (Mann-Whitney), ties counted half
-    ranked = sorted(pairs, key=lambda pair: pair[0])
-    rank_sum = 0.0
-    i = 0
-    while i < n:
-        j = i
-        while j + 1 < n and ranked[j + 1][0] == ranked[i][0]:
-            j += 1
-        mid = (i + j) / 2 + 1
-        rank_sum += mid * sum(1 for k in range(i, j + 1) if ranked[k][1])
-        i = j + 1
-    wrong = n - right
-    auroc = (rank_sum - right * (right + 1) / 2) / (right * wrong) if right and wrong else None
-    bins: list[list[tuple[float, bool]]] = [[] for _ in range(10)]
-    for p, ok in pairs:
-        bins[min(9, int(p * 10))].append((p, ok))
-    ece = sum(abs(sum(p for p, _ in b) - sum(1 for _, ok in b if ok)) for b in bins if b) / n
-    top = sorted(pairs, key=lambda pair: -pair[0])[: (n + 1) // 2]
-    return {
-        "values": n,
-        "accuracy": round(right / n, 4),
-        "auroc": round(auroc, 4) if auroc is not None else None,
-        "ece": round(ece, 4),
-        "top_half_accuracy": round(sum(1 for _, ok in top if ok) / len(top), 4),
-    }
+def shown(part: PartScore, calibration: Calibration | None) -> float:
+    """The confidence a user sees for a part, as `format.calibration.calibrate` makes it."""
+    if calibration is None or part.cut:
+        return part.p
+    return calibration.probability(part.kind, part.p)
+
+
+def calibration_report(scored: list[PartScore], calibration: Calibration | None) -> dict:
+    """The calibration figures of every predicted value (lines apart) as shown, the model's raw
+    ones beside them, and per kind of part."""
+    values = [s for s in scored if s.kind != "line"]
+    out = measure.summary(
+        [shown(s, calibration) for s in values], [s.right for s in values], [s.program for s in values]
+    )
+    out["calibrated"] = calibration is not None
+    if calibration is not None:
+        raw = measure.summary([s.p for s in values], [s.right for s in values], [s.program for s in values])
+        out["raw"] = {k: raw[k] for k in ("auroc", "ece", "ece_ci95", "top_half_accuracy", "mean_confidence")}
+    by_kind = {}
+    for kind in sorted({s.kind for s in scored}):
+        mine = [s for s in scored if s.kind == kind]
+        figures = measure.summary(
+            [shown(s, calibration) for s in mine], [s.right for s in mine], [s.program for s in mine]
+        )
+        by_kind[kind] = {k: figures[k] for k in ("values", "accuracy", "auroc", "ece", "mean_confidence")}
+    out["byKind"] = by_kind
+    return out
 
 
 def _skip_bucket(states, i: int, j: int) -> int:
@@ -259,12 +306,14 @@ async def evaluate(
     constrained: bool = True,
     progress=None,
     limits: Limits = RECORD_LIMITS,
+    calibration: Calibration | None = None,
 ) -> NextStateReport:
-    """Teacher-forced next-state accuracy of `client` on the recorded executions of `subjects`."""
+    """Teacher-forced next-state accuracy of `client` on the recorded executions of `subjects`;
+    confidences are reported through `calibration` (None: the model's raw ones)."""
     if subjects and isinstance(subjects[0], dict):
         subjects = subjects_from_heldout(subjects)  # type: ignore[arg-type]
     specials = await client.special_ids([str(t) for t in _all_specials()])
-    report = NextStateReport()
+    report = NextStateReport(calibration=calibration)
     rng = random.Random(seed)
     for subject in subjects:
         assert isinstance(subject, Subject)
@@ -282,12 +331,15 @@ async def evaluate(
         states = list(rec.states)
         source = SourceInfo(subject.source, f"/eval/{subject.name}")
         flow = ProgramFlow(source)
+        writes = ProgramWrites(source)
         report.programs += 1
         for _ in range(trajectories):
             trajectory = sample(rng, states, source, Policy())
             if trajectory is None:
                 continue
-            await _score_trajectory(trajectory, states, source, flow, client, specials, report, constrained)
+            await _score_trajectory(
+                subject.name, trajectory, states, source, flow, writes, client, specials, report, constrained
+            )
             if progress is not None:
                 progress(report)
             if max_frames is not None and report.overall.frames >= max_frames:
@@ -296,10 +348,12 @@ async def evaluate(
 
 
 async def _score_trajectory(
+    program: str,
     t: Trajectory,
     states,
     source: SourceInfo,
     flow: ProgramFlow,
+    writes: ProgramWrites,
     client: ModelClient,
     specials: dict[str, int],
     report: NextStateReport,
@@ -347,7 +401,9 @@ async def _score_trajectory(
             text = text[: -len(str(FRAME_SEP))]
         s = score_frame(text, expected)
         if completion is not None:
-            report.confidences += value_confidences(text, expected, completion)
+            landed = _landed(text, constraint, trace, action)
+            written = written_since(trace, landed, action.kind, writes) if landed is not None else None
+            report.parts += part_scores(program, text, expected, completion, action.kind, written)
         s.seconds = [elapsed]
         s.valid = int(_valid(text, constraint, trace, action))
         report.overall.add(s)
@@ -379,6 +435,17 @@ def _invocation_after(trace: TraceText, state, action) -> int:
         return trace.tracker.advance(action.kind, state.event, state.line)[0]
     finally:
         trace.tracker.restore(snapshot)
+
+
+def _landed(text: str, constraint, trace: TraceText, action) -> State | None:
+    """The state a predicted frame reads as (None: not a frame the program allows, or the end)."""
+    if constraint is None or not constraint.accepts(text):
+        return None
+    try:
+        state = trace.parse(text, action, allowed=constraint.landed(text))
+    except FormatError:
+        return None
+    return state if isinstance(state, State) else None
 
 
 def _valid(text: str, constraint, trace: TraceText, action) -> bool:

@@ -10,8 +10,12 @@ probability, except where the program refused the model's own pick: there the to
 is renormalised over the tokens the program allows (a line the program leaves no choice about is
 not made doubtful by the model's preference for an impossible one). A local written `..`
 (unchanged) is as sure as the value it repeats times the probability of `..` (`world.neural`
-chains them). A value the client cut because the model looped on it (`llm.base.repeating`) has
-confidence 0 and is marked cut.
+chains them). A returned or raised value's confidence includes its frame's event token: the frame
+claims both that the function returned (or raised) and what (a module "returning None" where it
+really raised is a wrong value, however sure the model is of `None` once it has chosen to return).
+A value the client cut because the model looped on it (`llm.base.repeating`) has confidence 0
+and is marked cut. These are the model's probabilities; `format.calibration` maps them to how
+often such parts are right, which is what users are shown.
 """
 
 from __future__ import annotations
@@ -34,6 +38,8 @@ class FrameConfidence:
     cut_locals: frozenset[str] = frozenset()  # locals the client ended because the model looped
     cut_value: bool = False
     unchanged: frozenset[str] = frozenset()  # locals written `..` (the probability is of "unchanged")
+    event: str | None = None  # the frame's event: which kind of value `value` is (a return or an exception)
+    event_p: float | None = None  # the probability of the frame's event token
 
 
 def frame_confidence(
@@ -56,6 +62,8 @@ def frame_confidence(
     if spans is None:
         return None
     line_span, local_spans, value_span = spans
+    event = _event(text)
+    first = text.find(">") + 1 if text.startswith("<|") else 0
     unchanged = frozenset(name for name, (start, end) in local_spans.items() if text[start:end] == '".."')
     locals_: dict[str, float] = {}
     cut_locals = set()
@@ -67,9 +75,11 @@ def frame_confidence(
             locals_[name] = prob(start, end)
     value = None
     cut_value = False
+    event_p = prob(0, first) if event is not None and first else None
     if value_span is not None:
         cut_value = was_cut(*value_span)
-        value = 0.0 if cut_value else prob(*value_span)
+        # the frame says the function returned (or raised) this value: the event is part of the claim
+        value = 0.0 if cut_value else prob(*value_span) * (event_p if event_p is not None else 1.0)
     return FrameConfidence(
         line=prob(*line_span) if line_span is not None else None,
         locals=locals_,
@@ -77,7 +87,15 @@ def frame_confidence(
         cut_locals=frozenset(cut_locals),
         cut_value=cut_value,
         unchanged=unchanged,
+        event=event,
+        event_p=event_p,
     )
+
+
+def _event(text: str) -> str | None:
+    """The event of a frame: its first special token's."""
+    first = next((seg for seg in split_specials(text) if isinstance(seg, Special)), None)
+    return TOKEN_EVENTS.get(first) if first is not None else None
 
 
 def _spans(text: str) -> tuple[tuple[int, int] | None, dict[str, tuple[int, int]], tuple[int, int] | None] | None:
@@ -88,11 +106,7 @@ def _spans(text: str) -> tuple[tuple[int, int] | None, dict[str, tuple[int, int]
     for seg in split_specials(text):
         pieces.append((seg, pos))
         pos += len(seg)
-    specials = [seg for seg, _ in pieces if isinstance(seg, Special)]
-    if specials and specials[0] in TOKEN_EVENTS and TOKEN_EVENTS[specials[0]] in ("return", "exception"):
-        terminal = True
-    else:
-        terminal = False
+    terminal = _event(text) in ("return", "exception")
     line_span = value_span = None
     local_spans: dict[str, tuple[int, int]] = {}
     seen_action = seen_arg = False

@@ -18,6 +18,7 @@ MODEL_FILES = (
     "tokenizer.json",
     "tokenizer_config.json",
     "special_tokens_map.json",
+    "calibration.json",  # the confidence calibration fitted for this model (scripts/fit_calibration.sh)
 )
 
 
@@ -86,7 +87,7 @@ def _side_by_side(result: dict) -> list[str]:
 
 
 def _calibration(result: dict) -> list[str]:
-    """How well the model's confidence in a value tells right values from wrong ones (issue 25)."""
+    """Is the confidence shown a probability: per set, as shown (calibrated) and the model's raw."""
     figures = [
         (name, result[name]["calibration"]) for name in ("heldout", "real") if result.get(name, {}).get("calibration")
     ]
@@ -95,21 +96,27 @@ def _calibration(result: dict) -> list[str]:
         return []
     lines = [
         "",
-        "Confidence (`format.confidence`: a value's probability is the product of its tokens' probabilities)",
-        "against whether the value is right, over every predicted value (each local of a frame, each",
-        "returned value):",
+        "Confidence shown on each predicted value (each local of a frame, each returned value) against",
+        "whether the value is right: calibrated (`calibration.json`), with the model's raw probability",
+        "(the product of the value's tokens' probabilities) beside it:",
         "",
-        "| | values | right | AUROC | ECE (10 bins) | most confident half right |",
-        "|---|---|---|---|---|---|",
+        "| | values (programs) | right | AUROC | ECE (10 bins, 95% CI) | most confident half right | raw: AUROC, ECE |",
+        "|---|---|---|---|---|---|---|",
     ]
     for name, c in figures:
         label = "held-out" if name == "heldout" else "real code"
-        auroc = f"{c['auroc']:.3f}" if c.get("auroc") is not None else "-"
+        raw = c.get("raw") or {}
+        interval = c.get("ece_ci95")
+        ece = f"{c['ece']:.3f}" + (f" ({interval[0]:.3f}-{interval[1]:.3f})" if interval else "")
         lines.append(
-            f"| {label} | {c['values']} | {100 * c['accuracy']:.1f}% | {auroc} | {c['ece']:.3f} | "
-            f"{100 * c['top_half_accuracy']:.1f}% |"
+            f"| {label} | {c['values']} ({c.get('programs', '?')}) | {100 * c['accuracy']:.1f}% | {_3(c.get('auroc'))} "
+            f"| {ece} | {100 * c['top_half_accuracy']:.1f}% | {_3(raw.get('auroc'))}, {_3(raw.get('ece'))} |"
         )
     return lines
+
+
+def _3(value: float | None) -> str:
+    return f"{value:.3f}" if value is not None else "-"
 
 
 def _passes(epochs: int) -> str:
@@ -146,6 +153,16 @@ def card(
                 ("parameters", f"{log['parameters'] / 1e6:.1f} M ({size / 1e6:.1f} MB of safetensors)"),
                 ("context", f"{preset['seq_len']} tokens"),
                 ("tokenizer", "byte-level BPE, 4096 tokens, every trace-format token special"),
+                *(
+                    [
+                        (
+                            "calibration",
+                            "`calibration.json`: the probability shown for a predicted value, from the model's",
+                        )
+                    ]
+                    if (target / "calibration.json").is_file()
+                    else []
+                ),
             ]
         ),
         "",

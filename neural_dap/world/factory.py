@@ -12,6 +12,7 @@ from typing import Any, Literal, cast
 import msgspec
 
 from neural_dap.core.world import LaunchSpec, WorldError, WorldModel, world_options
+from neural_dap.format.calibration import Calibration
 from neural_dap.llm.base import ModelClient
 from neural_dap.world.neural import ModelSettings
 
@@ -99,12 +100,41 @@ def make_client(settings: ModelSettings) -> ModelClient:
     raise WorldError(f"model url {settings.url!r} is neither 'embedded', an http(s) URL nor a model folder")
 
 
+def calibration_for(settings: ModelSettings) -> Calibration | None:
+    """The confidence calibration of the model `settings` name: `settings.calibration` (a file, or
+    "none" for raw probabilities), else the model folder's own `calibration.json`: the embedded
+    model's, a folder's, or, for a server, the folder its served name points to here (vLLM serves
+    `--model neural_dap/train/embedded` under that name; without a name, the world asks the server
+    for it when it starts). None: no calibration known yet."""
+    from neural_dap.format import calibration
+
+    if settings.calibration == "none":
+        return None
+    if settings.calibration is not None:
+        if not os.path.isfile(settings.calibration):
+            raise WorldError(f"no calibration file at {settings.calibration}")
+        where = settings.calibration
+    elif settings.url == "embedded":
+        where = embedded_model_path()
+    elif isinstance(settings.url, str) and os.path.isdir(settings.url):
+        where = settings.url
+    elif settings.name is not None and os.path.isdir(settings.name):
+        where = settings.name
+    else:
+        return None
+    try:
+        return calibration.load(where)
+    except (OSError, ValueError) as exc:
+        raise WorldError(str(exc)) from None
+
+
 def create_neural_world(launch: LaunchSpec, pool: ClientPool | None = None) -> WorldModel:
     from neural_dap.world.neural import NeuralWorld
 
     options = world_options(launch, NeuralOptions, "neural")
     settings = settings_from(options.model)
-    world = NeuralWorld(pool.borrow(settings) if pool is not None else make_client(settings), settings)
+    client = pool.borrow(settings) if pool is not None else make_client(settings)
+    world = NeuralWorld(client, settings, calibration_for(settings))
     if options.reconcile == "none":
         return world
     from neural_dap.world.reconciled import ReconciledWorld

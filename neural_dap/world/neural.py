@@ -32,6 +32,9 @@ from neural_dap.core.focus import focus_lines
 from neural_dap.core.source import SourceInfo, read_source
 from neural_dap.core.state import TRUNCATION_MARK, Frame, State
 from neural_dap.core.world import Capabilities, ExceptionFilter, Exit, LaunchSpec, Stop, WorldError
+from neural_dap.core.writes import ProgramWrites
+from neural_dap.format.calibration import Calibration, calibrate, written_since
+from neural_dap.format.calibration import load as load_calibration
 from neural_dap.format.confidence import UNCERTAIN_BELOW, FrameConfidence, frame_confidence
 from neural_dap.format.grammar import FrameConstraint
 from neural_dap.format.tokens import ACTION_TOKENS, CWM_TOKENS, FRAME_SEP, Special, merge_text
@@ -71,6 +74,10 @@ class ModelSettings(msgspec.Struct, frozen=True, omit_defaults=True):
     max_tokens: int = 768
     retries: int = 2
     constrained: bool = True  # program-aware decoding (valid frames by construction)
+    # the model's confidence calibration (format.calibration): a calibration.json; None: the model
+    # folder's own (embedded, a folder, or a served model whose name is a folder here); "none": the
+    # model's raw probabilities
+    calibration: str | None = None
 
 
 @dataclass
@@ -113,13 +120,15 @@ class NeuralWorld:
     name = "neural"
     capabilities = Capabilities(exact=False, inverse=True)
 
-    def __init__(self, client: ModelClient, settings: ModelSettings) -> None:
+    def __init__(self, client: ModelClient, settings: ModelSettings, calibration: Calibration | None = None) -> None:
         if settings.dialect not in ("nd", "cwm"):
             raise WorldError(f"unknown dialect {settings.dialect!r}: use 'nd' or 'cwm'")
         if settings.samples < 1:
             raise WorldError("samples must be at least 1")
         self.client = client
         self.settings = settings
+        # maps the model's probabilities to how often such values are right (None: shown raw)
+        self.calibration = calibration
         self.dialect: Dialect = "cwm" if settings.dialect == "cwm" else "nd"
         self.info: SourceInfo | None = None
         self.shown: frozenset[int] | None = None
@@ -137,6 +146,7 @@ class NeuralWorld:
         self.windows = 0  # times the history was cut to fit the model's context
         self.repaired_lines = 0  # predicted source lines read as the closest program line
         self.flow: ProgramFlow | None = None
+        self.writes: ProgramWrites | None = None
         self._alias: dict[int, int] = {}  # an invocation's id in a later window -> its id before
         self.constrained_frames = 0  # predictions made under a constraint
         self.constrained_choices = 0  # tokens the constraint changed (the model's pick was not possible)
@@ -159,6 +169,7 @@ class NeuralWorld:
                 raise WorldError(f"cannot read {path}")
         self.path = path
         self.info = SourceInfo(text, path)
+        self.writes = ProgramWrites(self.info)  # what each statement can change (calibrating `..`)
         # a call of one function shows the model only what the call can reach (a long module fits)
         self.shown = focus_lines(text, launch.entry.function) if launch.entry is not None else None
         # cwm: the frames sys.settrace reports on 3.11, as CWM's traces have them (comprehensions, `.0`)
@@ -171,6 +182,8 @@ class NeuralWorld:
         try:
             self.ids = await self.client.special_ids(needed)
             self.context_ids = await self._encode(self.trace.context())
+            if self.calibration is None and self.settings.calibration is None:
+                self.calibration = _served_calibration(self.client.name)
         except ModelError as exc:
             hint = (
                 " (a model that does not know the nd action tokens needs dialect 'cwm')"
@@ -525,6 +538,13 @@ class NeuralWorld:
             if chosen is not None:
                 completion = read_from[next(k for k, c in enumerate(candidates) if c is chosen)]
                 confidence = frame_confidence(completion.text, completion.offsets, completion.logprobs, completion.cuts)
+                if confidence is not None and isinstance(chosen, State):
+                    written = (
+                        written_since(self.trace, chosen, action.kind, self.writes)
+                        if self.trace is not None and self.writes is not None
+                        else None
+                    )
+                    confidence = calibrate(confidence, self.calibration, written, chosen.event)
                 self._chosen_confidence = confidence
                 if isinstance(chosen, State) and confidence is not None:
                     chosen = _mark_cut(chosen, confidence)
@@ -851,6 +871,17 @@ class NeuralWorld:
 
     async def close(self) -> None:
         await self.client.close()
+
+
+def _served_calibration(name: str) -> Calibration | None:
+    """The calibration of a served model whose name (known once the server was asked) is a model
+    folder here: vLLM serves `--model neural_dap/train/embedded` under that name."""
+    if not os.path.isdir(name):
+        return None
+    try:
+        return load_calibration(name)
+    except (OSError, ValueError) as exc:
+        raise WorldError(str(exc)) from None
 
 
 def _mark_cut(state: State, confidence: FrameConfidence) -> State:
