@@ -1,5 +1,6 @@
-"""Recording overhead, side by side: a plain run, skeleton recording, full capture; and what the
-first stop costs after a far jump in a skeleton recording.
+"""Recording overhead, side by side: a plain run, the floor (the recorder's callbacks doing
+nothing: what per-event callbacks cost by themselves), skeleton recording (and its ratio to the
+floor), full capture; and what the first stop costs after a far jump in a skeleton recording.
 
 Run: python benchmarks/recording.py [--python PATH ...] [--repeat N] [--scale K] [--no-full] [--engine E]
 All runs happen in fresh child processes of the same interpreter; the plain run executes the
@@ -28,6 +29,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from neural_dap.core.actions import Action
 from neural_dap.trace.execution import SkeletonExecution
 from neural_dap.trace.recorder import Limits, Program, record, record_skeleton
+from neural_dap.trace.threaded import join as threaded_join
 
 PROGRAMS = {
     "loop": (
@@ -116,6 +118,40 @@ def plain_seconds(python: str, path: Path, func: str, args: str) -> float:
     return float(out.stdout.strip())
 
 
+FLOOR = """
+import sys, time, runpy, types
+sys.path.insert(0, {root!r})
+from neural_dap.trace import _ctracer
+ns = runpy.run_path({path!r})
+args = eval({args!r}, ns)
+codes = [v.__code__ for v in ns.values() if isinstance(v, types.FunctionType)]
+if hasattr(sys, "monitoring"):
+    # the recorder's events on the program's code, each answered by a C callback that does nothing
+    mon, E, tool = sys.monitoring, sys.monitoring.events, 5
+    mon.use_tool_id(tool, "floor")
+    _ctracer.floor_set_disable(mon.DISABLE)
+    for event in (E.PY_START, E.PY_RESUME, E.LINE, E.PY_RETURN, E.PY_YIELD):
+        mon.register_callback(tool, event, _ctracer.floor_noop)
+    mon.register_callback(tool, E.JUMP, _ctracer.floor_jump)
+    for code in codes:
+        mon.set_local_events(tool, code, E.PY_START | E.PY_RESUME | E.LINE | E.PY_RETURN | E.PY_YIELD | E.JUMP)
+else:
+    _ctracer.floor_settrace(True)  # a C trace function that does nothing (every call, line, return)
+t = time.perf_counter()
+ns[{func!r}](*args)
+print(time.perf_counter() - t)
+"""
+
+
+def floor_seconds(python: str, path: Path, func: str, args: str) -> float:
+    """The program with the recorder's callbacks doing nothing: what per-event callbacks cost by
+    themselves (no recording work at all), the limit of a recorder built on them."""
+    root = str(Path(__file__).resolve().parent.parent)
+    code = FLOOR.format(root=root, path=str(path), args=f"({args},)" if args else "()", func=func)
+    out = subprocess.run([python, "-c", code], capture_output=True, text=True, check=True)
+    return float(out.stdout.strip())
+
+
 def startup_seconds(python: str, path: Path, func: str, skeleton: bool) -> float:
     """A traced run of a function that returns at once: the fixed cost of a recording."""
     t = time.perf_counter()
@@ -156,9 +192,10 @@ def far_stops(python: str, program: Program, limits: Limits) -> tuple[float, flo
         execution.close()
 
 
-# Whole scripts for the second table: a program whose work runs in four threads (recorded again with
-# every thread, by the Python tracers, when the fast recording meets the second thread), and
-# library-heavy code recorded with justMyCode true (the default) and false (the libraries traced too)
+# Whole scripts for the second table: a program whose work runs in four threads (the recording
+# switches in place to every thread, in full, by the Python tracers, at the second thread: nothing
+# runs twice), a ThreadingHTTPServer answering requests under the recorder, and library-heavy code
+# recorded with justMyCode true (the default) and false (the libraries traced too)
 THREADED = textwrap.dedent(
     """
     import threading
@@ -169,15 +206,69 @@ THREADED = textwrap.dedent(
             total += i * i % 7
         out.append(total)
 
-    results = []
-    threads = [threading.Thread(target=work, args=({n}, results)) for _ in range(4)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    print(sum(results))
+    def main():
+        results = []
+        threads = [threading.Thread(target=work, args=({n}, results)) for _ in range(4)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        return sum(results)
+
+    if __name__ == "__main__":
+        print(main())
     """
 )
+HTTP_SERVER = textwrap.dedent(
+    """
+    import sys
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_GET(self):
+            body = ("hello " + self.path).encode()
+            self.send_response(200)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args):
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    server.daemon_threads = False  # server_close waits for the last answers
+    with open(sys.argv[1], "w") as fh:
+        fh.write(str(server.server_address[1]))
+    for _ in range({n}):
+        server.handle_request()
+    server.server_close()
+    """
+)
+
+
+def served_per_second(start, port_file: Path, requests: int) -> float:
+    """Requests a second a client gets from the server `start()` starts (one at a time, keep-alive off)."""
+    import threading
+    import urllib.request
+
+    port_file.unlink(missing_ok=True)
+    runner = threading.Thread(target=start, daemon=True)
+    runner.start()
+    deadline = time.monotonic() + 60
+    while not (port_file.exists() and port_file.read_text().strip()):
+        if time.monotonic() > deadline:
+            raise RuntimeError("the server did not start")
+        time.sleep(0.01)
+    port = int(port_file.read_text())
+    t = time.perf_counter()
+    for k in range(requests):
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/r{k}", timeout=60) as answer:
+            answer.read()
+    seconds = time.perf_counter() - t
+    runner.join(timeout=120)
+    return requests / seconds
+
+
 LIBRARIES = textwrap.dedent(
     """
     import json, re, textwrap
@@ -244,13 +335,35 @@ def whole_programs(python: str, tmp: Path, scale: int, limits: Limits, base_skel
     threaded = tmp / "threaded.py"
     threaded.write_text(THREADED.format(n=25_000 * scale))
     plain = script_seconds(python, threaded)
+    floor = floor_seconds(python, threaded, "main", "")
     t = time.perf_counter()
-    rec = record(Program(str(threaded)), limits, python=python)  # ends at the second thread, records again
-    seconds = time.perf_counter() - t - base_full
-    threads = len({s.thread for s in rec.states})
+    skeleton = record_skeleton(Program(str(threaded)), limits, python=python)  # switches at the second thread
+    recorded = time.perf_counter() - t - base_skeleton
+    joined, _ = threaded_join(skeleton)  # what a session opens: the prefix rebuilt, joined to the rest
+    seconds = time.perf_counter() - t - base_skeleton
+    skeleton.close()
+    threads = len({s.thread for s in joined.states})
     print(
-        f"{version:>8} {'threads (4 workers)':>22} {len(rec.states):>10} {plain * 1e3:>9.1f} {seconds / plain:>8.1f}x"
-        f"  every thread ({threads}), full, {rec.engine}; the first recording included"
+        f"{version:>8} {'threads (4 workers)':>22} {len(joined.states):>10} {plain * 1e3:>9.1f} "
+        f"{seconds / plain:>8.1f}x  every thread ({threads}) in full from the second, {joined.engine};"
+        f" recorded {recorded / plain:.1f}x,"
+        f" floor {floor / plain:.1f}x; once"
+    )
+    server = tmp / "server.py"
+    requests = 200 * scale
+    server.write_text(HTTP_SERVER.format(n=requests))
+    port_file = tmp / "port.txt"
+    plain_rate = served_per_second(
+        lambda: subprocess.run([python, str(server), str(port_file)], check=True), port_file, requests
+    )
+    program = Program(str(server), argv=(str(port_file),))
+    recorded_rate = served_per_second(
+        lambda: record_skeleton(program, limits, python=python).close(), port_file, requests
+    )
+    print(
+        f"{version:>8} {'ThreadingHTTPServer':>22} {requests:>10} {1e3 / plain_rate:>9.2f} "
+        f"{plain_rate / recorded_rate:>8.1f}x  {plain_rate:.0f} requests/s plain, {recorded_rate:.0f} recorded"
+        f" ({recorded_rate / plain_rate:.0%}); plain ms: per request"
     )
     libraries = tmp / "libraries.py"
     libraries.write_text(LIBRARIES.format(n=3000 * scale))
@@ -291,8 +404,8 @@ def main() -> None:
     }
     limits = Limits(max_events=100_000_000, wall_time=600, memory_mb=16384)
     print(
-        f"{'python':>8} {'program':>10} {'events':>10} {'plain ms':>9} {'skeleton':>9} {'full':>9} {'B/event':>8} "
-        f"{'far stop':>9} {'back':>7}"
+        f"{'python':>8} {'program':>10} {'events':>10} {'plain ms':>9} {'floor':>7} {'skeleton':>9} {'/floor':>7} "
+        f"{'full':>9} {'B/event':>8} {'far stop':>9} {'back':>7}"
     )
     with tempfile.TemporaryDirectory() as tmp:
         for python in pythons:
@@ -311,6 +424,7 @@ def main() -> None:
                 path.write_text(source)
                 program = Program(str(path), entry=func, entry_args=args)
                 plain = statistics.median(plain_seconds(python, path, func, args) for _ in range(opts.repeat))
+                floor = statistics.median(floor_seconds(python, path, func, args) for _ in range(opts.repeat))
                 runs = [skeleton_seconds(python, program, limits, opts.engine) for _ in range(opts.repeat)]
                 skeleton = statistics.median(r[0] for r in runs) - base_skeleton
                 events, per_event = runs[0][1], runs[0][2]
@@ -322,8 +436,8 @@ def main() -> None:
                     full = time.perf_counter() - t - base_full
                     full_text = f"{full / plain:>8.1f}x"
                 print(
-                    f"{version:>8} {name:>10} {events:>10} {plain * 1e3:>9.1f} "
-                    f"{skeleton / plain:>8.1f}x {full_text:>9} "
+                    f"{version:>8} {name:>10} {events:>10} {plain * 1e3:>9.1f} {floor / plain:>6.1f}x "
+                    f"{skeleton / plain:>8.1f}x {skeleton / floor:>6.1f}x {full_text:>9} "
                     f"{per_event:>8.1f} {late * 1e3:>7.0f}ms {back * 1e3:>5.0f}ms"
                 )
             whole_programs(python, Path(tmp), opts.scale, limits, base_skeleton, base_full)

@@ -1478,7 +1478,49 @@ static PyType_Spec tracer_spec = {
     .slots = tracer_slots,
 };
 
-static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_ctracer", "The recording tracer in C.", -1, NULL};
+/* -- the floor: callbacks that do nothing (benchmarks/recording.py) --------------------------------
+ * What per-event callbacks cost by themselves, measured beside the recorder: the physical limit of
+ * recording by callbacks. */
+static PyObject *FLOOR_DISABLE; /* sys.monitoring.DISABLE, for the floor's forward jumps */
+
+static PyObject *floor_noop(PyObject *self, PyObject *const *args, Py_ssize_t nargs) { Py_RETURN_NONE; }
+
+static PyObject *floor_jump(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    /* as the recorder does: a forward jump is never a line event, so it is DISABLEd where it is */
+    if (nargs >= 3 && FLOOR_DISABLE != NULL) {
+        long offset = PyLong_AsLong(args[1]), target = PyLong_AsLong(args[2]);
+        if (PyErr_Occurred())
+            return NULL;
+        if (target > offset) {
+            Py_INCREF(FLOOR_DISABLE);
+            return FLOOR_DISABLE;
+        }
+    }
+    Py_RETURN_NONE;
+}
+
+static PyObject *floor_set_disable(PyObject *self, PyObject *value) {
+    Py_INCREF(value);
+    SET_REF(FLOOR_DISABLE, value);
+    Py_RETURN_NONE;
+}
+
+static int floor_trace(PyObject *obj, PyFrameObject *frame, int what, PyObject *arg) { return 0; }
+
+static PyObject *floor_settrace(PyObject *self, PyObject *on) {
+    PyEval_SetTrace(PyObject_IsTrue(on) ? floor_trace : NULL, NULL);
+    Py_RETURN_NONE;
+}
+
+static PyMethodDef module_methods[] = {
+    {"floor_noop", (PyCFunction)(void (*)(void))floor_noop, METH_FASTCALL, "A sys.monitoring callback that does nothing."},
+    {"floor_jump", (PyCFunction)(void (*)(void))floor_jump, METH_FASTCALL, "DISABLE a forward jump, as the recorder does."},
+    {"floor_set_disable", floor_set_disable, METH_O, "floor_set_disable(sys.monitoring.DISABLE)"},
+    {"floor_settrace", floor_settrace, METH_O, "floor_settrace(on): a C trace function that does nothing (3.11)."},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_ctracer", "The recording tracer in C.", -1, module_methods};
 
 PyMODINIT_FUNC PyInit__ctracer(void) {
     journal_enter = (int (*)(int))dlsym(RTLD_DEFAULT, "nd_journal_enter");
