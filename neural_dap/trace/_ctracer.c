@@ -1318,6 +1318,25 @@ static PyObject *tracer_entries(PyObject *self, PyObject *Py_UNUSED(ignored)) {
     return list;
 }
 
+/* The invocations on the stack, outermost first: no frame is looked for (a frame object made for
+ * the recorder's own questions would change when the program's objects are freed, and so when
+ * their finalizers run: a replay would not do the same). */
+static PyObject *tracer_invocations(PyObject *self, PyObject *Py_UNUSED(ignored)) {
+    Tracer *t = (Tracer *)self;
+    PyObject *list = PyList_New(t->depth);
+    if (list == NULL)
+        return NULL;
+    for (Py_ssize_t d = 0; d < t->depth; d++) {
+        PyObject *inv = PyLong_FromLongLong(t->stack[d].inv);
+        if (inv == NULL) {
+            Py_DECREF(list);
+            return NULL;
+        }
+        PyList_SetItem(list, d, inv);
+    }
+    return list;
+}
+
 static PyObject *tracer_next_invocation(PyObject *self, PyObject *Py_UNUSED(ignored)) {
     return PyLong_FromLongLong(((Tracer *)self)->next_inv);
 }
@@ -1454,6 +1473,7 @@ static PyMethodDef tracer_methods[] = {
     {"flush", tracer_flush, METH_NOARGS, "Hand the buffered skeleton records to the flush callable."},
     {"count", tracer_count, METH_NOARGS, "Events so far."},
     {"entries", tracer_entries, METH_NOARGS, "The traced frames on the stack: (frame, invocation, code id, depth), outermost first."},
+    {"invocations", tracer_invocations, METH_NOARGS, "invocations(): the invocations on the stack, outermost first."},
     {"next_invocation", tracer_next_invocation, METH_NOARGS, "The id the next invocation gets."},
     {"live", tracer_live, METH_VARARGS,
      "live(stop_at, stop_depth, stop_exit_inv, stop_exceptions, breakpoints): where the running program stops next."},

@@ -401,6 +401,7 @@ class CMonitoring:
         self.flush = self.tracer.flush
         self.count = self.tracer.count
         self.entries = self.tracer.entries
+        self.invocations = self.tracer.invocations
         self.next_invocation = self.tracer.next_invocation
         # a live recording's stops (child/frontier.py)
         self.live = self.tracer.live

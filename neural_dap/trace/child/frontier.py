@@ -110,8 +110,9 @@ class Frontier:
         """The place on the stack of invocation `inv` (-1: not on it, so no stop by that)."""
         if inv < 0:
             return -1
-        for place, entry in enumerate(self.tracer.entries()):
-            if entry[1] == inv:
+        # (invocations, not entries: no frame object is made for this question: see _ctracer.c)
+        for place, number in enumerate(self.tracer.invocations()):
+            if number == inv:
                 return place
         return -1
 
