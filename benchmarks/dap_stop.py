@@ -26,7 +26,7 @@ import anyio
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from neural_dap.dap.client import DapClient, adapter_command, spawn
+from neural_dap.dapwire.client import DapClient, adapter_command, spawn
 
 PROGRAM = textwrap.dedent(
     """

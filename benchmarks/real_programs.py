@@ -38,7 +38,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from neural_dap.core.state import TRUNCATION_MARK
-from neural_dap.dap.client import DapClient, DapError, adapter_command, spawn
+from neural_dap.dapwire.client import DapClient, DapError, adapter_command, spawn
 from neural_dap.reality.debugpy_peer import DebugpyPeer, Snapshot
 
 PROGRAMS_DIR = Path(__file__).resolve().parent / "real_programs"

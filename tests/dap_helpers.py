@@ -8,7 +8,7 @@ from contextlib import asynccontextmanager
 
 import anyio
 
-from neural_dap.dap.client import DapClient, adapter_command, connect_tcp, spawn
+from neural_dap.dapwire.client import DapClient, adapter_command, connect_tcp, spawn
 
 TIMEOUT = 60.0
 

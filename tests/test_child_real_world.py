@@ -176,8 +176,8 @@ ENVIRONMENT_PROGRAMS = {
 
 def _skeleton_output(rec) -> tuple[str, str]:
     outputs = rec.log.outputs
-    stdout = "".join(t for _, s, t in outputs if s == "stdout") + rec._fd_stdout
-    stderr = "".join(t for _, s, t in outputs if s == "stderr") + rec._fd_stderr
+    stdout = "".join(t for _, s, t in outputs if s == "stdout") + rec.fd_stdout
+    stderr = "".join(t for _, s, t in outputs if s == "stderr") + rec.fd_stderr
     return stdout, stderr
 
 
@@ -275,7 +275,7 @@ def _gone(pid: int) -> bool:
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="PR_SET_PDEATHSIG is Linux's")
 async def test_killing_the_adapter_leaves_no_recording_process_behind(tmp_path):
-    from neural_dap.dap.client import adapter_command, spawn
+    from neural_dap.dapwire.client import adapter_command, spawn
 
     path = tmp_path / "forever.py"
     path.write_text(

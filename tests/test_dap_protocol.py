@@ -6,8 +6,8 @@ import anyio
 import msgspec
 import pytest
 
-from neural_dap.dap import protocol as p
-from neural_dap.dap.framing import Frame, FrameReader, FramingProblem, encode_frame
+from neural_dap.dapwire import protocol as p
+from neural_dap.dapwire.framing import Frame, FrameReader, FramingProblem, encode_frame
 
 
 def _properties(schema: dict, definition: str) -> tuple[dict, set]:

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from neural_dap.dap.client import DapError
+from neural_dap.dapwire.client import DapError
 
 from .dap_helpers import adapter, start, where
 
@@ -108,8 +108,10 @@ def test_the_terminal_front_end_asks_the_recording(program):
         timeout=120,
     )
     out = result.stdout
-    assert "  5 \u2192 14   @" in out and "in main (call 1)" in out  # history
-    assert "total: 5 \u2192 14   @" in out  # last
+    # history and last: each change with the statement that made it, where it ran
+    made = "5 \u2192 14   by `total += square(i)` @"
+    assert f"  {made}" in out and "squares.py:9 in main; seen from @" in out and "(call 1)" in out
+    assert f"total: {made}" in out
     assert "square(x=3) -> 9" in out  # calls
     assert "[hit 4] i=3" in out  # log
     assert "[goto] squares.py:" in out  # travel

@@ -12,9 +12,9 @@ import msgspec
 import pytest
 from anyio.abc import SocketAttribute
 
-from neural_dap.dap.client import connect_tcp
-from neural_dap.dap.framing import encode_frame
 from neural_dap.dap.server import serve_streams
+from neural_dap.dapwire.client import connect_tcp
+from neural_dap.dapwire.framing import encode_frame
 from neural_dap.world.recorded import RecordedWorld
 
 from .dap_helpers import adapter, start, step, where

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from neural_dap.core.world import LaunchSpec, WorldError
-from neural_dap.debugger import history
+from neural_dap.debugger import asking
 from neural_dap.debugger.core import Debugger
 from neural_dap.world.recorded import RecordedWorld
 
@@ -64,14 +64,14 @@ def _line_of(d: Debugger, fragment: str) -> int:
 
 async def _travel_to_line(d: Debugger, line: int, hit: int = 1) -> None:
     index = d.world.queries.nth_hit(d.launch.program, line, hit)  # type: ignore[union-attr]
-    report = await history.travel(d, index)
+    report = await asking.travel(d, index)
     assert report.reason == "goto" and report.stop.state.line == line
 
 
 async def test_value_history_spans_every_invocation_of_the_function(debugger):
     d = debugger
     await _travel_to_line(d, _line_of(d, "return count"), hit=2)
-    page = await history.value_history(d, "count")
+    page = await asking.value_history(d, "count")
     rows = [(c.old, c.new, c.call) for c in page.items]
     assert rows == [
         (None, "0", 1),
@@ -86,14 +86,14 @@ async def test_value_history_spans_every_invocation_of_the_function(debugger):
     assert {c.moment.function for c in page.items} == {"fill"}
     assert page.items[1].moment.line == _line_of(d, "for i in range(n)")  # dated after `count += 1`
     # paging: a slice, the same total
-    second = await history.value_history(d, "count", start=5, count=10)
+    second = await asking.value_history(d, "count", start=5, count=10)
     assert [c.new for c in second.items] == ["2", "3"] and second.start == 5 and second.total == 7
 
 
 async def test_an_attribute_changed_by_a_callee_and_an_item(debugger):
     d = debugger
     await _travel_to_line(d, _line_of(d, "return keep"))
-    items = await history.value_history(d, "b.items")
+    items = await asking.value_history(d, "b.items")
     # read in main's frame, changed in Bag.add (called by fill): each append is a change, dated at
     # the statement that made it, in the function that ran it
     assert [c.new for c in items.items] == [
@@ -112,23 +112,23 @@ async def test_an_attribute_changed_by_a_callee_and_an_item(debugger):
     # the new value is visible from the moment after the statement (add's return), never before it
     assert all(c.moment.index > c.statement.index and c.moment.function == "add" for c in made)
     assert items.items[0].statement.function == "main" and items.items[0].code == "b = Bag()"
-    k = await history.value_history(d, 'd["k"]')
+    k = await asking.value_history(d, 'd["k"]')
     assert [(c.old, c.new) for c in k.items] == [(None, "0"), ("0", "3")]  # += 0 is no change
     with pytest.raises(WorldError, match="literal"):
-        await history.value_history(d, "d[b]")
+        await asking.value_history(d, "d[b]")
 
 
 async def test_last_change_is_who_set_the_value_far_back(debugger):
     d = debugger
     await _travel_to_line(d, _line_of(d, "return keep"))
-    change = await history.last_change(d, "keep")
+    change = await asking.last_change(d, "keep")
     assert change is not None and (change.old, change.new) == (None, "5")
     assert change.moment.line == _line_of(d, "for _ in range(4)")
-    k = await history.last_change(d, 'd["k"]')
+    k = await asking.last_change(d, 'd["k"]')
     assert k is not None and (k.old, k.new) == ("0", "3")
-    assert await history.last_change(d, "nothing_here") is None
+    assert await asking.last_change(d, "nothing_here") is None
     # before a given moment
-    earlier = await history.last_change(d, "b.items", before=k.moment.index - 1)
+    earlier = await asking.last_change(d, "b.items", before=k.moment.index - 1)
     # (fill(2, b) appended twice, in Bag.add: the second append is the change before that moment)
     assert earlier is not None and (earlier.old, earlier.new) == ("[0]", "[0, 10]")
     assert earlier.statement is not None and earlier.statement.function == "add"
@@ -136,17 +136,17 @@ async def test_last_change_is_who_set_the_value_far_back(debugger):
 
 async def test_calls_and_a_retroactive_log_point(debugger):
     d = debugger
-    page = await history.calls(d, "fill")
+    page = await asking.calls(d, "fill")
     assert page.total == 2
     assert [(c.arguments["n"], c.value, c.raised, c.call) for c in page.items] == [
         ("2", "2", False, 1),
         ("3", "3", False, 2),
     ]
     assert page.items[0].returned is not None and page.items[0].returned.index > page.items[0].moment.index
-    adds = await history.calls(d, "add", start=3, count=1)
+    adds = await asking.calls(d, "add", start=3, count=1)
     assert adds.total == 5 and [c.arguments["x"] for c in adds.items] == ["10"] and adds.items[0].call == 4
     line = _line_of(d, "bag.add(i * 10)")
-    logs = await history.logpoint(d, d.launch.program, line, "i={i} x10={i * 10}", start=1, count=2)
+    logs = await asking.logpoint(d, d.launch.program, line, "i={i} x10={i * 10}", start=1, count=2)
     assert logs.total == 5 and [(entry.hit, entry.text) for entry in logs.items] == [
         (2, "i=1 x10=10"),
         (3, "i=0 x10=0"),
@@ -160,4 +160,4 @@ async def test_other_worlds_are_refused_with_a_reason(tmp_path: Path):
     d = Debugger(lambda launch: RecordedWorld())
     d.world = Plain()  # type: ignore[assignment]
     with pytest.raises(WorldError, match="cannot be asked about the whole run"):
-        await history.calls(d, "f")
+        await asking.calls(d, "f")

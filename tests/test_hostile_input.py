@@ -18,8 +18,8 @@ from neural_dap.core.calls import call_text
 from neural_dap.core.evaluator import EvaluationError, evaluate
 from neural_dap.core.reprs import ObjectRepr, parse_repr, show
 from neural_dap.core.source import SourceInfo
-from neural_dap.dap.client import DapClient, connected
-from neural_dap.dap.framing import encode_frame
+from neural_dap.dapwire.client import DapClient, connected
+from neural_dap.dapwire.framing import encode_frame
 from neural_dap.format.trace import FormatError, TraceText
 from neural_dap.trace.recorder import Limits, Program, record
 

@@ -211,3 +211,69 @@ async def test_reconciling_with_the_recorded_run_flags_and_can_snap_to_reality(p
         await world.act(Action("step_into"))
         next_prompt_tail = client.prompts[-1][-200:]
         assert ('"total": "5"' in next_prompt_tail) == (trust == "model")
+
+
+async def test_a_breakpoint_in_another_file_never_stops_at_that_line_of_the_predicted_file(program, tmp_path):
+    """The model predicts one file: `b other.py:7` must not stop at line 7 of prog.py (issue 36),
+    going forward or back, as a target or among the breakpoints a step passes."""
+    other = str(tmp_path / "other.py")
+    tree = truth(program)
+    # what the world asks the model: a breakpoint in another file is a continue to the end here
+    client = ScriptedClient(oracle(tree, [Action("continue")]))
+    world = NeuralWorld(client, ModelSettings(dialect="nd"))
+    await world.start(launch(program))
+    stop = await world.act(Action.at_lines("breakpoint", [7], path=other))
+    assert stop.at_end and not stop.hit_breakpoint
+    assert "<|breakpoint|>" not in client.prompts[-1].rsplit("<|frame_sep|>", 1)[-1]
+    # back from the end: no stop at prog.py:7 either (known states answer, no model call)
+    asked = len(client.prompts)
+    stop = await world.act(Action.at_lines("inv_breakpoint", [7], path=other))
+    assert (stop.state.event, stop.state.line) == ("call", 4) and len(client.prompts) == asked
+    # the same line of the predicted file stops there, however its path is spelt
+    client = ScriptedClient(oracle(tree, [Action.at_lines("breakpoint", [7])]))
+    world = NeuralWorld(client, ModelSettings(dialect="nd"))
+    await world.start(launch(program))
+    spelt = str(Path(program).parent / "." / Path(program).name)
+    stop = await world.act(Action.at_lines("breakpoint", [7], path=spelt))
+    assert (stop.state.line, stop.hit_breakpoint) == (7, True)
+    # a step over a line with another file's breakpoint on it is not a breakpoint stop
+    client = ScriptedClient(oracle(tree, [Action("step_into"), Action("step_over")]))
+    world = NeuralWorld(client, ModelSettings(dialect="nd"))
+    await world.start(launch(program))
+    await world.act(Action("step_into"))
+    stop = await world.act(Action("step_over"), breakpoints=((other, 6),))
+    assert stop.state.line == 6 and not stop.hit_breakpoint
+
+
+async def test_a_log_point_on_the_line_a_step_lands_on_logs_and_the_stop_is_a_step(program):
+    """The debugger's rules decide a breakpoint on the landing line in the neural world as in the
+    recorded one: a log point there writes its text and the stop's reason stays `step` (issue 36)."""
+    from dataclasses import dataclass
+
+    from neural_dap.debugger.core import Debugger
+
+    @dataclass(frozen=True)
+    class Line:
+        line: int
+        condition: str | None = None
+        hit_condition: str | None = None
+        log_message: str | None = None
+
+    tree = truth(program)
+    for spec, logged in (
+        (Line(6, log_message="total is {total}"), [("console", "total is 0\n")]),
+        (Line(6, condition="total > 100"), []),  # a condition that is false there: no breakpoint stop
+    ):
+        client = ScriptedClient(oracle(tree, [Action("step_into"), Action("step_over")]))
+        debugger = Debugger(lambda _launch, client=client: NeuralWorld(client, ModelSettings(dialect="nd")))
+        await debugger.start(launch(program))
+        try:
+            debugger.breakpoints.set_lines(program, [spec], SOURCE)
+            debugger.stop_on_entry = True
+            entry = await debugger.first_stop()  # f's first line: total = 0
+            assert (entry.reason, entry.stop.state.line) == ("entry", 5)
+            report = await debugger.execute("next")  # lands on line 6, where the breakpoint is
+            assert (report.reason, report.stop.state.line) == ("step", 6)
+            assert [o for o in report.output if o[0] == "console"] == logged
+        finally:
+            await debugger.close()

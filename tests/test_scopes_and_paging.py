@@ -8,7 +8,7 @@ from __future__ import annotations
 import textwrap
 from pathlib import Path
 
-from neural_dap.dap.client import DapClient
+from neural_dap.dapwire.client import DapClient
 from tests.dap_helpers import adapter, start
 
 SCRIPT = textwrap.dedent(

@@ -14,7 +14,7 @@ import anyio
 import pytest
 from anyio.abc import Process
 
-from neural_dap.dap.client import DapClient
+from neural_dap.dapwire.client import DapClient
 from tests.dap_helpers import adapter, where
 
 GREETER = textwrap.dedent(

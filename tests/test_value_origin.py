@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from neural_dap.dap.client import DapError
+from neural_dap.dapwire.client import DapError
 
 from .dap_helpers import adapter, start, where
 

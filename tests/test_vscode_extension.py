@@ -13,7 +13,7 @@ import jsonschema
 import msgspec
 import pytest
 
-from neural_dap.dap.protocol import LAUNCH_KEYS, EntryArguments
+from neural_dap.dapwire.protocol import LAUNCH_KEYS, EntryArguments
 from neural_dap.lsp.settings import LspSettings
 from neural_dap.world.factory import launch_keys
 from neural_dap.world.neural import ModelSettings

@@ -13,7 +13,7 @@ from pathlib import Path
 import anyio
 import pytest
 
-from neural_dap.dap.client import DapError
+from neural_dap.dapwire.client import DapError
 
 from .dap_helpers import adapter, start, where
 

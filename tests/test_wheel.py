@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from neural_dap.dap.client import spawn
+from neural_dap.dapwire.client import spawn
 
 from .conftest import EXAMPLES, ROOT
 from .dap_helpers import start, step, where

@@ -30,7 +30,7 @@ from typing import Any
 
 from neural_dap.cli import own_terminal
 from neural_dap.cli.args import parse_with_program
-from neural_dap.dap.client import DapClient
+from neural_dap.dapwire.client import DapClient
 
 COMMANDS_HELP = __doc__.split("Commands:", 1)[1].strip()
 STEP_COMMANDS = {
@@ -542,7 +542,7 @@ def run(parser: argparse.ArgumentParser, argv: list[str]) -> int:
 async def _session(opts: argparse.Namespace) -> int:
     import anyio
 
-    from neural_dap.dap.client import DapError, adapter_command, spawn
+    from neural_dap.dapwire.client import DapError, adapter_command, spawn
 
     async with spawn(adapter_command(), timeout=opts.timeout) as client:
         front = Frontend(client, program=os.path.abspath(opts.program) if opts.program else "")

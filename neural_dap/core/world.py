@@ -12,6 +12,7 @@ from typing import Any, Literal, Protocol, TypeVar, runtime_checkable
 import msgspec
 
 from neural_dap.core.actions import Action, Target
+from neural_dap.core.branches import Branch
 from neural_dap.core.state import Frame, State
 
 ExceptionFilter = Literal["raised", "uncaught", "userUnhandled"]
@@ -175,6 +176,26 @@ class HasThreads(Protocol):
     def thread_id(self, stop: Stop) -> int: ...
 
     async def thread_stack(self, stop: Stop, thread_id: int) -> tuple[Frame, ...]: ...
+
+
+class Branches(Protocol):
+    """A world's what-if branches (the recorded world's: world/branches.py): set a value at a stop
+    and stand on the run that makes, switch between runs, list them."""
+
+    branches: list[Branch]
+    current: int
+
+    async def set_value(self, stop: Stop, frame: int, name: str, text: str) -> Stop: ...
+
+    async def switch(self, branch_id: int) -> Stop: ...
+
+
+@runtime_checkable
+class HasBranches(Protocol):
+    """A world that can run its program again with a changed value."""
+
+    @property
+    def what_if(self) -> Branches: ...
 
 
 @runtime_checkable

@@ -13,13 +13,13 @@ from __future__ import annotations
 import msgspec
 
 from neural_dap.core import reprs
-from neural_dap.dap import protocol as p
+from neural_dap.core.branches import Branch
 from neural_dap.dap.connection import RequestError
 from neural_dap.dap.execution import ExecutionRequests
 from neural_dap.dap.presentation import FrameView
+from neural_dap.dapwire import protocol as p
 from neural_dap.debugger import branching
 from neural_dap.debugger.core import Busy, Report
-from neural_dap.world.branches import Branch
 
 
 class SetVariableArguments(msgspec.Struct, rename="camel"):

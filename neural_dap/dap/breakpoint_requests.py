@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import os
 
-from neural_dap.dap import protocol as p
 from neural_dap.dap.connection import Connection, RequestError
+from neural_dap.dapwire import protocol as p
 from neural_dap.debugger.breakpoints import BreakpointSpec
 
 EXCEPTION_FILTERS = [
@@ -43,9 +43,7 @@ class BreakpointRequests(Connection):
             if args.breakpoints is not None
             else [p.SourceBreakpoint(line=ln) for ln in args.lines or []]
         )
-        specs = self.debugger.breakpoints.set_lines(path, requested, self._source_text(path))
-        self.debugger.check_ran(specs)
-        self.debugger.breakpoints_changed()
+        specs = self.debugger.set_line_breakpoints(path, requested, self._source_text(path))
         await self.respond(request, {"breakpoints": [_breakpoint(s) for s in specs]})
 
     async def on_set_function_breakpoints(self, request: p.Request) -> None:
@@ -66,12 +64,7 @@ class BreakpointRequests(Connection):
         return out
 
     async def _after_launch_breakpoints(self) -> None:
-        table = self.debugger.breakpoints
-        changed = table.reverify(self._source_text)
-        lines = [spec for specs in table.by_path.values() for spec in specs]
-        changed += [spec for spec in self.debugger.check_ran(lines) if spec not in changed]
-        if table.functions:
-            changed += table.reresolve_functions(self._known_sources())
+        changed = self.debugger.breakpoints_after_launch(self._source_text, self._known_sources())
         for spec in changed:
             await self.event("breakpoint", {"reason": "changed", "breakpoint": _breakpoint(spec)})
 

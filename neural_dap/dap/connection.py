@@ -18,9 +18,9 @@ import msgspec
 from neural_dap.core.source import read_source
 from neural_dap.core.world import LaunchSpec, Stop, WorldError, WorldModel
 from neural_dap.dap import plain_run
-from neural_dap.dap import protocol as p
-from neural_dap.dap.framing import FramingProblem
 from neural_dap.dap.presentation import StopView
+from neural_dap.dapwire import protocol as p
+from neural_dap.dapwire.framing import FramingProblem
 from neural_dap.debugger.core import Debugger
 
 log = logging.getLogger("neural_dap.dap")

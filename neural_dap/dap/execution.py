@@ -7,9 +7,9 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from neural_dap.dap import protocol as p
 from neural_dap.dap.connection import THREAD_ID, Connection, RequestError
 from neural_dap.dap.presentation import StopView
+from neural_dap.dapwire import protocol as p
 from neural_dap.debugger.core import Busy, Report
 from neural_dap.debugger.stepping import UnknownExecution
 

@@ -12,9 +12,9 @@ from typing import Any
 from neural_dap.core import reprs
 from neural_dap.core.source import SourceInfo, read_source
 from neural_dap.core.world import Stop, Thread, WorldError
-from neural_dap.dap import protocol as p
 from neural_dap.dap.connection import Connection, RequestError
-from neural_dap.debugger import history
+from neural_dap.dapwire import protocol as p
+from neural_dap.debugger import asking
 from neural_dap.debugger.core import MAIN_THREAD, is_plain_reference
 
 
@@ -104,7 +104,7 @@ class InspectionRequests(Connection):
         if self.debugger.exact and self.stop is not None:
             # in a recording, each execution of the line is a moment to travel to
             try:
-                page = await history.line_executions(self.debugger, path, args.line, count=100)
+                page = await asking.line_executions(self.debugger, path, args.line, count=100)
             except WorldError:
                 page = None
             for moment, hit, detail in page.items if page is not None else []:

@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from neural_dap.core import reprs
 from neural_dap.core.state import Frame, Value
 from neural_dap.core.world import Divergence, Stop
-from neural_dap.dap import protocol as p
+from neural_dap.dapwire import protocol as p
 
 PAGE_HINT = 100  # containers longer than this are announced with a count so clients page them
 _SEQUENCES = ("list", "tuple")  # recorded structures whose children are items 0, 1, ... (paged)

@@ -10,10 +10,10 @@ from typing import Any
 
 import msgspec
 
-from neural_dap.dap import protocol as p
 from neural_dap.dap.connection import RequestError
 from neural_dap.dap.execution import ExecutionRequests
-from neural_dap.debugger import history
+from neural_dap.dapwire import protocol as p
+from neural_dap.debugger import asking
 
 
 class QueryRequests(ExecutionRequests):
@@ -73,7 +73,7 @@ class QueryRequests(ExecutionRequests):
     async def on_value_history(self, request: p.Request) -> None:
         args = self._args(request, p.ValueHistoryArguments)
         depth = self._frame_depth(args.frame_id)
-        page = await history.value_history(
+        page = await asking.value_history(
             self.debugger, args.expression, frame=depth, start=args.start, count=args.count
         )
         await self.respond(request, _camel(page))
@@ -82,7 +82,7 @@ class QueryRequests(ExecutionRequests):
         """Custom: where the frame's invocation last changed the expression (who set this); null: never."""
         args = self._args(request, p.LastChangeArguments)
         depth = self._frame_depth(args.frame_id)
-        change = await history.last_change(self.debugger, args.expression, frame=depth, before=args.before)
+        change = await asking.last_change(self.debugger, args.expression, frame=depth, before=args.before)
         await self.respond(request, {"change": _camel(change) if change is not None else None})
 
     async def on_value_origin(self, request: p.Request) -> None:
@@ -90,19 +90,19 @@ class QueryRequests(ExecutionRequests):
         the statement that computed it, and why the chain ends there (`end`, `reason`)."""
         args = self._args(request, p.ValueOriginArguments)
         depth = self._frame_depth(args.frame_id)
-        origin = await history.value_origin(self.debugger, args.expression, frame=depth)
+        origin = await asking.value_origin(self.debugger, args.expression, frame=depth)
         await self.respond(request, _camel(origin))
 
     async def on_calls(self, request: p.Request) -> None:
         args = self._args(request, p.CallsArguments)
-        page = await history.calls(self.debugger, args.function, start=args.start, count=args.count)
+        page = await asking.calls(self.debugger, args.function, start=args.start, count=args.count)
         await self.respond(request, _camel(page))
 
     async def on_logpoint_history(self, request: p.Request) -> None:
         args = self._args(request, p.LogpointHistoryArguments)
         if not args.source.path:
             raise RequestError("logpointHistory needs source.path")
-        page = await history.logpoint(
+        page = await asking.logpoint(
             self.debugger,
             os.path.abspath(args.source.path),
             args.line,
@@ -114,10 +114,10 @@ class QueryRequests(ExecutionRequests):
 
     async def on_travel(self, request: p.Request) -> None:
         args = self._args(request, p.TravelArguments)
-        last = history.queries_of(self.debugger).semantics.last  # refused at once where there is no recording
+        last = asking.queries_of(self.debugger).semantics.last  # refused at once where there is no recording
         if not 0 <= args.index <= last:
             raise RequestError(f"there is no event {args.index}: the run has events 0 to {last}")
-        await self._execute(request, "travel", run=lambda: history.travel(self.debugger, args.index))
+        await self._execute(request, "travel", run=lambda: asking.travel(self.debugger, args.index))
 
 
 def _camel(value: Any) -> Any:

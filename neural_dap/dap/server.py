@@ -21,9 +21,9 @@ import anyio
 import msgspec
 from anyio.abc import ByteReceiveStream, ByteSendStream, ByteStream
 
-from neural_dap.dap import protocol as p
-from neural_dap.dap.framing import Frame, FrameReader, FrameWriter, FramingProblem
 from neural_dap.dap.session import DebugSession, WorldFactory
+from neural_dap.dapwire import protocol as p
+from neural_dap.dapwire.framing import Frame, FrameReader, FrameWriter, FramingProblem
 
 log = logging.getLogger("neural_dap.dap")
 _decoder = msgspec.json.Decoder()

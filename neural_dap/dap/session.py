@@ -15,7 +15,6 @@ import anyio
 
 from neural_dap.core.world import Entry, LaunchSpec
 from neural_dap.dap import plain_run
-from neural_dap.dap import protocol as p
 from neural_dap.dap.branch_requests import BranchRequests
 from neural_dap.dap.breakpoint_requests import EXCEPTION_FILTERS, BreakpointRequests
 from neural_dap.dap.child_sessions import ChildSessions
@@ -23,6 +22,7 @@ from neural_dap.dap.connection import THREAD_ID, RequestError, Send, WorldFactor
 from neural_dap.dap.inspection import InspectionRequests, exception_info
 from neural_dap.dap.queries import QueryRequests
 from neural_dap.dap.terminal import TerminalConsole
+from neural_dap.dapwire import protocol as p
 from neural_dap.debugger.launch import Launch, LaunchError, LaunchRequest, build_launch
 
 __all__ = ["EXCEPTION_FILTERS", "THREAD_ID", "DebugSession", "RequestError", "Send", "WorldFactory", "exception_info"]

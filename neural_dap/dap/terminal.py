@@ -22,9 +22,9 @@ import anyio
 import msgspec
 
 from neural_dap.core.world import LaunchSpec, WorldError
-from neural_dap.dap import protocol as p
 from neural_dap.dap.connection import Connection, RequestError
 from neural_dap.dap.terminal_link import TerminalLink, TerminalLinkError
+from neural_dap.dapwire import protocol as p
 from neural_dap.debugger import branching
 
 TerminalKind = Literal["integrated", "external"]

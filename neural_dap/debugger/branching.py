@@ -6,19 +6,19 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from neural_dap.core.world import WorldError
-from neural_dap.world.branches import Branch, WhatIf
+from neural_dap.core.branches import Branch
+from neural_dap.core.world import Branches, HasBranches, WorldError
 
 if TYPE_CHECKING:
     from neural_dap.debugger.core import Debugger, Report
 
 
-def what_if_of(debugger: Debugger) -> WhatIf:
+def what_if_of(debugger: Debugger) -> Branches:
     world = debugger.world
     if world is None:
         raise WorldError("no program has been launched")
-    what_if = getattr(world, "what_if", None)
-    if not isinstance(what_if, WhatIf):
+    what_if = world.what_if if isinstance(world, HasBranches) else None
+    if what_if is None:
         raise WorldError(
             f"the {world.name} world cannot run the program again with a changed value: what-if branches "
             "need a recording of the real program (world 'recorded'); a model's predictions have no run to change"
@@ -49,7 +49,7 @@ def branches(debugger: Debugger) -> tuple[list[Branch], int]:
     return list(what_if.branches), what_if.current
 
 
-def _described(report: Report, what_if: WhatIf) -> Report:
+def _described(report: Report, what_if: Branches) -> Report:
     if report.failure is None and report.reason == "pause":  # cancelled before the branch was recorded
         report.failure = "paused: no branch was made"
     elif report.failure is None:

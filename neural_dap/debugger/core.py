@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import ast
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol, TypeVar, runtime_checkable
 
@@ -38,8 +38,15 @@ from neural_dap.core.world import (
     WorldModel,
 )
 from neural_dap.debugger import history
-from neural_dap.debugger.breakpoints import BreakpointSpec, BreakpointTable, hit_condition_met, interpolate
+from neural_dap.debugger.breakpoints import (
+    BreakpointSpec,
+    BreakpointTable,
+    LineRequest,
+    hit_condition_met,
+    interpolate,
+)
 from neural_dap.debugger.stepping import FORWARD, Outcome, UnknownExecution, drive
+from neural_dap.trace.queries import RecordingQueries
 
 log = logging.getLogger("neural_dap.debugger")
 
@@ -230,6 +237,30 @@ class Debugger:
         self._released.set()
         with anyio.move_on_after(6, shield=True):
             await self._closed.wait()
+
+    def set_line_breakpoints(
+        self, path: str, requested: Sequence[LineRequest], source: str | None
+    ) -> list[BreakpointSpec]:
+        """Replace a file's line breakpoints (every front end: DAP's setBreakpoints, MCP's steps):
+        each is verified against the source and against the run (a file it never traced)."""
+        specs = self.breakpoints.set_lines(path, requested, source)
+        self.check_ran(specs)
+        self.breakpoints_changed()
+        return specs
+
+    def breakpoints_after_launch(
+        self, source_of: Callable[[str], str | None], sources: dict[str, str]
+    ) -> list[BreakpointSpec]:
+        """The breakpoints set before the launch, judged again now the world knows the program: the
+        lines against its sources, the files against the run, function names against `sources`.
+        Returns those whose verdict changed (a front end tells its client)."""
+        table = self.breakpoints
+        changed = table.reverify(source_of)
+        lines = [spec for specs in table.by_path.values() for spec in specs]
+        changed += [spec for spec in self.check_ran(lines) if spec not in changed]
+        if table.functions:
+            changed += table.reresolve_functions(sources)
+        return changed
 
     def check_ran(self, specs: list[BreakpointSpec]) -> list[BreakpointSpec]:
         """Line breakpoints in files the recorded run never traced can never be hit: say so on them
@@ -452,7 +483,7 @@ class Debugger:
         world, stop = self.world, self._stop
         if world is None or stop is None:
             return None, "the program is not stopped"
-        if not isinstance(getattr(world, "queries", None), history.RecordingQueries):
+        if not isinstance(getattr(world, "queries", None), RecordingQueries):
             return None, f"the {world.name} world keeps no recording to find where values change"
         if not 0 <= frame < len(stop.stack):
             return None, f"no frame {frame} at this stop"

@@ -39,7 +39,7 @@ import numpy as np
 
 from neural_dap.core.state import State
 from neural_dap.core.world import WorldError
-from neural_dap.debugger.history import Change, History, Moment, _source, parse_path, resolve
+from neural_dap.debugger.history import Change, History, Moment, parse_path, resolve, source_of
 from neural_dap.trace.actions import CALL, LINE, RETURN, first_equal, last_equal
 from neural_dap.trace.queries import QueryError
 
@@ -638,7 +638,7 @@ class _Chain:
 
     def tree(self, path: str) -> tuple[ast.Module, str] | None:
         if path not in self._trees:
-            source = _source(self.history.execution, path)
+            source = source_of(self.history.execution, path)
             parsed: tuple[ast.Module, str] | None = None
             if source is not None:
                 try:

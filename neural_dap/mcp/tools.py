@@ -26,6 +26,7 @@ import anyio
 
 from neural_dap.core.source import read_source
 from neural_dap.core.world import Entry, LaunchSpec, Stop, WorldError
+from neural_dap.debugger import asking
 from neural_dap.debugger.core import Busy, Debugger, Report
 from neural_dap.debugger.launch import LaunchError, LaunchRequest, build_launch
 from neural_dap.format.confidence import UNCERTAIN_BELOW
@@ -524,10 +525,8 @@ class Tools:
 
     def _never_reached(self, debugger: Debugger, lines: dict[str, list[tuple[int, str | None]]]) -> list[str]:
         """The breakpoints' lines ("file:line") that never ran in the recording: nothing stops there."""
-        from neural_dap.debugger import history
-
         try:
-            queries = history.queries_of(debugger)
+            queries = asking.queries_of(debugger)
         except WorldError:
             return []
         return [
@@ -538,10 +537,9 @@ class Tools:
         ]
 
     def _listed_breakpoints(self, session: Session) -> list[dict[str, Any]]:
-        from neural_dap.debugger import history
 
         try:
-            queries: Any = history.queries_of(session.debugger)
+            queries: Any = asking.queries_of(session.debugger)
         except WorldError:
             queries = None
         listed = []
@@ -596,13 +594,12 @@ class Tools:
         return report
 
     async def _travel(self, debugger: Debugger, index: int, timeout: float) -> Report:
-        from neural_dap.debugger import history
 
         last = getattr(getattr(self._world(debugger), "execution", None), "last", None)
         if last is not None and not 0 <= index <= last:
             raise ToolFailure(f"moment m{index} is not in this run (m0 to m{last})")
         try:
-            report = await within(timeout, "travelling", lambda: history.travel(debugger, index))
+            report = await within(timeout, "travelling", lambda: asking.travel(debugger, index))
         except WorldError as exc:
             raise ToolFailure(str(exc)) from None
         if report.failure:
@@ -658,11 +655,10 @@ class Tools:
         self._check_expression(expression)
 
         async def work(s: Session) -> dict[str, Any]:
-            from neural_dap.debugger import history
 
             stop = self._stop(s.debugger)
             function = self._check_name(s.debugger, expression, frame)
-            change = await self._ask(timeout, lambda: history.last_change(s.debugger, expression, frame=frame))
+            change = await self._ask(timeout, lambda: asking.last_change(s.debugger, expression, frame=frame))
             viewer = self._viewer(s, max_repr)
             out: dict[str, Any] = {"session": s.id, "expression": echo(expression), "now": f"m{stop.index}"}
             if change is None:
@@ -694,11 +690,10 @@ class Tools:
         start, count = self._paging(start, count)
 
         async def work(s: Session) -> dict[str, Any]:
-            from neural_dap.debugger import history
 
             function = self._check_name(s.debugger, expression, frame)
             found = await self._ask(
-                timeout, lambda: history.value_history(s.debugger, expression, frame=frame, start=start, count=count)
+                timeout, lambda: asking.value_history(s.debugger, expression, frame=frame, start=start, count=count)
             )
             viewer = self._viewer(s, max_repr)
             # each row names its line and that line's code, not the lines around it (they repeat)
@@ -724,11 +719,10 @@ class Tools:
         self._check_expression(expression)
 
         async def work(s: Session) -> dict[str, Any]:
-            from neural_dap.debugger import history
 
             stop = self._stop(s.debugger)
             self._check_name(s.debugger, expression, frame)
-            origin = await self._ask(timeout, lambda: history.value_origin(s.debugger, expression, frame=frame))
+            origin = await self._ask(timeout, lambda: asking.value_origin(s.debugger, expression, frame=frame))
             viewer = self._viewer(s, max_repr)
             steps = [
                 {
@@ -764,10 +758,9 @@ class Tools:
         start, count = self._paging(start, count)
 
         async def work(s: Session) -> dict[str, Any]:
-            from neural_dap.debugger import history
 
             name = self._function_name(function)
-            found = await self._ask(timeout, lambda: history.calls(s.debugger, name, start=start, count=count))
+            found = await self._ask(timeout, lambda: asking.calls(s.debugger, name, start=start, count=count))
             if found.total == 0:
                 note = self._never_called(s.debugger, name)
                 return {"session": s.id, "function": echo(function), **page([], 0, start), "note": note}
@@ -819,13 +812,12 @@ class Tools:
         start, count = self._paging(start, count)
 
         async def work(s: Session) -> dict[str, Any]:
-            from neural_dap.debugger import history
 
             path = self.workspace.resolve(file, what="file") if file else self._main_path(s.debugger)
             shown = self.workspace.show(path)
             info = check_line(s.debugger.source(path) or read_source(path), shown, line)
             found = await self._ask(
-                timeout, lambda: history.logpoint(s.debugger, path, line, message, start=start, count=count)
+                timeout, lambda: asking.logpoint(s.debugger, path, line, message, start=start, count=count)
             )
             if found.total == 0:
                 text = info.line_text(line).strip()[:80] if info is not None else ""
@@ -895,10 +887,9 @@ class Tools:
     def _never_called(self, debugger: Debugger, name: str) -> str:
         """Why a function has no calls: defined but never called (a fact about the run), or no such
         function (the agent's mistake: an error with the nearest names that exist)."""
-        from neural_dap.debugger import history
 
         path, _, bare = name.rpartition(":")
-        cols = history.queries_of(debugger).semantics.columns
+        cols = asking.queries_of(debugger).semantics.columns
         recorded_paths = {p for _f, p in cols.codes if self.workspace.inside(p)}
         files = [path] if path else sorted(recorded_paths | {self._main_path(debugger)})
         known: set[str] = {f for f, p in cols.codes if not f.startswith("<") and (not path or p == path)}
@@ -1115,10 +1106,9 @@ class Tools:
     def _never_ran(self, debugger: Debugger, path: str, text: str, start: int, last: int) -> list[int]:
         """The lines from `start` to `last` that hold code but never ran in the session's recording."""
         from neural_dap.core.source import SourceInfo
-        from neural_dap.debugger import history
 
         try:
-            queries = history.queries_of(debugger)
+            queries = asking.queries_of(debugger)
         except WorldError:
             return []
         code = SourceInfo(text, path).executable_lines

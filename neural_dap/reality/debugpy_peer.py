@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 
 import anyio
 
-from neural_dap.dap.client import DapClient, DapError, spawn
+from neural_dap.dapwire.client import DapClient, DapError, spawn
 from neural_dap.trace.child.values import without_addresses
 
 _HIDDEN_TYPES = {"function", "module", "type", "builtin_function_or_method", "method", "ABCMeta"}

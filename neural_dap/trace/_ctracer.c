@@ -11,7 +11,7 @@
  * child loads the same build. The one call outside the limited API is PyEval_SetTrace, declared
  * below by hand: only the 3.11 front end calls it, and its signature has not changed since 2.x.
  *
- * Full capture: events appended to the recorder's list are the tuples child/__init__.py documents:
+ * Full capture: events appended to the recorder's list are the tuples child/wire.py documents:
  *   ("c", inv, code_id, line, depth, changes[, resumes[, library]])  ("l", inv, line, changes, caught)
  *   ("r", inv, line, value)  ("x", inv, line, value)  ("u", inv, changes)
  *

@@ -19,7 +19,7 @@ import msgspec
 
 from neural_dap.trace.eventlog import EventLog
 from neural_dap.trace.program import Outcome, Program
-from neural_dap.trace.recorder import Recording
+from neural_dap.trace.recording import Recording
 
 _PREFIX = "neural-dap-children-"
 _CHUNK = 1 << 20

@@ -25,9 +25,10 @@ import anyio.to_thread
 import msgspec
 
 from neural_dap.trace import journal
-from neural_dap.trace.eventlog import EventLog, StateList, decode_repr
+from neural_dap.trace.eventlog import EventLog, decode_repr
 from neural_dap.trace.live_recording import LiveControl
 from neural_dap.trace.program import DEFAULT_LIMITS, Limits, Outcome, OutcomeKind, Program
+from neural_dap.trace.recording import Recording
 
 __all__ = [  # what the rest of neural-dap imports from here (the program types live in trace/program.py)
     "DEFAULT_LIMITS",
@@ -46,75 +47,6 @@ __all__ = [  # what the rest of neural-dap imports from here (the program types 
 
 _GRACE_SECONDS = 3.0
 _PACKAGE_PARENT = str(Path(__file__).resolve().parent.parent.parent)
-
-
-class Recording:
-    """One recorded execution. `states` are built on demand from the compact event log."""
-
-    def __init__(
-        self, program: Program, log: EventLog, outcome: Outcome, fd_stdout: str, fd_stderr: str, seconds: float
-    ) -> None:
-        self.program = program
-        self.log = log
-        self.outcome = outcome
-        self._fd_stdout = fd_stdout  # written to the file descriptors directly, not through sys.stdout
-        self._fd_stderr = fd_stderr
-        self.seconds = seconds
-        self.states: StateList = StateList(log)
-        self.module_file: str | None = None  # a module launch: the file `python -m` ran
-
-    @property
-    def stdout(self) -> str:
-        """Everything the program wrote, also before tracing began."""
-        self.log.materialize()
-        return "".join(self.log.all_stdout) + self._fd_stdout
-
-    @property
-    def stderr(self) -> str:
-        self.log.materialize()
-        return "".join(self.log.all_stderr) + self._fd_stderr
-
-    @property
-    def sources(self) -> dict[str, str]:
-        """path -> source text of every traced file."""
-        self.log.materialize()
-        return self.log.sources
-
-    @property
-    def engine(self) -> str:
-        self.log.materialize()
-        return self.log.engine
-
-    @property
-    def refused(self) -> tuple[int, str] | None:
-        """(count, the first) of the changes to the world the sandbox refused, if any."""
-        self.log.materialize()
-        return self.log.refused
-
-    @property
-    def python(self) -> str:
-        self.log.materialize()
-        return self.log.python
-
-    @property
-    def wire_bytes(self) -> int:
-        return self.log.wire_bytes
-
-    @property
-    def main_path(self) -> str:
-        if self.program.module:
-            self.log.materialize()
-            return self.log.main_file or self.module_file or os.path.abspath(self.program.path)
-        return os.path.abspath(self.program.path)
-
-    @property
-    def return_value(self) -> str | None:
-        """repr of the traced scope's final return value (the entry function's, for a call)."""
-        log = self.log
-        log.materialize()
-        if log.kinds and log.kinds[-1] == "return" and log.invocations[log.invs[-1]].depth == 0:
-            return log.values.get(len(log.kinds) - 1)
-        return None
 
 
 class RecordingHandle:

@@ -330,8 +330,8 @@ class SkeletonRecording:
         self.outcome: Any = None  # set by the recorder: how the run ended (an Outcome)
         self.main_path = main_path
         self.seconds = seconds
-        self._fd_stdout = fd_stdout
-        self._fd_stderr = fd_stderr
+        self.fd_stdout = fd_stdout
+        self.fd_stderr = fd_stderr
         self.sources: dict[str, str] = {}
         self.source_lines: dict[str, list[str]] = {}
         if program is not None and program.source is not None:
@@ -442,8 +442,8 @@ class SkeletonRecording:
                 out.append(("stderr", stderr))
         if end == len(self) - 1 and start < end:
             late = [(c, s, t) for c, s, t in self.log.outputs if c > end]
-            stdout = "".join(t for _, s, t in late if s == "stdout") + self._fd_stdout
-            stderr = "".join(t for _, s, t in late if s == "stderr") + self._fd_stderr
+            stdout = "".join(t for _, s, t in late if s == "stdout") + self.fd_stdout
+            stderr = "".join(t for _, s, t in late if s == "stderr") + self.fd_stderr
             if stdout:
                 out.append(("stdout", stdout))
             if stderr:
@@ -455,7 +455,7 @@ class SkeletonRecording:
         # (since a switch to every thread, output comes among the full events: child/switch.py)
         threaded = "".join(event[1] for event in self.log.threaded if event[0] == "o")
         recorded = "".join(text for _, stream, text in self.log.outputs if stream == "stdout")
-        return recorded + threaded + self._fd_stdout
+        return recorded + threaded + self.fd_stdout
 
     # -- materialisation ------------------------------------------------------------------------------
     def window_for(self, i: int):

@@ -46,7 +46,7 @@ def join(skeleton: SkeletonRecording) -> tuple[Recording, int]:
     log.engine, log.python = skeleton.log.engine, skeleton.log.python
     log.refused = skeleton.log.refused
     outcome = skeleton.outcome
-    full = Recording(program, log, outcome, skeleton._fd_stdout, skeleton._fd_stderr, skeleton.seconds)
+    full = Recording(program, log, outcome, skeleton.fd_stdout, skeleton.fd_stderr, skeleton.seconds)
     full.module_file = skeleton.main_path if program.module else None
     return full, switched - first
 

@@ -26,12 +26,13 @@ import os
 import shutil
 import tempfile
 from collections import OrderedDict
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 import anyio
 import msgspec
 import numpy as np
 
+from neural_dap.core.branches import Branch, Edit
 from neural_dap.core.literals import LiteralError, parse_literal
 from neural_dap.core.world import Stop, WorldError
 from neural_dap.trace.execution import Execution, SkeletonExecution
@@ -39,46 +40,9 @@ from neural_dap.trace.program import Limits, Outcome, Program
 from neural_dap.trace.recorder import RecorderError, RecordingHandle, record_skeleton
 from neural_dap.trace.skeleton import SkeletonRecording
 
-if TYPE_CHECKING:
-    from neural_dap.world.recorded import RecordedWorld
-
 MAX_BRANCHES = 64
 MAX_OPEN = 6  # recordings kept open (each holds its checkpoint processes)
 _CHUNK = 1 << 20  # events compared at a time
-
-
-class Edit(msgspec.Struct, frozen=True):
-    """One changed value: at event `index`, `name` (a local of `function`) became `new`."""
-
-    index: int
-    name: str
-    value: str  # the literal as typed (checked here, read in the child with ast.literal_eval)
-    old: str  # its repr before
-    new: str  # its repr after
-    function: str
-    path: str
-    line: int
-
-    def describe(self) -> str:
-        where = f"{os.path.basename(self.path)}:{self.line}" if self.path else f"line {self.line}"
-        return f"{self.name} = {self.old} \u2192 {self.new} in {self.function} at {where} (event {self.index})"
-
-
-class Branch(msgspec.Struct, frozen=True):
-    """A run of the program: 0 the original; others the original with `edits` made on the way."""
-
-    id: int
-    parent: int | None = None
-    edits: tuple[Edit, ...] = ()  # in run order; the last one is where this branch forked
-
-    @property
-    def fork(self) -> Edit | None:
-        return self.edits[-1] if self.edits else None
-
-    def describe(self) -> str:
-        if self.fork is None:
-            return f"branch {self.id} (the original run)"
-        return f"branch {self.id}: {self.fork.describe()}"
 
 
 class Recipe(msgspec.Struct, frozen=True):
@@ -89,10 +53,22 @@ class Recipe(msgspec.Struct, frozen=True):
     python: str | None
 
 
+class Host(Protocol):
+    """What a WhatIf needs of the recorded world it serves: the execution it stands on and where,
+    a way to stand on another one, and travel."""
+
+    execution: Execution | None
+    index: int
+
+    def stand_on(self, execution: Execution, outcome: Outcome | None) -> tuple[Execution, Outcome | None] | None: ...
+
+    async def travel(self, index: int, output_from: int | None = None) -> Stop: ...
+
+
 class WhatIf:
     """The branches of one recorded world, and which one it stands on."""
 
-    def __init__(self, world: RecordedWorld) -> None:
+    def __init__(self, world: Host) -> None:
         self.world = world
         self.recipe: Recipe | None = None
         self.branches: list[Branch] = [Branch(0)]

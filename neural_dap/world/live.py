@@ -111,7 +111,7 @@ class LiveRun:
         if isinstance(result, SkeletonRecording):
             recording.outcome = result.outcome
             recording.seconds = result.seconds
-            recording._fd_stdout, recording._fd_stderr = result._fd_stdout, result._fd_stderr
+            recording.fd_stdout, recording.fd_stderr = result.fd_stdout, result.fd_stderr
         else:
             recording.outcome = Outcome("crashed", f"the recording failed: {result}")
         recording.grown()

@@ -26,7 +26,7 @@ from typing import Any
 
 import msgspec
 
-from neural_dap.core.actions import Action, Target
+from neural_dap.core.actions import Action, Target, for_file, in_file
 from neural_dap.core.flow import ProgramFlow
 from neural_dap.core.focus import focus_lines
 from neural_dap.core.source import SourceInfo, read_source
@@ -235,6 +235,9 @@ class NeuralWorld:
     ) -> Stop:
         if self.trace is None:
             raise WorldError("the program has not been launched")
+        # the model predicts one file: a breakpoint in another file is never a stop here
+        action = for_file(action, self.path)
+        breakpoints = tuple(t for t in breakpoints if in_file(t, self.path))
         started = time.monotonic()
         stats = StopStats(str(action))
         self.stops.append(stats)
@@ -266,7 +269,12 @@ class NeuralWorld:
             await self._nd(action, stats)
         state = self.timeline[self.pos]
         hit_bp = state.event == "line" and any(line == state.line for _, line in targets)
-        return self._stop(state, hit_breakpoint=hit_bp, hit_exception=self._exception_stop(state, exceptions))
+        stop = self._stop(state, hit_breakpoint=hit_bp, hit_exception=self._exception_stop(state, exceptions))
+        if hit_bp and action.kind not in ("breakpoint", "inv_breakpoint") and accept is not None and not accept(stop):
+            # a step lands on a line with a breakpoint: as in the recorded world, its condition, hit
+            # count or log point decide whether that is a breakpoint stop (a log point only logs)
+            stop = msgspec.structs.replace(stop, hit_breakpoint=False)
+        return stop
 
     # -- known states -----------------------------------------------------------------------------------------
     def _run(self) -> tuple[int, int]:
@@ -289,6 +297,8 @@ class NeuralWorld:
             return self.pos + 1 if i + 1 < len(states) else None
         if kind == "inv_step_into":
             return self.pos - 1 if i > 0 else None
+        if kind == "inv_breakpoint" and all(line < 1 for line in action.lines):
+            return 0 if self.pos > 0 else None  # no line to stop at on the way back: the start
         here = states[i]
         if kind in ("step_over", "step_return") and self.dialect == "cwm":
             return self._cwm_lookup(states, i, kind, start)

@@ -293,7 +293,7 @@ class RecordedWorld:
         self.program = os.path.basename(rec.main_path)
         if not len(execution):
             execution.close()
-            stderr = rec.stderr if isinstance(rec, Recording) else rec._fd_stderr
+            stderr = rec.stderr if isinstance(rec, Recording) else rec.fd_stderr
             detail = stderr.strip().splitlines()[-3:]
             raise WorldError(
                 f"nothing was recorded: {rec.outcome.describe()}" + (f" ({' / '.join(detail)})" if detail else "")

@@ -18,23 +18,9 @@ from neural_dap.trace.child.monitoring import (
 )
 from neural_dap.trace.child.recorder import Recorder
 from neural_dap.trace.child.threads import ThreadTable, is_ours
+from neural_dap.trace.child.wire import call_event, snapshot_event
 
 # -- engines ---------------------------------------------------------------------------------------
-
-
-def call_event(inv: int, code_id: int, line: int, depth: int, changes, resumes: int, library: bool) -> tuple:
-    """The wire's call event: ("c", inv, code_id, line, depth, changes[, resumes[, library]]), the
-    optional fields only where they say something (a resumed generator; a call by library code)."""
-    if library:
-        return ("c", inv, code_id, line, depth, changes, resumes, 1)
-    if resumes >= 0:
-        return ("c", inv, code_id, line, depth, changes, resumes)
-    return ("c", inv, code_id, line, depth, changes)
-
-
-def snapshot_event(inv: int, code_id: int, line: int, depth: int, changes) -> tuple:
-    """A frame already on the stack where a recording (or a window of one) begins: its locals there."""
-    return ("s", inv, code_id, line, depth, changes)
 
 
 def settrace_engine(rec: Recorder, threads: ThreadTable | None = None):
@@ -431,7 +417,7 @@ class CMonitoring:
         self.tracer.stop()
 
 
-def _choose_engine(name: str, rec: Recorder, skeleton: bool = False, threads: ThreadTable | None = None):
+def choose_engine(name: str, rec: Recorder, skeleton: bool = False, threads: ThreadTable | None = None):
     """(name, engine); skeleton mode needs an engine that has it (see child.skeleton).
 
     "auto" picks the C tracer where it is built (sys.monitoring on 3.12+, settrace on 3.11) and

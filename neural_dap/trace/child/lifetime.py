@@ -16,6 +16,12 @@ import os
 import select
 import signal
 import sys
+import threading
+import time
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from neural_dap.trace.child.channel import Channel
 
 _PR_SET_PDEATHSIG = 1
 
@@ -126,3 +132,46 @@ def fork_ours() -> int:
     if pid == 0 and state is not None:
         generator.setstate(state)  # type: ignore[union-attr]
     return pid
+
+
+# -- a recording process ended by a signal: what it recorded is handed over first -----------------
+def keep_events_when_terminated(channel: Channel, finished=lambda sent: None) -> None:
+    """A child process is often ended with SIGTERM (a multiprocessing pool's workers are): hand over
+    what it recorded, then die of the signal as it would have (its parent sees the same status)."""
+    owner = os.getpid()
+
+    def on_term(signum, _frame) -> None:
+        if os.getpid() == owner:  # (a fork of this process inherits the handler, not the channel)
+            if channel.finishing and channel.finishing_thread == threading.get_ident():
+                # it came in the middle of this thread's own finish(): let that complete, then die
+                # (its locks are not reentrant; ending here would lose what it was writing)
+                channel.pending_signal = signum
+                return
+            if channel.finishing:  # another thread's finish (the flusher's, at a limit): let it end
+                deadline = time.monotonic() + 1.0
+                while not channel.closed and time.monotonic() < deadline:
+                    time.sleep(0.005)
+            elif channel.lock.acquire(timeout=1.0):  # the flusher writing a batch is waited for
+                channel.lock.release()
+                channel.finish("terminated", "SIGTERM (a pool ends its workers so)")
+                finished(channel.sent)
+        die_of(signum)
+
+    on_term.neural_dap = True  # type: ignore[attr-defined]  # (a fork's own recording replaces it)
+    try:
+        current = signal.getsignal(signal.SIGTERM)
+        if current is signal.SIG_DFL or getattr(current, "neural_dap", False):
+            signal.signal(signal.SIGTERM, on_term)
+    except (OSError, ValueError):
+        pass
+
+
+def die_of(signum: int) -> None:
+    signal.signal(signum, signal.SIG_DFL)
+    os.kill(os.getpid(), signum)
+
+
+def die_if_signalled(channel: Channel) -> None:
+    """After finish(): a signal that came during it ends the process now, as it would have."""
+    if channel.pending_signal is not None:
+        die_of(channel.pending_signal)

@@ -12,10 +12,10 @@ from _thread import get_ident
 from array import array
 
 from neural_dap.trace.child.coroutines import RESUMABLE
-from neural_dap.trace.child.engines import call_event
 from neural_dap.trace.child.journal import plumbing
 from neural_dap.trace.child.monitoring import LOCAL_EVENTS, free_tool, genexpr_loop_line, monitor, unmonitor
 from neural_dap.trace.child.recorder import Recorder
+from neural_dap.trace.child.wire import call_event
 
 BUFFER = 65536  # events per flushed batch
 LIBRARY_CALL = 0x40  # the kind byte's flag on a call event: a call by library code (see child.skeleton)

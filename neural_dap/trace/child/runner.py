@@ -10,14 +10,19 @@ import os
 import signal
 import sys
 import threading
-import time
 import types
 from _thread import get_ident
 
 from neural_dap.trace.child.channel import Channel, Limits
-from neural_dap.trace.child.engines import _choose_engine
+from neural_dap.trace.child.engines import choose_engine
+from neural_dap.trace.child.forked import discard_past_the_limit, follow_forked_workers
 from neural_dap.trace.child.journal import JOURNAL, PLUMBING, plumbing, sandboxed
-from neural_dap.trace.child.lifetime import OWN_FORK, die_with_parent
+from neural_dap.trace.child.lifetime import (
+    OWN_FORK,
+    die_if_signalled,
+    die_with_parent,
+    keep_events_when_terminated,
+)
 from neural_dap.trace.child.recorder import PASS, TEE, Capture, Recorder, set_output_mode
 from neural_dap.trace.child.skeleton import Skeleton
 from neural_dap.trace.child.switch import ThreadSwitch
@@ -181,14 +186,12 @@ def record_here(
     channel = Channel(events_fd, limits)
     journal_fd = _open_journal(cfg, channel)
     if cfg.get("descendant"):  # a child process recording itself runs on past its recording's limits
-        from neural_dap.trace.child.descendant_main import discard_past_the_limit
-
         channel.exit = lambda _code: discard_past_the_limit(channel.events)  # type: ignore[assignment, return-value]
-        _keep_events_when_terminated(channel, finished)
+        keep_events_when_terminated(channel, finished)
     rec = Recorder(cfg, channel)
     # every thread (the parent asked after a recording of one thread met a second): Python engines
     threads = ThreadTable(rec.events.append) if cfg.get("threads") else None
-    engine_name, engine = _choose_engine(
+    engine_name, engine = choose_engine(
         cfg.get("engine", "auto"), rec, skeleton=cfg.get("mode") == "skeleton", threads=threads
     )
     current = [engine]  # the engine recording now (a second thread switches it: child/switch.py)
@@ -289,8 +292,6 @@ def record_here(
         _stop_in_forked_child(stop, channel, cfg)
         os._exit = real_exit
         if cfg.get("children") and (skeleton is None or skeleton.worker is None):
-            from neural_dap.trace.child.descendant_main import follow_forked_workers
-
             follow_forked_workers({**_children_spec(cfg, rec), "folder": cfg["children"]}, rec.program)
         if get_ident() == traced_thread and not cfg.get("descendant"):
             # (a fork from another thread would die when that thread ends; a child process's forks
@@ -329,7 +330,7 @@ def record_here(
             if JOURNAL is not None:
                 JOURNAL.flush()
                 JOURNAL.live()  # nothing after this is replayed: the journal ends here
-            _, new = _choose_engine("auto", rec, threads=ThreadTable(rec.events.append))
+            _, new = choose_engine("auto", rec, threads=ThreadTable(rec.events.append))
             channel.events.append(["switch", first])
             # a full recording's memory, from here on: a server runs on under it
             channel.limits.max_events = min(channel.limits.max_events, channel.sent + CHILD_MAX_EVENTS)
@@ -481,48 +482,6 @@ def _shut_down_as_the_interpreter() -> None:
             stream.flush()
         except (OSError, ValueError, AttributeError):
             pass
-
-
-def _keep_events_when_terminated(channel: Channel, finished=lambda sent: None) -> None:
-    """A child process is often ended with SIGTERM (a multiprocessing pool's workers are): hand over
-    what it recorded, then die of the signal as it would have (its parent sees the same status)."""
-    owner = os.getpid()
-
-    def on_term(signum, _frame) -> None:
-        if os.getpid() == owner:  # (a fork of this process inherits the handler, not the channel)
-            if channel.finishing and channel.finishing_thread == threading.get_ident():
-                # it came in the middle of this thread's own finish(): let that complete, then die
-                # (its locks are not reentrant; ending here would lose what it was writing)
-                channel.pending_signal = signum
-                return
-            if channel.finishing:  # another thread's finish (the flusher's, at a limit): let it end
-                deadline = time.monotonic() + 1.0
-                while not channel.closed and time.monotonic() < deadline:
-                    time.sleep(0.005)
-            elif channel.lock.acquire(timeout=1.0):  # the flusher writing a batch is waited for
-                channel.lock.release()
-                channel.finish("terminated", "SIGTERM (a pool ends its workers so)")
-                finished(channel.sent)
-        die_of(signum)
-
-    on_term.neural_dap = True  # type: ignore[attr-defined]  # (a fork's own recording replaces it)
-    try:
-        current = signal.getsignal(signal.SIGTERM)
-        if current is signal.SIG_DFL or getattr(current, "neural_dap", False):
-            signal.signal(signal.SIGTERM, on_term)
-    except (OSError, ValueError):
-        pass
-
-
-def die_of(signum: int) -> None:
-    signal.signal(signum, signal.SIG_DFL)
-    os.kill(os.getpid(), signum)
-
-
-def die_if_signalled(channel: Channel) -> None:
-    """After finish(): a signal that came during it ends the process now, as it would have."""
-    if channel.pending_signal is not None:
-        die_of(channel.pending_signal)
 
 
 _SPEC_KEYS = (

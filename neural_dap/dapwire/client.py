@@ -17,7 +17,7 @@ import anyio
 import msgspec
 from anyio.abc import ByteReceiveStream, ByteSendStream
 
-from neural_dap.dap.framing import Frame, FrameReader, FrameWriter
+from neural_dap.dapwire.framing import Frame, FrameReader, FrameWriter
 
 DEFAULT_TIMEOUT = 30.0
 
