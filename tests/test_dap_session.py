@@ -151,9 +151,13 @@ async def test_conditional_hit_conditional_log_and_function_breakpoints(program)
         assert await where(c) == ("main", 13, {"limit": "4", "total": "1", "i": "2"})
         assert await step(c, "continue") == ("breakpoint", ("square", 2, {"x": "2"}))  # its third call
         assert await step(c, "continue") == ("breakpoint", ("square", 2, {"x": "3"}))
-        logs = [e["body"]["output"] for e in c.events_named("output") if e["body"]["output"].startswith("loop")]
+        logs = [
+            e["body"]["output"]
+            for e in c.events_named("output")
+            if e["body"]["output"].startswith(("loop", "name 'i'"))
+        ]
         assert logs[:3] == [
-            "loop i=<i: name 'i' is not defined here> total=0\n",
+            "name 'i' is not defined\n",  # debugpy prints what a part raised, alone
             "loop i=0 total=0\n",
             "loop i=1 total=1\n",
         ]

@@ -333,3 +333,82 @@ async def _stops_beside_debugpy(
     finally:
         await peer.close()
     return stops
+
+
+# -- conditions and log points on the program's objects (issue 38, item 1) ---------------------------
+
+OBJECT_CONDITIONS = """\
+import sqlite3
+
+import pandas as pd
+
+
+class Rect:
+    __slots__ = ("w", "h")
+
+    def __init__(self, w, h):
+        self.w = w
+        self.h = h
+
+    def __repr__(self):
+        return f"Rect({self.w}x{self.h})"
+
+    def area(self):
+        return self.w * self.h
+
+
+def grow(rect):
+    rect.w += 1
+    return rect.area()
+
+
+df = pd.DataFrame({"city": ["Oslo", "Lima", "Rome"], "pop": [0.7, 10.0, 2.8]})
+total = 0.0
+for _, row in df.iterrows():
+    total += row["pop"]
+
+rects = [Rect(1, 2), Rect(2, 3), Rect(3, 4)]
+areas = [grow(r) for r in rects]
+
+db = sqlite3.connect(":memory:")
+cursor = db.execute("select 'Dune' as title, 1965 as year")
+for record in cursor:
+    print(record)
+print(total, areas, 1 / len(rects))
+"""
+
+
+@pytest.mark.slow
+async def test_conditions_and_log_points_on_objects_stop_where_debugpy_stops(tmp_path):
+    """Item access on a pandas row, an attribute of a `__slots__` object, a C object's attribute and
+    a method call: each condition is decided on the real objects (debugpy stops at the one hit it
+    holds at, and so must neural-dap), a log point prints real values, and a condition that raises
+    (ZeroDivisionError on the first hits) does not stop, with its error shown, as in debugpy 1.8."""
+    pytest.importorskip("pandas")
+    from .dual import Plan, run
+
+    path = tmp_path / "objects.py"
+    path.write_text(OBJECT_CONDITIONS)
+    plan = Plan(
+        str(path),
+        breakpoints=(
+            {"line": 28, "condition": "row['city'] == 'Lima'"},
+            {"line": 21, "condition": "rect.w == 2"},
+            {"line": 22, "logMessage": "w={rect.w} area={rect.area()} of {rect}"},
+            {"line": 36, "condition": "cursor.description[0][0] == 'title' and 1 / (record[1] - 1965) > 0"},
+            {"line": 37, "condition": "str(record[0]).upper() == 'DUNE'"},
+        ),
+        commands=("continue",) * 6,
+        expand=0,
+    )
+    ours, theirs = await run(plan, "neural-dap"), await run(plan, "debugpy")
+    where = [(v.reason, v.stack) for v in theirs.views]
+    assert [(v.reason, v.stack) for v in ours.views][: len(where)] == where
+    assert [s for s, _ in where] == ["breakpoint"] * 3, where
+    assert ours.views[len(where)].reason == "end"  # (neural-dap stops at the end: time travel goes on)
+    printed = ["w=2 area=4 of Rect(2x2)\n", "w=3 area=9 of Rect(3x3)\n", "w=4 area=16 of Rect(4x4)\n"]
+    # (debugpy prints log points as the program's output, where they may come between its lines)
+    assert [line for line in theirs.stdout.splitlines(keepends=True) if line.startswith("w=")] == printed
+    assert [c.split(": ", 1)[1] for c in ours.console if c.startswith("console: w=")] == printed
+    errors = [c for c in ours.console if "conditional breakpoint" in c]
+    assert errors and "ZeroDivisionError" in errors[0]

@@ -6,7 +6,8 @@ real execution; the neural world asks a model; the reconciled world wraps a mode
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import inspect
+from collections.abc import Awaitable, Callable
 from typing import Any, Literal, Protocol, TypeVar, runtime_checkable
 
 import msgspec
@@ -131,6 +132,42 @@ class LiveResult(msgspec.Struct, frozen=True):
     type: str
 
 
+class CheckResult(msgspec.Struct, frozen=True, omit_defaults=True):
+    """A breakpoint's expression evaluated in the program at a stop: a condition's truth, a log
+    point part's text, or what the expression raised (as the user should read it)."""
+
+    truth: bool | None = None
+    text: str | None = None
+    error: str | None = None
+
+
+Check = tuple[str, Literal["truth", "str"]]  # (expression, what to make of its value)
+
+
+@runtime_checkable
+class ChecksLive(Protocol):
+    """A world that can evaluate a breakpoint's condition and log message at a stop on the program's
+    real objects, as debugpy does in the running program (a throwaway copy here: effects refused).
+    Raises `NotLive` where it cannot (no program at that stop)."""
+
+    async def check_live(self, stop: Stop, checks: tuple[Check, ...]) -> tuple[CheckResult, ...]: ...
+
+
+# Decides whether a breakpoint hit stops an action (conditions, hit counts, log points: the debugger
+# core's); it may need the program to answer, so it may be a coroutine.
+Accept = Callable[[Stop], "bool | Awaitable[bool]"]
+
+
+async def accepted(accept: Accept | None, stop: Stop) -> bool:
+    """What `accept` says of a breakpoint hit (none: every hit stops)."""
+    if accept is None:
+        return True
+    decision = accept(stop)
+    if inspect.isawaitable(decision):
+        return bool(await decision)
+    return bool(decision)
+
+
 @runtime_checkable
 class EvaluatesLive(Protocol):
     """A world that can evaluate the user's expressions in a real copy of the program at a stop:
@@ -201,7 +238,7 @@ class WorldModel(Protocol):
         *,
         exceptions: frozenset[ExceptionFilter] = frozenset(),
         breakpoints: tuple[Target, ...] = (),
-        accept: Callable[[Stop], bool] | None = None,
+        accept: Accept | None = None,
     ) -> Stop:
         """Apply `action` from the current stop.
 

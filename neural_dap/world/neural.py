@@ -20,7 +20,6 @@ from __future__ import annotations
 import os
 import time
 from collections import Counter
-from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -31,7 +30,7 @@ from neural_dap.core.flow import ProgramFlow
 from neural_dap.core.focus import focus_lines
 from neural_dap.core.source import SourceInfo, read_source
 from neural_dap.core.state import TRUNCATION_MARK, Frame, State
-from neural_dap.core.world import Capabilities, ExceptionFilter, Exit, LaunchSpec, Stop, WorldError
+from neural_dap.core.world import Accept, Capabilities, ExceptionFilter, Exit, LaunchSpec, Stop, WorldError, accepted
 from neural_dap.format.confidence import UNCERTAIN_BELOW, FrameConfidence, frame_confidence
 from neural_dap.format.grammar import FrameConstraint
 from neural_dap.format.tokens import ACTION_TOKENS, CWM_TOKENS, FRAME_SEP, Special, merge_text
@@ -218,7 +217,7 @@ class NeuralWorld:
         *,
         exceptions: frozenset[ExceptionFilter] = frozenset(),
         breakpoints: tuple[Target, ...] = (),
-        accept: Callable[[Stop], bool] | None = None,
+        accept: Accept | None = None,
     ) -> Stop:
         if self.trace is None:
             raise WorldError("the program has not been launched")
@@ -237,7 +236,7 @@ class NeuralWorld:
     async def _act_until_accepted(self, action, stats, exceptions, accept) -> Stop:
         for _ in range(MAX_REJECTED_HITS):
             stop = await self._act_once(action, stats, exceptions, (), None)
-            if not stop.hit_breakpoint or stop.hit_exception or accept(stop):
+            if not stop.hit_breakpoint or stop.hit_exception or await accepted(accept, stop):
                 return stop
         raise WorldError(f"no breakpoint hit was accepted within {MAX_REJECTED_HITS} predicted hits")
 
@@ -437,7 +436,7 @@ class NeuralWorld:
                 state.event == "line"
                 and state.line in interrupt
                 and kind != "breakpoint"
-                and (accept is None or accept(self._stop(state, hit_breakpoint=True)))
+                and await accepted(accept, self._stop(state, hit_breakpoint=True))
             ):
                 return
             if kind == "step_over" and state.depth <= owner_depth and state.event != "call":

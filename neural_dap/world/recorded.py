@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import os
 import shutil
-from collections.abc import Callable
 from typing import Any, Literal
 
 import anyio
@@ -14,7 +13,10 @@ from neural_dap.core.actions import Action, Target
 from neural_dap.core.source import read_source
 from neural_dap.core.state import Frame
 from neural_dap.core.world import (
+    Accept,
     Capabilities,
+    Check,
+    CheckResult,
     ChildSession,
     ExceptionFilter,
     Exit,
@@ -24,6 +26,7 @@ from neural_dap.core.world import (
     Stop,
     Thread,
     WorldError,
+    accepted,
     world_options,
 )
 from neural_dap.trace import threaded
@@ -341,7 +344,7 @@ class RecordedWorld:
         *,
         exceptions: frozenset[ExceptionFilter] = frozenset(),
         breakpoints: tuple[Target, ...] = (),
-        accept: Callable[[Stop], bool] | None = None,
+        accept: Accept | None = None,
     ) -> Stop:
         start = self.index
         seen = start  # breakpoint hits up to here were put to `accept` already
@@ -408,7 +411,7 @@ class RecordedWorld:
         seen: int,
         exceptions: frozenset[ExceptionFilter],
         breakpoints: tuple[Target, ...],
-        accept: Callable[[Stop], bool] | None,
+        accept: Accept | None,
     ) -> Stop:
         """`action` from event `start` over what is recorded; breakpoint hits up to `seen` were put
         to `accept` already (an earlier pass of a live recording's action)."""
@@ -438,10 +441,10 @@ class RecordedWorld:
             stop = await self._stop(hit, output=execution.output(start, hit) if forward else (), hit_breakpoint=True)
             if hit == natural and not jump:
                 # the step ends here anyway: a breakpoint only changes why
-                accepted = accept is None or accept(stop)
+                decision = await accepted(accept, stop)
                 self.index = hit
-                return stop if accepted else msgspec.structs.replace(stop, hit_breakpoint=False)
-            if accept is None or accept(stop):
+                return stop if decision else msgspec.structs.replace(stop, hit_breakpoint=False)
+            if await accepted(accept, stop):
                 self.index = hit
                 return stop
         if exception_at is not None:
@@ -523,6 +526,15 @@ class RecordedWorld:
         )
 
     def _evaluate_live(self, execution: SkeletonExecution, index: int, frame: int, expression: str) -> LiveResult:
+        live = self._live_stop(execution, index)
+        try:
+            value = live.evaluate(expression, frame)
+        except LiveError as exc:
+            raise WorldError(str(exc)) from None
+        return LiveResult(value.text, value.type)
+
+    def _live_stop(self, execution: SkeletonExecution, index: int) -> LiveStop:
+        """The live copy of the program at event `index`: the one kept, or a new one (replacing it)."""
         live = self._live
         if live is None or live.index != index:
             if live is not None:
@@ -532,11 +544,27 @@ class RecordedWorld:
                 live = self._live = LiveStop(execution.recording, index)
             except LiveError as exc:
                 raise NotLive(str(exc)) from None
-        try:
-            value = live.evaluate(expression, frame)
-        except LiveError as exc:
-            raise WorldError(str(exc)) from None
-        return LiveResult(value.text, value.type)
+        return live
+
+    async def check_live(self, stop: Stop, checks: tuple[Check, ...]) -> tuple[CheckResult, ...]:
+        """A breakpoint's condition and log message at `stop`, on the program's real objects in its
+        innermost frame (ChecksLive): one throwaway fork of the live copy at the stop, which stays
+        for the user's own expressions if the stop is made."""
+        execution = self._require()
+        if not isinstance(execution, SkeletonExecution):
+            raise NotLive("a full recording keeps values, not a program to ask")
+        if stop.at_end:
+            raise NotLive("the program has ended here")
+
+        def run() -> tuple[CheckResult, ...]:
+            live = self._live_stop(execution, stop.index)
+            try:
+                answers = live.check(list(checks), 0)
+            except LiveError as exc:
+                raise NotLive(str(exc)) from None
+            return tuple(msgspec.convert(a, CheckResult) for a in answers)
+
+        return await anyio.to_thread.run_sync(run, abandon_on_cancel=True)
 
     def interrupt(self) -> bool:
         """The user paused while the program runs: a live one stops at its next event; one being

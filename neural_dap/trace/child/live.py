@@ -136,13 +136,18 @@ def _evaluate_in_fork(request: dict, frames: list, encode, limits: dict) -> byte
 def _evaluate(request: dict, frames: list, limits: dict) -> dict:
     """In the throwaway fork: the expression, in the frame asked for, under the limits."""
     _cap_memory(int(limits.get("memory_mb", 1024)))
-    expression = request.get("expression")
     index = request.get("frame", 0)
-    if not isinstance(expression, str) or not isinstance(index, int):
-        return {"error": "expected an expression and a frame index"}
+    if not isinstance(index, int):
+        return {"error": "expected a frame index"}
     if not 0 <= index < len(frames):
         return {"error": "that frame is not live at this stop"}
     frame = frames[index]
+    checks = request.get("checks")
+    if isinstance(checks, list):
+        return {"results": [_check(frame, check, limits) for check in checks]}
+    expression = request.get("expression")
+    if not isinstance(expression, str):
+        return {"error": "expected an expression"}
     try:
         code = compile(expression, "<evaluate>", "eval", dont_inherit=True)
     except SyntaxError as exc:
@@ -162,6 +167,27 @@ def _evaluate(request: dict, frames: list, limits: dict) -> dict:
         "repr": _cut(text, max_repr),
         "type": kind.__name__ if kind.__module__ == "builtins" else f"{kind.__module__}.{kind.__qualname__}",
     }
+
+
+def _check(frame: types.FrameType, check: object, limits: dict) -> dict:
+    """One expression of a breakpoint (a condition: `truth`; a log point's part: `str`), in the
+    frame's own namespace as debugpy evaluates them: {"truth": bool} / {"text": str}, or {"error":
+    the exception as the user should read it}. Each runs after the ones before it in the same fork,
+    as they would in the program."""
+    if not (isinstance(check, list) and len(check) == 2 and isinstance(check[0], str)):
+        return {"error": "expected [expression, mode]"}
+    expression, mode = check
+    try:
+        code = compile(expression.strip(), "<breakpoint>", "eval", dont_inherit=True)
+    except SyntaxError as exc:
+        return {"error": f"SyntaxError: {exc.msg}"}
+    try:
+        value = eval(code, frame.f_globals, frame.f_locals)
+        if mode == "truth":
+            return {"truth": bool(value)}
+        return {"text": _cut(str(value), int(limits.get("max_repr", 10_000)))}
+    except BaseException as exc:  # the user's expression raised: that is its answer
+        return {"error": f"{type(exc).__name__}: {_cut(_safe_str(exc), 500)}"}
 
 
 def _cap_memory(megabytes: int) -> None:
