@@ -412,3 +412,59 @@ async def test_conditions_and_log_points_on_objects_stop_where_debugpy_stops(tmp
     assert [c.split(": ", 1)[1] for c in ours.console if c.startswith("console: w=")] == printed
     errors = [c for c in ours.console if "conditional breakpoint" in c]
     assert errors and "ZeroDivisionError" in errors[0]
+
+
+# -- every thread sees its module's globals (issue 38, item 3) ----------------------------------------
+
+POOL_GLOBALS = """\
+import threading
+from concurrent.futures import ThreadPoolExecutor
+
+LIMIT = 3
+results = {}
+
+
+def work(n):
+    total = 0
+    for k in range(n):
+        total += k
+    results[n] = total
+    return total
+
+
+with ThreadPoolExecutor(max_workers=1) as pool:
+    done = list(pool.map(work, [2, 3, 4]))
+timer = threading.Timer(0.01, lambda: results.setdefault("timer", LIMIT))
+timer.start()
+timer.join()
+print(done, results)
+"""
+
+
+@pytest.mark.slow
+async def test_a_worker_thread_shows_and_evaluates_its_globals_as_debugpy_does(tmp_path):
+    """At a breakpoint in a pool's worker: Locals and Globals, the globals as they are at that moment
+    (the dict the workers fill, while the main thread waits in `pool.map`), and module names
+    evaluate there, as in debugpy (one worker: both runs interleave the same way)."""
+    from .dual import Plan, run
+
+    path = tmp_path / "pool_globals.py"
+    path.write_text(POOL_GLOBALS)
+    plan = Plan(
+        str(path),
+        breakpoints=({"line": 12},),
+        commands=("continue",) * 3,
+        scopes=("Locals", "Globals"),
+        evaluate=("results", "LIMIT + n", "sorted(results.values())"),
+        expand=0,
+    )
+    ours, theirs = await run(plan, "neural-dap"), await run(plan, "debugpy")
+    assert len(theirs.views) == 3
+    for k, (a, b) in enumerate(zip(ours.views, theirs.views, strict=False)):
+        assert (a.thread, a.stack, a.scopes) == (b.thread, b.stack, b.scopes), k
+        assert a.thread.startswith("ThreadPoolExecutor") and a.scopes == ["Locals", "Globals"]
+        assert a.evaluated == b.evaluated, k
+        for scope in ("Locals", "Globals"):
+            shown = {v.name: v.value for v in b.variables[scope] if v.type not in ("module", "function", "type")}
+            assert {v.name: v.value for v in a.variables[scope]} == shown, (k, scope)
+    assert [v.evaluated["results"] for v in ours.views[:3]] == ["{}", "{2: 1}", "{2: 1, 3: 3}"]

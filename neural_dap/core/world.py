@@ -108,6 +108,9 @@ class Stop(msgspec.Struct, frozen=True, omit_defaults=True):
     called_by_library: bool = False
     library_calls_next: bool = False
     paused: bool = False  # a running program stopped where the user paused it (debug while it runs)
+    # The `<module>` frame whose locals are the stop's globals where it is not on the stop's own
+    # stack: a thread's function sees the main thread's module frame as it stood at the stop
+    module_frame: Frame | None = None
     # A predicted stop: the probability the model gave its source line, each local's value and the
     # returned / raised value (format.confidence; empty or None where the model did not say)
     line_confidence: float | None = None

@@ -46,14 +46,22 @@ class FrameView:
     module: FrameView | None = None  # the frame of this frame's module on the stack: its Globals
 
     def variable_reprs(self) -> dict[str, str]:
-        """What expressions see in this frame: locals plus the return-value pseudo-variables."""
-        out = dict(self.locals)
+        """What expressions see in this frame: its module's globals, its locals over them, plus the
+        return-value pseudo-variables."""
+        out = dict(self.module.locals) if self.module is not None and self.module is not self else {}
+        out.update(self.locals)
         for name, text in self.extras:
             out.setdefault(name, text)
         return out
 
 
-def _frame_views(stack: list[Frame], first_id: int, extras: list[tuple[str, str]], at_call: bool) -> list[FrameView]:
+def _frame_views(
+    stack: list[Frame],
+    first_id: int,
+    extras: list[tuple[str, str]],
+    at_call: bool,
+    module_frame: Frame | None = None,
+) -> list[FrameView]:
     views = [
         FrameView(
             id=first_id + k,
@@ -68,13 +76,33 @@ def _frame_views(stack: list[Frame], first_id: int, extras: list[tuple[str, str]
         )
         for k, frame in enumerate(stack)
     ]
+    elsewhere = None  # a thread's globals: the main thread's module frame (Stop.module_frame)
+    if module_frame is not None:
+        elsewhere = FrameView(
+            -1,
+            module_frame.function,
+            module_frame.line,
+            module_frame.path,
+            dict(module_frame.locals),
+            dict(module_frame.values),
+            module_frame.invocation,
+        )
     for view in views:
         # the outermost `<module>` frame of the same file (a script's; an imported module's while
         # it is being imported); none for a function launch or a module imported earlier
         view.module = next(
             (m for m in reversed(views) if m.name == "<module>" and m.path == view.path and view.path), None
         )
+        if view.module is None and elsewhere is not None and elsewhere.path == view.path:
+            view.module = elsewhere
     return views
+
+
+def attribute_order(name: str) -> tuple[int, str]:
+    """debugpy's order of a scope's names and an object's attributes."""
+    if name.startswith("__"):
+        return (3 if name.endswith("__") else 2, name)
+    return (1 if name.startswith("_") else 0, name)
 
 
 @dataclass
@@ -120,13 +148,15 @@ class StopView:
                 extras.append((f"{label} {state.function}", state.value or "None"))
             if len(stack) > 1:
                 stack = stack[1:]  # back in the caller, at the call line
-        self.frames = _frame_views(stack, 1000, extras, state.event == "call")
+        self.frames = _frame_views(stack, 1000, extras, state.event == "call", stop.module_frame)
 
     def add_thread(self, thread_id: int, stack: tuple[Frame, ...]) -> list[FrameView]:
         """Another thread's frames at this stop (where it stood), with ids of their own."""
         views = self.other_threads.get(thread_id)
         if views is None:
-            views = self.other_threads[thread_id] = _frame_views(list(stack), 1_000_000 * thread_id, [], False)
+            views = self.other_threads[thread_id] = _frame_views(
+                list(stack), 1_000_000 * thread_id, [], False, self.stop.module_frame
+            )
         return views
 
     def frame(self, frame_id: int | None) -> FrameView | None:
@@ -187,8 +217,9 @@ class StopView:
         if node.kind in ("locals", "globals"):
             frame: FrameView = node.target  # type: ignore[assignment]
             entries = [(name, text, None, name) for name, text in frame.extras] if node.kind == "locals" else []
-            for name, text in frame.locals.items():
-                entries.append((name, text, frame.values.get(name), name))
+            # in debugpy's order: names, then _names, then __names (pydevd's sorted_attributes_key)
+            for name in sorted(frame.locals, key=attribute_order):
+                entries.append((name, frame.locals[name], frame.values.get(name), name))
             entries = entries[start : start + count] if count else entries[start:]
         else:
             entries = self._children(node, start, count)

@@ -700,6 +700,7 @@ def names_at(stop: Stop) -> dict[str, str]:
     globals (the `<module>` frame of the same file on the stack, where there is one)."""
     names: dict[str, str] = {}
     module = next((f for f in reversed(stop.stack) if f.function == "<module>" and f.path == stop.state.path), None)
+    module = module or stop.module_frame
     if module is not None and module is not (stop.stack[0] if stop.stack else None):
         names.update(module.locals)
     names.update(stop.state.locals)

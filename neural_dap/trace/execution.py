@@ -146,10 +146,21 @@ class FullExecution:
         ]
 
     def thread_frames(self, i: int, thread: int) -> tuple[Frame, ...]:
+        """Where `thread` stood at its latest event k up to i, each frame's locals as they are at i
+        (with what other threads changed since: a module's globals a worker changed)."""
         if thread == self.tree.states[i].thread:
             return self.frames(i)
         k = self.tree.semantics.last_of_thread(thread, i)
-        return self.frames(k) if k >= 0 else ()
+        if k < 0:
+            return ()
+        states = self.tree.states
+        log = self.recording.log
+        out = []
+        for j in self.tree.stack(k):
+            s = states[j]
+            local_reprs, values = log.caller_view(s.invocation, j, i, s.locals, s.values)
+            out.append(Frame(s.function, s.line, s.source, s.invocation, s.path, local_reprs, values))
+        return tuple(out)
 
     def output(self, start: int, end: int) -> tuple[tuple[str, str], ...]:
         states = self.tree.states

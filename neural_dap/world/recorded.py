@@ -475,6 +475,9 @@ class RecordedWorld:
         except DivergenceError as exc:
             raise WorldError(f"{exc}; the states before it are exact, the ones after cannot be rebuilt") from None
         at_end = i == execution.last and not self.live
+        module_frame = None
+        if state.thread != 0 and not any(f.function == "<module>" and f.path == state.path for f in frames):
+            module_frame = await anyio.to_thread.run_sync(_module_frame, execution, i, state.path)
         semantics = execution.semantics
         resumed = semantics.resumes_here(i)
         by_library = semantics.called_by_library(i)
@@ -491,6 +494,7 @@ class RecordedWorld:
             resumed=resumed,
             called_by_library=by_library,
             library_calls_next=by_library and state.terminal and semantics.library_calls_next(i),
+            module_frame=module_frame,
         )
 
     @property
@@ -710,6 +714,15 @@ def _child_program(child: ChildProcess) -> str:
     if child.command[0] not in ("-m", "-c"):
         return os.path.join(child.cwd, child.command[0])
     return ""
+
+
+def _module_frame(execution: Execution, i: int, path: str) -> Frame | None:
+    """The `<module>` frame of `path` on the main thread's stack as it stood at event i: the globals a
+    thread's function reads (the values as of the main thread's latest traced line)."""
+    return next(
+        (f for f in execution.thread_frames(i, 0) if f.function == "<module>" and f.path == path),
+        None,
+    )
 
 
 def _leaves_the_traced_code(execution: SkeletonExecution, i: int) -> bool:
