@@ -166,6 +166,7 @@ PROGRAMS: tuple[Program, ...] = (
     Program("logs-re", "logs_dataclasses_re.py", "re, dataclasses (stdlib)", fast=True),
     Program("difflib", "difflib_textwrap.py", "difflib, textwrap (stdlib)"),
     Program("tabulate", "tabulate_humanize.py", "tabulate, humanize"),
+    Program("numpy-pandas", "numpy_pandas_views.py", "numpy, pandas, sqlite3, pydantic"),
 )
 
 

@@ -9,6 +9,8 @@ function and line with the same locals, and a return shown in the caller must sh
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from neural_dap.reality.debugpy_peer import DebugpyPeer
@@ -468,3 +470,37 @@ async def test_a_worker_thread_shows_and_evaluates_its_globals_as_debugpy_does(t
             shown = {v.name: v.value for v in b.variables[scope] if v.type not in ("module", "function", "type")}
             assert {v.name: v.value for v in a.variables[scope]} == shown, (k, scope)
     assert [v.evaluated["results"] for v in ours.views[:3]] == ["{}", "{2: 1}", "{2: 1, 3: 3}"]
+
+
+# -- the Variables view (issue 38, item 2) --------------------------------------------------------------
+
+VIEWS = Path(__file__).resolve().parent.parent / "benchmarks" / "real_programs" / "numpy_pandas_views.py"
+# what differs between any two runs, debugpy's own included: pandas' caches fill in the order things
+# are read, and a set's items are named by their ids
+UNSTABLE = ("_cache", "_accessors", "_internal_names_set", "_interleaved_dtype")
+
+
+@pytest.mark.slow
+async def test_the_variables_view_opens_as_debugpys_does(tmp_path):
+    """Every value at the stop, opened two levels deep in both: numpy arrays (items, dtype, shape,
+    min, max), a DataFrame (its columns and attributes), inherited `__slots__` and a property, a
+    list holding an object whose repr raises, sqlite3 rows, a connection and a cursor (C objects),
+    a pydantic ValidationError, a 5000-item list (`more`), a 300-key dict and a 5000-character
+    string: the same names, values, types and children as debugpy's (modules aside, which neural-dap
+    does not list among a module's variables)."""
+    pytest.importorskip("pandas")
+    pytest.importorskip("pydantic")
+    from .dual import Plan, differences, run
+
+    line = next(k for k, text in enumerate(VIEWS.read_text().splitlines(), 1) if text.endswith("# breakpoint"))
+    plan = Plan(str(VIEWS), breakpoints=({"line": line},), expand=2, scopes=("Locals",))
+    ours, theirs = await run(plan, "neural-dap"), await run(plan, "debugpy")
+    found = [d for d in differences(ours, theirs) if not any(name in d for name in UNSTABLE)]
+    assert found == [], "\n".join(found[:20])
+    shown = {v.name: v for v in ours.views[0].variables["Locals"]}
+    assert [c.name for c in shown["arr"].children or []] == ["[0:200] ", "dtype", "max", "min", "shape", "size"]
+    assert {"city", "columns", "dtypes", "shape"} <= {c.name for c in shown["df"].children or []}
+    assert {c.name: c.value for c in shown["rect"].children or []} == {"area": "12", "h": "4", "w": "3"}
+    assert shown["items"].value == "[<__main__.Bad object>, 3]" and shown["items"].children
+    assert len(shown["text"].value) == 5002 and len(shown["keys"].children or []) == 301
+    assert [c.name for c in shown["many"].children or []][-2:] == ["more", "len()"]

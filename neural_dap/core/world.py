@@ -156,6 +156,45 @@ class ChecksLive(Protocol):
     async def check_live(self, stop: Stop, checks: tuple[Check, ...]) -> tuple[CheckResult, ...]: ...
 
 
+class LiveChild(msgspec.Struct, frozen=True):
+    """A child of a value in the Variables view, as debugpy shows it (trace/child/resolvers.py),
+    computed on the real object at the stop. `selector` finds it again from its parent; `evaluate`
+    is a template for its expression (`%s[3]`, `%s.name`, `len(%s)`), None where it has none."""
+
+    name: str
+    value: str
+    type: str
+    selector: list
+    evaluate: str | None
+    expandable: bool
+
+
+class LiveRoot(msgspec.Struct, frozen=True):
+    """A scope's variable as debugpy shows it (its text where the recorded one was cut)."""
+
+    value: str
+    type: str
+    expandable: bool
+
+
+@runtime_checkable
+class ExpandsLive(Protocol):
+    """A world that can show a stop's values as debugpy does, from the program's real objects: the
+    children of a value found from a frame's local or global (`root`: ("l" | "g", name)) by a path
+    of selectors. `live_at(stop)` says, without starting anything, whether it can at this stop;
+    the calls raise `NotLive` where it cannot after all."""
+
+    def live_at(self, stop: Stop) -> bool: ...
+
+    async def children_live(
+        self, stop: Stop, frame: int, root: tuple[str, str], path: tuple[list, ...], start: int, count: int
+    ) -> tuple[tuple[LiveChild, ...], int]: ...
+
+    async def roots_live(
+        self, stop: Stop, frame: int, roots: tuple[tuple[str, str], ...]
+    ) -> tuple[LiveRoot | None, ...]: ...
+
+
 # Decides whether a breakpoint hit stops an action (conditions, hit counts, log points: the debugger
 # core's); it may need the program to answer, so it may be a coroutine.
 Accept = Callable[[Stop], "bool | Awaitable[bool]"]

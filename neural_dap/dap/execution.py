@@ -153,7 +153,7 @@ class ExecutionRequests(Connection):
 
     async def _present(self, report: Report, preserve_focus: bool = False) -> None:
         stop = report.stop
-        self.view = StopView(stop, stop.divergences)
+        self.view = StopView(stop, stop.divergences, live=self.debugger.shows_live(stop))
         await self._announce_threads()
         await self.event(
             "stopped",

@@ -31,8 +31,11 @@ from neural_dap.core.world import (
     CheckResult,
     ChecksLive,
     EvaluatesLive,
+    ExpandsLive,
     HasThreads,
     LaunchSpec,
+    LiveChild,
+    LiveRoot,
     NotLive,
     SteppingConvention,
     Stop,
@@ -690,6 +693,28 @@ class Debugger:
         except EvaluationError as exc:
             raise WorldError(str(exc)) from None
         return Evaluated(reprs.show(value), reprs.type_name(value) or None, value)
+
+    def shows_live(self, stop: Stop) -> bool:
+        """Whether the Variables view at `stop` can come from the program's real objects, as
+        debugpy's does (ExpandsLive); otherwise it shows what the recording kept."""
+        world = self.world
+        return isinstance(world, ExpandsLive) and world.live_at(stop)
+
+    async def children_live(
+        self, frame: int, root: tuple[str, str], path: tuple[list, ...], start: int = 0, count: int = 0
+    ) -> tuple[tuple[LiveChild, ...], int]:
+        """A value's children at the current stop, from the program (ExpandsLive): (the page asked
+        for, how many there are). Raises WorldError (NotLive) where it cannot."""
+        world, stop = self.world, self._require_stop()
+        if not isinstance(world, ExpandsLive):
+            raise NotLive(f"the {world.name if world else 'absent'} world keeps no program")
+        return await world.children_live(stop, frame, root, path, start, count)
+
+    async def roots_live(self, frame: int, roots: tuple[tuple[str, str], ...]) -> tuple[LiveRoot | None, ...]:
+        world, stop = self.world, self._require_stop()
+        if not isinstance(world, ExpandsLive):
+            raise NotLive(f"the {world.name if world else 'absent'} world keeps no program")
+        return await world.roots_live(stop, frame, roots)
 
     def summary(self) -> dict[str, Any]:
         return self.world.summary() if self.world is not None else {}

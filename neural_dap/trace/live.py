@@ -98,6 +98,22 @@ class LiveStop:
             raise LiveError("the live program answered something unreadable")
         return [r if isinstance(r, dict) else {"error": "unreadable"} for r in results]
 
+    def ask(self, request: dict, frame: int) -> dict:
+        """A request of the live copy's own (`children`, `roots`: see child/live.py), answered in a
+        throwaway fork of it."""
+        data = json.dumps({**request, "frame": frame}).encode() + b"\n"
+        try:
+            self.sock.settimeout(self.limits.seconds + 10)
+            self.sock.sendall(data)
+            reply = self._receive()
+        except OSError as exc:
+            raise LiveError(f"the live program did not answer ({exc})") from None
+        if not isinstance(reply, dict):
+            raise LiveError("the live program answered something unreadable")
+        if "error" in reply:
+            raise LiveError(str(reply["error"]))
+        return reply
+
     def _receive(self):
         header = _read_exactly(self.sock, 8)
         data = _read_exactly(self.sock, int.from_bytes(header, "little"))

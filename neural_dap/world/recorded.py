@@ -21,7 +21,9 @@ from neural_dap.core.world import (
     ExceptionFilter,
     Exit,
     LaunchSpec,
+    LiveChild,
     LiveResult,
+    LiveRoot,
     NotLive,
     Stop,
     Thread,
@@ -146,6 +148,7 @@ class RecordedWorld:
         self.notices: list[str] = []  # what the user should read about how the program was recorded
         self._running: LiveRun | None = None  # the program still runs (debug while it runs: world/live.py)
         self._extending = False  # ... and runs on now (an action waits for its next stop)
+        self._live_lock = anyio.Lock()  # the live copy answers one question at a time
 
     async def start(self, launch: LaunchSpec) -> Stop:
         if launch.entry is not None and launch.entry.returns is not None:
@@ -525,9 +528,10 @@ class RecordedWorld:
             raise NotLive("a full recording keeps values, not a program to ask")
         if stop.at_end:
             raise NotLive("the program has ended here")
-        return await anyio.to_thread.run_sync(
-            self._evaluate_live, execution, stop.index, frame, expression, abandon_on_cancel=True
-        )
+        async with self._live_lock:  # (one question at a time on the live copy's connection)
+            return await anyio.to_thread.run_sync(
+                self._evaluate_live, execution, stop.index, frame, expression, abandon_on_cancel=True
+            )
 
     def _evaluate_live(self, execution: SkeletonExecution, index: int, frame: int, expression: str) -> LiveResult:
         live = self._live_stop(execution, index)
@@ -550,6 +554,54 @@ class RecordedWorld:
                 raise NotLive(str(exc)) from None
         return live
 
+    def live_at(self, stop: Stop) -> bool:
+        """Whether a live copy of the program can be made at `stop` (ExpandsLive): a skeleton
+        recording with a checkpoint at or before it, the program not yet ended there."""
+        execution = self.execution
+        if not isinstance(execution, SkeletonExecution) or stop.at_end:
+            return False
+        recording = execution.recording
+        checkpoints = recording.checkpoints
+        if not checkpoints or checkpoints[0] > stop.index:
+            return False
+        return recording.diverged_at is None or stop.index < recording.diverged_at
+
+    async def children_live(
+        self, stop: Stop, frame: int, root: tuple[str, str], path: tuple[list, ...], start: int, count: int
+    ) -> tuple[tuple[LiveChild, ...], int]:
+        """The children debugpy shows of the value at `path` from `root` in `frame` (ExpandsLive)."""
+        request = {"children": {"root": list(root), "path": list(path), "start": start, "count": count}}
+        reply = await self._ask_live(stop, frame, request)
+        children = tuple(msgspec.convert(c, LiveChild) for c in _rows(reply.get("children"), 6))
+        return children, int(reply.get("total") or 0)
+
+    async def roots_live(
+        self, stop: Stop, frame: int, roots: tuple[tuple[str, str], ...]
+    ) -> tuple[LiveRoot | None, ...]:
+        """Scope variables' texts as debugpy shows them (ExpandsLive); None for one that failed."""
+        reply = await self._ask_live(stop, frame, {"roots": [list(r) for r in roots]})
+        answers = reply.get("roots")
+        if not isinstance(answers, list) or len(answers) != len(roots):
+            raise WorldError("the live program answered something unreadable")
+        return tuple(
+            LiveRoot(str(a[0]), str(a[1]), bool(a[2])) if isinstance(a, list) and len(a) == 3 else None for a in answers
+        )
+
+    async def _ask_live(self, stop: Stop, frame: int, request: dict) -> dict:
+        execution = self._require()
+        if not isinstance(execution, SkeletonExecution) or not self.live_at(stop):
+            raise NotLive("no live copy of the program at this stop")
+
+        def run() -> dict:
+            live = self._live_stop(execution, stop.index)
+            try:
+                return live.ask(request, frame)
+            except LiveError as exc:
+                raise WorldError(str(exc)) from None
+
+        async with self._live_lock:
+            return await anyio.to_thread.run_sync(run, abandon_on_cancel=True)
+
     async def check_live(self, stop: Stop, checks: tuple[Check, ...]) -> tuple[CheckResult, ...]:
         """A breakpoint's condition and log message at `stop`, on the program's real objects in its
         innermost frame (ChecksLive): one throwaway fork of the live copy at the stop, which stays
@@ -568,7 +620,8 @@ class RecordedWorld:
                 raise NotLive(str(exc)) from None
             return tuple(msgspec.convert(a, CheckResult) for a in answers)
 
-        return await anyio.to_thread.run_sync(run, abandon_on_cancel=True)
+        async with self._live_lock:
+            return await anyio.to_thread.run_sync(run, abandon_on_cancel=True)
 
     def interrupt(self) -> bool:
         """The user paused while the program runs: a live one stops at its next event; one being
@@ -714,6 +767,14 @@ def _child_program(child: ChildProcess) -> str:
     if child.command[0] not in ("-m", "-c"):
         return os.path.join(child.cwd, child.command[0])
     return ""
+
+
+def _rows(rows: object, width: int) -> list[dict]:
+    """A live answer's rows as keyword dicts for msgspec (LiveChild's fields, in order)."""
+    names = ("name", "value", "type", "selector", "evaluate", "expandable")[:width]
+    if not isinstance(rows, list):
+        raise WorldError("the live program answered something unreadable")
+    return [dict(zip(names, row, strict=True)) for row in rows if isinstance(row, list) and len(row) == width]
 
 
 def _module_frame(execution: Execution, i: int, path: str) -> Frame | None:
