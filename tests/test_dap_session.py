@@ -217,9 +217,7 @@ async def test_variables_expand_containers_and_page_long_ones(program):
             for v in (await c.call("variables", {"variablesReference": items["variablesReference"]}))["variables"]
         }
         assert list(children) == ["'a'", "'n'", "'big'", "len()"]  # as debugpy opens a dict
-        big = (await c.call("variables", {"variablesReference": children["'big'"]["variablesReference"]}))[
-            "variables"
-        ]
+        big = (await c.call("variables", {"variablesReference": children["'big'"]["variablesReference"]}))["variables"]
         assert [v["name"] for v in big] == [f"{k:03d}" for k in range(100)] + ["more", "len()"]
         rest = (await c.call("variables", {"variablesReference": big[100]["variablesReference"]}))["variables"]
         assert [(v["name"], v["value"]) for v in rest[:3]] == [("100", "100"), ("101", "101"), ("102", "102")]

@@ -108,7 +108,7 @@ async def test_a_10000_item_list_opens_to_its_last_item_as_in_debugpy(tmp_path: 
         assert (children[-1]["value"], children[-1]["evaluateName"]) == ("10000", "len(big)")
         buckets = await _variables(client, children[100]["variablesReference"])
         assert list(buckets) == [f"[{a}:{min(a + 1000, 10000)}]" for a in range(100, 10000, 1000)]
-        last = (await client.call("variables", {"variablesReference": buckets["[9100:10000]"]["variablesReference"]}))
+        last = await client.call("variables", {"variablesReference": buckets["[9100:10000]"]["variablesReference"]})
         items = [(v["name"], v["value"]) for v in last["variables"]]
         assert items[0] == ("9100", "9100") and items[-1] == ("9999", "9999") and len(items) == 900
         mid = (await _variables(client, scopes["Globals"]["variablesReference"]))["mid"]
