@@ -296,7 +296,7 @@ async def test_next_off_a_return_goes_where_debugpy_goes(tmp_path, version):
 
 
 async def _stops_beside_debugpy(
-    path, lines: tuple[int, ...], commands: list[str], version: str, plan: str
+    path, lines: tuple[int, ...], commands: list[str], version: str, plan: str, **launch_keys
 ) -> list[tuple[str, int]]:
     """The same breakpoints and commands in neural-dap and in a real debugpy, each stop asserted to
     agree (place, locals, the `(return)` values neural-dap shows); returns the stops made."""
@@ -304,7 +304,7 @@ async def _stops_beside_debugpy(
 
     python = _interpreter(version)
     peer = DebugpyPeer(str(path), breakpoints=lines, python=python)
-    launch: dict = {"program": str(path), "stopOnEntry": not lines}
+    launch: dict = {"program": str(path), "stopOnEntry": not lines, **launch_keys}
     if python:
         launch["python"] = python
     stops = []
@@ -504,3 +504,93 @@ async def test_the_variables_view_opens_as_debugpys_does(tmp_path):
     assert shown["items"].value == "[<__main__.Bad object>, 3]" and shown["items"].children
     assert len(shown["text"].value) == 5002 and len(shown["keys"].children or []) == 301
     assert [c.name for c in shown["many"].children or []][-2:] == ["more", "len()"]
+
+
+# -- callbacks library code calls (issue 38, item 4) -----------------------------------------------------
+
+CALLBACKS = """\
+import functools
+import heapq
+
+
+def weight(item):
+    score = item[1] * 2
+    return score
+
+
+def logged(func):
+    @functools.wraps(func)
+    def wrapper(*args):
+        value = func(*args)
+        return value
+
+    return wrapper
+
+
+@functools.lru_cache(maxsize=None)
+@logged
+def fib(n):
+    return n if n < 2 else fib(n - 1) + fib(n - 2)
+
+
+def top(items):
+    best = heapq.nlargest(2, items, key=weight)
+    return best
+
+
+data = [("a", 3), ("b", 1), ("c", 5)]
+result = top(data)
+ranked = sorted(data, key=weight)
+print(result, ranked, fib(4))
+"""
+
+CALLBACK_PLANS = {
+    # (breakpoint lines, commands): out of a sort key's first call back to the user's caller (the
+    # library's other calls of it run through), or to a breakpoint in a later call; next through
+    # the calls; into a decorated, cached recursion and out of it
+    "step-out": ((26,), ["stepIn", "stepOut", "stepOut", "next", "stepIn", "stepOut", "next", "stepIn", "stepOut"]),
+    "step-out-to-breakpoint": ((6,), ["stepOut"] * 4 + ["next"] * 2),
+    "next": ((26,), ["stepIn"] + ["next"] * 9),
+    "cached-recursion": ((22,), ["stepOut"] * 3 + ["next"] * 3 + ["stepIn"] * 4),
+}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("version", ["3.11", "3.12"])
+@pytest.mark.parametrize("plan", sorted(CALLBACK_PLANS))
+async def test_callbacks_library_code_calls_step_as_in_debugpy(tmp_path, plan, version):
+    lines, commands = CALLBACK_PLANS[plan]
+    path = tmp_path / "callbacks.py"
+    path.write_text(CALLBACKS)
+    stops = await _stops_beside_debugpy(path, lines, commands, version, plan)
+    assert len(stops) >= 5, stops
+
+
+@pytest.mark.slow
+async def test_callbacks_step_out_as_in_debugpy_in_a_recording_made_first(tmp_path):
+    """The same with the program recorded to its end first (`"live": false`): what follows a
+    callback's exit is known there, not found by running on."""
+    lines, commands = CALLBACK_PLANS["step-out"]
+    path = tmp_path / "callbacks.py"
+    path.write_text(CALLBACKS)
+    stops = await _stops_beside_debugpy(path, lines, commands, "3.11", "step-out", live=False)
+    assert ("top", 26) in stops[2:], stops  # back in the caller once the library is done
+
+
+async def test_step_back_through_callbacks_mirrors_next(tmp_path):
+    """`stepBack` from a sort key's second call goes to the last line of its first, as `next` went
+    the other way: every stop of a run of `next`s, in reverse."""
+    path = tmp_path / "callbacks.py"
+    path.write_text(CALLBACKS)
+    async with adapter() as c:
+        await start(c, {"program": str(path)}, {str(path): [{"line": 26}]})
+        forward = [await where(c)]
+        _reason, here = await step(c, "stepIn")
+        forward.append(here)
+        for _ in range(5):
+            forward.append((await step(c, "next"))[1])
+        backward = [forward[-1]]
+        for _ in range(len(forward) - 1):
+            backward.append((await step(c, "stepBack"))[1])
+    assert [(f, line) for f, line, _ in backward] == [(f, line) for f, line, _ in reversed(forward)]
+    assert [v for _, _, v in backward] == [v for _, _, v in reversed(forward)]

@@ -107,6 +107,9 @@ class Stop(msgspec.Struct, frozen=True, omit_defaults=True):
     # code calls the user's code again first.
     called_by_library: bool = False
     library_calls_next: bool = False
+    # A call library code made right after a function it called exited (the mirror of
+    # `library_calls_next`: a step back from this call goes into that function)
+    library_called_before: bool = False
     paused: bool = False  # a running program stopped where the user paused it (debug while it runs)
     # The `<module>` frame whose locals are the stop's globals where it is not on the stop's own
     # stack: a thread's function sees the main thread's module frame as it stood at the stop

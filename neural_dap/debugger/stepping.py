@@ -11,12 +11,15 @@ Stops land where debugpy's do, so a session can be compared with debugpy stop by
   stepOut         step_return (shown in the caller with the `(return)` value)
 
                   The exit of a function library code called (click running the user's command, a
-                  scheduler running a callback) returns into that code: next, stepIn and stepOut
-                  stop where it returns to the caller, shown at the call line on every version
-                  (its `(return)` value is the library's, not recorded), or, where it calls the
-                  user's code again first, at that code's first line
+                  scheduler running a callback) returns into that code: next and stepIn stop where
+                  it returns to the caller, shown at the call line on every version (its `(return)`
+                  value is the library's, not recorded), or, where it calls the user's code again
+                  first, at that code's first line; stepOut runs through those calls to where the
+                  library returns to the caller (a breakpoint in them stops it)
   continue        breakpoint(enabled lines), or continue to the end
-  stepBack        inv_step_over; a call state is stepped past into the caller
+  stepBack        inv_step_over; a call state is stepped past into the caller, or, where library code
+                  made the call right after an earlier call of the user's code exited (a sort
+                  key's second call), into the last line of that earlier call (`next` mirrored)
   reverseContinue inv_breakpoint(enabled lines), or back to the start
   restartFrame    inv_step_return until the frame's call
   stepBackInto    inv_step_into          (custom request)
@@ -91,11 +94,25 @@ async def drive(
             stop = await act(Action("step_into"), True)
     elif kind == "stepOut":
         stop = await act(Action("step_return"), True)
+        while _into_library(stop):
+            # out of a function library code called (a sort key, a pandas `apply`, a scheduler's
+            # callback): back to the user's code that called the library, as debugpy's step out
+            # returns only into the user's code; the library's further calls of the user's code
+            # are run through, a breakpoint or an exception in them stops the step
+            stop = await act(Action("step_into"), True)
+            if stop.state.event == "call" and not (stop.hit_breakpoint or stop.hit_exception):
+                stop = await act(Action("step_return"), True)
     elif kind == "continue":
         stop = await act(Action("breakpoint", targets) if targets else Action("continue"), False)
     elif kind == "stepBack":
         stop = await act(Action("inv_step_over"), True)
-        if stop.state.event == "call" and not stop.at_start and not stop.hit_breakpoint:
+        if stop.state.event == "call" and stop.library_called_before and not stop.hit_breakpoint:
+            # the mirror of `next` off a function library code called, which goes on to its next
+            # call of the user's code: back from that call to the last line of the one before
+            stop = await act(Action("inv_step_into"), True)
+            if stop.state.terminal and not stop.hit_breakpoint:
+                stop = await act(Action("inv_step_over"), True)
+        elif stop.state.event == "call" and not stop.at_start and not stop.hit_breakpoint:
             stop = await act(Action("inv_step_over"), True)
     elif kind == "reverseContinue":
         stop = await act(Action("inv_breakpoint", targets), False)

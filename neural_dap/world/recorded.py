@@ -363,6 +363,10 @@ class RecordedWorld:
                 # an exception leaves the user's code here: whether it ends the program ("uncaught")
                 # or library code catches it ("userUnhandled") shows at the next event
                 request: dict = {"at": frontier + 1}
+            elif stop.index == frontier and stop.called_by_library and stop.state.terminal and not stop.at_end:
+                # the exit of a function library code called: whether that code calls the user's
+                # code again before it returns (where a step goes on to) shows at the next event
+                request = {"at": frontier + 1}
             elif (
                 stop.index < frontier
                 or stop.hit_breakpoint
@@ -497,6 +501,7 @@ class RecordedWorld:
             resumed=resumed,
             called_by_library=by_library,
             library_calls_next=by_library and state.terminal and semantics.library_calls_next(i),
+            library_called_before=by_library and state.event == "call" and semantics.library_called_before(i),
             module_frame=module_frame,
         )
 
