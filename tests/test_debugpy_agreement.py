@@ -594,3 +594,25 @@ async def test_step_back_through_callbacks_mirrors_next(tmp_path):
             backward.append((await step(c, "stepBack"))[1])
     assert [(f, line) for f, line, _ in backward] == [(f, line) for f, line, _ in reversed(forward)]
     assert [v for _, _, v in backward] == [v for _, _, v in reversed(forward)]
+
+
+@pytest.mark.slow
+async def test_async_stacks_keep_the_frames_under_the_event_loop(tmp_path):
+    """A coroutine the event loop runs is shown on the real stack, as debugpy shows it: `fetch` ←
+    `main` ← `<module>` (under `asyncio.run`), and a gathered task's `fetch` ← `<module>`."""
+    from .dual import Plan, run
+
+    path = tmp_path / "asyncio_demo.py"
+    path.write_text(ASYNCIO)
+    _text, lines, commands = CONCURRENT["asyncio"]
+    plan = Plan(
+        str(path),
+        breakpoints=tuple({"line": line} for line in lines),
+        commands=tuple(commands),
+        expand=0,
+        launch=(("live", False),),
+    )
+    ours, theirs = await run(plan, "neural-dap"), await run(plan, "debugpy")
+    stacks = [v.stack for v in theirs.views]
+    assert [v.stack for v in ours.views][: len(stacks)] == stacks
+    assert ("<module>", 17) in stacks[0] and all(s[-1] == ("<module>", 17) for s in stacks)

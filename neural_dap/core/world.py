@@ -114,6 +114,10 @@ class Stop(msgspec.Struct, frozen=True, omit_defaults=True):
     # The `<module>` frame whose locals are the stop's globals where it is not on the stop's own
     # stack: a thread's function sees the main thread's module frame as it stood at the stop
     module_frame: Frame | None = None
+    # The user's frames running below the stack where library code runs it (an event loop's task:
+    # `<module>` under `asyncio.run`), innermost first: shown under the stack, as debugpy shows
+    # the real stack; the stepping rules go by `stack` alone
+    outer: tuple[Frame, ...] = ()
     # A predicted stop: the probability the model gave its source line, each local's value and the
     # returned / raised value (format.confidence; empty or None where the model did not say)
     line_confidence: float | None = None

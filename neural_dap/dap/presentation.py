@@ -176,7 +176,9 @@ class StopView:
                 extras.append((f"{label} {state.function}", state.value or "None"))
             if len(stack) > 1:
                 stack = stack[1:]  # back in the caller, at the call line
-        self.frames = _frame_views(stack, 1000, extras, state.event == "call", stop.module_frame)
+        # (the frames below, where library code runs the stack: an event loop's task under
+        # `<module>`, as debugpy lists the real stack)
+        self.frames = _frame_views([*stack, *stop.outer], 1000, extras, state.event == "call", stop.module_frame)
 
     def add_thread(self, thread_id: int, stack: tuple[Frame, ...]) -> list[FrameView]:
         """Another thread's frames at this stop (where it stood), with ids of their own."""

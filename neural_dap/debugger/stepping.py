@@ -194,8 +194,12 @@ async def _on_to_user_code(stop: Stop, act: Act, at_resumes: bool = False) -> St
     is such a line (debugpy on 3.12+)."""
     while _left_user_code(stop):
         stop = await act(Action("step_into"), True)
-        resumes_here = at_resumes and stop.resumed
-        if stop.state.event == "call" and not (stop.hit_breakpoint or stop.hit_exception or resumes_here):
+        # through the calls that resume a chain of coroutines (a task's `main` resuming its `fetch`)
+        # to the first line: debugpy never stops at a call
+        for _ in range(64):
+            resumes_here = at_resumes and stop.resumed
+            if stop.state.event != "call" or stop.hit_breakpoint or stop.hit_exception or resumes_here:
+                break
             stop = await act(Action("step_into"), True)
     return stop
 

@@ -340,3 +340,44 @@ def _first_exception(points: Callable[[str], list[int]], start: int, end: int, f
             if k >= 0 and at[k] >= end and (found is None or at[k] > found):
                 found = at[k]
     return found
+
+
+def enclosing_frames(execution: Execution, i: int) -> tuple[Frame, ...]:
+    """The user's frames still running under a chain that library code runs (an event loop's task:
+    its coroutine's stack ends where the loop resumed it): the real stack's frames below it, as
+    debugpy lists them (`main` ← `<module>` under `asyncio.run`). The innermost invocation of the
+    thread that started before the chain and has not ended by i is the one whose call into the
+    library runs it; its frames are taken where it stood (its latest event before the chain), and
+    so on below."""
+    columns = execution.semantics.columns
+    out: list[Frame] = []
+    root = _outermost_event(execution, i)
+    for _ in range(64):  # (nested event loops are rare; a bound all the same)
+        inv = int(columns.invs[root])
+        if int(columns.parent[inv]) >= 0:
+            break
+        start = int(columns.call_index[inv])
+        calls, ends = columns.call_index, columns.end_index
+        open_ = (calls < start) & ((ends < 0) | (ends > i))
+        if columns.thread_of is not None:
+            open_ &= columns.thread_of == columns.thread_of[inv]
+        candidates = np.flatnonzero(open_)
+        if not len(candidates):
+            break
+        enclosing = int(candidates[np.argmax(calls[candidates])])
+        seen = np.flatnonzero(columns.invs[:start] == enclosing)
+        if not len(seen):
+            break
+        j = int(seen[-1])
+        out.extend(execution.frames(j))
+        root = _outermost_event(execution, j)  # (below them, where a library ran their chain too)
+    return tuple(out)
+
+
+def _outermost_event(execution: Execution, j: int) -> int:
+    """The event of the outermost frame on the stack at j (its own chain's root)."""
+    columns = execution.semantics.columns
+    inv = int(columns.invs[j])
+    while int(columns.parent[inv]) >= 0:
+        inv = int(columns.parent[inv])
+    return int(columns.call_index[inv])

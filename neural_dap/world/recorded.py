@@ -34,7 +34,7 @@ from neural_dap.core.world import (
 from neural_dap.trace import threaded
 from neural_dap.trace.actions import EXCEPTION
 from neural_dap.trace.children import ChildProcess, ChildRecordingError, list_children, new_children_folder, open_child
-from neural_dap.trace.execution import Execution, FullExecution, SkeletonExecution
+from neural_dap.trace.execution import Execution, FullExecution, SkeletonExecution, enclosing_frames
 from neural_dap.trace.journal import JournalUnavailable
 from neural_dap.trace.journal import library as journal_library
 from neural_dap.trace.live import LiveError, LiveStop
@@ -485,6 +485,9 @@ class RecordedWorld:
         module_frame = None
         if state.thread != 0 and not any(f.function == "<module>" and f.path == state.path for f in frames):
             module_frame = await anyio.to_thread.run_sync(_module_frame, execution, i, state.path)
+        outer: tuple[Frame, ...] = ()
+        if frames and frames[-1].function != "<module>":
+            outer = await anyio.to_thread.run_sync(enclosing_frames, execution, i)
         semantics = execution.semantics
         resumed = semantics.resumes_here(i)
         by_library = semantics.called_by_library(i)
@@ -503,6 +506,7 @@ class RecordedWorld:
             library_calls_next=by_library and state.terminal and semantics.library_calls_next(i),
             library_called_before=by_library and state.event == "call" and semantics.library_called_before(i),
             module_frame=module_frame,
+            outer=outer,
         )
 
     @property
