@@ -616,3 +616,62 @@ async def test_async_stacks_keep_the_frames_under_the_event_loop(tmp_path):
     stacks = [v.stack for v in theirs.views]
     assert [v.stack for v in ours.views][: len(stacks)] == stacks
     assert ("<module>", 17) in stacks[0] and all(s[-1] == ("<module>", 17) for s in stacks)
+
+
+ASYNC_FAILURES = """\
+import asyncio
+
+
+async def fetch(name, delay):
+    await asyncio.sleep(delay)
+    if name == "bad":
+        raise ValueError(f"cannot fetch {name}")
+    return name.upper()
+
+
+async def slow():
+    await asyncio.sleep(1)
+    return "slow"
+
+
+async def main():
+    results = await asyncio.gather(fetch("a", 0.01), fetch("b", 0.02), return_exceptions=True)
+    print(results)
+    task = asyncio.create_task(slow())
+    await asyncio.sleep(0)
+    task.cancel()
+    try:
+        await task
+    except asyncio.CancelledError:
+        print("cancelled")
+    try:
+        await fetch("bad", 0)
+    except ValueError as exc:
+        print("caught", exc)
+
+
+asyncio.run(main())
+"""
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("filters", ["raised", "userUnhandled"])
+async def test_asyncio_exceptions_stop_where_debugpy_stops(tmp_path, filters):
+    """Under "Raised Exceptions" debugpy stops at a cancelled task's CancelledError and where it
+    reaches the awaiting frame (the `await` line), and at a ValueError and where it reaches its
+    caller; never at the StopIteration an `await` resumes with. Under "User Uncaught Exceptions"
+    a cancellation leaving its task for the loop is no stop."""
+    from .dual import Plan, run
+
+    path = tmp_path / "async_failures.py"
+    path.write_text(ASYNC_FAILURES)
+    plan = Plan(str(path), commands=("continue",) * 8, exception_filters=(filters,), stop_on_entry=True, expand=0)
+    ours, theirs = await run(plan, "neural-dap"), await run(plan, "debugpy")
+    shown = [(v.reason, v.stack, v.text) for v in theirs.views]
+    assert [(v.reason, v.stack, v.text) for v in ours.views][: len(shown)] == shown
+    assert ours.views[len(shown)].reason == "end"
+    if filters == "raised":
+        assert [s[2] for s in shown[1:]] == ["CancelledError", "CancelledError", "ValueError", "ValueError"]
+        assert shown[2][1][0] == ("main", 23) and shown[4][1][0] == ("main", 27)  # the `await` lines
+    else:
+        assert len(shown) == 1  # the entry

@@ -118,6 +118,9 @@ class Stop(msgspec.Struct, frozen=True, omit_defaults=True):
     # `<module>` under `asyncio.run`), innermost first: shown under the stack, as debugpy shows
     # the real stack; the stepping rules go by `stack` alone
     outer: tuple[Frame, ...] = ()
+    # A stop an exception filter made at the line that caught the exception: the line where the
+    # exception reached the frame (the `await` or the call it came out of), where debugpy shows it
+    exception_line: int = 0
     # A predicted stop: the probability the model gave its source line, each local's value and the
     # returned / raised value (format.confidence; empty or None where the model did not say)
     line_confidence: float | None = None

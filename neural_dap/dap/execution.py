@@ -9,6 +9,7 @@ from typing import Any
 
 from neural_dap.dap import protocol as p
 from neural_dap.dap.connection import THREAD_ID, Connection, RequestError
+from neural_dap.dap.inspection import exception_info
 from neural_dap.dap.presentation import StopView
 from neural_dap.debugger.core import Busy, Report
 from neural_dap.debugger.stepping import UnknownExecution
@@ -155,14 +156,19 @@ class ExecutionRequests(Connection):
         stop = report.stop
         self.view = StopView(stop, stop.divergences, live=self.debugger.shows_live(stop))
         await self._announce_threads()
+        description, text = report.description, report.text
+        if report.reason == "exception" and (stop.state.event == "exception" or stop.state.caught):
+            # as debugpy words it: the exception's type, and its message
+            info = exception_info(stop, self.debugger.exception_filters)
+            description, text = info["details"].message, info["exceptionId"]
         await self.event(
             "stopped",
             p.StoppedEventBody(
                 reason=report.reason,
                 thread_id=self.debugger.thread_id(),
                 all_threads_stopped=True,
-                description=report.description,
-                text=report.text,
+                description=description,
+                text=text,
                 hit_breakpoint_ids=report.hit_breakpoint_ids,
                 preserve_focus_hint=True if preserve_focus else None,
             ),

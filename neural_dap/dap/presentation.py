@@ -179,6 +179,8 @@ class StopView:
         # (the frames below, where library code runs the stack: an event loop's task under
         # `<module>`, as debugpy lists the real stack)
         self.frames = _frame_views([*stack, *stop.outer], 1000, extras, state.event == "call", stop.module_frame)
+        if stop.exception_line and self.frames and not extras:
+            self.frames[0].line = stop.exception_line  # where the exception reached the frame
 
     def add_thread(self, thread_id: int, stack: tuple[Frame, ...]) -> list[FrameView]:
         """Another thread's frames at this stop (where it stood), with ids of their own."""

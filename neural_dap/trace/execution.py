@@ -20,6 +20,7 @@ only the user's code is traced):
 from __future__ import annotations
 
 import functools
+import re
 from bisect import bisect_left, bisect_right
 from collections.abc import Callable
 from typing import Any, Protocol
@@ -187,7 +188,9 @@ class FullExecution:
         return out
 
     def first_exception(self, start: int, end: int, filters: frozenset[str]) -> int | None:
-        return _first_exception(functools.partial(_filter_points, self), start, end, filters)
+        return _first_exception(
+            functools.partial(_filter_points, self), start, end, filters, functools.partial(_stops_at, self)
+        )
 
     def close(self) -> None:
         pass
@@ -273,7 +276,9 @@ class SkeletonExecution:
         return tuple(self.recording.output_between(start, end))
 
     def first_exception(self, start: int, end: int, filters: frozenset[str]) -> int | None:
-        return _first_exception(functools.partial(_filter_points, self), start, end, filters)
+        return _first_exception(
+            functools.partial(_filter_points, self), start, end, filters, functools.partial(_stops_at, self)
+        )
 
     def close(self) -> None:
         if not self.keep_open:
@@ -325,7 +330,34 @@ def _user_unhandled(columns: Columns, ends_by_exception: bool) -> list[int]:
     return top
 
 
-def _first_exception(points: Callable[[str], list[int]], start: int, end: int, filters: frozenset[str]) -> int | None:
+# Exceptions that are a generator's or coroutine's control flow (an `await` resuming, a generator
+# closed): debugpy never stops at them (pydevd's `should_stop_on_exception`)
+CONTROL_FLOW = frozenset({"StopIteration", "StopAsyncIteration", "GeneratorExit"})
+# ... nor, under "User Uncaught Exceptions", at an asyncio task's cancellation leaving its coroutine
+# for the event loop (how a task ends when it is cancelled)
+NOT_USER_UNHANDLED = CONTROL_FLOW | {"CancelledError"}
+
+
+def exception_type(state: State) -> str:
+    """The short type name of the exception a state raises or catches ("" where it has none)."""
+    text = (state.value if state.event == "exception" else state.caught) or ""
+    match = re.match(r"[\w.]+", text)
+    return match.group(0).rsplit(".", 1)[-1] if match else ""
+
+
+def _stops_at(execution: FullExecution | SkeletonExecution, kind: str, i: int) -> bool:
+    """Whether filter `kind` stops at event i, one of its points: not at control flow."""
+    name = exception_type(execution.state(i))
+    return name not in (NOT_USER_UNHANDLED if kind == "userUnhandled" else CONTROL_FLOW)
+
+
+def _first_exception(
+    points: Callable[[str], list[int]],
+    start: int,
+    end: int,
+    filters: frozenset[str],
+    stops_at: Callable[[str, int], bool] = lambda _kind, _i: True,
+) -> int | None:
     """The first event after `start` up to `end` where one of the filters stops, in the walking
     direction (backwards when `end` is before `start`: reverse-continue stops there too)."""
     found = None
@@ -333,12 +365,18 @@ def _first_exception(points: Callable[[str], list[int]], start: int, end: int, f
         at = points(kind)
         if end >= start:
             k = bisect_right(at, start)
-            if k < len(at) and at[k] <= end and (found is None or at[k] < found):
-                found = at[k]
+            while k < len(at) and at[k] <= end and (found is None or at[k] < found):
+                if stops_at(kind, at[k]):
+                    found = at[k]
+                    break
+                k += 1
         else:
             k = bisect_left(at, start) - 1
-            if k >= 0 and at[k] >= end and (found is None or at[k] > found):
-                found = at[k]
+            while k >= 0 and at[k] >= end and (found is None or at[k] > found):
+                if stops_at(kind, at[k]):
+                    found = at[k]
+                    break
+                k -= 1
     return found
 
 

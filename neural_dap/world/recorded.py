@@ -488,6 +488,12 @@ class RecordedWorld:
         outer: tuple[Frame, ...] = ()
         if frames and frames[-1].function != "<module>":
             outer = await anyio.to_thread.run_sync(enclosing_frames, execution, i)
+        exception_line = 0
+        if hit_exception and state.event == "line" and state.caught:
+            # the frame's state as the exception reached it (across an `await`: the coroutine's)
+            before = execution.semantics.inv_step_over(i)
+            if before < i:
+                exception_line = int(execution.semantics.columns.lines[before])
         semantics = execution.semantics
         resumed = semantics.resumes_here(i)
         by_library = semantics.called_by_library(i)
@@ -507,6 +513,7 @@ class RecordedWorld:
             library_called_before=by_library and state.event == "call" and semantics.library_called_before(i),
             module_frame=module_frame,
             outer=outer,
+            exception_line=exception_line,
         )
 
     @property
