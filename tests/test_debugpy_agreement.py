@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import anyio
 import pytest
 
 from neural_dap.reality.debugpy_peer import DebugpyPeer
@@ -675,3 +676,76 @@ async def test_asyncio_exceptions_stop_where_debugpy_stops(tmp_path, filters):
         assert shown[2][1][0] == ("main", 23) and shown[4][1][0] == ("main", 27)  # the `await` lines
     else:
         assert len(shown) == 1  # the entry
+
+
+BLANK_LINES = """\
+import os
+
+
+def work(n):
+    total = 0
+
+    for k in range(n):
+        total += k
+        # a comment
+
+    return total
+
+
+class Box:
+    size = 1
+
+    def grow(self):
+        return self.size + 1
+
+
+
+x = work(3)
+# comment
+
+print(x, Box().grow(), os.sep)
+"""
+
+
+async def _verified_lines(client, path: str, lines: list[int]) -> list[int | None]:
+    """Where each requested breakpoint is verified, once the program has started (debugpy says so
+    with `breakpoint` events then)."""
+    await client.call("initialize", {"adapterID": "agreement", "linesStartAt1": True, "pathFormat": "path"})
+    seq = await client.send_request(
+        "launch", {"program": path, "console": "internalConsole", "stopOnEntry": True, "justMyCode": True}
+    )
+    await client.wait_event("initialized")
+    body = await client.call("setBreakpoints", {"source": {"path": path}, "breakpoints": [{"line": n} for n in lines]})
+    await client.call("configurationDone")
+    await client.response(seq, "launch")
+    await client.wait_event("stopped")
+    await anyio.sleep(0.5)
+    changed = {e["body"]["breakpoint"]["id"]: e["body"]["breakpoint"] for e in client.events_named("breakpoint")}
+    out = []
+    for bp in body["breakpoints"]:
+        bp = changed.get(bp.get("id"), bp)
+        out.append(bp.get("line") if bp.get("verified") else None)
+    await client.request("disconnect", {"terminateDebuggee": True})
+    return out
+
+
+@pytest.mark.slow
+async def test_breakpoints_on_lines_without_code_move_where_debugpy_moves_them(tmp_path):
+    """Every line of a program, blank lines and comments in a loop, below a function, between a
+    class and the module's code and past the end: each is verified at debugpy's line (the line
+    with code before it)."""
+    import subprocess
+    import sys
+
+    from neural_dap.dap.client import adapter_command, spawn
+
+    path = tmp_path / "blank_lines.py"
+    path.write_text(BLANK_LINES)
+    lines = list(range(1, 31))
+    async with spawn(adapter_command(), timeout=60, stderr=subprocess.DEVNULL) as ours:
+        mine = await _verified_lines(ours, str(path), lines)
+    command = [sys.executable, "-m", "debugpy.adapter"]
+    async with spawn(command, timeout=60, stderr=subprocess.DEVNULL) as theirs:
+        debugpys = await _verified_lines(theirs, str(path), lines)
+    assert mine == debugpys
+    assert mine[11] == 11 and mine[20] == 18  # below `work`: its return; above the module's code: `grow`'s
