@@ -749,3 +749,28 @@ async def test_breakpoints_on_lines_without_code_move_where_debugpy_moves_them(t
         debugpys = await _verified_lines(theirs, str(path), lines)
     assert mine == debugpys
     assert mine[11] == 11 and mine[20] == 18  # below `work`: its return; above the module's code: `grow`'s
+
+
+GENERATOR = """\
+def numbers(n):
+    for k in range(n):
+        yield k * 2
+    return "done"
+
+
+total = 0
+for value in numbers(3):
+    total += value
+print(total)
+"""
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("version", ["3.11", "3.12"])
+async def test_step_in_off_a_yield_goes_to_the_consumers_line_as_in_debugpy(tmp_path, version):
+    """A generator pausing at `yield` is no return to stop at (no stop on the consumer's `for`
+    line): stepIn goes on to the consumer's next line, as debugpy's does."""
+    path = tmp_path / "generator.py"
+    path.write_text(GENERATOR)
+    stops = await _stops_beside_debugpy(path, (3,), ["stepIn"] * 10, version, "step-in")
+    assert stops[:2] == [("numbers", 3), ("<module>", 9)], stops

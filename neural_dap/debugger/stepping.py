@@ -34,12 +34,14 @@ that applies one action (`act`) and returns what the session should present.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
 from neural_dap.core.actions import Action, Target
 from neural_dap.core.world import Stop
 
+_YIELD = re.compile(r"\byield\b")
 FORWARD = frozenset({"next", "stepIn", "stepOut", "continue", "goto"})
 EXECUTION = FORWARD | {"stepBack", "reverseContinue", "stepBackInto", "stepBackOut", "restartFrame"}
 
@@ -88,6 +90,9 @@ async def drive(
             break
     elif kind == "stepIn":
         stop = await act(Action("step_into"), True)
+        if _yields(stop):
+            # a generator pausing at `yield` is no return debugpy stops at: on to the consumer's line
+            stop = await act(Action("step_into"), True)
         if stop.state.event == "call" and not (stop.hit_breakpoint or stop.hit_exception):
             stop = await act(Action("step_into"), True)
         while returns_stop_in_caller and stop.state.event == "exception" and _passes(stop, True):
@@ -156,6 +161,18 @@ def _passes(stop: Stop, returns_stop_in_caller: bool) -> bool:
     if stop.state.event == "exception":
         return returns_stop_in_caller or not stop.called_by_library
     return not returns_stop_in_caller and not stop.called_by_library
+
+
+def _yields(stop: Stop) -> bool:
+    """The step ended where a generator pauses at a `yield` (its frame's exit at that line, back to
+    the consumer): pydevd treats such an exit as a pause, not a return."""
+    state = stop.state
+    return (
+        state.event == "return"
+        and len(stop.stack) > 1
+        and not (stop.hit_breakpoint or stop.hit_exception or stop.at_end)
+        and _YIELD.search(state.source) is not None
+    )
 
 
 def _into_library(stop: Stop) -> bool:
