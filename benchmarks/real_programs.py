@@ -167,6 +167,9 @@ PROGRAMS: tuple[Program, ...] = (
     Program("difflib", "difflib_textwrap.py", "difflib, textwrap (stdlib)"),
     Program("tabulate", "tabulate_humanize.py", "tabulate, humanize"),
     Program("numpy-pandas", "numpy_pandas_views.py", "numpy, pandas, sqlite3, pydantic"),
+    Program("pool-globals", "pool_globals.py", "concurrent.futures, threading.Timer (stdlib)"),
+    Program("asyncio-failures", "asyncio_failures.py", "asyncio gather, cancel (stdlib)"),
+    Program("heapq-callbacks", "heapq_callbacks.py", "heapq, functools (stdlib)"),
 )
 
 

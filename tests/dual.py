@@ -117,6 +117,8 @@ async def run(plan: Plan, which: str) -> Session:
             "env": {"PYTHONHASHSEED": "0"},
             **dict(plan.launch),
         }
+        if "module" in launch:
+            del launch["program"]  # a module launch (`python -m pytest ...`): the module is the program
         if plan.python:
             launch["python"] = [plan.python] if which == "debugpy" else plan.python
         seq = await client.send_request("launch", launch)
