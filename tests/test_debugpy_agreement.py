@@ -774,3 +774,23 @@ async def test_step_in_off_a_yield_goes_to_the_consumers_line_as_in_debugpy(tmp_
     path.write_text(GENERATOR)
     stops = await _stops_beside_debugpy(path, (3,), ["stepIn"] * 10, version, "step-in")
     assert stops[:2] == [("numbers", 3), ("<module>", 9)], stops
+
+
+@pytest.mark.slow
+async def test_a_hit_condition_beside_a_condition_stops_as_in_debugpy(tmp_path):
+    """debugpy stops where the hit condition is met whatever the condition says, and elsewhere where
+    the condition holds (pydevd's `handle_breakpoint_condition`): `i == 1` or the 4th hit."""
+    from .dual import Plan, run
+
+    path = tmp_path / "hits.py"
+    path.write_text("total = 0\nfor i in range(6):\n    total += i\nprint(total)\n")
+    plan = Plan(
+        str(path), breakpoints=({"line": 3, "condition": "i == 1", "hitCondition": "4"},), commands=("continue",) * 3
+    )
+    ours, theirs = await run(plan, "neural-dap"), await run(plan, "debugpy")
+
+    def shown(session):
+        return [(v.reason, {x.name: x.value for x in v.variables["Locals"]}["i"]) for v in session.views]
+
+    assert shown(theirs) == [("breakpoint", "1"), ("breakpoint", "3")]
+    assert shown(ours)[:2] == shown(theirs)
