@@ -180,8 +180,12 @@ class Frontend:
     thread_id: int = 1  # the thread the last stop is in (a worker's breakpoint stops in the worker)
     program: str = ""
     ended: bool = False
+    mid_line: bool = False  # the program's output so far ends without a newline (pytest's dots)
 
     def print(self, text: str = "") -> None:
+        if self.mid_line:
+            self.out.write("\n")
+            self.mid_line = False
         print(text, file=self.out, flush=True)
 
     def on_event(self, message: dict) -> None:
@@ -189,6 +193,13 @@ class Frontend:
         body = message.get("body") or {}
         if name == "output" and body.get("category") != "telemetry":
             text = body.get("output", "")
+            if body.get("category") == "stdout":
+                # the program's own output as it wrote it: pieces of one line stay on one line
+                self.out.write(text)
+                self.out.flush()
+                if text:
+                    self.mid_line = not text.endswith("\n")
+                return
             prefix = {"stderr": "! ", "important": "* "}.get(str(body.get("category")), "")
             for line in text.rstrip("\n").split("\n"):
                 self.print(f"{prefix}{line}" if prefix else line)
