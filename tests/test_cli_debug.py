@@ -144,3 +144,14 @@ def test_output_written_in_pieces_stays_on_its_line(tmp_path):
     out = debug(str(program), "--do", "c; c")
     assert out.returncode == 0, out.stderr
     assert "... 3 passed" in out.stdout.splitlines()
+
+
+def test_run_with_a_script_sets_its_breakpoints_before_the_program_runs(tmp_path):
+    """`--run --do "b 3; ..."`: the breakpoints the script starts with are set before the run, so it
+    stops there (it ran to the end before)."""
+    program = tmp_path / "loop.py"
+    program.write_text("total = 0\nfor i in range(3):\n    total += i\nprint(total)\n")
+    out = debug(str(program), "--run", "--do", "b 3; c; q")
+    assert out.returncode == 0, out.stderr
+    stops = [line for line in out.stdout.splitlines() if line.startswith("[")]
+    assert stops[:2] == ["[breakpoint] loop.py:3 in <module>", "[breakpoint] loop.py:3 in <module>"]

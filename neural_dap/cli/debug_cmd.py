@@ -565,6 +565,14 @@ async def _session(opts: argparse.Namespace) -> int:
             launch = await client.send_request("launch", arguments)
             filters = [f.strip() for f in opts.break_on.split(",") if f.strip() and f.strip() != "none"]
             await client.call("setExceptionBreakpoints", {"filters": filters})
+            commands = [c for c in opts.do.split(";") if c.strip()] if opts.do is not None else None
+            if opts.run and commands:
+                # `--run --do "b 12; c"`: the breakpoints the script starts with are set before the
+                # program runs, as a person sets them before pressing Run
+                while commands and commands[0].split()[0] in ("b", "break"):
+                    command = commands.pop(0)
+                    front.print(f"(nd) {command.strip()}")
+                    await front.run_command(command, opts.timeout)
             await client.call("configurationDone")
             # a person answering the program's questions takes the time they take: the recording's
             # wall-time limit (at most an hour) bounds the launch then
@@ -576,8 +584,8 @@ async def _session(opts: argparse.Namespace) -> int:
                 print(f"neural-dap debug: {response.get('message')}", file=sys.stderr)
                 return 1
             await front.next_stop(opts.timeout)
-            if opts.do is not None:
-                for command in [c for c in opts.do.split(";") if c.strip()]:
+            if commands is not None:
+                for command in commands:
                     front.print(f"(nd) {command.strip()}")
                     if not await front.run_command(command, opts.timeout):
                         break
