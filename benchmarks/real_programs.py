@@ -166,6 +166,10 @@ PROGRAMS: tuple[Program, ...] = (
     Program("logs-re", "logs_dataclasses_re.py", "re, dataclasses (stdlib)", fast=True),
     Program("difflib", "difflib_textwrap.py", "difflib, textwrap (stdlib)"),
     Program("tabulate", "tabulate_humanize.py", "tabulate, humanize"),
+    Program("numpy-pandas", "numpy_pandas_views.py", "numpy, pandas, sqlite3, pydantic"),
+    Program("pool-globals", "pool_globals.py", "concurrent.futures, threading.Timer (stdlib)"),
+    Program("asyncio-failures", "asyncio_failures.py", "asyncio gather, cancel (stdlib)"),
+    Program("heapq-callbacks", "heapq_callbacks.py", "heapq, functools (stdlib)"),
 )
 
 

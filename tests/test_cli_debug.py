@@ -132,3 +132,26 @@ def test_in_a_terminal_the_program_reads_what_the_user_types_then_the_debugger_d
         if process.poll() is None:
             process.kill()
         os.close(master)
+
+
+def test_output_written_in_pieces_stays_on_its_line(tmp_path):
+    """pytest's progress dots (`print(".", end="")` a test at a time) read as one line, as in a
+    plain run; the debugger's own lines start on a line of their own."""
+    program = tmp_path / "dots.py"
+    program.write_text(
+        "import sys\nfor k in range(3):\n    sys.stdout.write('.')\n    sys.stdout.flush()\nprint(' 3 passed')\n"
+    )
+    out = debug(str(program), "--do", "c; c")
+    assert out.returncode == 0, out.stderr
+    assert "... 3 passed" in out.stdout.splitlines()
+
+
+def test_run_with_a_script_sets_its_breakpoints_before_the_program_runs(tmp_path):
+    """`--run --do "b 3; ..."`: the breakpoints the script starts with are set before the run, so it
+    stops there (it ran to the end before)."""
+    program = tmp_path / "loop.py"
+    program.write_text("total = 0\nfor i in range(3):\n    total += i\nprint(total)\n")
+    out = debug(str(program), "--run", "--do", "b 3; c; q")
+    assert out.returncode == 0, out.stderr
+    stops = [line for line in out.stdout.splitlines() if line.startswith("[")]
+    assert stops[:2] == ["[breakpoint] loop.py:3 in <module>", "[breakpoint] loop.py:3 in <module>"]

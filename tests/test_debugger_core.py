@@ -107,3 +107,44 @@ async def test_one_execution_at_a_time(tmp_path: Path) -> None:
         assert report.reason == "step"
     finally:
         await debugger.close()
+
+
+OBJECTS = textwrap.dedent(
+    """\
+    class Box:
+        def __init__(self, n):
+            self.n = n
+
+
+    total = 0
+    for i in range(4):
+        box = Box(i)
+        total += box.n
+    print(total)
+    """
+)
+
+
+@pytest.mark.parametrize("recording", ["full", "skeleton"])
+async def test_a_condition_on_an_object_decides_on_it_or_never_stops(tmp_path: Path, recording) -> None:
+    """A skeleton recording asks the program at the hit (its real object); a full one keeps only the
+    object's text, so the condition cannot be decided there: it never stops the program (said once),
+    while one on a plain local is decided on the recorded value in both."""
+    program = tmp_path / "boxes.py"
+    program.write_text(OBJECTS)
+    debugger = await _debugger(program, recording)
+    try:
+        debugger.breakpoints.set_lines(
+            str(program), [Line(9, condition="box.n == 2"), Line(10, condition="total == 6")], OBJECTS
+        )
+        first = await debugger.first_stop()
+        said = [text for _category, text in first.output if "cannot be evaluated" in text]
+        if recording == "skeleton":
+            assert (first.reason, first.stop.state.line, first.stop.state.locals["i"]) == ("breakpoint", 9, "2")
+            assert not said
+            first = await debugger.execute("continue")
+        else:
+            assert len(said) == 1 and "box.n == 2" in said[0]
+        assert (first.reason, first.stop.state.line, first.stop.state.locals["total"]) == ("breakpoint", 10, "6")
+    finally:
+        await debugger.close()

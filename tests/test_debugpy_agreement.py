@@ -10,7 +10,9 @@ function and line with the same locals, and a return shown in the caller must sh
 from __future__ import annotations
 
 import os
+from pathlib import Path
 
+import anyio
 import pytest
 
 from neural_dap.reality.debugpy_peer import DebugpyPeer
@@ -318,7 +320,7 @@ async def test_next_off_a_return_goes_where_debugpy_goes(tmp_path, version):
 
 
 async def _stops_beside_debugpy(
-    path, lines: tuple[int, ...], commands: list[str], version: str, plan: str
+    path, lines: tuple[int, ...], commands: list[str], version: str, plan: str, **launch_keys
 ) -> list[tuple[str, int]]:
     """The same breakpoints and commands in neural-dap and in a real debugpy, each stop asserted to
     agree (place, locals, the `(return)` values neural-dap shows); returns the stops made."""
@@ -326,7 +328,7 @@ async def _stops_beside_debugpy(
 
     python = _interpreter(version)
     peer = DebugpyPeer(str(path), breakpoints=lines, python=python)
-    launch: dict = {"program": str(path), "stopOnEntry": not lines}
+    launch: dict = {"program": str(path), "stopOnEntry": not lines, **launch_keys}
     if python:
         launch["python"] = python
     stops = []
@@ -357,3 +359,461 @@ async def _stops_beside_debugpy(
     finally:
         await peer.close()
     return stops
+
+
+# -- conditions and log points on the program's objects (issue 38, item 1) ---------------------------
+
+OBJECT_CONDITIONS = """\
+import sqlite3
+
+import pandas as pd
+
+
+class Rect:
+    __slots__ = ("w", "h")
+
+    def __init__(self, w, h):
+        self.w = w
+        self.h = h
+
+    def __repr__(self):
+        return f"Rect({self.w}x{self.h})"
+
+    def area(self):
+        return self.w * self.h
+
+
+def grow(rect):
+    rect.w += 1
+    return rect.area()
+
+
+df = pd.DataFrame({"city": ["Oslo", "Lima", "Rome"], "pop": [0.7, 10.0, 2.8]})
+total = 0.0
+for _, row in df.iterrows():
+    total += row["pop"]
+
+rects = [Rect(1, 2), Rect(2, 3), Rect(3, 4)]
+areas = [grow(r) for r in rects]
+
+db = sqlite3.connect(":memory:")
+cursor = db.execute("select 'Dune' as title, 1965 as year")
+for record in cursor:
+    print(record)
+print(total, areas, 1 / len(rects))
+"""
+
+
+@pytest.mark.slow
+async def test_conditions_and_log_points_on_objects_stop_where_debugpy_stops(tmp_path):
+    """Item access on a pandas row, an attribute of a `__slots__` object, a C object's attribute and
+    a method call: each condition is decided on the real objects (debugpy stops at the one hit it
+    holds at, and so must neural-dap), a log point prints real values, and a condition that raises
+    (ZeroDivisionError on the first hits) does not stop, with its error shown, as in debugpy 1.8."""
+    pytest.importorskip("pandas")
+    from .dual import Plan, run
+
+    path = tmp_path / "objects.py"
+    path.write_text(OBJECT_CONDITIONS)
+    plan = Plan(
+        str(path),
+        breakpoints=(
+            {"line": 28, "condition": "row['city'] == 'Lima'"},
+            {"line": 21, "condition": "rect.w == 2"},
+            {"line": 22, "logMessage": "w={rect.w} area={rect.area()} of {rect}"},
+            {"line": 36, "condition": "cursor.description[0][0] == 'title' and 1 / (record[1] - 1965) > 0"},
+            {"line": 37, "condition": "str(record[0]).upper() == 'DUNE'"},
+        ),
+        commands=("continue",) * 6,
+        expand=0,
+    )
+    ours, theirs = await run(plan, "neural-dap"), await run(plan, "debugpy")
+    where = [(v.reason, v.stack) for v in theirs.views]
+    assert [(v.reason, v.stack) for v in ours.views][: len(where)] == where
+    assert [s for s, _ in where] == ["breakpoint"] * 3, where
+    assert ours.views[len(where)].reason == "end"  # (neural-dap stops at the end: time travel goes on)
+    printed = ["w=2 area=4 of Rect(2x2)\n", "w=3 area=9 of Rect(3x3)\n", "w=4 area=16 of Rect(4x4)\n"]
+    # (debugpy prints log points as the program's output, where they may come between its lines)
+    assert [line for line in theirs.stdout.splitlines(keepends=True) if line.startswith("w=")] == printed
+    assert [c.split(": ", 1)[1] for c in ours.console if c.startswith("console: w=")] == printed
+    errors = [c for c in ours.console if "conditional breakpoint" in c]
+    assert errors and "ZeroDivisionError" in errors[0]
+
+
+# -- every thread sees its module's globals (issue 38, item 3) ----------------------------------------
+
+POOL_GLOBALS = """\
+import threading
+from concurrent.futures import ThreadPoolExecutor
+
+LIMIT = 3
+results = {}
+
+
+def work(n):
+    total = 0
+    for k in range(n):
+        total += k
+    results[n] = total
+    return total
+
+
+with ThreadPoolExecutor(max_workers=1) as pool:
+    done = list(pool.map(work, [2, 3, 4]))
+timer = threading.Timer(0.01, lambda: results.setdefault("timer", LIMIT))
+timer.start()
+timer.join()
+print(done, results)
+"""
+
+
+@pytest.mark.slow
+async def test_a_worker_thread_shows_and_evaluates_its_globals_as_debugpy_does(tmp_path):
+    """At a breakpoint in a pool's worker: Locals and Globals, the globals as they are at that moment
+    (the dict the workers fill, while the main thread waits in `pool.map`), and module names
+    evaluate there, as in debugpy (one worker: both runs interleave the same way)."""
+    from .dual import Plan, run
+
+    path = tmp_path / "pool_globals.py"
+    path.write_text(POOL_GLOBALS)
+    plan = Plan(
+        str(path),
+        breakpoints=({"line": 12},),
+        commands=("continue",) * 3,
+        scopes=("Locals", "Globals"),
+        evaluate=("results", "LIMIT + n", "sorted(results.values())"),
+        expand=0,
+    )
+    ours, theirs = await run(plan, "neural-dap"), await run(plan, "debugpy")
+    assert len(theirs.views) == 3
+    for k, (a, b) in enumerate(zip(ours.views, theirs.views, strict=False)):
+        assert (a.thread, a.stack, a.scopes) == (b.thread, b.stack, b.scopes), k
+        assert a.thread.startswith("ThreadPoolExecutor") and a.scopes == ["Locals", "Globals"]
+        assert a.evaluated == b.evaluated, k
+        for scope in ("Locals", "Globals"):
+            shown = {v.name: v.value for v in b.variables[scope] if v.type not in ("module", "function", "type")}
+            assert {v.name: v.value for v in a.variables[scope]} == shown, (k, scope)
+    assert [v.evaluated["results"] for v in ours.views[:3]] == ["{}", "{2: 1}", "{2: 1, 3: 3}"]
+
+
+# -- the Variables view (issue 38, item 2) --------------------------------------------------------------
+
+VIEWS = Path(__file__).resolve().parent.parent / "benchmarks" / "real_programs" / "numpy_pandas_views.py"
+# what differs between any two runs, debugpy's own included: pandas' caches fill in the order things
+# are read, and a set's items are named by their ids
+UNSTABLE = ("_cache", "_accessors", "_internal_names_set", "_interleaved_dtype")
+
+
+@pytest.mark.slow
+async def test_the_variables_view_opens_as_debugpys_does(tmp_path):
+    """Every value at the stop, opened two levels deep in both: numpy arrays (items, dtype, shape,
+    min, max), a DataFrame (its columns and attributes), inherited `__slots__` and a property, a
+    list holding an object whose repr raises, sqlite3 rows, a connection and a cursor (C objects),
+    a pydantic ValidationError, a 5000-item list (`more`), a 300-key dict and a 5000-character
+    string: the same names, values, types and children as debugpy's (modules aside, which neural-dap
+    does not list among a module's variables)."""
+    pytest.importorskip("pandas")
+    pytest.importorskip("pydantic")
+    from .dual import Plan, differences, run
+
+    line = next(k for k, text in enumerate(VIEWS.read_text().splitlines(), 1) if text.endswith("# breakpoint"))
+    plan = Plan(str(VIEWS), breakpoints=({"line": line},), expand=2, scopes=("Locals",))
+    ours, theirs = await run(plan, "neural-dap"), await run(plan, "debugpy")
+    found = [d for d in differences(ours, theirs) if not any(name in d for name in UNSTABLE)]
+    assert found == [], "\n".join(found[:20])
+    shown = {v.name: v for v in ours.views[0].variables["Locals"]}
+    assert [c.name for c in shown["arr"].children or []] == ["[0:200] ", "dtype", "max", "min", "shape", "size"]
+    assert {"city", "columns", "dtypes", "shape"} <= {c.name for c in shown["df"].children or []}
+    assert {c.name: c.value for c in shown["rect"].children or []} == {"area": "12", "h": "4", "w": "3"}
+    assert shown["items"].value == "[<__main__.Bad object>, 3]" and shown["items"].children
+    assert len(shown["text"].value) == 5002 and len(shown["keys"].children or []) == 301
+    assert [c.name for c in shown["many"].children or []][-2:] == ["more", "len()"]
+
+
+# -- callbacks library code calls (issue 38, item 4) -----------------------------------------------------
+
+CALLBACKS = """\
+import functools
+import heapq
+
+
+def weight(item):
+    score = item[1] * 2
+    return score
+
+
+def logged(func):
+    @functools.wraps(func)
+    def wrapper(*args):
+        value = func(*args)
+        return value
+
+    return wrapper
+
+
+@functools.lru_cache(maxsize=None)
+@logged
+def fib(n):
+    return n if n < 2 else fib(n - 1) + fib(n - 2)
+
+
+def top(items):
+    best = heapq.nlargest(2, items, key=weight)
+    return best
+
+
+data = [("a", 3), ("b", 1), ("c", 5)]
+result = top(data)
+ranked = sorted(data, key=weight)
+print(result, ranked, fib(4))
+"""
+
+CALLBACK_PLANS = {
+    # (breakpoint lines, commands): out of a sort key's first call back to the user's caller (the
+    # library's other calls of it run through), or to a breakpoint in a later call; next through
+    # the calls; into a decorated, cached recursion and out of it
+    "step-out": ((26,), ["stepIn", "stepOut", "stepOut", "next", "stepIn", "stepOut", "next", "stepIn", "stepOut"]),
+    "step-out-to-breakpoint": ((6,), ["stepOut"] * 4 + ["next"] * 2),
+    "next": ((26,), ["stepIn"] + ["next"] * 9),
+    "cached-recursion": ((22,), ["stepOut"] * 3 + ["next"] * 3 + ["stepIn"] * 4),
+}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("version", ["3.11", "3.12"])
+@pytest.mark.parametrize("plan", sorted(CALLBACK_PLANS))
+async def test_callbacks_library_code_calls_step_as_in_debugpy(tmp_path, plan, version):
+    lines, commands = CALLBACK_PLANS[plan]
+    path = tmp_path / "callbacks.py"
+    path.write_text(CALLBACKS)
+    stops = await _stops_beside_debugpy(path, lines, commands, version, plan)
+    assert len(stops) >= 5, stops
+
+
+@pytest.mark.slow
+async def test_callbacks_step_out_as_in_debugpy_in_a_recording_made_first(tmp_path):
+    """The same with the program recorded to its end first (`"live": false`): what follows a
+    callback's exit is known there, not found by running on."""
+    lines, commands = CALLBACK_PLANS["step-out"]
+    path = tmp_path / "callbacks.py"
+    path.write_text(CALLBACKS)
+    stops = await _stops_beside_debugpy(path, lines, commands, "3.11", "step-out", live=False)
+    assert ("top", 26) in stops[2:], stops  # back in the caller once the library is done
+
+
+async def test_step_back_through_callbacks_mirrors_next(tmp_path):
+    """`stepBack` from a sort key's second call goes to the last line of its first, as `next` went
+    the other way: every stop of a run of `next`s, in reverse."""
+    path = tmp_path / "callbacks.py"
+    path.write_text(CALLBACKS)
+    async with adapter() as c:
+        await start(c, {"program": str(path)}, {str(path): [{"line": 26}]})
+        forward = [await where(c)]
+        _reason, here = await step(c, "stepIn")
+        forward.append(here)
+        for _ in range(5):
+            forward.append((await step(c, "next"))[1])
+        backward = [forward[-1]]
+        for _ in range(len(forward) - 1):
+            backward.append((await step(c, "stepBack"))[1])
+    assert [(f, line) for f, line, _ in backward] == [(f, line) for f, line, _ in reversed(forward)]
+    assert [v for _, _, v in backward] == [v for _, _, v in reversed(forward)]
+
+
+@pytest.mark.slow
+async def test_async_stacks_keep_the_frames_under_the_event_loop(tmp_path):
+    """A coroutine the event loop runs is shown on the real stack, as debugpy shows it: `fetch` ←
+    `main` ← `<module>` (under `asyncio.run`), and a gathered task's `fetch` ← `<module>`."""
+    from .dual import Plan, run
+
+    path = tmp_path / "asyncio_demo.py"
+    path.write_text(ASYNCIO)
+    _text, lines, commands = CONCURRENT["asyncio"]
+    plan = Plan(
+        str(path),
+        breakpoints=tuple({"line": line} for line in lines),
+        commands=tuple(commands),
+        expand=0,
+        launch=(("live", False),),
+    )
+    ours, theirs = await run(plan, "neural-dap"), await run(plan, "debugpy")
+    stacks = [v.stack for v in theirs.views]
+    assert [v.stack for v in ours.views][: len(stacks)] == stacks
+    assert ("<module>", 17) in stacks[0] and all(s[-1] == ("<module>", 17) for s in stacks)
+
+
+ASYNC_FAILURES = """\
+import asyncio
+
+
+async def fetch(name, delay):
+    await asyncio.sleep(delay)
+    if name == "bad":
+        raise ValueError(f"cannot fetch {name}")
+    return name.upper()
+
+
+async def slow():
+    await asyncio.sleep(1)
+    return "slow"
+
+
+async def main():
+    results = await asyncio.gather(fetch("a", 0.01), fetch("b", 0.02), return_exceptions=True)
+    print(results)
+    task = asyncio.create_task(slow())
+    await asyncio.sleep(0)
+    task.cancel()
+    try:
+        await task
+    except asyncio.CancelledError:
+        print("cancelled")
+    try:
+        await fetch("bad", 0)
+    except ValueError as exc:
+        print("caught", exc)
+
+
+asyncio.run(main())
+"""
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("filters", ["raised", "userUnhandled"])
+async def test_asyncio_exceptions_stop_where_debugpy_stops(tmp_path, filters):
+    """Under "Raised Exceptions" debugpy stops at a cancelled task's CancelledError and where it
+    reaches the awaiting frame (the `await` line), and at a ValueError and where it reaches its
+    caller; never at the StopIteration an `await` resumes with. Under "User Uncaught Exceptions"
+    a cancellation leaving its task for the loop is no stop."""
+    from .dual import Plan, run
+
+    path = tmp_path / "async_failures.py"
+    path.write_text(ASYNC_FAILURES)
+    plan = Plan(str(path), commands=("continue",) * 8, exception_filters=(filters,), stop_on_entry=True, expand=0)
+    ours, theirs = await run(plan, "neural-dap"), await run(plan, "debugpy")
+    shown = [(v.reason, v.stack, v.text) for v in theirs.views]
+    assert [(v.reason, v.stack, v.text) for v in ours.views][: len(shown)] == shown
+    assert ours.views[len(shown)].reason == "end"
+    if filters == "raised":
+        assert [s[2] for s in shown[1:]] == ["CancelledError", "CancelledError", "ValueError", "ValueError"]
+        assert shown[2][1][0] == ("main", 23) and shown[4][1][0] == ("main", 27)  # the `await` lines
+    else:
+        assert len(shown) == 1  # the entry
+
+
+BLANK_LINES = """\
+import os
+
+
+def work(n):
+    total = 0
+
+    for k in range(n):
+        total += k
+        # a comment
+
+    return total
+
+
+class Box:
+    size = 1
+
+    def grow(self):
+        return self.size + 1
+
+
+
+x = work(3)
+# comment
+
+print(x, Box().grow(), os.sep)
+"""
+
+
+async def _verified_lines(client, path: str, lines: list[int]) -> list[int | None]:
+    """Where each requested breakpoint is verified, once the program has started (debugpy says so
+    with `breakpoint` events then)."""
+    await client.call("initialize", {"adapterID": "agreement", "linesStartAt1": True, "pathFormat": "path"})
+    seq = await client.send_request(
+        "launch", {"program": path, "console": "internalConsole", "stopOnEntry": True, "justMyCode": True}
+    )
+    await client.wait_event("initialized")
+    body = await client.call("setBreakpoints", {"source": {"path": path}, "breakpoints": [{"line": n} for n in lines]})
+    await client.call("configurationDone")
+    await client.response(seq, "launch")
+    await client.wait_event("stopped")
+    await anyio.sleep(0.5)
+    changed = {e["body"]["breakpoint"]["id"]: e["body"]["breakpoint"] for e in client.events_named("breakpoint")}
+    out = []
+    for bp in body["breakpoints"]:
+        bp = changed.get(bp.get("id"), bp)
+        out.append(bp.get("line") if bp.get("verified") else None)
+    await client.request("disconnect", {"terminateDebuggee": True})
+    return out
+
+
+@pytest.mark.slow
+async def test_breakpoints_on_lines_without_code_move_where_debugpy_moves_them(tmp_path):
+    """Every line of a program, blank lines and comments in a loop, below a function, between a
+    class and the module's code and past the end: each is verified at debugpy's line (the line
+    with code before it)."""
+    import subprocess
+    import sys
+
+    from neural_dap.dapwire.client import adapter_command, spawn
+
+    path = tmp_path / "blank_lines.py"
+    path.write_text(BLANK_LINES)
+    lines = list(range(1, 31))
+    async with spawn(adapter_command(), timeout=60, stderr=subprocess.DEVNULL) as ours:
+        mine = await _verified_lines(ours, str(path), lines)
+    command = [sys.executable, "-m", "debugpy.adapter"]
+    async with spawn(command, timeout=60, stderr=subprocess.DEVNULL) as theirs:
+        debugpys = await _verified_lines(theirs, str(path), lines)
+    assert mine == debugpys
+    assert mine[11] == 11 and mine[20] == 18  # below `work`: its return; above the module's code: `grow`'s
+
+
+GENERATOR = """\
+def numbers(n):
+    for k in range(n):
+        yield k * 2
+    return "done"
+
+
+total = 0
+for value in numbers(3):
+    total += value
+print(total)
+"""
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("version", ["3.11", "3.12"])
+async def test_step_in_off_a_yield_goes_to_the_consumers_line_as_in_debugpy(tmp_path, version):
+    """A generator pausing at `yield` is no return to stop at (no stop on the consumer's `for`
+    line): stepIn goes on to the consumer's next line, as debugpy's does."""
+    path = tmp_path / "generator.py"
+    path.write_text(GENERATOR)
+    stops = await _stops_beside_debugpy(path, (3,), ["stepIn"] * 10, version, "step-in")
+    assert stops[:2] == [("numbers", 3), ("<module>", 9)], stops
+
+
+@pytest.mark.slow
+async def test_a_hit_condition_beside_a_condition_stops_as_in_debugpy(tmp_path):
+    """debugpy stops where the hit condition is met whatever the condition says, and elsewhere where
+    the condition holds (pydevd's `handle_breakpoint_condition`): `i == 1` or the 4th hit."""
+    from .dual import Plan, run
+
+    path = tmp_path / "hits.py"
+    path.write_text("total = 0\nfor i in range(6):\n    total += i\nprint(total)\n")
+    plan = Plan(
+        str(path), breakpoints=({"line": 3, "condition": "i == 1", "hitCondition": "4"},), commands=("continue",) * 3
+    )
+    ours, theirs = await run(plan, "neural-dap"), await run(plan, "debugpy")
+
+    def shown(session):
+        return [(v.reason, {x.name: x.value for x in v.variables["Locals"]}["i"]) for v in session.views]
+
+    assert shown(theirs) == [("breakpoint", "1"), ("breakpoint", "3")]
+    assert shown(ours)[:2] == shown(theirs)

@@ -1,7 +1,8 @@
 """Scopes and paging through the real adapter over stdio, as debugpy shows them: "Locals" and, where
 the frame's module is on the stack, "Globals" (the module's variables as recorded at the stop);
-long lists announced with `indexedVariables` and paged with `start`/`count`, a page past what the
-recording kept saying how many of its items were not recorded."""
+a long list opens as debugpy's does (`more`, buckets of 1000) where a live copy of the program
+answers, and where none can (a full recording) it is announced with `indexedVariables` and paged,
+a page past what the recording kept saying how many of its items were not recorded."""
 
 from __future__ import annotations
 
@@ -89,53 +90,59 @@ async def test_a_function_of_a_script_has_locals_and_the_modules_globals(tmp_pat
         assert set(outer_locals) == set(module)
 
 
-async def test_a_10000_item_list_pages_end_to_end(tmp_path: Path) -> None:
+async def test_a_10000_item_list_opens_to_its_last_item_as_in_debugpy(tmp_path: Path) -> None:
+    """At a stop with a live copy of the program, a long list opens as debugpy's does: items 0 to
+    99 (named with as many digits as the last index), `more`, `len()`; `more` holds buckets of
+    1000, and the last bucket reaches the last item."""
     path = tmp_path / "prog.py"
     path.write_text(SCRIPT)
     async with adapter() as client:
         await start(client, {"program": str(path)}, breakpoints={str(path): [{"line": 10}]})
         scopes = await _scopes(client)
         big = (await _variables(client, scopes["Globals"]["variablesReference"]))["big"]
-        assert big["indexedVariables"] == 10000 and big["type"] == "list"
-        ref = big["variablesReference"]
-        assert ref > 0
-        # a client pages indexed children and asks for the named ones apart: a list has none
-        assert (await client.call("variables", {"variablesReference": ref, "filter": "named"}))["variables"] == []
-        first = await _page(client, ref, 0, 100)
-        assert first[:3] == [("0", "0"), ("1", "1"), ("2", "2")]
-        assert [name for name, _ in first[:50]] == [str(k) for k in range(50)]  # what the recording kept
-        assert first[50:] == [("...", "50 more not recorded (items 50 to 99; the recording keeps 50 of 10000)")]
-        assert len(first) == 51
-        straddling = await _page(client, ref, 45, 10)
-        assert straddling == [*((str(k), str(k)) for k in range(45, 50)), ("...", straddling[-1][1])]
-        assert straddling[-1][1].startswith("5 more not recorded (items 50 to 54;")
-        assert await _page(client, ref, 5000, 100) == [
-            ("...", "100 more not recorded (items 5000 to 5099; the recording keeps 50 of 10000)")
-        ]
-        assert await _page(client, ref, 9950, 100) == [
-            ("...", "50 more not recorded (items 9950 to 9999; the recording keeps 50 of 10000)")
-        ]
-        assert await _page(client, ref, 10000, 100) == []
-        # all at once (a client that does not page): the recorded items and one entry for the rest
-        whole = (await client.call("variables", {"variablesReference": ref}))["variables"]
-        assert len(whole) == 51 and whole[-1]["name"] == "..."
-        assert whole[-1]["value"].startswith("9950 more not recorded")
-        item = (await _variables(client, ref, start=3, count=1))["3"]
-        assert item["evaluateName"] == "big[3]"
+        assert big["type"] == "list" and big["variablesReference"] > 0
+        children = (await client.call("variables", {"variablesReference": big["variablesReference"]}))["variables"]
+        names = [v["name"] for v in children]
+        assert names == [f"{k:04d}" for k in range(100)] + ["more", "len()"]
+        assert (children[3]["value"], children[3]["evaluateName"]) == ("3", "big[3]")
+        assert (children[-1]["value"], children[-1]["evaluateName"]) == ("10000", "len(big)")
+        buckets = await _variables(client, children[100]["variablesReference"])
+        assert list(buckets) == [f"[{a}:{min(a + 1000, 10000)}]" for a in range(100, 10000, 1000)]
+        last = await client.call("variables", {"variablesReference": buckets["[9100:10000]"]["variablesReference"]})
+        items = [(v["name"], v["value"]) for v in last["variables"]]
+        assert items[0] == ("9100", "9100") and items[-1] == ("9999", "9999") and len(items) == 900
+        mid = (await _variables(client, scopes["Globals"]["variablesReference"]))["mid"]
+        rest = (await client.call("variables", {"variablesReference": mid["variablesReference"]}))["variables"]
+        assert [v["name"] for v in rest][-2:] == ["more", "len()"]  # 80 more: one range, opened at once
+        tail = await _variables(client, rest[-2]["variablesReference"])
+        assert list(tail)[-1] == "179" and len(tail) == 80
 
 
-async def test_a_list_whose_repr_was_kept_whole_pages_too(tmp_path: Path) -> None:
+async def test_a_full_recording_pages_the_300_items_it_kept_and_says_where_it_stops(tmp_path: Path) -> None:
+    """No program to ask (a full recording): a long list is announced with its length and paged,
+    up to the 300 items debugpy shows of a container; past them a page says what was not kept."""
     path = tmp_path / "prog.py"
     path.write_text(SCRIPT)
     async with adapter() as client:
-        await start(client, {"program": str(path)}, breakpoints={str(path): [{"line": 10}]})
+        await start(client, {"program": str(path), "recording": "full"}, breakpoints={str(path): [{"line": 10}]})
         scopes = await _scopes(client)
+        big = (await _variables(client, scopes["Globals"]["variablesReference"]))["big"]
+        assert big["indexedVariables"] == 10000 and big["type"] == "list"
+        ref = big["variablesReference"]
+        assert (await client.call("variables", {"variablesReference": ref, "filter": "named"}))["variables"] == []
+        first = await _page(client, ref, 0, 100)
+        assert first == [(str(k), str(k)) for k in range(100)]
+        straddling = await _page(client, ref, 295, 10)
+        assert straddling[:5] == [(str(k), str(k)) for k in range(295, 300)]
+        assert straddling[5] == ("...", "5 more not recorded (items 300 to 304; the recording keeps 300 of 10000)")
+        assert await _page(client, ref, 9950, 100) == [
+            ("...", "50 more not recorded (items 9950 to 9999; the recording keeps 300 of 10000)")
+        ]
+        item = (await _variables(client, ref, start=3, count=1))["3"]
+        assert item["evaluateName"] == "big[3]"
         mid = (await _variables(client, scopes["Globals"]["variablesReference"]))["mid"]
         assert mid["indexedVariables"] == 180
         assert await _page(client, mid["variablesReference"], 170, 20) == [(str(k), str(k)) for k in range(170, 180)]
-        assert (await client.call("variables", {"variablesReference": mid["variablesReference"], "filter": "named"}))[
-            "variables"
-        ] == []
 
 
 async def test_no_globals_where_the_module_is_not_on_the_stack(tmp_path: Path) -> None:

@@ -415,7 +415,7 @@ async def test_every_kind_of_literal_is_accepted_and_anything_else_refused(funct
         await c.wait_event("stopped")
         assert (await where(c))[2] == {"text": "-3", "n": "3"}
         stopped = await _move(c, "continue")  # len(-3): the branch's own run raises
-        assert stopped["reason"] == "exception" and "TypeError" in stopped["description"]
+        assert stopped["reason"] == "exception" and stopped["text"] == "TypeError"  # (as debugpy words it)
 
 
 def test_nvim_dap_with_the_readmes_what_if_helpers(program, tmp_path):

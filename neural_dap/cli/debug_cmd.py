@@ -180,8 +180,12 @@ class Frontend:
     thread_id: int = 1  # the thread the last stop is in (a worker's breakpoint stops in the worker)
     program: str = ""
     ended: bool = False
+    mid_line: bool = False  # the program's output so far ends without a newline (pytest's dots)
 
     def print(self, text: str = "") -> None:
+        if self.mid_line:
+            self.out.write("\n")
+            self.mid_line = False
         print(text, file=self.out, flush=True)
 
     def on_event(self, message: dict) -> None:
@@ -189,6 +193,13 @@ class Frontend:
         body = message.get("body") or {}
         if name == "output" and body.get("category") != "telemetry":
             text = body.get("output", "")
+            if body.get("category") == "stdout":
+                # the program's own output as it wrote it: pieces of one line stay on one line
+                self.out.write(text)
+                self.out.flush()
+                if text:
+                    self.mid_line = not text.endswith("\n")
+                return
             prefix = {"stderr": "! ", "important": "* "}.get(str(body.get("category")), "")
             for line in text.rstrip("\n").split("\n"):
                 self.print(f"{prefix}{line}" if prefix else line)
@@ -565,6 +576,14 @@ async def _session(opts: argparse.Namespace) -> int:
             launch = await client.send_request("launch", arguments)
             filters = [f.strip() for f in opts.break_on.split(",") if f.strip() and f.strip() != "none"]
             await client.call("setExceptionBreakpoints", {"filters": filters})
+            commands = [c for c in opts.do.split(";") if c.strip()] if opts.do is not None else None
+            if opts.run and commands:
+                # `--run --do "b 12; c"`: the breakpoints the script starts with are set before the
+                # program runs, as a person sets them before pressing Run
+                while commands and commands[0].split()[0] in ("b", "break"):
+                    command = commands.pop(0)
+                    front.print(f"(nd) {command.strip()}")
+                    await front.run_command(command, opts.timeout)
             await client.call("configurationDone")
             # a person answering the program's questions takes the time they take: the recording's
             # wall-time limit (at most an hour) bounds the launch then
@@ -576,8 +595,8 @@ async def _session(opts: argparse.Namespace) -> int:
                 print(f"neural-dap debug: {response.get('message')}", file=sys.stderr)
                 return 1
             await front.next_stop(opts.timeout)
-            if opts.do is not None:
-                for command in [c for c in opts.do.split(";") if c.strip()]:
+            if commands is not None:
+                for command in commands:
                     front.print(f"(nd) {command.strip()}")
                     if not await front.run_command(command, opts.timeout):
                         break

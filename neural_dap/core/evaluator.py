@@ -30,7 +30,14 @@ DEFAULT_SECONDS = 1.0
 
 
 class EvaluationError(Exception):
-    """An expression that cannot be evaluated safely here; the message says why."""
+    """An expression that cannot be evaluated safely here; the message says why. `raised`: Python
+    itself raised it, computing on the values given (a ZeroDivisionError, a KeyError), as the
+    program would; otherwise the evaluator could not compute it (a value known only as text, a
+    name it was not given, a construct it refuses, its budget)."""
+
+    def __init__(self, message: str, raised: bool = False) -> None:
+        super().__init__(message)
+        self.raised = raised
 
 
 @dataclass(frozen=True)
@@ -124,7 +131,12 @@ class SafeEvaluator:
         except (RecursionError, MemoryError):
             raise EvaluationError("the expression is nested too deeply or too large") from None
         except Exception as exc:
-            raise EvaluationError(f"{type(exc).__name__}: {exc}") from None
+            raise EvaluationError(f"{type(exc).__name__}: {exc}", raised=True) from None
+
+    def value(self, expression: str) -> object:
+        """`evaluate`, refusing a result that is no value of the program's (a method not called, a
+        builtin, text): what a condition or a log point must be decided on."""
+        return self._plain(self.evaluate(expression))
 
     # -- the budget ---------------------------------------------------------------------------------
     def _tick(self) -> None:

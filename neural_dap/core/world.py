@@ -6,7 +6,8 @@ real execution; the neural world asks a model; the reconciled world wraps a mode
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import inspect
+from collections.abc import Awaitable, Callable
 from typing import Any, Literal, Protocol, TypeVar, runtime_checkable
 
 import msgspec
@@ -107,7 +108,20 @@ class Stop(msgspec.Struct, frozen=True, omit_defaults=True):
     # code calls the user's code again first.
     called_by_library: bool = False
     library_calls_next: bool = False
+    # A call library code made right after a function it called exited (the mirror of
+    # `library_calls_next`: a step back from this call goes into that function)
+    library_called_before: bool = False
     paused: bool = False  # a running program stopped where the user paused it (debug while it runs)
+    # The `<module>` frame whose locals are the stop's globals where it is not on the stop's own
+    # stack: a thread's function sees the main thread's module frame as it stood at the stop
+    module_frame: Frame | None = None
+    # The user's frames running below the stack where library code runs it (an event loop's task:
+    # `<module>` under `asyncio.run`), innermost first: shown under the stack, as debugpy shows
+    # the real stack; the stepping rules go by `stack` alone
+    outer: tuple[Frame, ...] = ()
+    # A stop an exception filter made at the line that caught the exception: the line where the
+    # exception reached the frame (the `await` or the call it came out of), where debugpy shows it
+    exception_line: int = 0
     # A predicted stop: the probability the model gave its source line, each local's value and the
     # returned / raised value (format.confidence; empty or None where the model did not say)
     line_confidence: float | None = None
@@ -130,6 +144,81 @@ class NotLive(WorldError):
 class LiveResult(msgspec.Struct, frozen=True):
     text: str  # the value's repr, cut to the world's limit
     type: str
+
+
+class CheckResult(msgspec.Struct, frozen=True, omit_defaults=True):
+    """A breakpoint's expression evaluated in the program at a stop: a condition's truth, a log
+    point part's text, or what the expression raised (as the user should read it)."""
+
+    truth: bool | None = None
+    text: str | None = None
+    error: str | None = None
+
+
+Check = tuple[str, Literal["truth", "str"]]  # (expression, what to make of its value)
+
+
+@runtime_checkable
+class ChecksLive(Protocol):
+    """A world that can evaluate a breakpoint's condition and log message at a stop on the program's
+    real objects, as debugpy does in the running program (a throwaway copy here: effects refused).
+    Raises `NotLive` where it cannot (no program at that stop)."""
+
+    async def check_live(self, stop: Stop, checks: tuple[Check, ...]) -> tuple[CheckResult, ...]: ...
+
+
+class LiveChild(msgspec.Struct, frozen=True):
+    """A child of a value in the Variables view, as debugpy shows it (trace/child/resolvers.py),
+    computed on the real object at the stop. `selector` finds it again from its parent; `evaluate`
+    is a template for its expression (`%s[3]`, `%s.name`, `len(%s)`), None where it has none."""
+
+    name: str
+    value: str
+    type: str
+    selector: list
+    evaluate: str | None
+    expandable: bool
+
+
+class LiveRoot(msgspec.Struct, frozen=True):
+    """A scope's variable as debugpy shows it (its text where the recorded one was cut)."""
+
+    value: str
+    type: str
+    expandable: bool
+
+
+@runtime_checkable
+class ExpandsLive(Protocol):
+    """A world that can show a stop's values as debugpy does, from the program's real objects: the
+    children of a value found from a frame's local or global (`root`: ("l" | "g", name)) by a path
+    of selectors. `live_at(stop)` says, without starting anything, whether it can at this stop;
+    the calls raise `NotLive` where it cannot after all."""
+
+    def live_at(self, stop: Stop) -> bool: ...
+
+    async def children_live(
+        self, stop: Stop, frame: int, root: tuple[str, str], path: tuple[list, ...], start: int, count: int
+    ) -> tuple[tuple[LiveChild, ...], int]: ...
+
+    async def roots_live(
+        self, stop: Stop, frame: int, roots: tuple[tuple[str, str], ...]
+    ) -> tuple[LiveRoot | None, ...]: ...
+
+
+# Decides whether a breakpoint hit stops an action (conditions, hit counts, log points: the debugger
+# core's); it may need the program to answer, so it may be a coroutine.
+Accept = Callable[[Stop], "bool | Awaitable[bool]"]
+
+
+async def accepted(accept: Accept | None, stop: Stop) -> bool:
+    """What `accept` says of a breakpoint hit (none: every hit stops)."""
+    if accept is None:
+        return True
+    decision = accept(stop)
+    if inspect.isawaitable(decision):
+        return bool(await decision)
+    return bool(decision)
 
 
 @runtime_checkable
@@ -222,7 +311,7 @@ class WorldModel(Protocol):
         *,
         exceptions: frozenset[ExceptionFilter] = frozenset(),
         breakpoints: tuple[Target, ...] = (),
-        accept: Callable[[Stop], bool] | None = None,
+        accept: Accept | None = None,
     ) -> Stop:
         """Apply `action` from the current stop.
 

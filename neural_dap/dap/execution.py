@@ -8,6 +8,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from neural_dap.dap.connection import THREAD_ID, Connection, RequestError
+from neural_dap.dap.inspection import exception_info
 from neural_dap.dap.presentation import StopView
 from neural_dap.dapwire import protocol as p
 from neural_dap.debugger.core import Busy, Report
@@ -153,16 +154,21 @@ class ExecutionRequests(Connection):
 
     async def _present(self, report: Report, preserve_focus: bool = False) -> None:
         stop = report.stop
-        self.view = StopView(stop, stop.divergences)
+        self.view = StopView(stop, stop.divergences, live=self.debugger.shows_live(stop))
         await self._announce_threads()
+        description, text = report.description, report.text
+        if report.reason == "exception" and (stop.state.event == "exception" or stop.state.caught):
+            # as debugpy words it: the exception's type, and its message
+            info = exception_info(stop, self.debugger.exception_filters)
+            description, text = info["details"].message, info["exceptionId"]
         await self.event(
             "stopped",
             p.StoppedEventBody(
                 reason=report.reason,
                 thread_id=self.debugger.thread_id(),
                 all_threads_stopped=True,
-                description=report.description,
-                text=report.text,
+                description=description,
+                text=text,
                 hit_breakpoint_ids=report.hit_breakpoint_ids,
                 preserve_focus_hint=True if preserve_focus else None,
             ),

@@ -4,6 +4,7 @@ exception details and goto targets."""
 
 from __future__ import annotations
 
+import logging
 import os
 import re
 import traceback
@@ -13,9 +14,12 @@ from neural_dap.core import reprs
 from neural_dap.core.source import SourceInfo, read_source
 from neural_dap.core.world import Stop, Thread, WorldError
 from neural_dap.dap.connection import Connection, RequestError
+from neural_dap.dap.presentation import LEAF_TYPES, LiveRef
 from neural_dap.dapwire import protocol as p
 from neural_dap.debugger import asking
 from neural_dap.debugger.core import MAIN_THREAD, is_plain_reference
+
+log = logging.getLogger("neural_dap.dap")
 
 
 class InspectionRequests(Connection):
@@ -48,6 +52,29 @@ class InspectionRequests(Connection):
     async def on_variables(self, request: p.Request) -> None:
         args = self._args(request, p.VariablesArguments)
         view = self._require_view()
+        node = view.live_node(args.variables_reference)
+        if node is not None:
+            # a value of the program: its children as debugpy shows them, from the live copy
+            target = node.target
+            assert isinstance(target, LiveRef)
+            try:
+                children, _total = await self.debugger.children_live(
+                    target.frame, target.root, target.path, max(0, args.start), max(0, args.count)
+                )
+            except WorldError as exc:  # no live copy after all: what the recording kept
+                log.debug("variables from the recording: %s", exc)
+            else:
+                await self.respond(request, {"variables": view.live_variables(node, children)})
+                return
+        cut = view.cut_roots(args.variables_reference)
+        if cut is not None:
+            depth, names = cut
+            try:
+                shown = await self.debugger.roots_live(depth, tuple(("l", name) for name in names))
+            except WorldError as exc:
+                log.debug("cut values stay cut: %s", exc)
+            else:
+                view.live_texts.update({(depth, n): r.value for n, r in zip(names, shown, strict=True) if r})
         await self.respond(
             request, {"variables": view.variables(args.variables_reference, args.start, args.count, args.filter)}
         )
@@ -66,15 +93,13 @@ class InspectionRequests(Connection):
             result = await self.debugger.evaluate(args.expression, frame.variable_reprs(), depth, frame.values)
         except WorldError as exc:
             raise RequestError(str(exc)) from None
-        value = result.value if not result.live else reprs.parse_repr(result.text)  # expandable where it parses
-        await self.respond(
-            request,
-            {
-                "result": result.text,
-                "type": result.type,
-                "variablesReference": view.expandable(value, args.expression),
-            },
-        )
+        if result.live and depth is not None and view.live and (result.type or "") not in LEAF_TYPES:
+            # a value of the program: it opens as debugpy's do, from the live copy
+            reference = view.expandable_live(LiveRef(depth, ("e", args.expression)), args.expression)
+        else:
+            value = result.value if not result.live else reprs.parse_repr(result.text)  # expandable where it parses
+            reference = view.expandable(value, args.expression)
+        await self.respond(request, {"result": result.text, "type": result.type, "variablesReference": reference})
 
     async def on_source(self, request: p.Request) -> None:
         args = self._args(request, p.SourceArguments)

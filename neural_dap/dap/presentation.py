@@ -22,8 +22,8 @@ import os
 from dataclasses import dataclass, field
 
 from neural_dap.core import reprs
-from neural_dap.core.state import Frame, Value
-from neural_dap.core.world import Divergence, Stop
+from neural_dap.core.state import TRUNCATION_MARK, Frame, Value
+from neural_dap.core.world import Divergence, LiveChild, Stop
 from neural_dap.dapwire import protocol as p
 
 PAGE_HINT = 100  # containers longer than this are announced with a count so clients page them
@@ -46,14 +46,22 @@ class FrameView:
     module: FrameView | None = None  # the frame of this frame's module on the stack: its Globals
 
     def variable_reprs(self) -> dict[str, str]:
-        """What expressions see in this frame: locals plus the return-value pseudo-variables."""
-        out = dict(self.locals)
+        """What expressions see in this frame: its module's globals, its locals over them, plus the
+        return-value pseudo-variables."""
+        out = dict(self.module.locals) if self.module is not None and self.module is not self else {}
+        out.update(self.locals)
         for name, text in self.extras:
             out.setdefault(name, text)
         return out
 
 
-def _frame_views(stack: list[Frame], first_id: int, extras: list[tuple[str, str]], at_call: bool) -> list[FrameView]:
+def _frame_views(
+    stack: list[Frame],
+    first_id: int,
+    extras: list[tuple[str, str]],
+    at_call: bool,
+    module_frame: Frame | None = None,
+) -> list[FrameView]:
     views = [
         FrameView(
             id=first_id + k,
@@ -68,29 +76,77 @@ def _frame_views(stack: list[Frame], first_id: int, extras: list[tuple[str, str]
         )
         for k, frame in enumerate(stack)
     ]
+    elsewhere = None  # a thread's globals: the main thread's module frame (Stop.module_frame)
+    if module_frame is not None:
+        elsewhere = FrameView(
+            -1,
+            module_frame.function,
+            module_frame.line,
+            module_frame.path,
+            dict(module_frame.locals),
+            dict(module_frame.values),
+            module_frame.invocation,
+        )
     for view in views:
         # the outermost `<module>` frame of the same file (a script's; an imported module's while
         # it is being imported); none for a function launch or a module imported earlier
         view.module = next(
             (m for m in reversed(views) if m.name == "<module>" and m.path == view.path and view.path), None
         )
+        if view.module is None and elsewhere is not None and elsewhere.path == view.path:
+            view.module = elsewhere
     return views
+
+
+def attribute_order(name: str) -> tuple[int, str]:
+    """debugpy's order of a scope's names and an object's attributes."""
+    if name.startswith("__"):
+        return (3 if name.endswith("__") else 2, name)
+    return (1 if name.startswith("_") else 0, name)
+
+
+@dataclass(frozen=True)
+class LiveRef:
+    """A value of the program at the stop, found again from a frame's local or global by a path of
+    selectors (trace/child/resolvers.py): what a live copy expands as debugpy does."""
+
+    frame: int  # the frame's depth on the stop's stack (0: innermost)
+    root: tuple[str, str]  # ("l", name): the frame's local (a module frame's are its globals)
+    path: tuple[list, ...] = ()
 
 
 @dataclass
 class _Node:
-    """A handle's target: a frame's locals, a recorded structured value, or a parsed value."""
+    """A handle's target: a frame's locals, a recorded structured value, a parsed value, or a value
+    of the program (`live`: its children come from a live copy, else from `fallback`)."""
 
-    kind: str  # "locals" | "globals" | "value" | "parsed"
+    kind: str  # "locals" | "globals" | "value" | "parsed" | "live"
     target: object
     evaluate_name: str | None = None
+    fallback: _Node | None = None
+
+
+LEAF_TYPES = frozenset({"int", "float", "complex", "str", "bool", "NoneType"})
+
+
+def is_leaf(text: str, structured: Value | None) -> bool:
+    """A value debugpy shows without children (None, numbers, strings), judged by its recorded
+    text (a string cut by the recording is still one)."""
+    if structured is not None and structured.type:
+        return structured.type in LEAF_TYPES
+    if text.startswith(("'", '"')):
+        return True
+    return reprs.type_name(reprs.parse_repr(text)) in LEAF_TYPES
 
 
 class StopView:
     """The frames of one stop, and the handles of everything expandable in them."""
 
-    def __init__(self, stop: Stop, divergences: tuple[Divergence, ...] = ()) -> None:
+    def __init__(self, stop: Stop, divergences: tuple[Divergence, ...] = (), live: bool = False) -> None:
         self.stop = stop
+        # values come from a live copy of the program where there can be one (debugpy's views)
+        self.live = live
+        self.live_texts: dict[tuple[int, str], str] = {}  # (frame depth, name) -> text debugpy shows
         self.handles: dict[int, _Node] = {}
         self.frames: list[FrameView] = []  # the stopped thread's
         self.other_threads: dict[int, list[FrameView]] = {}  # thread id -> its frames, as asked for
@@ -120,13 +176,19 @@ class StopView:
                 extras.append((f"{label} {state.function}", state.value or "None"))
             if len(stack) > 1:
                 stack = stack[1:]  # back in the caller, at the call line
-        self.frames = _frame_views(stack, 1000, extras, state.event == "call")
+        # (the frames below, where library code runs the stack: an event loop's task under
+        # `<module>`, as debugpy lists the real stack)
+        self.frames = _frame_views([*stack, *stop.outer], 1000, extras, state.event == "call", stop.module_frame)
+        if stop.exception_line and self.frames and not extras:
+            self.frames[0].line = stop.exception_line  # where the exception reached the frame
 
     def add_thread(self, thread_id: int, stack: tuple[Frame, ...]) -> list[FrameView]:
         """Another thread's frames at this stop (where it stood), with ids of their own."""
         views = self.other_threads.get(thread_id)
         if views is None:
-            views = self.other_threads[thread_id] = _frame_views(list(stack), 1_000_000 * thread_id, [], False)
+            views = self.other_threads[thread_id] = _frame_views(
+                list(stack), 1_000_000 * thread_id, [], False, self.stop.module_frame
+            )
         return views
 
     def frame(self, frame_id: int | None) -> FrameView | None:
@@ -186,13 +248,70 @@ class StopView:
         entries: list[tuple[str, str, Value | None, str | None]]
         if node.kind in ("locals", "globals"):
             frame: FrameView = node.target  # type: ignore[assignment]
-            entries = [(name, text, None, name) for name, text in frame.extras] if node.kind == "locals" else []
-            for name, text in frame.locals.items():
-                entries.append((name, text, frame.values.get(name), name))
-            entries = entries[start : start + count] if count else entries[start:]
-        else:
-            entries = self._children(node, start, count)
+            depth = self.depth(frame) if self.live else None
+            out = (
+                [self._variable(name, text, None, name) for name, text in frame.extras] if node.kind == "locals" else []
+            )
+            # in debugpy's order: names, then _names, then __names (pydevd's sorted_attributes_key)
+            for name in sorted(frame.locals, key=attribute_order):
+                text = frame.locals[name]
+                live = LiveRef(depth, ("l", name)) if depth is not None else None
+                if live is not None:
+                    text = self.live_texts.get((depth, name), text)  # type: ignore[arg-type]
+                out.append(self._variable(name, text, frame.values.get(name), name, live))
+            return out[start : start + count] if count else out[start:]
+        if node.kind == "live":
+            node = node.fallback or _Node("parsed", None)
+        entries = self._children(node, start, count)
         return [self._variable(name, text, structured, evaluate) for name, text, structured, evaluate in entries]
+
+    def depth(self, frame: FrameView) -> int | None:
+        """`frame`'s depth on the stop's stack (what a live copy numbers its frames by)."""
+        return next((k for k, f in enumerate(self.stop.stack) if f.invocation == frame.invocation), None)
+
+    def cut_roots(self, ref: int) -> tuple[int, list[str]] | None:
+        """A scope's variables whose recorded text was cut (and not fetched yet): (the frame's depth,
+        their names), for a live copy to show them as debugpy does. None where there are none."""
+        node = self.handles.get(ref)
+        if not self.live or node is None or node.kind not in ("locals", "globals"):
+            return None
+        frame: FrameView = node.target  # type: ignore[assignment]
+        depth = self.depth(frame)
+        if depth is None:
+            return None
+        names = [
+            name
+            for name, text in frame.locals.items()
+            if text.endswith(TRUNCATION_MARK) and (depth, name) not in self.live_texts
+        ]
+        return (depth, names) if names else None
+
+    def live_node(self, ref: int) -> _Node | None:
+        node = self.handles.get(ref)
+        return node if node is not None and node.kind == "live" else None
+
+    def live_variables(self, node: _Node, children: tuple[LiveChild, ...]) -> list[p.Variable]:
+        """A live value's children as variables; each one that opens gets a live handle of its own."""
+        parent: LiveRef = node.target  # type: ignore[assignment]
+        out = []
+        for child in children:
+            evaluate = None
+            if child.evaluate is not None and node.evaluate_name:
+                evaluate = child.evaluate.replace("%s", node.evaluate_name, 1)
+            ref = 0
+            if child.expandable:
+                target = LiveRef(parent.frame, parent.root, (*parent.path, child.selector))
+                ref = self._handle(_Node("live", target, evaluate))
+            out.append(
+                p.Variable(
+                    name=child.name,
+                    value=child.value,
+                    variables_reference=ref,
+                    type=child.type or None,
+                    evaluate_name=evaluate,
+                )
+            )
+        return out
 
     @staticmethod
     def _indexed(node: _Node) -> bool:
@@ -244,7 +363,9 @@ class StopView:
             out.append((name, reprs.show(item), None, evaluate))
         return out
 
-    def _variable(self, name: str, text: str, structured: Value | None, evaluate_name: str | None) -> p.Variable:
+    def _variable(
+        self, name: str, text: str, structured: Value | None, evaluate_name: str | None, live: LiveRef | None = None
+    ) -> p.Variable:
         ref = 0
         indexed = named = None
         if structured is not None and structured.children:
@@ -257,12 +378,17 @@ class StopView:
             kind = structured.type
         else:
             parsed = reprs.parse_repr(text)
-            kind = reprs.type_name(parsed)
+            kind = structured.type if structured is not None and structured.type else reprs.type_name(parsed)
             if reprs.has_children(parsed):
                 ref = self._handle(_Node("parsed", parsed, evaluate_name))
                 size = len(reprs.children(parsed))
                 if isinstance(parsed, (list, tuple)) and size > PAGE_HINT:
                     indexed = size
+        if live is not None and not is_leaf(text, structured):
+            # debugpy's children, from the program; what the recording kept where it cannot
+            fallback = self.handles.pop(ref) if ref else None
+            ref = self._handle(_Node("live", live, evaluate_name, fallback))
+            indexed = named = None
         value = self._with_confidence(name, text, evaluate_name)
         hint = None
         mark = self.marked.get(name)
@@ -298,6 +424,10 @@ class StopView:
         if p_value < UNCERTAIN_BELOW:
             return f"\u2248 {text}?  (p={p_value:.2f})"
         return f"{text}  (p={p_value:.2f})"
+
+    def expandable_live(self, ref: LiveRef, evaluate_name: str | None) -> int:
+        """A handle on a value of the program (an evaluated expression's), opened from the live copy."""
+        return self._handle(_Node("live", ref, evaluate_name))
 
     def expandable(self, value: object, evaluate_name: str | None) -> int:
         if reprs.has_children(value):

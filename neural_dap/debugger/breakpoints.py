@@ -1,7 +1,8 @@
 """Breakpoints: line, function and log points, with conditions and hit conditions.
 
 Lines are verified against the lines that have code (the source is compiled, not run). A line
-without code moves to the next line with code in the same function, as most debuggers do.
+without code moves to the line with code before it, as debugpy moves it (to the next one where
+there is none before).
 Conditions and log-message expressions are evaluated by the safe evaluator over the stop's values.
 The table knows no protocol: a front end passes anything with a requested breakpoint's fields
 (`LineRequest`) and shows `BreakpointSpec`s its own way.
@@ -146,7 +147,13 @@ class BreakpointTable:
         if line in executable:
             spec.verified, spec.lines, spec.message = True, [line], None
         else:
-            moved = next((ln for ln in range(line + 1, line + _MOVE_WINDOW + 1) if ln in executable), None)
+            # debugpy's rule (pydevd adjusts the line to the one with code before it, whichever code
+            # object it is in: a blank line below a function stops at the function's last line);
+            # with none before, the next one
+            before = [ln for ln in executable if ln < line]
+            moved = max(before) if before else None
+            if moved is None:
+                moved = next((ln for ln in range(line + 1, line + _MOVE_WINDOW + 1) if ln in executable), None)
             if moved is not None:
                 spec.verified, spec.lines = True, [moved]
                 spec.message = f"line {line} has no code; the breakpoint moved to line {moved}"

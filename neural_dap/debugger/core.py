@@ -24,12 +24,18 @@ import msgspec
 
 from neural_dap.core import reprs
 from neural_dap.core.actions import Action
-from neural_dap.core.evaluator import Budget, EvaluationError, evaluate
+from neural_dap.core.evaluator import EvaluationError, evaluate
 from neural_dap.core.state import Frame, Value
 from neural_dap.core.world import (
+    Check,
+    CheckResult,
+    ChecksLive,
     EvaluatesLive,
+    ExpandsLive,
     HasThreads,
     LaunchSpec,
+    LiveChild,
+    LiveRoot,
     NotLive,
     SteppingConvention,
     Stop,
@@ -37,14 +43,8 @@ from neural_dap.core.world import (
     WorldError,
     WorldModel,
 )
-from neural_dap.debugger import history
-from neural_dap.debugger.breakpoints import (
-    BreakpointSpec,
-    BreakpointTable,
-    LineRequest,
-    hit_condition_met,
-    interpolate,
-)
+from neural_dap.debugger import conditions, history
+from neural_dap.debugger.breakpoints import BreakpointSpec, BreakpointTable, LineRequest
 from neural_dap.debugger.stepping import FORWARD, Outcome, UnknownExecution, drive
 from neural_dap.trace.queries import RecordingQueries
 
@@ -53,8 +53,6 @@ log = logging.getLogger("neural_dap.debugger")
 WorldFactory = Callable[[LaunchSpec], WorldModel]
 T = TypeVar("T")
 
-# Conditions and log points run at every hit, inside a step: each gets a small budget of its own.
-CONDITION_BUDGET = Budget(steps=20_000, seconds=0.1)
 EXCEPTION_FILTERS = ("raised", "uncaught", "userUnhandled")
 MAIN_THREAD = 1  # the id of the thread that started the program
 UNSET = "(unset)"  # how a change shows a name, attribute or item that was not bound
@@ -143,6 +141,7 @@ class Debugger:
         self._bound: tuple[int, bool] | None = None  # (event, forward): a data breakpoint's change ends the move
         self._data_hit: tuple[DataBreakpoint, history.Change] | None = None
         self._end_shown = False  # the current stop was shown as the end of the program
+        self._undecided: set[int] = set()  # breakpoints whose condition was said to be undecidable
 
     # -- state -------------------------------------------------------------------------------------
     @property
@@ -535,38 +534,84 @@ class Debugger:
     def _collect_output(self, stop: Stop) -> None:
         self._output.extend(("stdout" if stream == "stdout" else "stderr", text) for stream, text in stop.output)
 
-    def _accept(self, stop: Stop) -> bool:
-        """At a breakpoint on the way: conditions, hit counts and log points decide."""
+    async def _accept(self, stop: Stop) -> bool:
+        """At a breakpoint on the way: conditions, hit counts and log points decide (as debugpy's
+        do: debugger/conditions.py)."""
         if self._bound is not None and (stop.index > self._bound[0] if self._bound[1] else stop.index < self._bound[0]):
             return True  # past a data breakpoint's change: the move ends there, then travels back to it
         state = stop.state
         specs = self.breakpoints.at(state.path, state.line)
         if not specs:
             return True
-        names = {**state.locals}
         hit = self.world.hit_number(stop) if isinstance(self.world, KnowsHits) else None
+        names = conditions.exact_names(names_at(stop))
+        live = self._live_checker(stop)
         stops = False
         for spec in specs:
-            if spec.condition and not self._condition_holds(spec, names):
-                continue
-            spec.hits += 1
-            if not hit_condition_met(spec.hit_condition, hit if hit is not None and not spec.condition else spec.hits):
-                continue
-            if spec.log_message is not None:
-                text = interpolate(spec.log_message, lambda e: evaluate(e, names, CONDITION_BUDGET))
-                self._output.append(("console", text + "\n"))
-                continue
-            stops = True
+            if hit is None:
+                spec.hits += 1  # (a world that cannot say which hit of the run this is: the hits shown)
+            stops |= await self._spec_stops(spec, hit if hit is not None else spec.hits, names, live)
         return stops
 
-    def _condition_holds(self, spec: BreakpointSpec, names: dict[str, str]) -> bool:
-        try:
-            return bool(evaluate(spec.condition or "", names, CONDITION_BUDGET))
-        except EvaluationError as exc:
-            self._output.append(
-                ("important", f"neural-dap: breakpoint condition {spec.condition!r} failed: {exc}; stopping\n")
-            )
-            return True
+    async def _spec_stops(
+        self, spec: BreakpointSpec, hits: int, names: dict[str, object], live: conditions.LiveChecker | None
+    ) -> bool:
+        message = conditions.split_message(spec.log_message) if spec.log_message is not None else None
+        checks: list[Check] = [(e, "str") for e in message.expressions] if message is not None else []
+        by_hits = conditions.hit_decides(spec.hit_condition, hits)
+        asks_condition = bool(spec.condition) and by_hits is not True
+        if asks_condition:
+            checks.append((spec.condition or "", "truth"))
+        verdicts = await conditions.decide(checks, names, live) if checks else []
+        holds = self._condition_verdict(spec, verdicts[-1]) if asks_condition else by_hits is not False
+        if holds and message is not None:
+            text = conditions.message_text(message, verdicts[: len(message.expressions)])
+            self._output.append(("console", text + "\n"))
+            return False  # a log point never stops
+        return holds
+
+    def _condition_verdict(self, spec: BreakpointSpec, verdict: conditions.Verdict) -> bool:
+        """A condition that raised does not stop; its error is shown at each hit but a NameError's
+        (debugpy 1.8 in its DAP mode: `skip_suspend_on_breakpoint_exception = (BaseException,)`,
+        `skip_print_breakpoint_exception = (NameError,)`). One that cannot be evaluated here never
+        stops either (said once per breakpoint)."""
+        if verdict.error is not None:
+            if not verdict.error.startswith("NameError"):
+                self._output.append(
+                    (
+                        "important",
+                        f"Error while evaluating expression in conditional breakpoint: {spec.condition}\n"
+                        f"{verdict.error}\n",
+                    )
+                )
+            return False
+        if verdict.undecided is not None:
+            if spec.id not in self._undecided:
+                self._undecided.add(spec.id)
+                self._output.append(
+                    (
+                        "important",
+                        f"neural-dap: breakpoint condition {spec.condition!r} cannot be evaluated here"
+                        f" ({verdict.undecided}); it does not stop there\n",
+                    )
+                )
+            return False
+        return bool(verdict.truth)
+
+    def _live_checker(self, stop: Stop) -> conditions.LiveChecker | None:
+        """Asks the program at `stop` (ChecksLive); None where the world keeps no program."""
+        world = self.world
+        if not isinstance(world, ChecksLive):
+            return None
+
+        async def check(checks: tuple[Check, ...]) -> tuple[CheckResult, ...] | None:
+            try:
+                return await world.check_live(stop, checks)
+            except WorldError as exc:  # NotLive: no program at this stop
+                log.debug("no live check at event %s: %s", stop.index, exc)
+                return None
+
+        return check
 
     def _report(self, outcome: Outcome, output: list[tuple[str, str]]) -> Report:
         stop = outcome.stop
@@ -681,8 +726,42 @@ class Debugger:
             raise WorldError(str(exc)) from None
         return Evaluated(reprs.show(value), reprs.type_name(value) or None, value)
 
+    def shows_live(self, stop: Stop) -> bool:
+        """Whether the Variables view at `stop` can come from the program's real objects, as
+        debugpy's does (ExpandsLive); otherwise it shows what the recording kept."""
+        world = self.world
+        return isinstance(world, ExpandsLive) and world.live_at(stop)
+
+    async def children_live(
+        self, frame: int, root: tuple[str, str], path: tuple[list, ...], start: int = 0, count: int = 0
+    ) -> tuple[tuple[LiveChild, ...], int]:
+        """A value's children at the current stop, from the program (ExpandsLive): (the page asked
+        for, how many there are). Raises WorldError (NotLive) where it cannot."""
+        world, stop = self.world, self._require_stop()
+        if not isinstance(world, ExpandsLive):
+            raise NotLive(f"the {world.name if world else 'absent'} world keeps no program")
+        return await world.children_live(stop, frame, root, path, start, count)
+
+    async def roots_live(self, frame: int, roots: tuple[tuple[str, str], ...]) -> tuple[LiveRoot | None, ...]:
+        world, stop = self.world, self._require_stop()
+        if not isinstance(world, ExpandsLive):
+            raise NotLive(f"the {world.name if world else 'absent'} world keeps no program")
+        return await world.roots_live(stop, frame, roots)
+
     def summary(self) -> dict[str, Any]:
         return self.world.summary() if self.world is not None else {}
+
+
+def names_at(stop: Stop) -> dict[str, str]:
+    """The names an expression at `stop` reads, as recorded: its frame's locals over its module's
+    globals (the `<module>` frame of the same file on the stack, where there is one)."""
+    names: dict[str, str] = {}
+    module = next((f for f in reversed(stop.stack) if f.function == "<module>" and f.path == stop.state.path), None)
+    module = module or stop.module_frame
+    if module is not None and module is not (stop.stack[0] if stop.stack else None):
+        names.update(module.locals)
+    names.update(stop.state.locals)
+    return names
 
 
 def failure_text(exc: BaseException) -> str:

@@ -11,12 +11,15 @@ Stops land where debugpy's do, so a session can be compared with debugpy stop by
   stepOut         step_return (shown in the caller with the `(return)` value)
 
                   The exit of a function library code called (click running the user's command, a
-                  scheduler running a callback) returns into that code: next, stepIn and stepOut
-                  stop where it returns to the caller, shown at the call line on every version
-                  (its `(return)` value is the library's, not recorded), or, where it calls the
-                  user's code again first, at that code's first line
+                  scheduler running a callback) returns into that code: next and stepIn stop where
+                  it returns to the caller, shown at the call line on every version (its `(return)`
+                  value is the library's, not recorded), or, where it calls the user's code again
+                  first, at that code's first line; stepOut runs through those calls to where the
+                  library returns to the caller (a breakpoint in them stops it)
   continue        breakpoint(enabled lines), or continue to the end
-  stepBack        inv_step_over; a call state is stepped past into the caller
+  stepBack        inv_step_over; a call state is stepped past into the caller, or, where library code
+                  made the call right after an earlier call of the user's code exited (a sort
+                  key's second call), into the last line of that earlier call (`next` mirrored)
   reverseContinue inv_breakpoint(enabled lines), or back to the start
   restartFrame    inv_step_return until the frame's call
   stepBackInto    inv_step_into          (custom request)
@@ -31,12 +34,14 @@ that applies one action (`act`) and returns what the session should present.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
 from neural_dap.core.actions import Action, Target
 from neural_dap.core.world import Stop
 
+_YIELD = re.compile(r"\byield\b")
 FORWARD = frozenset({"next", "stepIn", "stepOut", "continue", "goto"})
 EXECUTION = FORWARD | {"stepBack", "reverseContinue", "stepBackInto", "stepBackOut", "restartFrame"}
 
@@ -85,17 +90,34 @@ async def drive(
             break
     elif kind == "stepIn":
         stop = await act(Action("step_into"), True)
+        if _yields(stop):
+            # a generator pausing at `yield` is no return debugpy stops at: on to the consumer's line
+            stop = await act(Action("step_into"), True)
         if stop.state.event == "call" and not (stop.hit_breakpoint or stop.hit_exception):
             stop = await act(Action("step_into"), True)
         while returns_stop_in_caller and stop.state.event == "exception" and _passes(stop, True):
             stop = await act(Action("step_into"), True)
     elif kind == "stepOut":
         stop = await act(Action("step_return"), True)
+        while _into_library(stop):
+            # out of a function library code called (a sort key, a pandas `apply`, a scheduler's
+            # callback): back to the user's code that called the library, as debugpy's step out
+            # returns only into the user's code; the library's further calls of the user's code
+            # are run through, a breakpoint or an exception in them stops the step
+            stop = await act(Action("step_into"), True)
+            if stop.state.event == "call" and not (stop.hit_breakpoint or stop.hit_exception):
+                stop = await act(Action("step_return"), True)
     elif kind == "continue":
         stop = await act(Action("breakpoint", targets) if targets else Action("continue"), False)
     elif kind == "stepBack":
         stop = await act(Action("inv_step_over"), True)
-        if stop.state.event == "call" and not stop.at_start and not stop.hit_breakpoint:
+        if stop.state.event == "call" and stop.library_called_before and not stop.hit_breakpoint:
+            # the mirror of `next` off a function library code called, which goes on to its next
+            # call of the user's code: back from that call to the last line of the one before
+            stop = await act(Action("inv_step_into"), True)
+            if stop.state.terminal and not stop.hit_breakpoint:
+                stop = await act(Action("inv_step_over"), True)
+        elif stop.state.event == "call" and not stop.at_start and not stop.hit_breakpoint:
             stop = await act(Action("inv_step_over"), True)
     elif kind == "reverseContinue":
         stop = await act(Action("inv_breakpoint", targets), False)
@@ -141,6 +163,18 @@ def _passes(stop: Stop, returns_stop_in_caller: bool) -> bool:
     return not returns_stop_in_caller and not stop.called_by_library
 
 
+def _yields(stop: Stop) -> bool:
+    """The step ended where a generator pauses at a `yield` (its frame's exit at that line, back to
+    the consumer): pydevd treats such an exit as a pause, not a return."""
+    state = stop.state
+    return (
+        state.event == "return"
+        and len(stop.stack) > 1
+        and not (stop.hit_breakpoint or stop.hit_exception or stop.at_end)
+        and _YIELD.search(state.source) is not None
+    )
+
+
 def _into_library(stop: Stop) -> bool:
     """The step ended at the exit of a function library code called, which calls the user's code
     again before it returns to the traced caller."""
@@ -177,8 +211,12 @@ async def _on_to_user_code(stop: Stop, act: Act, at_resumes: bool = False) -> St
     is such a line (debugpy on 3.12+)."""
     while _left_user_code(stop):
         stop = await act(Action("step_into"), True)
-        resumes_here = at_resumes and stop.resumed
-        if stop.state.event == "call" and not (stop.hit_breakpoint or stop.hit_exception or resumes_here):
+        # through the calls that resume a chain of coroutines (a task's `main` resuming its `fetch`)
+        # to the first line: debugpy never stops at a call
+        for _ in range(64):
+            resumes_here = at_resumes and stop.resumed
+            if stop.state.event != "call" or stop.hit_breakpoint or stop.hit_exception or resumes_here:
+                break
             stop = await act(Action("step_into"), True)
     return stop
 

@@ -196,7 +196,12 @@ static int starts_with(PyObject *name, Py_UCS4 a, Py_UCS4 b) {
 static int hidden_global(PyObject *name, PyObject *value) {
     if (starts_with(name, '_', '_'))
         return 1;
-    return PyModule_Check(value) || (PyObject *)Py_TYPE(value) == FUNCTION_TYPE || PyType_Check(value) || PyCFunction_Check(value);
+    if (PyModule_Check(value) || (PyObject *)Py_TYPE(value) == FUNCTION_TYPE || PyType_Check(value) || PyCFunction_Check(value))
+        return 1;
+    /* a callable descriptor (functools' lru_cache wrapper): debugpy files it with the functions */
+    PyTypeObject *kind = Py_TYPE(value);
+    return PyType_GetSlot(kind, Py_tp_descr_get) != NULL && PyType_GetSlot(kind, Py_tp_descr_set) == NULL &&
+           PyCallable_Check(value);
 }
 
 static PyObject *call1(PyObject *fn, PyObject *arg) { return PyObject_CallFunctionObjArgs(fn, arg, NULL); }

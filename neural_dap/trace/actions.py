@@ -307,6 +307,14 @@ class ActionSemantics:
         j = self.step_into(i)
         return j > i and self.kind(j) == CALL and self.called_by_library(j)
 
+    def library_called_before(self, i: int) -> bool:
+        """Event i is a call library code made right after a function it called had exited (a
+        sort key's second call after its first): the mirror of `library_calls_next`."""
+        if self.kind(i) != CALL or not self.called_by_library(i):
+            return False
+        j = self.inv_step_into(i)
+        return j < i and self.kind(j) in (RETURN, EXCEPTION) and self.called_by_library(j)
+
     # -- breakpoints -------------------------------------------------------------------------------
     def line_index(self, path: str, line: int) -> np.ndarray:
         """The `line` events at (path, line) in run order (any file's for an empty path), built by

@@ -20,6 +20,7 @@ only the user's code is traced):
 from __future__ import annotations
 
 import functools
+import re
 from bisect import bisect_left, bisect_right
 from collections.abc import Callable
 from typing import Any, Protocol
@@ -150,10 +151,21 @@ class FullExecution:
         ]
 
     def thread_frames(self, i: int, thread: int) -> tuple[Frame, ...]:
+        """Where `thread` stood at its latest event k up to i, each frame's locals as they are at i
+        (with what other threads changed since: a module's globals a worker changed)."""
         if thread == self.tree.states[i].thread:
             return self.frames(i)
         k = self.tree.semantics.last_of_thread(thread, i)
-        return self.frames(k) if k >= 0 else ()
+        if k < 0:
+            return ()
+        states = self.tree.states
+        log = self.recording.log
+        out = []
+        for j in self.tree.stack(k):
+            s = states[j]
+            local_reprs, values = log.caller_view(s.invocation, j, i, s.locals, s.values)
+            out.append(Frame(s.function, s.line, s.source, s.invocation, s.path, local_reprs, values))
+        return tuple(out)
 
     def output(self, start: int, end: int) -> tuple[tuple[str, str], ...]:
         states = self.tree.states
@@ -180,7 +192,9 @@ class FullExecution:
         return out
 
     def first_exception(self, start: int, end: int, filters: frozenset[str]) -> int | None:
-        return _first_exception(functools.partial(_filter_points, self), start, end, filters)
+        return _first_exception(
+            functools.partial(_filter_points, self), start, end, filters, functools.partial(_stops_at, self)
+        )
 
     def close(self) -> None:
         pass
@@ -266,7 +280,9 @@ class SkeletonExecution:
         return tuple(self.recording.output_between(start, end))
 
     def first_exception(self, start: int, end: int, filters: frozenset[str]) -> int | None:
-        return _first_exception(functools.partial(_filter_points, self), start, end, filters)
+        return _first_exception(
+            functools.partial(_filter_points, self), start, end, filters, functools.partial(_stops_at, self)
+        )
 
     def close(self) -> None:
         if not self.keep_open:
@@ -318,7 +334,34 @@ def _user_unhandled(columns: Columns, ends_by_exception: bool) -> list[int]:
     return top
 
 
-def _first_exception(points: Callable[[str], list[int]], start: int, end: int, filters: frozenset[str]) -> int | None:
+# Exceptions that are a generator's or coroutine's control flow (an `await` resuming, a generator
+# closed): debugpy never stops at them (pydevd's `should_stop_on_exception`)
+CONTROL_FLOW = frozenset({"StopIteration", "StopAsyncIteration", "GeneratorExit"})
+# ... nor, under "User Uncaught Exceptions", at an asyncio task's cancellation leaving its coroutine
+# for the event loop (how a task ends when it is cancelled)
+NOT_USER_UNHANDLED = CONTROL_FLOW | {"CancelledError"}
+
+
+def exception_type(state: State) -> str:
+    """The short type name of the exception a state raises or catches ("" where it has none)."""
+    text = (state.value if state.event == "exception" else state.caught) or ""
+    match = re.match(r"[\w.]+", text)
+    return match.group(0).rsplit(".", 1)[-1] if match else ""
+
+
+def _stops_at(execution: FullExecution | SkeletonExecution, kind: str, i: int) -> bool:
+    """Whether filter `kind` stops at event i, one of its points: not at control flow."""
+    name = exception_type(execution.state(i))
+    return name not in (NOT_USER_UNHANDLED if kind == "userUnhandled" else CONTROL_FLOW)
+
+
+def _first_exception(
+    points: Callable[[str], list[int]],
+    start: int,
+    end: int,
+    filters: frozenset[str],
+    stops_at: Callable[[str, int], bool] = lambda _kind, _i: True,
+) -> int | None:
     """The first event after `start` up to `end` where one of the filters stops, in the walking
     direction (backwards when `end` is before `start`: reverse-continue stops there too)."""
     found = None
@@ -326,10 +369,57 @@ def _first_exception(points: Callable[[str], list[int]], start: int, end: int, f
         at = points(kind)
         if end >= start:
             k = bisect_right(at, start)
-            if k < len(at) and at[k] <= end and (found is None or at[k] < found):
-                found = at[k]
+            while k < len(at) and at[k] <= end and (found is None or at[k] < found):
+                if stops_at(kind, at[k]):
+                    found = at[k]
+                    break
+                k += 1
         else:
             k = bisect_left(at, start) - 1
-            if k >= 0 and at[k] >= end and (found is None or at[k] > found):
-                found = at[k]
+            while k >= 0 and at[k] >= end and (found is None or at[k] > found):
+                if stops_at(kind, at[k]):
+                    found = at[k]
+                    break
+                k -= 1
     return found
+
+
+def enclosing_frames(execution: Execution, i: int) -> tuple[Frame, ...]:
+    """The user's frames still running under a chain that library code runs (an event loop's task:
+    its coroutine's stack ends where the loop resumed it): the real stack's frames below it, as
+    debugpy lists them (`main` ← `<module>` under `asyncio.run`). The innermost invocation of the
+    thread that started before the chain and has not ended by i is the one whose call into the
+    library runs it; its frames are taken where it stood (its latest event before the chain), and
+    so on below."""
+    columns = execution.semantics.columns
+    out: list[Frame] = []
+    root = _outermost_event(execution, i)
+    for _ in range(64):  # (nested event loops are rare; a bound all the same)
+        inv = int(columns.invs[root])
+        if int(columns.parent[inv]) >= 0:
+            break
+        start = int(columns.call_index[inv])
+        calls, ends = columns.call_index, columns.end_index
+        open_ = (calls < start) & ((ends < 0) | (ends > i))
+        if columns.thread_of is not None:
+            open_ &= columns.thread_of == columns.thread_of[inv]
+        candidates = np.flatnonzero(open_)
+        if not len(candidates):
+            break
+        enclosing = int(candidates[np.argmax(calls[candidates])])
+        seen = np.flatnonzero(columns.invs[:start] == enclosing)
+        if not len(seen):
+            break
+        j = int(seen[-1])
+        out.extend(execution.frames(j))
+        root = _outermost_event(execution, j)  # (below them, where a library ran their chain too)
+    return tuple(out)
+
+
+def _outermost_event(execution: Execution, j: int) -> int:
+    """The event of the outermost frame on the stack at j (its own chain's root)."""
+    columns = execution.semantics.columns
+    inv = int(columns.invs[j])
+    while int(columns.parent[inv]) >= 0:
+        inv = int(columns.parent[inv])
+    return int(columns.call_index[inv])

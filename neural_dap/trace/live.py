@@ -78,6 +78,42 @@ class LiveStop:
             raise LiveError(str(reply["error"]))
         return LiveValue(str(reply.get("repr", "")), str(reply.get("type", "")))
 
+    def check(self, checks: list[tuple[str, str]], frame: int) -> list[dict]:
+        """A breakpoint's expressions at the stop, in one fork, in order: each `(expression, mode)`
+        ("truth": a condition, "str": a log point's part) answers {"truth": bool}, {"text": str}
+        or {"error": what it raised}."""
+        request = json.dumps({"checks": [list(c) for c in checks], "frame": frame}).encode() + b"\n"
+        try:
+            self.sock.settimeout(self.limits.seconds + 10)
+            self.sock.sendall(request)
+            reply = self._receive()
+        except OSError as exc:
+            raise LiveError(f"the live program did not answer ({exc})") from None
+        if not isinstance(reply, dict):
+            raise LiveError("the live program answered something unreadable")
+        if "error" in reply:
+            raise LiveError(str(reply["error"]))
+        results = reply.get("results")
+        if not isinstance(results, list) or len(results) != len(checks):
+            raise LiveError("the live program answered something unreadable")
+        return [r if isinstance(r, dict) else {"error": "unreadable"} for r in results]
+
+    def ask(self, request: dict, frame: int) -> dict:
+        """A request of the live copy's own (`children`, `roots`: see child/live.py), answered in a
+        throwaway fork of it."""
+        data = json.dumps({**request, "frame": frame}).encode() + b"\n"
+        try:
+            self.sock.settimeout(self.limits.seconds + 10)
+            self.sock.sendall(data)
+            reply = self._receive()
+        except OSError as exc:
+            raise LiveError(f"the live program did not answer ({exc})") from None
+        if not isinstance(reply, dict):
+            raise LiveError("the live program answered something unreadable")
+        if "error" in reply:
+            raise LiveError(str(reply["error"]))
+        return reply
+
     def _receive(self):
         header = _read_exactly(self.sock, 8)
         data = _read_exactly(self.sock, int.from_bytes(header, "little"))

@@ -20,7 +20,6 @@ from __future__ import annotations
 import os
 import time
 from collections import Counter
-from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -31,7 +30,7 @@ from neural_dap.core.flow import ProgramFlow
 from neural_dap.core.focus import focus_lines
 from neural_dap.core.source import SourceInfo, read_source
 from neural_dap.core.state import TRUNCATION_MARK, Frame, State
-from neural_dap.core.world import Capabilities, ExceptionFilter, Exit, LaunchSpec, Stop, WorldError
+from neural_dap.core.world import Accept, Capabilities, ExceptionFilter, Exit, LaunchSpec, Stop, WorldError, accepted
 from neural_dap.core.writes import ProgramWrites
 from neural_dap.format.calibration import Calibration, calibrate, written_since
 from neural_dap.format.calibration import load as load_calibration
@@ -231,7 +230,7 @@ class NeuralWorld:
         *,
         exceptions: frozenset[ExceptionFilter] = frozenset(),
         breakpoints: tuple[Target, ...] = (),
-        accept: Callable[[Stop], bool] | None = None,
+        accept: Accept | None = None,
     ) -> Stop:
         if self.trace is None:
             raise WorldError("the program has not been launched")
@@ -253,7 +252,7 @@ class NeuralWorld:
     async def _act_until_accepted(self, action, stats, exceptions, accept) -> Stop:
         for _ in range(MAX_REJECTED_HITS):
             stop = await self._act_once(action, stats, exceptions, (), None)
-            if not stop.hit_breakpoint or stop.hit_exception or accept(stop):
+            if not stop.hit_breakpoint or stop.hit_exception or await accepted(accept, stop):
                 return stop
         raise WorldError(f"no breakpoint hit was accepted within {MAX_REJECTED_HITS} predicted hits")
 
@@ -270,7 +269,12 @@ class NeuralWorld:
         state = self.timeline[self.pos]
         hit_bp = state.event == "line" and any(line == state.line for _, line in targets)
         stop = self._stop(state, hit_breakpoint=hit_bp, hit_exception=self._exception_stop(state, exceptions))
-        if hit_bp and action.kind not in ("breakpoint", "inv_breakpoint") and accept is not None and not accept(stop):
+        if (
+            hit_bp
+            and action.kind not in ("breakpoint", "inv_breakpoint")
+            and accept is not None
+            and not await accepted(accept, stop)
+        ):
             # a step lands on a line with a breakpoint: as in the recorded world, its condition, hit
             # count or log point decide whether that is a breakpoint stop (a log point only logs)
             stop = msgspec.structs.replace(stop, hit_breakpoint=False)
@@ -460,7 +464,7 @@ class NeuralWorld:
                 state.event == "line"
                 and state.line in interrupt
                 and kind != "breakpoint"
-                and (accept is None or accept(self._stop(state, hit_breakpoint=True)))
+                and await accepted(accept, self._stop(state, hit_breakpoint=True))
             ):
                 return
             if kind == "step_over" and state.depth <= owner_depth and state.event != "call":

@@ -10,14 +10,22 @@ model predicts on from there; with `trust: "model"` the session follows the pred
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable
 from typing import Any
 
 import msgspec
 
 from neural_dap.core.actions import Action, Target
 from neural_dap.core.state import State
-from neural_dap.core.world import Capabilities, Divergence, ExceptionFilter, LaunchSpec, Stop, WorldError
+from neural_dap.core.world import (
+    Accept,
+    Capabilities,
+    Divergence,
+    ExceptionFilter,
+    LaunchSpec,
+    Stop,
+    WorldError,
+    accepted,
+)
 from neural_dap.reality.compare import compare_locals, compare_states, normalize
 from neural_dap.reality.debugpy_peer import DebugpyPeer, RealityError, Snapshot
 from neural_dap.world.neural import NeuralWorld
@@ -75,12 +83,12 @@ class ReconciledWorld:
         *,
         exceptions: frozenset[ExceptionFilter] = frozenset(),
         breakpoints: tuple[Target, ...] = (),
-        accept: Callable[[Stop], bool] | None = None,
+        accept: Accept | None = None,
     ) -> Stop:
         decisions: list[bool] = []
 
-        def recording_accept(stop: Stop) -> bool:
-            decision = True if accept is None else accept(stop)
+        async def recording_accept(stop: Stop) -> bool:
+            decision = await accepted(accept, stop)
             decisions.append(decision)
             return decision
 

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import os
 import shutil
-from collections.abc import Callable
 from typing import Any, Literal
 
 import anyio
@@ -14,22 +13,28 @@ from neural_dap.core.actions import Action, Target
 from neural_dap.core.source import read_source
 from neural_dap.core.state import Frame
 from neural_dap.core.world import (
+    Accept,
     Capabilities,
+    Check,
+    CheckResult,
     ChildSession,
     ExceptionFilter,
     Exit,
     LaunchSpec,
+    LiveChild,
     LiveResult,
+    LiveRoot,
     NotLive,
     Stop,
     Thread,
     WorldError,
+    accepted,
     world_options,
 )
 from neural_dap.trace import threaded
 from neural_dap.trace.actions import EXCEPTION
 from neural_dap.trace.children import ChildProcess, ChildRecordingError, list_children, new_children_folder, open_child
-from neural_dap.trace.execution import Execution, FullExecution, SkeletonExecution
+from neural_dap.trace.execution import Execution, FullExecution, SkeletonExecution, enclosing_frames
 from neural_dap.trace.journal import JournalUnavailable
 from neural_dap.trace.journal import library as journal_library
 from neural_dap.trace.live import LiveError, LiveStop
@@ -143,6 +148,7 @@ class RecordedWorld:
         self.notices: list[str] = []  # what the user should read about how the program was recorded
         self._running: LiveRun | None = None  # the program still runs (debug while it runs: world/live.py)
         self._extending = False  # ... and runs on now (an action waits for its next stop)
+        self._live_lock = anyio.Lock()  # the live copy answers one question at a time
 
     async def start(self, launch: LaunchSpec) -> Stop:
         if launch.entry is not None and launch.entry.returns is not None:
@@ -341,7 +347,7 @@ class RecordedWorld:
         *,
         exceptions: frozenset[ExceptionFilter] = frozenset(),
         breakpoints: tuple[Target, ...] = (),
-        accept: Callable[[Stop], bool] | None = None,
+        accept: Accept | None = None,
     ) -> Stop:
         start = self.index
         seen = start  # breakpoint hits up to here were put to `accept` already
@@ -357,6 +363,10 @@ class RecordedWorld:
                 # an exception leaves the user's code here: whether it ends the program ("uncaught")
                 # or library code catches it ("userUnhandled") shows at the next event
                 request: dict = {"at": frontier + 1}
+            elif stop.index == frontier and stop.called_by_library and stop.state.terminal and not stop.at_end:
+                # the exit of a function library code called: whether that code calls the user's
+                # code again before it returns (where a step goes on to) shows at the next event
+                request = {"at": frontier + 1}
             elif (
                 stop.index < frontier
                 or stop.hit_breakpoint
@@ -408,7 +418,7 @@ class RecordedWorld:
         seen: int,
         exceptions: frozenset[ExceptionFilter],
         breakpoints: tuple[Target, ...],
-        accept: Callable[[Stop], bool] | None,
+        accept: Accept | None,
     ) -> Stop:
         """`action` from event `start` over what is recorded; breakpoint hits up to `seen` were put
         to `accept` already (an earlier pass of a live recording's action)."""
@@ -438,10 +448,10 @@ class RecordedWorld:
             stop = await self._stop(hit, output=execution.output(start, hit) if forward else (), hit_breakpoint=True)
             if hit == natural and not jump:
                 # the step ends here anyway: a breakpoint only changes why
-                accepted = accept is None or accept(stop)
+                decision = await accepted(accept, stop)
                 self.index = hit
-                return stop if accepted else msgspec.structs.replace(stop, hit_breakpoint=False)
-            if accept is None or accept(stop):
+                return stop if decision else msgspec.structs.replace(stop, hit_breakpoint=False)
+            if await accepted(accept, stop):
                 self.index = hit
                 return stop
         if exception_at is not None:
@@ -472,6 +482,18 @@ class RecordedWorld:
         except DivergenceError as exc:
             raise WorldError(f"{exc}; the states before it are exact, the ones after cannot be rebuilt") from None
         at_end = i == execution.last and not self.live
+        module_frame = None
+        if state.thread != 0 and not any(f.function == "<module>" and f.path == state.path for f in frames):
+            module_frame = await anyio.to_thread.run_sync(_module_frame, execution, i, state.path)
+        outer: tuple[Frame, ...] = ()
+        if frames and frames[-1].function != "<module>":
+            outer = await anyio.to_thread.run_sync(enclosing_frames, execution, i)
+        exception_line = 0
+        if hit_exception and state.event == "line" and state.caught:
+            # the frame's state as the exception reached it (across an `await`: the coroutine's)
+            before = execution.semantics.inv_step_over(i)
+            if before < i:
+                exception_line = int(execution.semantics.columns.lines[before])
         semantics = execution.semantics
         resumed = semantics.resumes_here(i)
         by_library = semantics.called_by_library(i)
@@ -488,6 +510,10 @@ class RecordedWorld:
             resumed=resumed,
             called_by_library=by_library,
             library_calls_next=by_library and state.terminal and semantics.library_calls_next(i),
+            library_called_before=by_library and state.event == "call" and semantics.library_called_before(i),
+            module_frame=module_frame,
+            outer=outer,
+            exception_line=exception_line,
         )
 
     @property
@@ -518,11 +544,21 @@ class RecordedWorld:
             raise NotLive("a full recording keeps values, not a program to ask")
         if stop.at_end:
             raise NotLive("the program has ended here")
-        return await anyio.to_thread.run_sync(
-            self._evaluate_live, execution, stop.index, frame, expression, abandon_on_cancel=True
-        )
+        async with self._live_lock:  # (one question at a time on the live copy's connection)
+            return await anyio.to_thread.run_sync(
+                self._evaluate_live, execution, stop.index, frame, expression, abandon_on_cancel=True
+            )
 
     def _evaluate_live(self, execution: SkeletonExecution, index: int, frame: int, expression: str) -> LiveResult:
+        live = self._live_stop(execution, index)
+        try:
+            value = live.evaluate(expression, frame)
+        except LiveError as exc:
+            raise WorldError(str(exc)) from None
+        return LiveResult(value.text, value.type)
+
+    def _live_stop(self, execution: SkeletonExecution, index: int) -> LiveStop:
+        """The live copy of the program at event `index`: the one kept, or a new one (replacing it)."""
         live = self._live
         if live is None or live.index != index:
             if live is not None:
@@ -532,11 +568,76 @@ class RecordedWorld:
                 live = self._live = LiveStop(execution.recording, index)
             except LiveError as exc:
                 raise NotLive(str(exc)) from None
-        try:
-            value = live.evaluate(expression, frame)
-        except LiveError as exc:
-            raise WorldError(str(exc)) from None
-        return LiveResult(value.text, value.type)
+        return live
+
+    def live_at(self, stop: Stop) -> bool:
+        """Whether a live copy of the program can be made at `stop` (ExpandsLive): a skeleton
+        recording with a checkpoint at or before it, the program not yet ended there."""
+        execution = self.execution
+        if not isinstance(execution, SkeletonExecution) or stop.at_end:
+            return False
+        recording = execution.recording
+        checkpoints = recording.checkpoints
+        if not checkpoints or checkpoints[0] > stop.index:
+            return False
+        return recording.diverged_at is None or stop.index < recording.diverged_at
+
+    async def children_live(
+        self, stop: Stop, frame: int, root: tuple[str, str], path: tuple[list, ...], start: int, count: int
+    ) -> tuple[tuple[LiveChild, ...], int]:
+        """The children debugpy shows of the value at `path` from `root` in `frame` (ExpandsLive)."""
+        request = {"children": {"root": list(root), "path": list(path), "start": start, "count": count}}
+        reply = await self._ask_live(stop, frame, request)
+        children = tuple(msgspec.convert(c, LiveChild) for c in _rows(reply.get("children"), 6))
+        return children, int(reply.get("total") or 0)
+
+    async def roots_live(
+        self, stop: Stop, frame: int, roots: tuple[tuple[str, str], ...]
+    ) -> tuple[LiveRoot | None, ...]:
+        """Scope variables' texts as debugpy shows them (ExpandsLive); None for one that failed."""
+        reply = await self._ask_live(stop, frame, {"roots": [list(r) for r in roots]})
+        answers = reply.get("roots")
+        if not isinstance(answers, list) or len(answers) != len(roots):
+            raise WorldError("the live program answered something unreadable")
+        return tuple(
+            LiveRoot(str(a[0]), str(a[1]), bool(a[2])) if isinstance(a, list) and len(a) == 3 else None for a in answers
+        )
+
+    async def _ask_live(self, stop: Stop, frame: int, request: dict) -> dict:
+        execution = self._require()
+        if not isinstance(execution, SkeletonExecution) or not self.live_at(stop):
+            raise NotLive("no live copy of the program at this stop")
+
+        def run() -> dict:
+            live = self._live_stop(execution, stop.index)
+            try:
+                return live.ask(request, frame)
+            except LiveError as exc:
+                raise WorldError(str(exc)) from None
+
+        async with self._live_lock:
+            return await anyio.to_thread.run_sync(run, abandon_on_cancel=True)
+
+    async def check_live(self, stop: Stop, checks: tuple[Check, ...]) -> tuple[CheckResult, ...]:
+        """A breakpoint's condition and log message at `stop`, on the program's real objects in its
+        innermost frame (ChecksLive): one throwaway fork of the live copy at the stop, which stays
+        for the user's own expressions if the stop is made."""
+        execution = self._require()
+        if not isinstance(execution, SkeletonExecution):
+            raise NotLive("a full recording keeps values, not a program to ask")
+        if stop.at_end:
+            raise NotLive("the program has ended here")
+
+        def run() -> tuple[CheckResult, ...]:
+            live = self._live_stop(execution, stop.index)
+            try:
+                answers = live.check(list(checks), 0)
+            except LiveError as exc:
+                raise NotLive(str(exc)) from None
+            return tuple(msgspec.convert(a, CheckResult) for a in answers)
+
+        async with self._live_lock:
+            return await anyio.to_thread.run_sync(run, abandon_on_cancel=True)
 
     def interrupt(self) -> bool:
         """The user paused while the program runs: a live one stops at its next event; one being
@@ -682,6 +783,23 @@ def _child_program(child: ChildProcess) -> str:
     if child.command[0] not in ("-m", "-c"):
         return os.path.join(child.cwd, child.command[0])
     return ""
+
+
+def _rows(rows: object, width: int) -> list[dict]:
+    """A live answer's rows as keyword dicts for msgspec (LiveChild's fields, in order)."""
+    names = ("name", "value", "type", "selector", "evaluate", "expandable")[:width]
+    if not isinstance(rows, list):
+        raise WorldError("the live program answered something unreadable")
+    return [dict(zip(names, row, strict=True)) for row in rows if isinstance(row, list) and len(row) == width]
+
+
+def _module_frame(execution: Execution, i: int, path: str) -> Frame | None:
+    """The `<module>` frame of `path` on the main thread's stack as it stood at event i: the globals a
+    thread's function reads (the values as of the main thread's latest traced line)."""
+    return next(
+        (f for f in execution.thread_frames(i, 0) if f.function == "<module>" and f.path == path),
+        None,
+    )
 
 
 def _leaves_the_traced_code(execution: SkeletonExecution, i: int) -> bool:

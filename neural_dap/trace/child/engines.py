@@ -23,6 +23,48 @@ from neural_dap.trace.child.wire import call_event, snapshot_event
 # -- engines ---------------------------------------------------------------------------------------
 
 
+class SharedGlobals:
+    """A module's globals that another thread changes (a worker filling a module's dict while the
+    main thread waits in `pool.map`): after each line of a thread's frame, the globals it shares
+    with a `<module>` frame on another thread's stack are diffed, and what changed is sent as an
+    update of that module frame ("u"), so a stop in any thread shows the module's globals as they
+    are then (its Globals scope), not as the main thread last saw them. Each thread keeps its own
+    shadow (differs are not thread-safe), and diffs a copy of the dict (another thread may add to
+    it while a repr runs)."""
+
+    def __init__(self, rec: Recorder, stacks: dict) -> None:
+        self.rec = rec
+        self.stacks = stacks  # per thread: its traced frames, each entry's [0] the frame, [1] its invocation
+        self.local = threading.local()
+
+    def changes(self, frame) -> tuple[int, list] | None:
+        shared = getattr(self.local, "shared", None)
+        if shared is None:
+            shared = self.local.shared = {}
+        g = frame.f_globals
+        found = shared.get(id(g))
+        if found is None:
+            found = shared[id(g)] = self._module_of(g)
+        if not found:
+            return None
+        inv, diff = found
+        changes = diff(dict(g))
+        return (inv, changes) if changes else None
+
+    def _module_of(self, g: dict) -> tuple:
+        """(invocation, differ) of the `<module>` frame whose globals `g` are, on another thread's
+        stack; () where there is none (a module whose body has run: nobody shows its frame)."""
+        me = get_ident()
+        for ident, stack in list(self.stacks.items()):
+            if ident == me:
+                continue
+            for entry in list(stack):
+                frame = entry[0]
+                if frame is not None and frame.f_code.co_name == "<module>" and frame.f_globals is g:
+                    return (entry[1], self.rec.make_differ(True))
+        return ()
+
+
 def settrace_engine(rec: Recorder, threads: ThreadTable | None = None):
     """sys.settrace: one closure per traced frame keeps its invocation id and locals shadow. With a
     thread table, every thread `threading` starts is traced too (each with its own stack). `adopt`
@@ -38,6 +80,7 @@ def settrace_engine(rec: Recorder, threads: ThreadTable | None = None):
     called_by_library = rec.called_by_library
     counter = [0]  # next invocation id
     stacks: dict[int, list] = {}  # per thread: (frame, invocation, diff) of each traced frame on its stack
+    shared = SharedGlobals(rec, stacks) if threads is not None else None
 
     def global_trace(frame, event, arg):
         code = frame.f_code
@@ -79,6 +122,10 @@ def settrace_engine(rec: Recorder, threads: ThreadTable | None = None):
                 else:
                     emit(("l", inv, frame.f_lineno, diff(frame.f_locals), bounded(pending)))
                     pending = None
+                if shared is not None:
+                    update = shared.changes(frame)
+                    if update is not None:
+                        emit(("u", *update))
             elif event == "return":
                 raised = pending is not None and arg is None
                 changes = diff(frame.f_locals)  # the last statement's effect shows at the exit
@@ -166,6 +213,7 @@ def monitoring_engine(rec: Recorder, threads: ThreadTable | None = None):
     every_thread = threads is not None
     traced_thread = [0]  # the thread that started tracing (when only it is recorded)
     ours: set[int] = set()  # the recorder's own threads (their code is traced code with justMyCode false)
+    shared = SharedGlobals(rec, stacks) if every_thread else None
 
     def on_start(code, offset, *thrown):  # PY_START, PY_RESUME and PY_THROW (an exception thrown in)
         if not every_thread and get_ident() != traced_thread[0]:
@@ -215,6 +263,10 @@ def monitoring_engine(rec: Recorder, threads: ThreadTable | None = None):
         else:
             emit(["l", top[1], line, top[2](frame.f_locals), rec.reprs.repr(top[3])])
             top[3] = None
+        if shared is not None:
+            update = shared.changes(frame)
+            if update is not None:
+                emit(["u", *update])
 
     def on_jump(code, offset, target):
         line = genexpr_loop_line(line_tables, code, offset, target, DISABLE)
@@ -230,6 +282,10 @@ def monitoring_engine(rec: Recorder, threads: ThreadTable | None = None):
         if top[0] is not frame:
             return
         emit(["l", top[1], line, top[2](frame.f_locals), None])
+        if shared is not None:
+            update = shared.changes(frame)
+            if update is not None:
+                emit(["u", *update])
 
     def on_return(code, offset, retval):
         stack = stacks.get(get_ident(), no_stack)

@@ -136,13 +136,22 @@ def _evaluate_in_fork(request: dict, frames: list, encode, limits: dict) -> byte
 def _evaluate(request: dict, frames: list, limits: dict) -> dict:
     """In the throwaway fork: the expression, in the frame asked for, under the limits."""
     _cap_memory(int(limits.get("memory_mb", 1024)))
-    expression = request.get("expression")
     index = request.get("frame", 0)
-    if not isinstance(expression, str) or not isinstance(index, int):
-        return {"error": "expected an expression and a frame index"}
+    if not isinstance(index, int):
+        return {"error": "expected a frame index"}
     if not 0 <= index < len(frames):
         return {"error": "that frame is not live at this stop"}
     frame = frames[index]
+    checks = request.get("checks")
+    if isinstance(checks, list):
+        return {"results": [_check(frame, check, limits) for check in checks]}
+    if "children" in request:
+        return _children(frame, request["children"])
+    if "roots" in request:
+        return _roots(frame, request["roots"])
+    expression = request.get("expression")
+    if not isinstance(expression, str):
+        return {"error": "expected an expression"}
     try:
         code = compile(expression, "<evaluate>", "eval", dont_inherit=True)
     except SyntaxError as exc:
@@ -162,6 +171,76 @@ def _evaluate(request: dict, frames: list, limits: dict) -> dict:
         "repr": _cut(text, max_repr),
         "type": kind.__name__ if kind.__module__ == "builtins" else f"{kind.__module__}.{kind.__qualname__}",
     }
+
+
+def _check(frame: types.FrameType, check: object, limits: dict) -> dict:
+    """One expression of a breakpoint (a condition: `truth`; a log point's part: `str`), in the
+    frame's own namespace as debugpy evaluates them: {"truth": bool} / {"text": str}, or {"error":
+    the exception as the user should read it}. Each runs after the ones before it in the same fork,
+    as they would in the program."""
+    if not (isinstance(check, list) and len(check) == 2 and isinstance(check[0], str)):
+        return {"error": "expected [expression, mode]"}
+    expression, mode = check
+    try:
+        code = compile(expression.strip(), "<breakpoint>", "eval", dont_inherit=True)
+    except SyntaxError as exc:
+        return {"error": f"SyntaxError: {exc.msg}"}
+    try:
+        value = eval(code, frame.f_globals, frame.f_locals)
+        if mode == "truth":
+            return {"truth": bool(value)}
+        return {"text": _cut(str(value), int(limits.get("max_repr", 10_000)))}
+    except BaseException as exc:  # the user's expression raised: that is its answer
+        return {"error": f"{type(exc).__name__}: {_cut(_safe_str(exc), 500)}"}
+
+
+def _root(frame: types.FrameType, root: object) -> object:
+    """A frame's local (["l", name]) or global (["g", name]), or the value of the user's own watch
+    or REPL expression (["e", text]: evaluated again, in this throwaway fork)."""
+    if not (isinstance(root, list) and len(root) == 2 and root[0] in ("l", "g", "e") and isinstance(root[1], str)):
+        raise LookupError("expected a root [scope, name]")
+    if root[0] == "e":
+        code = compile(root[1], "<evaluate>", "eval", dont_inherit=True)
+        return eval(code, frame.f_globals, dict(frame.f_locals))
+    names = frame.f_locals if root[0] == "l" else frame.f_globals
+    if root[1] not in names:
+        raise LookupError(f"{root[1]!r} is not defined here")
+    return names[root[1]]
+
+
+def _children(frame: types.FrameType, request: object) -> dict:
+    """A value's children as debugpy shows them (child.resolvers): the value is found again from its
+    root by the selectors of its path, and its children are described from `start` (`count`, 0: all)."""
+    from neural_dap.trace.child import resolvers
+
+    if not isinstance(request, dict):
+        return {"error": "expected {root, path}"}
+    try:
+        value = _root(frame, request.get("root"))
+        for selector in request.get("path") or []:
+            value = resolvers.resolve(value, selector)
+        found = resolvers.children(value)
+    except Exception as exc:  # the value changed shape, or reading it raised
+        return {"error": f"{type(exc).__name__}: {_cut(_safe_str(exc), 500)}"}
+    start = max(0, int(request.get("start") or 0))
+    count = int(request.get("count") or 0)
+    chosen = found[start : start + count] if count > 0 else found[start:]
+    return {"children": [resolvers.describe(*child) for child in chosen], "total": len(found)}
+
+
+def _roots(frame: types.FrameType, roots: object) -> dict:
+    """Each root's text, type and whether it opens, as debugpy shows them (a scope's variables whose
+    recorded text was cut)."""
+    from neural_dap.trace.child import resolvers
+
+    out: list[object] = []
+    for root in roots if isinstance(roots, list) else []:
+        try:
+            value = _root(frame, root)
+            out.append([resolvers.value_text(value), resolvers.type_name(value), resolvers.expandable(value)])
+        except Exception as exc:
+            out.append({"error": f"{type(exc).__name__}: {_cut(_safe_str(exc), 200)}"})
+    return {"roots": out}
 
 
 def _cap_memory(megabytes: int) -> None:

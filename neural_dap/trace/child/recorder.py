@@ -350,7 +350,12 @@ class Recorder:
 
 
 def _hidden_global(name: str, value: object) -> bool:
-    return name.startswith("__") or isinstance(value, _HIDDEN_MODULE_TYPES)
+    if name.startswith("__") or isinstance(value, _HIDDEN_MODULE_TYPES):
+        return True
+    # a callable descriptor (functools' lru_cache and singledispatch wrappers, a C function):
+    # debugpy files it with the module's functions, not among its variables
+    kind = type(value)
+    return hasattr(kind, "__get__") and not hasattr(kind, "__set__") and callable(value)
 
 
 def _own_prefixes() -> list[str]:

@@ -14,6 +14,7 @@ _ADDRESS = re.compile(r" at 0x[0-9a-fA-F]+(?=[>,])")
 _SMALL_INT = 1 << 53
 _MISSING = object()
 _MARK = "\u2026"
+CONTAINER_ITEMS = 300
 _COMPREHENSIONS = frozenset({"<listcomp>", "<setcomp>", "<dictcomp>"})
 # Types whose objects never change: identity unchanged means repr unchanged.
 _ATOMS = frozenset({int, str, float, bool, type(None), bytes, complex})
@@ -108,6 +109,9 @@ class Reprs:
     def __init__(self, limit: int, max_children: int, seconds: float = 0.1) -> None:
         self.limit = limit
         self.max_children = max_children
+        # a long container's items kept when its repr is cut: as many as debugpy's Variables view
+        # shows of one (a dict's 300 keys), so a recording with no program to ask answers the same
+        self.max_items = max(max_children, CONTAINER_ITEMS)
         self.guard = ReprGuard(seconds)
         self.slow: dict[int, tuple] = {}  # id -> (weak reference or type, text)
 
@@ -135,8 +139,32 @@ class Reprs:
             guard.busy = 0
             if isinstance(exc, (KeyboardInterrupt, SystemExit)):
                 raise
-            return f"<repr of {type(value).__name__} raised {type(exc).__name__}: {_short(exc)}>"
+            return self._bounded(value, self._fallback(value))
         return self._bounded(value, text)
+
+    def _fallback(self, value: object) -> str:
+        """A repr that raised, as debugpy shows it: a container's items each by its own (bounded)
+        repr, any other object as `object.__repr__` gives it (its address is then removed)."""
+        kind = type(value)
+        try:
+            if kind in (list, tuple, set, frozenset):
+                items = ", ".join(self.repr(v) for v in _first(value, self.max_children))  # type: ignore[call-overload]
+                more = ", ..." if len(value) > self.max_children else ""  # type: ignore[arg-type]
+                if kind is tuple and len(value) == 1:  # type: ignore[arg-type]
+                    items += ","
+                open_, close = {list: ("[", "]"), tuple: ("(", ")"), set: ("{", "}"), frozenset: ("frozenset({", "})")}[
+                    kind
+                ]
+                return open_ + items + more + close
+            if kind is dict:
+                pairs = _first(value.items(), self.max_children)  # type: ignore[attr-defined]
+                more = ", ..." if len(value) > self.max_children else ""  # type: ignore[arg-type]
+                return "{" + ", ".join(f"{self.repr(k)}: {self.repr(v)}" for k, v in pairs) + more + "}"
+            return object.__repr__(value)
+        except BaseException as exc:
+            if isinstance(exc, (KeyboardInterrupt, SystemExit)):
+                raise
+            return f"<repr of {kind.__name__} raised {type(exc).__name__}: {_short(exc)}>"
 
     def _remember(self, value: object, text: str) -> str:
         if len(self.slow) >= _SLOW_KEPT:
@@ -182,9 +210,9 @@ class Reprs:
 
     def container_structure(self, value, text: str) -> list:
         if isinstance(value, dict):
-            items = [(self.repr(k), v) for k, v in _first(value.items(), self.max_children)]
+            items = [(self.repr(k), v) for k, v in _first(value.items(), self.max_items)]
         else:
-            items = [(str(i), v) for i, v in enumerate(_first(value, self.max_children))]
+            items = [(str(i), v) for i, v in enumerate(_first(value, self.max_items))]
         children = [[name, self.structure(child, 1) or self.repr(child)] for name, child in items]
         return [text, type(value).__name__, children, max(0, len(value) - len(children))]
 
@@ -195,7 +223,8 @@ class Reprs:
             return None
         attrs = _attributes(value)
         if not attrs:
-            return None
+            # (its type, as a debugger shows it: an object without attributes of its own, a C one)
+            return [self.repr(value), kind.__name__, [], 0]
         children = []
         for name, child in attrs[: self.max_children]:
             sub = self.structure(child, depth - 1) if depth > 1 else None
@@ -225,16 +254,28 @@ def _attributes(value: object) -> list | None:
         d = None
     if isinstance(d, dict) and not isinstance(value, (type, types.ModuleType, types.FunctionType)):
         return [(str(k), v) for k, v in d.items()]
-    slots = getattr(type(value), "__slots__", None)
-    if slots:
+    names = _slot_names(type(value))
+    if names:
         out = []
-        for name in (slots,) if isinstance(slots, str) else slots:
+        for name in names:
             try:
                 out.append((name, object.__getattribute__(value, name)))
             except Exception:
-                pass
+                pass  # (a slot not set yet)
         return out
     return None
+
+
+def _slot_names(kind: type) -> list[str]:
+    """Every slot of a class and of its bases (a subclass's `__slots__` names only its own), in
+    debugpy's order; `__dict__` and `__weakref__` are no values."""
+    names: set[str] = set()
+    for klass in getattr(kind, "__mro__", ()):
+        slots = klass.__dict__.get("__slots__")
+        if slots:
+            names.update((slots,) if isinstance(slots, str) else slots)
+    names -= {"__dict__", "__weakref__"}
+    return sorted(names, key=lambda n: (n.startswith("__"), n.startswith("_"), n))
 
 
 def _short(exc: BaseException) -> str:
