@@ -2,7 +2,8 @@
 events, a breakpoint on its last line, then reverse-continue to the start, continue back to the
 breakpoint, step back and evaluate; then questions asked of the whole run (issue 23): where `seed`
 (set at the start) last changed, the first page of the history of `total` (changed ~10^6 times), of
-the calls of `step` (called n/2 times) and of a log point over the n/2 runs of line 10. Prints the
+the calls of `step` (called n/2 times), of a log point over the n/2 runs of line 15, and who changed
+`seen`, a list appended to through another name in `note` a few times in the run (issue 35). Prints the
 time of each request (the request, its `stopped` event and the stack, scopes and variables a client
 then asks for) and the adapter's peak memory.
 
@@ -31,19 +32,25 @@ PROGRAM = textwrap.dedent(
     def step(total, i):
         return total + i % 7
 
+    def note(entries, i):
+        entries.append(i)
+
     def work(n):
         seed = 12345
         total = 0
+        seen = []
         for i in range(n):
             if i % 2 == 0:
                 total = step(total, i)
-        return total + seed
+            if i % 500_000 == 0:
+                note(seen, i)
+        return total + seed + len(seen)
 
     print(work({n}))
     """
 )
-LAST_LINE = 11  # `return total + seed`
-STEP_LINE = 10  # `total = step(total, i)`: run n/2 times, and `step` called as often
+LAST_LINE = 18  # `return total + seed + len(seen)`
+STEP_LINE = 15  # `total = step(total, i)`: run n/2 times, and `step` called as often
 
 
 async def stop_view(client: DapClient) -> dict:
@@ -65,7 +72,12 @@ async def timed_stop(client: DapClient, command: str) -> tuple[float, dict]:
 
 def _last(answer: dict) -> dict:
     change = answer.get("change") or {}
-    return {"at": (change.get("moment") or {}).get("index"), "new": change.get("new")}
+    statement = change.get("statement") or {}
+    return {
+        "at": (change.get("moment") or {}).get("index"),
+        "new": change.get("new"),
+        "by": f"{statement.get('function')}:{statement.get('line')}" if statement else None,
+    }
 
 
 def _page(answer: dict) -> dict:
@@ -119,6 +131,9 @@ async def main(iterations: int, python: str | None) -> None:
                     _page,
                 ),
                 ("calls step, first page of 100", "calls", {"function": "step"}, _page),
+                # a list changed only through another name, in a callee, a few times in the run
+                ("lastChange seen (changed in note)", "lastChange", {"expression": "seen", "frameId": frame}, _last),
+                ("valueHistory seen, first page", "valueHistory", {"expression": "seen", "frameId": frame}, _page),
                 (
                     "logpointHistory line 10, first page of 100",
                     "logpointHistory",
@@ -131,7 +146,7 @@ async def main(iterations: int, python: str | None) -> None:
                 rows.append((name, time.perf_counter() - t, shown(answer)))
             peak = peak_rss_mib(pid)
             await client.request("disconnect", {"terminateDebuggee": True}, timeout=10)
-    events = 4 * iterations + 6
+    events = 5 * iterations + 6
     print(f"program: {iterations:,} loop iterations, about {events:,} events ({python or sys.executable})")
     for name, seconds, view in rows:
         shown = ", ".join(f"{k}={v}" for k, v in view.items() if k != "frame")
