@@ -33,6 +33,7 @@ TASK_PAGES = (
     "training.md",
     "scaling.md",
     "vllm-on-cpu.md",
+    "development.md",
 )
 PAGES = (ROOT / "README.md", *(ROOT / "docs" / name for name in TASK_PAGES))
 
@@ -57,8 +58,8 @@ def blocks(page: Path) -> list[Block]:
     found = []
     for fence in _FENCE.finditer(text):
         before = text[: fence.start()]
-        mark = _MARK.search(before[-200:]) if before.rstrip(" ").endswith("-->\n") else None
-        kind = mark.group(1) if mark and before[-200:][mark.end() :].strip() == "" else None
+        marks = list(_MARK.finditer(before[-300:]))  # the last mark, if nothing stands between it and the fence
+        kind = marks[-1].group(1) if marks and before[-300:][marks[-1].end() :].strip() == "" else None
         body = "\n".join(line[len(fence.group(1)) :] for line in fence.group(4).split("\n"))
         found.append(Block(page, before.count("\n") + 1, fence.group(3).strip(), kind, body))
     return found

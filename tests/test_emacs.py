@@ -19,12 +19,11 @@ import re
 import shutil
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
 
-from .conftest import ROOT, SQUARES_PROGRAM, adapter_processes
+from .conftest import ROOT, SQUARES_PROGRAM, adapters_in
 from .markdown_blocks import blocks
 
 PLACEHOLDER = "/path/to/neural-dap/.venv/bin/neural-dap"
@@ -94,7 +93,13 @@ def _drive(script: str, config: str, tmp_path: Path, env: dict[str, str]) -> dic
     run = subprocess.run(
         [str(shutil.which("emacs")), "--batch", "-q", "-l", str(ROOT / "tests" / "emacs" / script)],
         cwd=program.parent,  # Emacs started in the subfolder, as from a shell there
-        env={**os.environ, **env, "ND_CONFIG": str(tmp_path / "config.el"), "ND_PROGRAM": str(program), "ND_OUT": str(out)},
+        env={
+            **os.environ,
+            **env,
+            "ND_CONFIG": str(tmp_path / "config.el"),
+            "ND_PROGRAM": str(program),
+            "ND_OUT": str(out),
+        },
         capture_output=True,
         text=True,
         timeout=300,
@@ -102,34 +107,12 @@ def _drive(script: str, config: str, tmp_path: Path, env: dict[str, str]) -> dic
     assert out.is_file(), (run.stdout + run.stderr)[-3000:]
     seen = json.loads(out.read_text())
     assert seen["errors"] == [], (seen, (run.stdout + run.stderr)[-3000:])
-    assert _adapters_in(tmp_path) == [], "the adapter outlived the session"
+    assert adapters_in(tmp_path) == [], "the adapter outlived the session"
     # the launch names the program from the project's root, which is where it runs
     project = str(program.parent.parent)
     assert seen["launch"]["cwd"].rstrip("/") == project
     assert os.path.join(project, seen["launch"]["program"]) == str(program)
     return seen
-
-
-def _adapters_in(folder: Path) -> list[str]:
-    """This test's adapters (their working folder is under `folder`), given a few seconds to end;
-    other sessions on the machine may run adapters of their own."""
-
-    def ours() -> list[str]:
-        found = []
-        for line in adapter_processes():
-            try:
-                cwd = os.readlink(f"/proc/{line.split()[0]}/cwd")
-            except OSError:
-                continue  # gone meanwhile
-            if cwd.startswith(str(folder)):
-                found.append(line)
-        return found
-
-    for _ in range(50):
-        if not ours():
-            break
-        time.sleep(0.1)
-    return ours()
 
 
 def _stops(seen: dict) -> list[tuple]:
