@@ -9,6 +9,7 @@ import shutil
 import subprocess
 import sys
 import textwrap
+import time
 from pathlib import Path
 
 import pytest
@@ -74,6 +75,27 @@ def adapter_processes() -> list[str]:
     a session)."""
     out = subprocess.run(["pgrep", "-af", "neural[-_]dap adapter"], capture_output=True, text=True).stdout
     return [line for line in out.splitlines() if "pgrep" not in line]
+
+
+def adapters_in(folder: Path, wait: float = 5.0) -> list[str]:
+    """The adapters started in `folder` or below (their working folder), given `wait` seconds to end:
+    a test's own, where other sessions on the machine may run adapters of their own."""
+
+    def ours() -> list[str]:
+        found = []
+        for line in adapter_processes():
+            try:
+                cwd = os.readlink(f"/proc/{line.split()[0]}/cwd")
+            except OSError:
+                continue  # gone meanwhile
+            if cwd == str(folder) or cwd.startswith(str(folder) + os.sep):
+                found.append(line)
+        return found
+
+    deadline = time.monotonic() + wait
+    while ours() and time.monotonic() < deadline:
+        time.sleep(0.1)
+    return ours()
 
 
 # A pytest suite with one failing test (line 7, `assert total == 5` where total is 4) and one passing.

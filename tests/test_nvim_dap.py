@@ -1,5 +1,6 @@
-"""The README's nvim-dap configuration in a real, headless Neovim with the real nvim-dap plugin
-(tests/nvim/dap_session.lua drives it as a user would, keymaps included).
+"""The README's nvim-dap configuration (its block marked `nvim-dap`, as it stands) in a real, headless
+Neovim with the real nvim-dap plugin (tests/nvim/dap_session.lua drives it as a user would, keymaps
+included).
 
 nvim-dap is not on the package registries: the test runs where a checkout of it is at
 $NEURAL_DAP_NVIM_DAP or .e2e/nvim-dap (`git clone https://github.com/mfussenegger/nvim-dap
@@ -16,7 +17,10 @@ from pathlib import Path
 
 import pytest
 
-from .conftest import ROOT, SQUARES_PROGRAM, adapter_processes, modern_nvim
+from .conftest import ROOT, SQUARES_PROGRAM, adapters_in, modern_nvim
+from .markdown_blocks import blocks
+
+PLACEHOLDER = "/path/to/neural-dap/.venv/bin/neural-dap"
 
 
 def _nvim_dap() -> Path | None:
@@ -29,9 +33,12 @@ def test_nvim_dap_as_the_readme_configures_it(tmp_path):
     if nvim is None or plugin is None:
         pytest.skip("needs Neovim 0.11+ (dev extra) and an nvim-dap checkout at $NEURAL_DAP_NVIM_DAP or .e2e/nvim-dap")
     neural_dap = Path(sys.executable).with_name("neural-dap")
+    (block,) = [b for b in blocks(ROOT / "README.md") if b.kind == "nvim-dap"]  # the README's, as it stands
+    assert block.text.count(PLACEHOLDER) == 1
+    (tmp_path / "config.lua").write_text(block.text.replace(PLACEHOLDER, str(neural_dap)))
     (tmp_path / "prog.py").write_text(SQUARES_PROGRAM)
     out = tmp_path / "seen.json"
-    env = {**os.environ, "ND_NVIM_DAP": str(plugin), "ND_OUT": str(out), "ND_NEURAL_DAP": str(neural_dap)}
+    env = {**os.environ, "ND_NVIM_DAP": str(plugin), "ND_OUT": str(out), "ND_CONFIG": str(tmp_path / "config.lua")}
     script = ROOT / "tests" / "nvim" / "dap_session.lua"
     run = subprocess.run(
         [nvim, "--headless", "--clean", "-u", str(script), "prog.py"],
@@ -63,4 +70,4 @@ def test_nvim_dap_as_the_readme_configures_it(tmp_path):
     assert seen["evaluate"] == "30"  # x * 10 at the hit where x == 3
     assert seen["output"] == "total 14\n"
     assert seen["terminated"] is True
-    assert adapter_processes() == [], "the adapter outlived the session"
+    assert adapters_in(tmp_path) == [], "the adapter outlived the session"

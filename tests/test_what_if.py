@@ -419,7 +419,7 @@ async def test_every_kind_of_literal_is_accepted_and_anything_else_refused(funct
 
 
 def test_nvim_dap_with_the_readmes_what_if_helpers(program, tmp_path):
-    """The README's nvim-dap helpers in a real headless Neovim with the real nvim-dap (skipped without
+    """The nvim-dap helpers of docs/time-travel.md in a real headless Neovim with the real nvim-dap (skipped without
     a checkout at $NEURAL_DAP_NVIM_DAP or .e2e/nvim-dap, as tests/test_nvim_dap.py is)."""
     import json
     import os

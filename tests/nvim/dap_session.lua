@@ -1,4 +1,4 @@
--- Headless Neovim with the real nvim-dap plugin, configured exactly as the README says, debugging
+-- Headless Neovim with the real nvim-dap plugin, configured by the README's block ($ND_CONFIG), debugging
 -- $ND_PROGRAM the way a user does: the time-travel configuration, step keys, <F7> (step back) and
 -- <S-F7> (reverse continue), a conditional breakpoint, evaluate, continue to the end. Every stop
 -- (reason, frame name, line), the evaluate answer, the program's output and whether the session
@@ -6,19 +6,9 @@
 vim.opt.runtimepath:prepend(os.getenv('ND_NVIM_DAP'))
 local out = os.getenv('ND_OUT')
 
--- the README's configuration, with this checkout's neural-dap
+-- the README's configuration (its block, with this checkout's neural-dap), as it stands there
+dofile(os.getenv('ND_CONFIG'))
 local dap = require('dap')
-dap.adapters['neural-python'] = {
-  type = 'executable',
-  command = os.getenv('ND_NEURAL_DAP'),
-  args = { 'adapter' },
-}
-dap.configurations.python = vim.list_extend(dap.configurations.python or {}, {
-  { type = 'neural-python', request = 'launch', name = 'neural-dap: time travel', program = '${file}', stopOnEntry = true },
-  { type = 'neural-python', request = 'launch', name = 'neural-dap: neural', program = '${file}', world = 'neural', reconcile = 'recorded', stopOnEntry = true },
-})
-vim.keymap.set('n', '<F7>', dap.step_back, { desc = 'step back' })
-vim.keymap.set('n', '<S-F7>', dap.reverse_continue, { desc = 'reverse continue' })
 
 local result = { stops = {}, output = '', errors = {} }
 local reason, frames_seen = nil, 0

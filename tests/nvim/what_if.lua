@@ -1,4 +1,4 @@
--- Headless Neovim with the real nvim-dap plugin: the README's what-if helpers (setExpression at a
+-- Headless Neovim with the real nvim-dap plugin: the what-if helpers of docs/time-travel.md (setExpression at a
 -- past stop, `branches` to list and switch) on $ND_PROGRAM (tests/test_what_if.py's scale.py). What
 -- each stop says, the answers of evaluate and `branches`, and the output go to $ND_OUT as JSON.
 vim.opt.runtimepath:prepend(os.getenv('ND_NVIM_DAP'))
@@ -10,7 +10,7 @@ dap.configurations.python = {
   { type = 'neural-python', request = 'launch', name = 'neural-dap: time travel', program = '${file}', stopOnEntry = true },
 }
 
--- the README's helpers, as written there
+-- docs/time-travel.md's helpers, as written there (tests/test_docs.py keeps them the same)
 function _G.what_if(name, value)  -- :lua what_if('n', '5')
   local s = require('dap').session()
   s:request('setExpression', { expression = name, value = value, frameId = s.current_frame.id }, function(err)
