@@ -1,16 +1,18 @@
-"""Ask the recording: whole-run questions about values, calls and lines, for every front end.
+"""Whole-run questions about values, calls and lines, over one recording (it knows no debugger:
+`debugger/asking.py` asks it for a session, and DAP, the terminal through DAP and MCP use that).
 
-Protocol-free and typed (msgspec Structs); DAP (`dap/session.py`), the terminal (`cli/debug_cmd.py`)
-and MCP call the same functions. Every answer is a `Page` (`start`, `count`, `total`), so a caller
-knows what was left out and a long run costs only the page asked for: the events are found first,
-vectorised over the recording's columns (`trace/queries.py`), and only the page's states are
+Protocol-free and typed (msgspec Structs). Every answer is a `Page` (`start`, `count`, `total`), so a
+caller knows what was left out and a long run costs only the page asked for: the events are found
+first, vectorised over the recording's columns (`trace/queries.py`), and only the page's states are
 materialised (a skeleton recording rebuilds states from checkpoints, a window at a time).
 
 What a value's "change" is: the expression (a local, an attribute path `self.items`, an item
-`d["k"]` / `xs[3]`, resolved through the recorded structured values) differs from its value at the
-invocation's previous event. A line event shows the locals before its line runs, so the change is
-dated at the event after the statement that made it (where a data breakpoint stops); binding the
-arguments shows at the call event (old value None: not bound).
+`d["k"]` / `xs[3]`, resolved through the recorded structured values) differs between two events of
+the frame that reads it. A change is then dated where it was made (`History.within`): the statement
+that made it, in the innermost recorded frame that ran it (a callee's `xs.append(7)` for a list its
+caller holds under another name, a method's line for `self.items`), and the first event that shows
+the new value (`Change.statement`, `Change.moment`). Binding the arguments shows at the call event,
+made by the call site (old value None: not bound).
 
 Which invocations: `value_history` covers every invocation of the frame's function (a user asking
 "how did `total` evolve" in a recursive or often-called function wants all of them), each row
@@ -20,12 +22,10 @@ for the frame's own invocation, the value the user is looking at.
 How changes are found without rebuilding every state: a local can only be rebound by a line that
 names it, and an object it holds can only be changed in place by code that reaches it. The
 candidate events are therefore the invocation's events right after a line that names the root of
-the expression (its source, by the AST), plus the call events; a full recording adds every event
-whose recorded changes name it (which also catches a change made through another name). Where
-the value is immutable (a number, a string, a tuple of them), only the lines that *store* the name
-are candidates until it is rebound. Each candidate is checked by comparing the two states. Limit:
-in a skeleton recording, an object changed in place only through another name (an alias, a
-callee that kept a reference) shows at the next line that names it, not where it happened.
+the expression or a name that may hold the same object (`ys = xs`), or during which other code ran,
+plus the call events; a full recording adds every event whose recorded changes name it. Where the
+value is immutable (a number, a string, a tuple of them), only the lines that *store* the name are
+candidates until it is rebound (in a module, whose names are globals, any call may rebind them).
 A skeleton answer checks at most `MAX_CHECKED` candidates per call; a page past that is refused
 with a message, and the next call goes on from where the last one stopped (progress is kept).
 """
