@@ -34,6 +34,7 @@ TASK_PAGES = (
     "scaling.md",
     "vllm-on-cpu.md",
     "development.md",
+    "architecture.md",
 )
 PAGES = (ROOT / "README.md", *(ROOT / "docs" / name for name in TASK_PAGES))
 

@@ -42,8 +42,8 @@ import pytest
 from neural_dap.cli.args import parse_with_program
 from neural_dap.cli.main import COMMANDS
 from neural_dap.dap import branch_requests, connection
-from neural_dap.dap import protocol as p
 from neural_dap.dap.session import DebugSession
+from neural_dap.dapwire import protocol as p
 from neural_dap.lsp.settings import LspSettings
 
 from .conftest import ROOT
@@ -71,6 +71,7 @@ KINDS = {
     "lsp-nvim",
     "lsp-eglot",
     "output",
+    "layers",
 }
 BLOCKS = all_blocks()
 
@@ -460,7 +461,7 @@ def test_the_readme_picture_shows_the_recorded_run():
     second = "0 → 8   by `value += item.price * item.quantity` @50"
     facts = {  # what the picture shows: what the terminal prints at the same stop
         "self = <__main__.Inventory object>": "self = <__main__.Inventory object>",
-        "value = 8": "| value = 8   item = Item(name='book', price=12, quantity=1)",
+        "value = 8": "| item = Item(name='book', price=12, quantity=1)   value = 8",
         "item = Item(name='book', price=12, …)": "item = Item(name='book', price=12, quantity=1)",
         "●▶27              value += item.price * item.quantity": "27 |             value += item.price * item.quantity",
         "total     inventory.py:27": "> total at inventory.py:27",
@@ -510,3 +511,18 @@ def test_the_language_server_configurations_start_it_with_its_settings():
     command = re.search(r'\("([^"]+)" "(\w+)"\)', eglot.text)
     assert command and command.group(1) == ADAPTER
     parse_cli([command.group(2)])
+
+
+# -- the house -------------------------------------------------------------------------------------------
+
+
+def test_the_architecture_page_draws_the_layers_ci_enforces():
+    """docs/architecture.md's diagram lists, top to bottom, the layers of the import-linter contract
+    in pyproject.toml (what `lint-imports` checks in CI)."""
+    import tomllib
+
+    config = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["importlinter"]
+    (contract,) = [c for c in config["contracts"] if c["type"] == "layers"]
+    (block,) = of_kind("layers")
+    drawn = [line.split("  ")[0].strip() for line in block.text.splitlines() if line.strip()]
+    assert drawn == contract["layers"]

@@ -58,6 +58,14 @@ class RecordedObject(ObjectRepr):
     def __repr__(self) -> str:
         return self.text
 
+    def attribute(self, name: str) -> object:
+        for key, value in self.kwargs:
+            if key == name:
+                return value
+        raise AttributeError(
+            f"{name!r} is not among the recorded attributes of {self.text}; nothing of the program runs here"
+        )
+
 
 def from_value(value: Value) -> object:
     """A recorded structured value as the evaluator reads it: an object with recorded attributes
