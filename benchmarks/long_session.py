@@ -2,7 +2,7 @@
 events, a breakpoint on its last line, then reverse-continue to the start, continue back to the
 breakpoint, step back and evaluate; then questions asked of the whole run (issue 23): where `seed`
 (set at the start) last changed, the first page of the history of `total` (changed ~10^6 times), of
-the calls of `step` (called n/2 times), of a log point over the n/2 runs of line 15, and who changed
+the calls of `step` (called n/2 times), of a log point over the n/2 runs of line 14, and who changed
 `seen`, a list appended to through another name in `note` a few times in the run (issue 35). Prints the
 time of each request (the request, its `stopped` event and the stack, scopes and variables a client
 then asks for) and the adapter's peak memory.
@@ -49,8 +49,8 @@ PROGRAM = textwrap.dedent(
     print(work({n}))
     """
 )
-LAST_LINE = 18  # `return total + seed + len(seen)`
-STEP_LINE = 15  # `total = step(total, i)`: run n/2 times, and `step` called as often
+LAST_LINE = 17  # `return total + seed + len(seen)`
+STEP_LINE = 14  # `total = step(total, i)`: run n/2 times, and `step` called as often
 
 
 async def stop_view(client: DapClient) -> dict:

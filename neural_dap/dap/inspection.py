@@ -149,7 +149,7 @@ def exception_info(stop: Stop, filters: frozenset[str]) -> dict[str, Any]:
     name = re.match(r"[\w.]+", text)
     full_type = name.group(0) if name else "Exception"
     type_name = full_type.rsplit(".", 1)[-1]
-    message = text[len(full_type) :].lstrip(":( ").rstrip(")") if text.startswith(full_type) else text
+    message = _message(text[len(full_type) :], type_name) if text.startswith(full_type) else text
     exit_ = stop.exit
     # at the end, the exception ends the program unless the program went on to end otherwise (pytest
     # catching its last test's failure and exiting with its own code)
@@ -178,6 +178,24 @@ def exception_info(stop: Stop, filters: frozenset[str]) -> dict[str, Any]:
             stack_trace=trace + f"{text}\n",
         ),
     }
+
+
+def _message(arguments: str, type_name: str) -> str:
+    """`str(exception)` from the text after its type: `('assert 4 == 5')` reads `assert 4 == 5` as
+    debugpy shows it; a KeyError shows its key's repr, as Python does. Arguments that do not parse as
+    literals are shown as recorded."""
+    inner = arguments.strip()
+    if inner.startswith(":"):  # `Type: message`, the form a traceback's last line takes
+        return inner[1:].strip()
+    if not (inner.startswith("(") and inner.endswith(")")):
+        return inner
+    inner = inner[1:-1]
+    args = reprs.parse_repr(f"({inner},)") if inner.strip() else ()
+    if isinstance(args, reprs.Opaque) or not isinstance(args, tuple):
+        return inner
+    if len(args) == 1:
+        return repr(args[0]) if type_name == "KeyError" else str(args[0])
+    return str(args) if args else ""
 
 
 def _line_of(path: str, line: int) -> str:
