@@ -29,8 +29,9 @@ RUNNABLE = sorted(p.name for p in EXAMPLES.glob("*.py") if "missing" not in p.na
 VERSIONS = ["3.11", "3.12"]
 # The whole sweep (every example x plan x interpreter) runs as a benchmark
 # (benchmarks/debugpy_agreement.py, or NEURAL_DAP_SWEEP=full); the suite runs a sample that still
-# takes every example, every plan and both interpreters: one example in full, each other example
-# with one plan on one interpreter, rotating.
+# takes every example, every plan and both interpreters: one example with every plan (on the two
+# interpreters in turn), each other example with one plan on one interpreter, rotating through
+# every pair.
 FULL_SWEEP = os.environ.get("NEURAL_DAP_SWEEP") == "full"
 
 
@@ -39,7 +40,7 @@ def _sweep() -> list[tuple[str, str, str]]:
     if FULL_SWEEP:
         return every
     anchor = "bubble_sort.py" if "bubble_sort.py" in RUNNABLE else RUNNABLE[0]
-    sample = [(anchor, p, v) for p in sorted(PLANS) for v in VERSIONS]
+    sample = [(anchor, p, VERSIONS[k % len(VERSIONS)]) for k, p in enumerate(sorted(PLANS))]
     others = [e for e in RUNNABLE if e != anchor]
     combos = [(p, v) for p in sorted(PLANS) for v in VERSIONS]
     sample += [(e, *combos[k % len(combos)]) for k, e in enumerate(others)]

@@ -249,7 +249,7 @@ LONG = textwrap.dedent(
 
 @needs_model
 async def test_an_edit_during_a_long_prediction_cancels_it_and_the_next_request_sees_the_new_version(client, tmp_path):
-    await start(client, world="neural", maxPredictions=400, debounceMs=50)
+    await start(client, world="neural", maxPredictions=120, debounceMs=50)
     uri = open_file(client, tmp_path / "spin.py", LONG)
     waiting = asyncio.ensure_future(hints(client, uri))
     async with asyncio.timeout(120):  # the prediction has started: its progress reports steps
@@ -300,7 +300,7 @@ async def test_headless_neovim_shows_the_hints_lenses_and_diagnostics(tmp_path):
 
 @needs_model
 async def test_cancelling_one_progress_bar_cancels_that_documents_runs_only(client, tmp_path):
-    await start(client, world="neural", maxPredictions=400, debounceMs=50)
+    await start(client, world="neural", maxPredictions=120, debounceMs=50)
     first = open_file(client, tmp_path / "first.py", LONG)
     second = open_file(client, tmp_path / "second.py", LONG.replace("spin(200)", "spin(150)"))
     waiting = {uri: asyncio.ensure_future(hints(client, uri)) for uri in (first, second)}
@@ -334,6 +334,7 @@ async def test_headless_neovim_in_an_untrusted_folder_runs_nothing_and_says_why(
         "PYTHONPATH": str(ROOT),
         "XDG_STATE_HOME": str(tmp_path / "state"),  # a store that trusts nothing
         "ND_ANSWER": "Never",  # the user's answer to the one question the server asks
+        "ND_NO_HINTS": "1",  # the editor waits 2 s for hints, not 30
     }
     stdout, stderr = await run_headless_neovim(nvim, path, tmp_path, env)
     assert out.is_file(), (stdout + stderr).decode(errors="replace")[-3000:]

@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import random
 import textwrap
+from collections.abc import Callable
 
 import msgspec
 import numpy as np
@@ -17,6 +18,7 @@ from neural_dap.trace.recorder import Limits, Program, record, record_skeleton
 
 from .conftest import EXAMPLES
 from .dap_helpers import adapter, start, where
+from .test_action_semantics import compare as compare_actions
 from .test_recorder import _python
 
 
@@ -37,11 +39,20 @@ def _actions(rng: random.Random, points: list[tuple[str, int]]) -> list[Action]:
 
 
 def _compare(
-    program: Program, rng: random.Random, sample: int | None = None, python: str | None = None, engine: str = "auto"
+    program: Program,
+    rng: random.Random,
+    sample: int | None = None,
+    python: str | None = None,
+    engine: str = "auto",
+    also: Callable[[FullExecution, SkeletonExecution], object] | None = None,
 ) -> int:
+    """Skeleton against full on `sample` events (all by default); `also` compares the same two
+    recordings some other way (a sweep records each program once for every comparison)."""
     full = FullExecution(record(program, Limits(wall_time=10), python=python))
     skeleton = SkeletonExecution(record_skeleton(program, Limits(wall_time=10), python=python, engine=engine))
     try:
+        if also is not None:
+            also(full, skeleton)
         assert len(skeleton) == len(full), program.path
         indices = list(range(len(full)))
         if sample is not None and len(indices) > sample:
@@ -73,16 +84,24 @@ def _compare(
 @pytest.mark.parametrize("version", [None, "3.12"])
 def test_both_recordings_agree_on_every_cruxeval_function(cruxeval_rows, tmp_path, version):
     """Skeleton and full recordings agree: on this interpreter (3.11: the settrace front end), and
-    under 3.12 (the C tracer's sys.monitoring front end) where one is installed."""
+    under 3.12 (the C tracer's sys.monitoring front end) where one is installed. On this interpreter
+    the same recordings also go through test_action_semantics' comparison (every action against the
+    breakpoints' definition, hit numbers): one sweep, each function recorded once per engine."""
     python = None if version is None else _python(version)
     if version is not None and python is None:
         pytest.skip(f"no python{version} on this machine")
-    rng = random.Random(0)
-    compared = 0
+    rng, semantics_rng = random.Random(0), random.Random(2)
+    compared, semantics_compared = 0, 0
+
+    def by_definition(full: FullExecution, skeleton: SkeletonExecution) -> None:
+        nonlocal semantics_compared
+        semantics_compared += compare_actions(full, skeleton, semantics_rng, sample=10)
+
     for row in cruxeval_rows:
         program = Program(str(tmp_path / f"{row['id']}.py"), source=row["code"], entry="f", entry_args=row["input"])
-        compared += _compare(program, rng, sample=25, python=python)
+        compared += _compare(program, rng, sample=25, python=python, also=by_definition if version is None else None)
     assert compared > 3000
+    assert version is not None or semantics_compared > 1000
 
 
 def test_both_recordings_agree_on_every_example():

@@ -142,28 +142,6 @@ async def test_a_model_answering_garbage_still_gives_valid_frames_through_struct
         assert "wholeFrames" in summary["model"]  # asked as one regex per frame (whatever the weights did with it)
 
 
-async def test_the_model_server_killed_mid_session_then_back(tmp_path):
-    _require()
-    server = VllmServer(EMBEDDED, tmp_path)
-    server.start()
-    try:
-        program = str(EXAMPLES / "bubble_sort.py")
-        async with adapter() as c:
-            await start(c, neural_launch(server, program, {"function": "bubble_sort", "args": "[2, 1]"}))
-            before = await where(c)
-            server.kill()
-            ok, response = await drive(c, "next")
-            assert (
-                not ok and "no model server is reachable" in response["message"]
-            )  # an error on the step, which clients show
-            assert await where(c) == before and (await c.call("threads"))["threads"]  # alive, at the same stop
-            server.start()
-            ok, event = await drive(c, "next")
-            assert ok, event
-    finally:
-        server.stop()
-
-
 @pytest.mark.parametrize("reality", ["recorded", "debugpy"])
 async def test_reconciliation_compares_every_stop_with_reality(embedded_server, reality, tmp_path):
     """Whatever the model predicts, every stop is compared, and exactly the stops that differ from
@@ -197,6 +175,29 @@ async def test_reconciliation_compares_every_stop_with_reality(embedded_server, 
             assert c.events_named("invalidated")
         status = c.events_named("neuralDap/status")[-1]["body"]
         assert status["divergences"] == summary["divergences"]
+
+
+async def test_the_model_server_killed_mid_session_then_back(embedded_server):
+    """The module's server, killed as a crash would and started again (on the same port: the
+    adapter's session reaches it again); it is running again whatever happens here."""
+    server = embedded_server
+    try:
+        program = str(EXAMPLES / "bubble_sort.py")
+        async with adapter() as c:
+            await start(c, neural_launch(server, program, {"function": "bubble_sort", "args": "[2, 1]"}))
+            before = await where(c)
+            server.kill()
+            ok, response = await drive(c, "next")
+            assert (
+                not ok and "no model server is reachable" in response["message"]
+            )  # an error on the step, which clients show
+            assert await where(c) == before and (await c.call("threads"))["threads"]  # alive, at the same stop
+            server.start()
+            ok, event = await drive(c, "next")
+            assert ok, event
+    finally:
+        if server.process is None or server.process.poll() is not None:
+            server.start()
 
 
 @pytest.fixture(scope="module")
