@@ -4,6 +4,7 @@ Standard library only (msgspec, when the interpreter has it, makes the encoding 
 
 from __future__ import annotations
 
+import collections
 import json
 import os
 import threading
@@ -57,6 +58,7 @@ class Channel:
         self.finishing_thread: int | None = None
         self.pending_signal: int | None = None  # a signal that came during finish(): acted on after it
         self.thread = threading.Thread(target=self._run, name="neural-dap-flusher", daemon=True)
+        self._soon: collections.deque = collections.deque()
         self.exit = os._exit  # kept before the debuggee can replace it
         self.main: str | None = None  # a module launch: the module's file, sent with the end record
         self.guard: Any = None  # the reprs' deadline (values.ReprGuard), checked at each flush
@@ -69,6 +71,14 @@ class Channel:
     # recorded; returns False where it cannot (then this thread ends it with what was flushed)
     end_in_main = None
     on_tick = None  # called by this thread at each flush (the skeleton asks for timely checkpoints)
+    on_watch = None  # called by this thread at each flush too (lifetime.py: a SIGTERM not handled yet)
+
+    def soon(self, call) -> None:
+        """Have this thread make `call` at its next tick (within 10 ms). For the recorder's work
+        that must not start a thread of its own while the program runs: a thread still starting up
+        is not known to be ours (threads.is_ours), and with justMyCode false its start-up code
+        would be recorded as the program's."""
+        self._soon.append(call)
 
     def start(self) -> None:
         self.thread.start()
@@ -83,6 +93,10 @@ class Channel:
             self.flush()
             if self.on_tick is not None:
                 self.on_tick()
+            if self.on_watch is not None:
+                self.on_watch()
+            while self._soon:
+                self._soon.popleft()()
             if time.monotonic() - self.started > self.limits.wall_time:
                 message = f"the program ran past the {self.limits.wall_time:g} s wall-time limit"
                 if self.end_in_main is not None and self.end_in_main("timeout", message):

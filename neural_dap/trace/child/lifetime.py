@@ -140,7 +140,10 @@ def keep_events_when_terminated(channel: Channel, finished=lambda sent: None) ->
     what it recorded, then die of the signal as it would have (its parent sees the same status)."""
     owner = os.getpid()
 
+    began = threading.Event()
+
     def on_term(signum, _frame) -> None:
+        began.set()
         if os.getpid() == owner:  # (a fork of this process inherits the handler, not the channel)
             if channel.finishing and channel.finishing_thread == threading.get_ident():
                 # it came in the middle of this thread's own finish(): let that complete, then die
@@ -162,8 +165,53 @@ def keep_events_when_terminated(channel: Channel, finished=lambda sent: None) ->
         current = signal.getsignal(signal.SIGTERM)
         if current is signal.SIG_DFL or getattr(current, "neural_dap", False):
             signal.signal(signal.SIGTERM, on_term)
+            channel.on_watch = _wake_for_sigterm(began)
     except (OSError, ValueError):
         pass
+
+
+def _wake_for_sigterm(began: threading.Event):
+    """A Python signal handler runs only when the main thread runs bytecode. A SIGTERM that comes
+    just before the main thread blocks (a pool worker going back to wait on its task queue's
+    semaphore, as the pool terminates it) is handled by the C handler and then waits forever; the
+    pool waits for the worker forever (a launch that never answered, 1 run in 20). The C handler
+    also writes the signal's number to the wake-up descriptor: the flusher thread reads it at its
+    next tick and, if `on_term` has not begun 50 ms later, sends SIGTERM to the main thread itself,
+    which interrupts its blocking call (EINTR) so that the handler runs. Returns the tick, or None
+    where the process has a wake-up descriptor already (asyncio's) or this is not the main thread."""
+    from neural_dap.trace.child.journal import plumbing
+
+    main = threading.get_ident()
+    with plumbing():
+        read_end, write_end = os.pipe()
+    for fd in (read_end, write_end):
+        os.set_blocking(fd, False)
+        os.set_inheritable(fd, False)
+    try:
+        previous = signal.set_wakeup_fd(write_end, warn_on_full_buffer=False)
+    except ValueError:  # not the main thread
+        previous = write_end
+    if previous != -1:
+        if previous != write_end:
+            signal.set_wakeup_fd(previous)
+        os.close(read_end)
+        os.close(write_end)
+        return None
+    seen_at: list[float] = []
+
+    def tick() -> None:
+        if not seen_at:
+            try:
+                numbers = os.read(read_end, 512)
+            except OSError:  # (nothing came: BlockingIOError)
+                return
+            if signal.SIGTERM not in numbers:
+                return
+            seen_at.append(time.monotonic())
+        if not began.is_set() and time.monotonic() - seen_at[0] > 0.05:
+            signal.pthread_kill(main, signal.SIGTERM)
+
+    return tick
 
 
 def die_of(signum: int) -> None:

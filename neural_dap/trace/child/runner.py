@@ -9,7 +9,6 @@ import json
 import os
 import signal
 import sys
-import threading
 import types
 from _thread import get_ident
 
@@ -520,10 +519,12 @@ def _arm_end_signal(end_here, channel: Channel, main_thread: int, switch: Thread
             # the signal may have come while this thread writes records to the pipe (the lock is
             # held below this handler) or runs the recorder's hook: ending or switching here would
             # wait on that lock for ever, or cut the hook's work in two; ask again in a moment
-            threading.Timer(0.01, _resend, (main_thread,)).start()
+            channel.soon(lambda: _resend(main_thread))  # (from the flusher: no thread is started for it)
             return
         if switch.due():
             switch.run()
+            return
+        if switch.late_poke():
             return
         end_here(*reason[0])
 
@@ -544,9 +545,6 @@ def _arm_end_signal(end_here, channel: Channel, main_thread: int, switch: Thread
 
 
 def _resend(thread: int) -> None:
-    from neural_dap.trace.child.journal import mark_thread
-
-    mark_thread()
     try:
         signal.pthread_kill(thread, END_SIGNAL)  # type: ignore[arg-type]
     except (OSError, ValueError):

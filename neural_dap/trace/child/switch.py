@@ -21,9 +21,12 @@ from __future__ import annotations
 
 import signal
 import threading
+import time
 from collections.abc import Callable
 
 SWITCH_SECONDS = 5.0  # how long a second thread waits for the main thread to switch engines
+POKE_SECONDS = 0.05  # how often it signals the main thread again meanwhile
+LATE_POKE_SECONDS = 0.25  # a signal this soon after the switch is one of its copies, not a pause
 
 
 class ThreadSwitch:
@@ -36,6 +39,8 @@ class ThreadSwitch:
         self.take: Callable | None = None  # the new engine's: start a frame another thread began
         self.perform: Callable[[], Callable | None] | None = None  # set by the runner: switch, return `take`
         self.failed = ""
+        self.begun = False  # the main thread's handler is switching: no more signals are sent
+        self.finished_at: float | None = None
 
     @property
     def switched(self) -> bool:
@@ -47,26 +52,46 @@ class ThreadSwitch:
         with self.lock:
             first = not self.requested
             self.requested = True
-        if first and self.signal_number is not None:
-            try:
-                signal.pthread_kill(self.main_thread, self.signal_number)
-            except (OSError, ValueError):
-                pass
-        if not self.done.wait(SWITCH_SECONDS):
-            self.failed = f"thread {who!r} ran the program's code while the main thread did not reach Python code"
-            return None
-        return self.take
+        deadline = time.monotonic() + SWITCH_SECONDS
+        while True:
+            if first and not self.begun:
+                self._signal_main()
+            left = deadline - time.monotonic()
+            if self.done.wait(min(POKE_SECONDS, left) if first else left):
+                return self.take
+            if time.monotonic() >= deadline:
+                self.failed = f"thread {who!r} ran the program's code while the main thread did not reach Python code"
+                return None
+
+    def _signal_main(self) -> None:
+        """The signal is sent again until the main thread switches: its Python handler runs only
+        when the main thread runs bytecode, and one that came just before the main thread blocked
+        (a join's lock) would wait until it wakes; a signal sent while it is blocked interrupts the
+        call (EINTR), and the handler runs (again, harmlessly: `due` says whether to switch)."""
+        if self.signal_number is None:
+            return
+        try:
+            signal.pthread_kill(self.main_thread, self.signal_number)
+        except (OSError, ValueError):
+            pass
 
     def due(self) -> bool:
         """In the main thread's signal handler: a switch is asked for and not made yet."""
         return self.requested and not self.done.is_set()
 
+    def late_poke(self) -> bool:
+        """In the main thread's signal handler, once the switch is made: the signal is a copy sent
+        before the switch began (not a pause, which would end the recording)."""
+        return self.finished_at is not None and time.monotonic() - self.finished_at < LATE_POKE_SECONDS
+
     def run(self) -> None:
         """In the main thread, between bytecodes: switch, and let the waiting threads go."""
+        self.begun = True
         try:
             if self.perform is not None:
                 self.take = self.perform()
         except Exception as exc:  # (never the program's: it must not see the recorder's failure)
             self.failed = f"the recording could not go on with every thread ({type(exc).__name__}: {exc})"
         finally:
+            self.finished_at = time.monotonic()
             self.done.set()
