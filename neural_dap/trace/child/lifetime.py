@@ -174,7 +174,7 @@ def _wake_for_sigterm(began: threading.Event):
     """A Python signal handler runs only when the main thread runs bytecode. A SIGTERM that comes
     just before the main thread blocks (a pool worker going back to wait on its task queue's
     semaphore, as the pool terminates it) is handled by the C handler and then waits forever; the
-    pool waits for the worker forever (a launch that never answered, 1 run in 20). The C handler
+    pool waits for the worker forever (a launch that never answered, once in 10 to 38). The C handler
     also writes the signal's number to the wake-up descriptor: the flusher thread reads it at its
     next tick and, if `on_term` has not begun 50 ms later, sends SIGTERM to the main thread itself,
     which interrupts its blocking call (EINTR) so that the handler runs. Returns the tick, or None
@@ -182,21 +182,33 @@ def _wake_for_sigterm(began: threading.Event):
     from neural_dap.trace.child.journal import plumbing
 
     main = threading.get_ident()
-    with plumbing():
+    with plumbing():  # (the recorder's own descriptors: never journaled as the program's)
         read_end, write_end = os.pipe()
-    for fd in (read_end, write_end):
-        os.set_blocking(fd, False)
-        os.set_inheritable(fd, False)
-    try:
-        previous = signal.set_wakeup_fd(write_end, warn_on_full_buffer=False)
-    except ValueError:  # not the main thread
-        previous = write_end
-    if previous != -1:
-        if previous != write_end:
-            signal.set_wakeup_fd(previous)
-        os.close(read_end)
-        os.close(write_end)
-        return None
+        for fd in (read_end, write_end):
+            os.set_blocking(fd, False)
+            os.set_inheritable(fd, False)
+        try:
+            previous = signal.set_wakeup_fd(write_end, warn_on_full_buffer=False)
+        except ValueError:  # not the main thread
+            previous = write_end
+        if previous != -1:
+            if previous != write_end:
+                signal.set_wakeup_fd(previous)
+            os.close(read_end)
+            os.close(write_end)
+            return None
+    owner = os.getpid()
+
+    def not_in_forks() -> None:  # a fork's signals must not read as this process's
+        if os.getpid() != owner:
+            try:
+                previous = signal.set_wakeup_fd(-1)
+                if previous not in (-1, write_end):
+                    signal.set_wakeup_fd(previous)  # (not ours: put it back)
+            except ValueError:
+                pass
+
+    os.register_at_fork(after_in_child=not_in_forks)
     seen_at: list[float] = []
 
     def tick() -> None:
