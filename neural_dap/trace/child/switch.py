@@ -76,16 +76,21 @@ class ThreadSwitch:
             pass
 
     def due(self) -> bool:
-        """In the main thread's signal handler: a switch is asked for and not made yet."""
-        return self.requested and not self.done.is_set()
+        """In the main thread's signal handler: a switch is asked for and not begun yet (a copy of
+        the request can run the handler again inside the switch: it must not switch twice)."""
+        return self.requested and not self.begun
 
     def late_poke(self) -> bool:
-        """In the main thread's signal handler, once the switch is made: the signal is a copy sent
-        before the switch began (not a pause, which would end the recording)."""
-        return self.finished_at is not None and time.monotonic() - self.finished_at < LATE_POKE_SECONDS
+        """In the main thread's signal handler, once the switch has begun: the signal is a copy of
+        the request (not a pause, which would end the recording)."""
+        return self.begun and (self.finished_at is None or time.monotonic() - self.finished_at < LATE_POKE_SECONDS)
 
     def run(self) -> None:
-        """In the main thread, between bytecodes: switch, and let the waiting threads go."""
+        """In the main thread, between bytecodes: switch, and let the waiting threads go. Once:
+        a copy of the request may run the handler again before this line (no bytecode between the
+        test and the set lets a signal handler in)."""
+        if self.begun:
+            return
         self.begun = True
         try:
             if self.perform is not None:
