@@ -65,34 +65,14 @@ class LiveStop:
 
     def evaluate(self, expression: str, frame: int) -> LiveValue:
         """`expression` in the stop's `frame` (0: the innermost traced frame)."""
-        request = json.dumps({"expression": expression, "frame": frame}).encode() + b"\n"
-        try:
-            self.sock.settimeout(self.limits.seconds + 10)
-            self.sock.sendall(request)
-            reply = self._receive()
-        except OSError as exc:
-            raise LiveError(f"the live program did not answer ({exc})") from None
-        if not isinstance(reply, dict):
-            raise LiveError("the live program answered something unreadable")
-        if "error" in reply:
-            raise LiveError(str(reply["error"]))
+        reply = self._exchange({"expression": expression, "frame": frame})
         return LiveValue(str(reply.get("repr", "")), str(reply.get("type", "")))
 
     def check(self, checks: list[tuple[str, str]], frame: int) -> list[dict]:
         """A breakpoint's expressions at the stop, in one fork, in order: each `(expression, mode)`
         ("truth": a condition, "str": a log point's part) answers {"truth": bool}, {"text": str}
         or {"error": what it raised}."""
-        request = json.dumps({"checks": [list(c) for c in checks], "frame": frame}).encode() + b"\n"
-        try:
-            self.sock.settimeout(self.limits.seconds + 10)
-            self.sock.sendall(request)
-            reply = self._receive()
-        except OSError as exc:
-            raise LiveError(f"the live program did not answer ({exc})") from None
-        if not isinstance(reply, dict):
-            raise LiveError("the live program answered something unreadable")
-        if "error" in reply:
-            raise LiveError(str(reply["error"]))
+        reply = self._exchange({"checks": [list(c) for c in checks], "frame": frame})
         results = reply.get("results")
         if not isinstance(results, list) or len(results) != len(checks):
             raise LiveError("the live program answered something unreadable")
@@ -101,7 +81,11 @@ class LiveStop:
     def ask(self, request: dict, frame: int) -> dict:
         """A request of the live copy's own (`children`, `roots`: see child/live.py), answered in a
         throwaway fork of it."""
-        data = json.dumps({**request, "frame": frame}).encode() + b"\n"
+        return self._exchange({**request, "frame": frame})
+
+    def _exchange(self, request: dict) -> dict:
+        """One request to the live copy and its answer, a dict; its `error` is raised as LiveError."""
+        data = json.dumps(request).encode() + b"\n"
         try:
             self.sock.settimeout(self.limits.seconds + 10)
             self.sock.sendall(data)
