@@ -186,14 +186,18 @@ async def test_exception_filters_and_exception_info(program, tmp_path):
     async with adapter() as c:
         stopped = await start(c, {"program": program}, exception_filters=["raised"])
         assert stopped["body"]["reason"] == "exception"
+        # as debugpy words it: the type as `text`, str(exception) as `description`
+        assert (stopped["body"]["text"], stopped["body"]["description"]) == ("ValueError", "too big: 4")
         assert await where(c) == ("risky", 7, {"n": "4"})
         info = await c.call("exceptionInfo", {"threadId": 1})
         assert info["exceptionId"] == "ValueError" and "too big: 4" in info["description"]
+        assert info["details"]["message"] == "too big: 4"
     crash = tmp_path / "crash.py"
     crash.write_text("def f(d):\n    return d['missing']\n\nf({})\n")
     async with adapter() as c:
         stopped = await start(c, {"program": str(crash)}, exception_filters=["uncaught"])
         assert stopped["body"]["reason"] == "exception"
+        assert stopped["body"]["description"] == "'missing'"  # a KeyError's str is its key's repr
         assert (await where(c))[:2] == ("f", 2)
         await c.call("continue", {"threadId": 1})
         stopped = await c.wait_event("stopped")

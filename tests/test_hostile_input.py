@@ -309,3 +309,15 @@ async def test_the_client_helper_sees_responses(tmp_path):
         await c.response(seq, "initialize")
         assert len(c.responses_to(seq)) == 1
         assert isinstance(c, DapClient)
+
+
+def test_an_exception_text_that_is_huge_or_deeply_nested_is_shown_as_recorded():
+    """A recorded exception's repr is parsed (never evaluated) for its message: text past the
+    repr limit or nested past the parser's depth is shown as it was recorded; code in it is text."""
+    from neural_dap.dap.inspection import _message
+
+    deep = "(" * 50_000 + ")" * 50_000
+    assert _message(f"({deep})", "ValueError") == deep
+    huge = "'" + "x" * 10_000_000 + "'"
+    assert _message(f"({huge})", "ValueError") == huge
+    assert _message("(__import__('os').system('echo pwned'))", "ValueError") == "__import__('os').system('echo pwned')"
