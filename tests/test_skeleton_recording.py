@@ -253,9 +253,12 @@ async def test_a_session_on_a_long_run_travels_both_ways(tmp_path):
 
 
 # the user's functions called by the standard library (sched's callbacks, singledispatch's registered
-# function), directly (twice), from a comprehension, and by a builtin (sorted's key: no frame between)
+# function, heapq's key), directly (twice), from a comprehension, from a call site that called a
+# builtin first, and by a builtin (sorted's key: no frame between); one line calls twice directly
+# and then through library code (the C tracer's CALL shortcut must not take the second for the first)
 LIBRARY_CALLS = """
 import functools
+import heapq
 import sched
 
 
@@ -285,7 +288,10 @@ def main():
     s.enter(0, 2, tick, (log, "b"))
     s.run()
     doubled = [twice(x) for x in (1, 2)]
-    return describe(3) + twice(sum(doubled)) + sorted([2, 1], key=twice)[0]
+    for f in (abs, twice):
+        f(-1)
+    total = describe(3) + twice(sum(doubled)) + sorted([2, 1], key=twice)[0]
+    return total + twice(1) + heapq.nsmallest(1, [3], key=twice)[0]
 """
 BY_LIBRARY = [
     ("main", False),
@@ -293,10 +299,13 @@ BY_LIBRARY = [
     ("tick", True),
     ("twice", False),
     ("twice", False),
+    ("twice", False),
     ("_", True),
     ("twice", False),
     ("twice", False),
     ("twice", False),
+    ("twice", False),
+    ("twice", True),
 ]
 
 

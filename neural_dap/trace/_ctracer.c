@@ -34,6 +34,10 @@ PyAPI_FUNC(void) PyEval_SetTrace(Py_tracefunc, PyObject *);
 /* Not in the limited API either, exported with this signature since 3.9 (both front ends): the
  * frame under a call, to tell a call by library code from one by the traced frame below. */
 PyAPI_FUNC(PyFrameObject *) PyFrame_GetBack(PyFrameObject *);
+/* Not in the limited API, exported with these signatures since 3.0 (the sys.monitoring front end's
+ * CALL callback): the code a Python function runs, and the function a bound method calls. */
+PyAPI_FUNC(PyObject *) PyFunction_GetCode(PyObject *);
+PyAPI_FUNC(PyObject *) PyMethod_Function(PyObject *);
 /* The journal (trace/_journal.c), when the recording child has it preloaded: the tracer's own
  * callbacks are the debugger's plumbing (their pipes, clocks and forks are never journaled), and
  * the reprs it asks for are code run for the user in the sandbox (effects refused). Found by name
@@ -78,6 +82,8 @@ typedef struct {
     int resumable;        /* a generator's or coroutine's code: it may leave by a yield and resume */
     Py_ssize_t depth;     /* as recorded: its place on the stack, 0 for an entry of its own (a task's coroutine) */
     PyObject *bp_lines;   /* a live recording: the breakpoint lines of its code's file (borrowed), or NULL */
+    PyObject *calling;    /* sys.monitoring: the code of the Python function this frame's current line
+                           * is calling (its CALL event), compared by address only; NULL: none */
 } Entry;
 
 /* skeleton records, little-endian, packed */
@@ -175,7 +181,7 @@ typedef struct {
 #define STOP_STEP 3
 #define STOP_EXCEPTION 4
 
-static PyObject *TAG_C, *TAG_L, *TAG_R, *TAG_X, *TAG_U, *TAG_S, *FUNCTION_TYPE, *CO_NAME, *F_LOCALS;
+static PyObject *TAG_C, *TAG_L, *TAG_R, *TAG_X, *TAG_U, *TAG_S, *FUNCTION_TYPE, *METHOD_TYPE, *CO_NAME, *F_LOCALS;
 static const long long SMALL_INT = 1LL << 53;
 /* CO_GENERATOR | CO_COROUTINE | CO_ITERABLE_COROUTINE | CO_ASYNC_GENERATOR */
 #define RESUMABLE_FLAGS (0x20 | 0x80 | 0x100 | 0x200)
@@ -724,6 +730,7 @@ static Entry *push(Tracer *t, PyObject *code, PyFrameObject *frame) {
     e->resumable = 0;
     e->depth = t->depth - 1;
     e->bp_lines = NULL;
+    e->calling = NULL;
     return e;
 }
 
@@ -805,9 +812,15 @@ static int call_event(Tracer *t, PyFrameObject *frame, CodeInfo *info, int line)
     }
     /* a task's coroutine is run by the event loop, not by the user's code below it: an entry of its own */
     Py_ssize_t depth = direct ? t->depth : 0;
-    if (frame == NULL && (capture || depth > 0))
+    /* sys.monitoring: the traced frame below called this very function (its CALL event named it), so
+     * nothing ran between them and no frame object is needed (making the callee's cost more than the
+     * rest of a call's recording: design-notes.md, issue 37) */
+    int called_here = frame == NULL && depth > 0 && !info->resumable && t->stack[t->depth - 1].calling == code;
+    if (depth > 0)
+        t->stack[t->depth - 1].calling = NULL;
+    if (frame == NULL && (capture || (depth > 0 && !called_here)))
         frame = PyEval_GetFrame(); /* borrowed: the frame that starts */
-    int library = depth > 0 && frame != NULL ? called_by_library(t, frame, &t->stack[t->depth - 1]) : 0;
+    int library = depth > 0 && frame != NULL && !called_here ? called_by_library(t, frame, &t->stack[t->depth - 1]) : 0;
     if (library < 0)
         return -1;
     Entry *e = push(t, code, frame);
@@ -859,6 +872,7 @@ static int left_event(Tracer *t, Entry *e, int raised) {
 }
 
 static int line_event(Tracer *t, Entry *e, int line) {
+    e->calling = NULL; /* (a call that started no frame, a generator's, is over) */
     live_line(t, e, line, e->pending != NULL);
     int capture = capturing(t);
     if (t->skeleton) {
@@ -1177,6 +1191,27 @@ static PyObject *mon_return(PyObject *self, PyObject *const *args, Py_ssize_t na
 
 static PyObject *mon_unwind(PyObject *self, PyObject *const *args, Py_ssize_t nargs) { return leave(self, args, nargs, 1); }
 
+/* CALL: (code, offset, callable, first argument), in the user's code only (a local event). A call
+ * of a Python function (or a method bound to one) is noted in the calling frame's entry: when that
+ * function's start follows, it was called by the traced frame itself (see call_event). A site that
+ * calls anything else (a builtin, a class) is DISABLEd: a start that follows one is told by its
+ * frame, as before. A site that calls both kinds only loses the shortcut. */
+static PyObject *mon_call(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    Tracer *t = (Tracer *)self;
+    Entry *e = nargs >= 3 ? top_entry_of_code(t, args[0]) : NULL;
+    if (e == NULL)
+        Py_RETURN_NONE;
+    PyObject *callable = args[2];
+    if ((PyObject *)Py_TYPE(callable) == METHOD_TYPE)
+        callable = PyMethod_Function(callable);
+    if (callable != NULL && (PyObject *)Py_TYPE(callable) == FUNCTION_TYPE) {
+        e->calling = PyFunction_GetCode(callable);
+        Py_RETURN_NONE;
+    }
+    e->calling = NULL;
+    return disable(t);
+}
+
 /* EXCEPTION_HANDLED: (code, offset, exception) */
 static PyObject *mon_handled(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
     Tracer *t = (Tracer *)self;
@@ -1468,6 +1503,7 @@ static PyMethodDef tracer_methods[] = {
     {"on_return", (PyCFunction)(void (*)(void))mon_return, METH_FASTCALL, "PY_RETURN / PY_YIELD callback."},
     {"on_unwind", (PyCFunction)(void (*)(void))mon_unwind, METH_FASTCALL, "PY_UNWIND callback."},
     {"on_handled", (PyCFunction)(void (*)(void))mon_handled, METH_FASTCALL, "EXCEPTION_HANDLED callback."},
+    {"on_call", (PyCFunction)(void (*)(void))mon_call, METH_FASTCALL, "CALL callback (see mon_call)."},
     {"skeleton", (PyCFunction)(void (*)(void))tracer_skeleton, METH_VARARGS | METH_KEYWORDS,
      "skeleton(hook, flush, hook_every, hook_at): record only the skeleton from now on."},
     {"capture", tracer_capture, METH_VARARGS, "capture(first, last): full capture for events first..last."},
@@ -1563,8 +1599,9 @@ PyMODINIT_FUNC PyInit__ctracer(void) {
     if (types == NULL)
         return NULL;
     FUNCTION_TYPE = PyObject_GetAttrString(types, "FunctionType");
+    METHOD_TYPE = PyObject_GetAttrString(types, "MethodType");
     Py_DECREF(types);
-    if (FUNCTION_TYPE == NULL)
+    if (FUNCTION_TYPE == NULL || METHOD_TYPE == NULL)
         return NULL;
     PyObject *type = PyType_FromSpec(&tracer_spec);
     if (type == NULL)

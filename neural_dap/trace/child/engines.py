@@ -454,9 +454,13 @@ class CMonitoring:
         mon, tool, tracer = self.mon, self.tool, self.tracer
         line_tables: dict = {}
 
+        # CALL too: the tracer tells a function called by the traced frame itself from one library
+        # code called without making the callee's frame object (the C tracer's mon_call)
+        local_events = LOCAL_EVENTS | mon.events.CALL
+
         def enable(code) -> None:
             self.enabled.add(code)
-            mon.set_local_events(tool, code, LOCAL_EVENTS)
+            mon.set_local_events(tool, code, local_events)
 
         def jump_line(code, offset, target):
             return genexpr_loop_line(line_tables, code, offset, target, mon.DISABLE)
@@ -465,6 +469,7 @@ class CMonitoring:
         tracer.start()
         t = tracer
         monitor(mon, tool, t.on_start, t.on_line, t.on_jump, t.on_return, t.on_unwind, t.on_handled)
+        mon.register_callback(tool, mon.events.CALL, t.on_call)
 
     def stop(self) -> None:
         if not self.stopped:  # (the tool is ours only until then: another engine may take it next)

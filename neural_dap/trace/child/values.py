@@ -3,6 +3,7 @@ the structured children of objects whose repr is not a literal. Standard library
 
 from __future__ import annotations
 
+import functools
 import re
 import threading
 import time
@@ -216,20 +217,35 @@ class Reprs:
         children = [[name, self.structure(child, 1) or self.repr(child)] for name, child in items]
         return [text, type(value).__name__, children, max(0, len(value) - len(children))]
 
-    def structure(self, value: object, depth: int = 2) -> list | None:
-        """[repr, type, children, more] for objects whose repr is not a Python literal."""
+    def structure(self, value: object, depth: int = 2, seen: dict | None = None) -> list | None:
+        """[repr, type, children, more] for objects whose repr is not a Python literal.
+
+        An object met twice in one structure (a request handler's `request` and `connection`, the
+        socket under its `wfile`) is repr'd once: both are the same moment, so the text is the
+        same, and some reprs are dear (a socket's asks the kernel for its two addresses)."""
         kind = type(value)
         if kind in _ATOMS or kind in _LITERAL_CONTAINERS:
             return None
+        if seen is None:
+            seen = {}
         attrs = _attributes(value)
         if not attrs:
             # (its type, as a debugger shows it: an object without attributes of its own, a C one)
-            return [self.repr(value), kind.__name__, [], 0]
+            return [self._repr_once(value, seen), kind.__name__, [], 0]
         children = []
         for name, child in attrs[: self.max_children]:
-            sub = self.structure(child, depth - 1) if depth > 1 else None
-            children.append([name, sub if sub is not None else self.repr(child)])
-        return [self.repr(value), kind.__name__, children, max(0, len(attrs) - self.max_children)]
+            sub = self.structure(child, depth - 1, seen) if depth > 1 else None
+            children.append([name, sub if sub is not None else self._repr_once(child, seen)])
+        return [self._repr_once(value, seen), kind.__name__, children, max(0, len(attrs) - self.max_children)]
+
+    def _repr_once(self, value: object, seen: dict) -> str:
+        if type(value) in _ATOMS:
+            return self.repr(value)
+        found = seen.get(id(value))
+        if found is None:
+            # (the object is kept beside its text: its id cannot be reused while `seen` lives)
+            found = seen[id(value)] = (value, self.repr(value))
+        return found[1]
 
 
 def _same(key: object, value: object) -> bool:
@@ -266,16 +282,27 @@ def _attributes(value: object) -> list | None:
     return None
 
 
-def _slot_names(kind: type) -> list[str]:
+def _slot_names(kind: type) -> tuple[str, ...]:
     """Every slot of a class and of its bases (a subclass's `__slots__` names only its own), in
-    debugpy's order; `__dict__` and `__weakref__` are no values."""
+    debugpy's order; `__dict__` and `__weakref__` are no values. Found once per class: walking the
+    bases at every line of every frame holding such an object cost a tenth of a full recording."""
+    try:
+        return _cached_slot_names(kind)
+    except TypeError:  # (a metaclass that makes its classes unhashable)
+        return _find_slot_names(kind)
+
+
+def _find_slot_names(kind: type) -> tuple[str, ...]:
     names: set[str] = set()
     for klass in getattr(kind, "__mro__", ()):
         slots = klass.__dict__.get("__slots__")
         if slots:
             names.update((slots,) if isinstance(slots, str) else slots)
     names -= {"__dict__", "__weakref__"}
-    return sorted(names, key=lambda n: (n.startswith("__"), n.startswith("_"), n))
+    return tuple(sorted(names, key=lambda n: (n.startswith("__"), n.startswith("_"), n)))
+
+
+_cached_slot_names = functools.lru_cache(maxsize=1024)(_find_slot_names)
 
 
 def _short(exc: BaseException) -> str:
