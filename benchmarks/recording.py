@@ -3,6 +3,7 @@ nothing: what per-event callbacks cost by themselves), skeleton recording (and i
 floor), full capture; and what the first stop costs after a far jump in a skeleton recording.
 
 Run: python benchmarks/recording.py [--python PATH ...] [--repeat N] [--scale K] [--no-full] [--engine E]
+                                    [--pyttd PATH/bin/pyttd]
 All runs happen in fresh child processes of the same interpreter; the plain run executes the
 program without a tracer (`python -c`). Timings are wall-clock medians over --repeat runs, the
 fixed cost of a recording (interpreter start-up, an empty traced call) subtracted. "skeleton" is
@@ -381,6 +382,43 @@ def whole_programs(python: str, tmp: Path, scale: int, limits: Limits, base_skel
         )
 
 
+def pyttd_rows(pyttd: str, tmp: Path, sizes: dict) -> None:
+    """pyttd (`py-tt-debug`, the closest competitor: a C recorder writing every frame to SQLite)
+    recording the same programs as whole scripts: `pyttd record` against a plain run of its own
+    interpreter, start-up (an empty script, each way) subtracted; one run each."""
+    python = str(Path(pyttd).with_name("python"))
+    version = subprocess.run(
+        [python, "-c", "import sys; print(sys.version.split()[0])"], capture_output=True, text=True
+    ).stdout.strip()
+    print(f"\n{'python':>8} {'program':>10} {'frames':>10} {'plain ms':>9} {'pyttd':>9}  (py-tt-debug, pyttd record)")
+
+    def recorded(script: Path) -> tuple[float, str]:
+        db = script.with_suffix(".db")
+        t = time.perf_counter()
+        out = subprocess.run(
+            [pyttd, "record", "--max-frames", "0", "--db-path", str(db), str(script)],
+            capture_output=True,
+            text=True,
+            timeout=1800,
+        )
+        seconds = time.perf_counter() - t
+        for leftover in tmp.glob(db.name + "*"):
+            leftover.unlink()
+        frames = next((line for line in out.stdout.splitlines() if "frame_count" in line), "")
+        return seconds, frames.split("'frame_count': ")[-1].split(",")[0] if frames else "?"
+
+    empty = tmp / "pyttd_empty.py"
+    empty.write_text("pass\n")
+    base, _ = recorded(empty)
+    for name, (source, func, args) in PROGRAMS.items():
+        script = tmp / f"pyttd_{name}.py"
+        script.write_text(source + f"\n{func}({args.format(**sizes)})\n")
+        plain = script_seconds(python, script)
+        seconds, frames = recorded(script)
+        ratio = (seconds - base) / plain
+        print(f"{version:>8} {name:>10} {frames:>10} {plain * 1e3:>9.1f} {ratio:>8.0f}x")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--python", action="append", help="interpreters to measure (default: this one)")
@@ -391,6 +429,9 @@ def main() -> None:
         "--engine",
         default="auto",
         help="the skeleton recording's engine: auto (the C tracer), or monitoring / settrace (the Python ones)",
+    )
+    parser.add_argument(
+        "--pyttd", help="pyttd's command (py-tt-debug, 3.12+) to record the same programs with, for comparison"
     )
     opts = parser.parse_args()
     pythons = opts.python or [sys.executable]
@@ -442,6 +483,8 @@ def main() -> None:
                 )
             whole_programs(python, Path(tmp), opts.scale, limits, base_skeleton, base_full)
             journal_cost(python, Path(tmp), 1_000_000)
+        if opts.pyttd:
+            pyttd_rows(opts.pyttd, Path(tmp), sizes)
 
 
 if __name__ == "__main__":

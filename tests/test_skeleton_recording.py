@@ -13,8 +13,11 @@ import numpy as np
 import pytest
 
 from neural_dap.core.actions import ACTION_KINDS, Action
+from neural_dap.trace.child.channel import Channel
+from neural_dap.trace.child.channel import Limits as ChildLimits
 from neural_dap.trace.execution import FullExecution, SkeletonExecution
 from neural_dap.trace.recorder import Limits, Program, record, record_skeleton
+from neural_dap.trace.skeleton import SkeletonLog
 
 from .conftest import EXAMPLES
 from .dap_helpers import adapter, start, where
@@ -342,3 +345,60 @@ def test_every_engine_records_which_calls_library_code_made(version, engine):
     # every thread recorded (the Python engines) and 3.11's comprehension frames (a debug session's)
     threaded = FullExecution(record(msgspec.structs.replace(program, comprehensions=True), python=python, threads=True))
     assert _called_by_library(threaded) == BY_LIBRARY
+
+
+def _frames_through(channel_records: Callable[[Channel], None], tmp_path) -> tuple[bytes, SkeletonLog]:
+    """What a recording child's channel sends when `channel_records(channel)` writes records, and
+    the adapter's log after reading it."""
+    read_fd, write_fd = os.pipe()
+    log = SkeletonLog(str(tmp_path))  # (makes the two record files, empty, as record_skeleton does)
+    channel = Channel(write_fd, ChildLimits({}))
+    channel_records(channel)
+    os.close(write_fd)
+    wire = b""
+    while chunk := os.read(read_fd, 1 << 16):
+        wire += chunk
+    os.close(read_fd)
+    log.feed_frames(wire)
+    log.sync()
+    return wire, log
+
+
+def test_records_go_into_the_adapters_files_and_only_their_count_through_the_pipe(tmp_path):
+    """The child writes its skeleton records straight into the adapter's files and tells it how
+    many (a 21-byte notice for 3 records here): every record arrives, in order, and a notice that
+    skips records marks the log corrupt rather than reading garbage."""
+    events = bytes(range(36))  # three 12-byte event records
+    calls = bytes(range(12))  # one call record
+
+    def write(channel: Channel) -> None:
+        channel.record_files(str(tmp_path / "events.bin"), str(tmp_path / "calls.bin"))
+        channel.write_records(0, events[:24], calls)
+        channel.write_records(2, events[24:], b"")
+
+    wire, log = _frames_through(write, tmp_path)
+    assert wire[:1] == b"r" and len(wire) == 2 * 21
+    assert log.count == 3 and not log.corrupt and log.calls_bytes == 12
+    assert (tmp_path / "events.bin").read_bytes() == events
+    assert (tmp_path / "calls.bin").read_bytes() == calls
+
+    def gap(channel: Channel) -> None:
+        channel.record_files(str(tmp_path / "events.bin"), str(tmp_path / "calls.bin"))
+        channel.write_records(1, events[:12], b"")
+
+    assert _frames_through(gap, tmp_path)[1].corrupt
+
+
+def test_records_come_through_the_pipe_where_the_files_cannot_be_written(tmp_path):
+    """A child that cannot open the adapter's files (gone, another mount, no permission) sends the
+    records through the pipe as before: nothing is lost."""
+    events = bytes(range(24))
+
+    def write(channel: Channel) -> None:
+        channel.record_files(str(tmp_path / "gone" / "events.bin"), str(tmp_path / "gone" / "calls.bin"))
+        channel.write_records(0, events, b"")
+
+    wire, log = _frames_through(write, tmp_path)
+    assert wire[:1] == b"b"
+    assert log.count == 2 and not log.corrupt
+    assert (tmp_path / "events.bin").read_bytes() == events

@@ -43,6 +43,8 @@ PyAPI_FUNC(PyObject *) PyMethod_Function(PyObject *);
  * the reprs it asks for are code run for the user in the sandbox (effects refused). Found by name
  * at import; absent, these do nothing. */
 #include <dlfcn.h>
+#include <limits.h>
+#include <pthread.h>
 #define JOURNAL_PLUMBING 1
 #define JOURNAL_SANDBOX 2
 static int (*journal_enter)(int);
@@ -137,6 +139,8 @@ typedef struct {
     long long next_inv;
     int active;
     PyThreadState *thread;   /* the thread traced: events of others are ignored */
+    pthread_t pthread;       /* ... as pthread_self() says it (a cheaper test per event than the
+                              * interpreter's thread-local thread state in another shared library) */
     /* the sys.monitoring front end */
     int monitoring;
     PyObject *disable;       /* sys.monitoring.DISABLE */
@@ -154,6 +158,7 @@ typedef struct {
     long long count;          /* events so far */
     long long hook_at;        /* call the hook when count reaches this */
     long long hook_every;     /* ... and every this many events */
+    long long next_every;     /* the next multiple of hook_every (a division per event cost more than the record) */
     long long capture_from;   /* full capture for events in [capture_from, capture_to] */
     long long capture_to;
     int snapshotted;          /* the frames on the stack at capture_from were sent */
@@ -175,6 +180,8 @@ typedef struct {
     PyObject *breakpoints;    /* dict: filename -> frozenset of breakpoint lines; NULL: none */
     int stop_reason;          /* why the hook is called now: 0 not a stop, else a STOP_* */
 } Tracer;
+
+static inline int in_traced_thread(Tracer *t) { return pthread_equal(pthread_self(), t->pthread); }
 
 #define STOP_AT 1
 #define STOP_BREAKPOINT 2
@@ -463,7 +470,9 @@ static int record_call(Tracer *t, long code_id, long long caller_last, long long
 /* Count one event; call the hook when due (it takes checkpoints, enforces limits, may not return). */
 static int counted(Tracer *t) {
     long long n = ++t->count;
-    if (n >= t->hook_at || (t->hook_every > 0 && n % t->hook_every == 0)) {
+    if (n >= t->hook_at || n >= t->next_every) {
+        if (n >= t->next_every)
+            t->next_every = (n / t->hook_every + 1) * t->hook_every;
         PyObject *arg = PyLong_FromLongLong(n);
         if (arg == NULL)
             return -1;
@@ -964,7 +973,7 @@ static void set_pending(Entry *e, PyObject *exc) {
 
 /* The entry of `frame` when it is the top of our stack, in the traced thread; else NULL. */
 static Entry *top_entry(Tracer *t, PyFrameObject *frame) {
-    if (!t->active || t->depth == 0 || t->stack[t->depth - 1].frame != frame || PyThreadState_Get() != t->thread)
+    if (!t->active || t->depth == 0 || t->stack[t->depth - 1].frame != frame || !in_traced_thread(t))
         return NULL;
     return &t->stack[t->depth - 1];
 }
@@ -973,7 +982,7 @@ static Entry *top_entry(Tracer *t, PyFrameObject *frame) {
  * entry and every exit pops it, so the innermost user frame of the traced thread is the top entry
  * and comparing code objects is enough: no frame object has to be made per call. */
 static Entry *top_entry_of_code(Tracer *t, PyObject *code) {
-    if (!t->active || t->depth == 0 || t->stack[t->depth - 1].code != code || PyThreadState_Get() != t->thread)
+    if (!t->active || t->depth == 0 || t->stack[t->depth - 1].code != code || !in_traced_thread(t))
         return NULL;
     return &t->stack[t->depth - 1];
 }
@@ -1105,7 +1114,7 @@ static PyObject *disable(Tracer *t) {
 /* PY_START and PY_RESUME: (code, offset); PY_THROW: (code, offset, exception), a resume too */
 static PyObject *mon_start(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
     Tracer *t = (Tracer *)self;
-    if (nargs < 1 || !t->active || PyThreadState_Get() != t->thread)
+    if (nargs < 1 || !t->active || !in_traced_thread(t))
         Py_RETURN_NONE;
     CodeInfo *info = code_info(t, args[0]);
     if (info == NULL)
@@ -1227,6 +1236,7 @@ static PyObject *tracer_start(PyObject *self, PyObject *Py_UNUSED(ignored)) {
     Tracer *t = (Tracer *)self;
     t->active = 1;
     t->thread = PyThreadState_Get();
+    t->pthread = pthread_self();
     if (!t->monitoring)
         PyEval_SetTrace(trace, self);
     Py_RETURN_NONE;
@@ -1292,6 +1302,7 @@ static PyObject *tracer_skeleton(PyObject *self, PyObject *args, PyObject *kwarg
     SET_REF(t->hook, hook);
     SET_REF(t->flush, flush);
     t->hook_every = hook_every;
+    t->next_every = hook_every > 0 ? (t->count / hook_every + 1) * hook_every : LLONG_MAX;
     t->hook_at = hook_at;
     if (t->ev == NULL) {
         t->ev = PyMem_Malloc(buffer * sizeof(EventRecord));

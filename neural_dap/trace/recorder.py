@@ -124,10 +124,15 @@ def record_skeleton(
             " which is not built here (Linux only)"
         )
     folder = new_folder()
+    record_files = [os.path.join(folder, "events.bin"), os.path.join(folder, "calls.bin")]
+    for path in record_files:  # empty, before the child starts writing them (child/channel.py)
+        open(path, "wb").close()
     extra = {
         "mode": "skeleton",
         "checkpoint_dir": folder,
         "journal_path": os.path.join(folder, "journal.bin"),
+        # the records' files, which the log (trace/skeleton.py) makes empty before the child starts
+        "record_files": record_files,
         "checkpoint_events": checkpoint_events,
         "checkpoint_seconds": checkpoint_seconds,
         "max_checkpoints": max_checkpoints,

@@ -56,15 +56,18 @@ class DivergenceError(Exception):
 
 
 class SkeletonLog:
-    """Reads the recording child's pipe in skeleton mode: records to files, the rest in memory."""
+    """Reads the recording child's pipe in skeleton mode: records to files (the child writes them
+    there itself, `record_files`, and says how many), the rest in memory."""
 
     def __init__(self, folder: str) -> None:
         self.folder = folder
         self.events_path = os.path.join(folder, "events.bin")
         self.calls_path = os.path.join(folder, "calls.bin")
-        self._events = open(self.events_path, "wb")
-        self._calls = open(self.calls_path, "wb")
+        # (made empty before the child started, which may be writing them already: never truncated here)
+        self._events = _open_records(self.events_path)
+        self._calls = _open_records(self.calls_path)
         self.count = 0
+        self.calls_bytes = 0  # of the calls file, the records counted so far
         self.codes: dict[int, tuple[str, str, int]] = {}
         self.outputs: list[tuple[int, str, str]] = []  # (events before it, stdout|stderr, text)
         self.checkpoints: dict[int, tuple[str, int]] = {}  # event index -> (socket path, pid)
@@ -102,7 +105,9 @@ class SkeletonLog:
         del self._buffer[:pos]
 
     def _frame(self, kind: bytes, payload: memoryview) -> None:
-        if kind == b"b":
+        if kind == b"r":
+            self._written(payload)
+        elif kind == b"b":
             self._records(payload)
         elif kind in (b"m", b"j", b"M", b"J"):
             try:
@@ -120,9 +125,23 @@ class SkeletonLog:
         if first != self.count:
             self.corrupt = True  # records must arrive in order, without gaps
             return
+        self._events.seek(self.count * EVENT_DTYPE.itemsize)
         self._events.write(payload[12 : 12 + size])
-        self._calls.write(payload[12 + size :])
+        self._calls.seek(self.calls_bytes)
+        self.calls_bytes += self._calls.write(payload[12 + size :])
         self.count += size // EVENT_DTYPE.itemsize
+
+    def _written(self, payload: memoryview) -> None:
+        """The child wrote records into the files itself (child/channel.py's record_files): they
+        are there before this notice is sent, so the count may grow over them."""
+        first = int.from_bytes(payload[:8], "little")
+        size = int.from_bytes(payload[8:12], "little")
+        calls = int.from_bytes(payload[12:16], "little")
+        if first != self.count or size % EVENT_DTYPE.itemsize:
+            self.corrupt = True  # records must arrive in order, without gaps
+            return
+        self.count += size // EVENT_DTYPE.itemsize
+        self.calls_bytes += calls
 
     def _messages(self, batch: list) -> None:
         for event in batch:
@@ -169,6 +188,11 @@ class SkeletonLog:
     def close(self) -> None:
         self._events.close()
         self._calls.close()
+
+
+def _open_records(path: str):
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+    return os.fdopen(fd, "r+b")
 
 
 _CHUNK = 1 << 20  # events read at a time
@@ -350,11 +374,19 @@ class SkeletonRecording:
     def _read(self) -> None:
         """The tree over the records in the files (all of them; a live recording's so far)."""
         log = self.log
+        log.sync()  # (records that came through the pipe are in the file)
+        # (only the records counted: a child writing the files may have put more there already)
         events = (
-            np.memmap(log.events_path, dtype=EVENT_DTYPE, mode="r") if log.count else np.zeros(0, dtype=EVENT_DTYPE)
+            np.memmap(log.events_path, dtype=EVENT_DTYPE, mode="r", shape=(log.count,))
+            if log.count
+            else np.zeros(0, dtype=EVENT_DTYPE)
         )
-        calls_size = os.path.getsize(log.calls_path)
-        calls = np.memmap(log.calls_path, dtype=CALL_DTYPE, mode="r") if calls_size else np.zeros(0, dtype=CALL_DTYPE)
+        n_calls = log.calls_bytes // CALL_DTYPE.itemsize
+        calls = (
+            np.memmap(log.calls_path, dtype=CALL_DTYPE, mode="r", shape=(n_calls,))
+            if n_calls
+            else np.zeros(0, dtype=CALL_DTYPE)
+        )
         self.events = events  # mapped for hashing the ranges a replay checks; the tree reads the file
         self.tree = SkeletonTree(log.events_path, log.count, calls, log.codes)
         # a module's call event says line 0 (as does the exit of an empty module): it is at the

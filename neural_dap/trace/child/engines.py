@@ -37,7 +37,7 @@ class SharedGlobals:
         self.stacks = stacks  # per thread: its traced frames, each entry's [0] the frame, [1] its invocation
         self.local = threading.local()
 
-    def changes(self, frame) -> tuple[int, list] | None:
+    def changes(self, frame, seen: dict | None = None) -> tuple[int, list] | None:
         shared = getattr(self.local, "shared", None)
         if shared is None:
             shared = self.local.shared = {}
@@ -48,7 +48,7 @@ class SharedGlobals:
         if not found:
             return None
         inv, diff = found
-        changes = diff(dict(g))
+        changes = diff(dict(g), seen)
         return (inv, changes) if changes else None
 
     def _module_of(self, g: dict) -> tuple:
@@ -117,18 +117,20 @@ def settrace_engine(rec: Recorder, threads: ThreadTable | None = None):
         def local_trace(frame, event, arg):
             nonlocal pending
             if event == "line":
+                seen: dict = {}
                 if pending is None:
-                    emit(("l", inv, frame.f_lineno, diff(frame.f_locals), None))
+                    emit(("l", inv, frame.f_lineno, diff(frame.f_locals, seen), None))
                 else:
-                    emit(("l", inv, frame.f_lineno, diff(frame.f_locals), bounded(pending)))
+                    emit(("l", inv, frame.f_lineno, diff(frame.f_locals, seen), bounded(pending)))
                     pending = None
                 if shared is not None:
-                    update = shared.changes(frame)
+                    update = shared.changes(frame, seen)
                     if update is not None:
                         emit(("u", *update))
             elif event == "return":
                 raised = pending is not None and arg is None
-                changes = diff(frame.f_locals)  # the last statement's effect shows at the exit
+                seen = {}
+                changes = diff(frame.f_locals, seen)  # the last statement's effect shows at the exit
                 if changes:
                     emit(("u", inv, changes))
                 if raised:
@@ -142,7 +144,7 @@ def settrace_engine(rec: Recorder, threads: ThreadTable | None = None):
                 if active:
                     # what the callee changed in its caller's objects shows in the caller right away
                     caller, caller_inv, caller_diff = active[-1]
-                    changes = caller_diff(caller.f_locals)
+                    changes = caller_diff(caller.f_locals, seen)
                     if changes:
                         emit(("u", caller_inv, changes))
             elif event == "exception":
@@ -258,13 +260,14 @@ def monitoring_engine(rec: Recorder, threads: ThreadTable | None = None):
         frame = getframe(1)
         if top[0] is not frame:
             return  # another thread, or a frame we do not trace
+        seen: dict = {}
         if top[3] is None:
-            emit(["l", top[1], line, top[2](frame.f_locals), None])
+            emit(["l", top[1], line, top[2](frame.f_locals, seen), None])
         else:
-            emit(["l", top[1], line, top[2](frame.f_locals), rec.reprs.repr(top[3])])
+            emit(["l", top[1], line, top[2](frame.f_locals, seen), rec.reprs.repr(top[3])])
             top[3] = None
         if shared is not None:
-            update = shared.changes(frame)
+            update = shared.changes(frame, seen)
             if update is not None:
                 emit(["u", *update])
 
@@ -281,9 +284,10 @@ def monitoring_engine(rec: Recorder, threads: ThreadTable | None = None):
         top = stack[-1]
         if top[0] is not frame:
             return
-        emit(["l", top[1], line, top[2](frame.f_locals), None])
+        seen: dict = {}
+        emit(["l", top[1], line, top[2](frame.f_locals, seen), None])
         if shared is not None:
-            update = shared.changes(frame)
+            update = shared.changes(frame, seen)
             if update is not None:
                 emit(["u", *update])
 
@@ -291,32 +295,34 @@ def monitoring_engine(rec: Recorder, threads: ThreadTable | None = None):
         stack = stacks.get(get_ident(), no_stack)
         if stack and stack[-1][0] is getframe(1):
             top = stack.pop()
-            own_update(top)
+            seen: dict = {}
+            own_update(top, seen)
             emit(["r", top[1], top[0].f_lineno, value_repr(retval)])
             if code.co_flags & RESUMABLE:
                 rec.suspensions.left(top[0], top[1], False)
-            update_caller(stack)
+            update_caller(stack, seen)
 
     def on_unwind(code, offset, exc):
         stack = stacks.get(get_ident(), no_stack)
         if stack and stack[-1][0] is getframe(1):
             top = stack.pop()
-            own_update(top)
+            seen: dict = {}
+            own_update(top, seen)
             emit(["x", top[1], top[0].f_lineno, rec.reprs.repr(exc)])
             if code.co_flags & RESUMABLE:
                 rec.suspensions.left(top[0], top[1], True)
-            update_caller(stack)
+            update_caller(stack, seen)
 
-    def own_update(top):
+    def own_update(top, seen):
         # the frame's last statement's effect shows at its return (or exit) event
-        changes = top[2](top[0].f_locals)
+        changes = top[2](top[0].f_locals, seen)
         if changes:
             emit(["u", top[1], changes])
 
-    def update_caller(stack):
+    def update_caller(stack, seen):
         if stack:
             caller = stack[-1]
-            changes = caller[2](caller[0].f_locals)
+            changes = caller[2](caller[0].f_locals, seen)
             if changes:
                 emit(["u", caller[1], changes])
 

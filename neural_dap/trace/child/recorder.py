@@ -283,13 +283,19 @@ class Recorder:
         """
         objs: dict = {}  # name -> the object last seen
         encs: dict = {}  # name -> its encoding, for objects that can change in place
+        # name -> the object last found hidden (a module's functions, classes and modules): the same
+        # object under the same name is hidden again, without asking at every line (a thread's every
+        # line diffs its module's globals: engines.SharedGlobals)
+        hidden: dict = {}
         missing = _MISSING
         atoms = _ATOMS
         encode_atom = self.encode_atom
         encode_object = self.encode_object
         dotted = self.comprehensions  # CPython's own names (`.0`) shown as the interpreter has them
 
-        def diff(f_locals):
+        def diff(f_locals, seen: dict | None = None):
+            """`seen`: reprs already made at this event (one object shown in several frames, or in a
+            frame and in its module's globals, is repr'd once an event: see Reprs.structure)."""
             changes = None
             for name, value in f_locals.items():
                 if type(value) in atoms:
@@ -301,9 +307,15 @@ class Recorder:
                     objs[name] = value
                     encs.pop(name, None)
                 else:
-                    if (name[0] == "." and not dotted) or (module_scope and _hidden_global(name, value)):
+                    if name[0] == "." and not dotted:
                         continue
-                    enc = encode_object(value)
+                    if module_scope:
+                        if hidden.get(name, missing) is value:
+                            continue
+                        if _hidden_global(name, value):
+                            hidden[name] = value
+                            continue
+                    enc = encode_object(value, seen)
                     objs[name] = value
                     if encs.get(name) == enc:
                         continue
@@ -333,8 +345,8 @@ class Recorder:
             return repr(value)
         return self.reprs.repr(value)
 
-    def encode_object(self, value):
-        structured = self.reprs.structure(value)
+    def encode_object(self, value, seen: dict | None = None):
+        structured = self.reprs.structure(value, 2, seen)
         if structured is not None:
             return structured
         text = self.reprs.repr(value)

@@ -122,6 +122,8 @@ class Skeleton:
         self.frontier: Any = None  # a live recording: where the program stops for the adapter (child/frontier.py)
         self.in_hook = False  # the hook runs (the main thread's signal waits for it: runner.py)
         self.collector = Collector(as_program)  # installed when the program starts (start())
+        if cfg.get("record_files"):  # the adapter's files for the records (trace/skeleton.py's SkeletonLog)
+            channel.record_files(*cfg["record_files"])
 
     # -- the recording process ----------------------------------------------------------------------
     def start(self) -> None:
