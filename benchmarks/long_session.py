@@ -5,7 +5,7 @@ breakpoint, step back and evaluate; then questions asked of the whole run (issue
 the calls of `step` (called n/2 times), of a log point over the n/2 runs of line 14, and who changed
 `seen`, a list appended to through another name in `note` a few times in the run (issue 35). Prints the
 time of each request (the request, its `stopped` event and the stack, scopes and variables a client
-then asks for) and the adapter's peak memory.
+then asks for) and the adapter's peak memory (after the launch and after each question).
 
 Run: python benchmarks/long_session.py [--iterations N] [--python PATH]
 (`--python`: the interpreter that records the program, as the `python` launch key; default: this one)
@@ -115,6 +115,7 @@ async def main(iterations: int, python: str | None) -> None:
             first = time.perf_counter() - t
             assert view["line"] == LAST_LINE, view
             rows = [("launch: record, then stop at the breakpoint", first, view)]
+            peaks = {rows[0][0]: peak_rss_mib(pid)}  # the adapter's peak memory after each question
             rows.append(("reverseContinue (to the start)", *await timed_stop(client, "reverseContinue")))
             rows.append(("continue (to the breakpoint)", *await timed_stop(client, "continue")))
             rows.append(("stepBack", *await timed_stop(client, "stepBack")))
@@ -146,15 +147,17 @@ async def main(iterations: int, python: str | None) -> None:
                     answer = await client.call(command, arguments, timeout=300)
                 except DapError as refused:  # a question past the recording's limits says so: shown as it is
                     rows.append((name, time.perf_counter() - t, {"refused": refused.message}))
-                    continue
-                rows.append((name, time.perf_counter() - t, shown(answer)))
+                else:
+                    rows.append((name, time.perf_counter() - t, shown(answer)))
+                peaks[name] = peak_rss_mib(pid)
             peak = peak_rss_mib(pid)
             await client.request("disconnect", {"terminateDebuggee": True}, timeout=10)
     events = 5 * iterations + 6
     print(f"program: {iterations:,} loop iterations, about {events:,} events ({python or sys.executable})")
     for name, seconds, view in rows:
         shown = ", ".join(f"{k}={v}" for k, v in view.items() if k != "frame")
-        print(f"  {name:<46} {seconds * 1e3:>9.0f} ms   {shown if 'refused' in view else shown[:70]}")
+        peak_text = f"{peaks[name]:>5.0f} MiB" if name in peaks else " " * 9
+        print(f"  {name:<46} {seconds * 1e3:>9.0f} ms {peak_text}   {shown if 'refused' in view else shown[:70]}")
     print("  (each question of the whole run should answer in under 1 s)")
     print(f"  adapter peak memory (VmHWM)                    {peak:>9.0f} MiB")
 

@@ -138,9 +138,8 @@ typedef struct {
     Py_ssize_t capacity;
     long long next_inv;
     int active;
-    PyThreadState *thread;   /* the thread traced: events of others are ignored */
-    pthread_t pthread;       /* ... as pthread_self() says it (a cheaper test per event than the
-                              * interpreter's thread-local thread state in another shared library) */
+    pthread_t thread;        /* the thread traced: events of others are ignored (pthread_self: no
+                              * call into the interpreter's thread-local state per event) */
     /* the sys.monitoring front end */
     int monitoring;
     PyObject *disable;       /* sys.monitoring.DISABLE */
@@ -158,7 +157,7 @@ typedef struct {
     long long count;          /* events so far */
     long long hook_at;        /* call the hook when count reaches this */
     long long hook_every;     /* ... and every this many events */
-    long long next_every;     /* the next multiple of hook_every (a division per event cost more than the record) */
+    long long next_every;     /* the next multiple of hook_every (no division per event) */
     long long capture_from;   /* full capture for events in [capture_from, capture_to] */
     long long capture_to;
     int snapshotted;          /* the frames on the stack at capture_from were sent */
@@ -181,7 +180,7 @@ typedef struct {
     int stop_reason;          /* why the hook is called now: 0 not a stop, else a STOP_* */
 } Tracer;
 
-static inline int in_traced_thread(Tracer *t) { return pthread_equal(pthread_self(), t->pthread); }
+static inline int in_traced_thread(Tracer *t) { return pthread_equal(pthread_self(), t->thread); }
 
 #define STOP_AT 1
 #define STOP_BREAKPOINT 2
@@ -1235,8 +1234,7 @@ static PyObject *mon_handled(PyObject *self, PyObject *const *args, Py_ssize_t n
 static PyObject *tracer_start(PyObject *self, PyObject *Py_UNUSED(ignored)) {
     Tracer *t = (Tracer *)self;
     t->active = 1;
-    t->thread = PyThreadState_Get();
-    t->pthread = pthread_self();
+    t->thread = pthread_self();
     if (!t->monitoring)
         PyEval_SetTrace(trace, self);
     Py_RETURN_NONE;
