@@ -15,6 +15,7 @@ from __future__ import annotations
 import functools
 import hashlib
 import json
+import mmap
 import os
 import shutil
 import signal
@@ -55,11 +56,74 @@ class DivergenceError(Exception):
     """A replay did not follow the recording: the program is not deterministic from its checkpoint."""
 
 
+class EventColumns:
+    """The tree's columns (kind, caught flag, line, invocation) of an events file's records, read as
+    they are counted: on the adapter's thread that reads the child's pipe, while the program runs
+    on the other core. Read after the program ended they cost a fifth of a recording (about 20 ns
+    an event), and a live session read them all again at each stop.
+
+    Each column lives in an anonymous mapping sized for `capacity` events: the kernel gives it
+    pages only as they are written, so the columns grow in place (no copy, no second array while
+    they grow) and the tree takes views of them, not copies. Past `capacity` (the recording's
+    event limit, or 2^28), a column is copied into one twice its size."""
+
+    _FIELDS = ((np.uint8, "kinds"), (np.bool_, "caught"), (np.int32, "lines"), (np.uint32, "invs"))
+
+    def __init__(self, path: str, capacity: int) -> None:
+        self.path = path
+        self.count = 0  # records read
+        self._library: list[np.ndarray] = []  # where library code made a call (few: sparse)
+        self._allocate(max(1, min(capacity, 1 << 28)))
+
+    def _allocate(self, capacity: int) -> None:
+        old = [getattr(self, name, None) for _, name in self._FIELDS]
+        self.capacity = capacity
+        for (dtype, name), before in zip(self._FIELDS, old, strict=True):
+            size = np.dtype(dtype).itemsize
+            column = np.frombuffer(mmap.mmap(-1, capacity * size), dtype=dtype, count=capacity)
+            if before is not None:
+                column[: self.count] = before[: self.count]
+            setattr(self, name, column)
+
+    def extend(self, count: int) -> None:
+        """Read the records up to `count` (they are in the file)."""
+        if count <= self.count:
+            return
+        if count > self.capacity:
+            self._allocate(max(count, 2 * self.capacity))
+        with open(self.path, "rb") as f:
+            f.seek(self.count * EVENT_DTYPE.itemsize)
+            while self.count < count:
+                chunk = np.fromfile(f, dtype=EVENT_DTYPE, count=min(_CHUNK, count - self.count))
+                if not len(chunk):
+                    return  # (a shorter file than its count: the tree ends where the records do)
+                a, b = self.count, self.count + len(chunk)
+                kinds = chunk["kind"]
+                np.bitwise_and(kinds, 0x3F, out=self.kinds[a:b])
+                np.greater_equal(kinds, CAUGHT, out=self.caught[a:b])
+                self.lines[a:b] = chunk["line"]
+                self.invs[a:b] = chunk["inv"]
+                self._library.append(np.flatnonzero(kinds & LIBRARY_CALL) + a)
+                self.count = b
+
+    def columns(self, count: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """(kinds, caught flags, lines, invocations, positions of library calls) of the first
+        `count` records (fewer where the file has fewer): views, not copies (the one edit a tree
+        makes, a module's line 0 made its first line, is the same at every read)."""
+        self.extend(count)
+        n = min(count, self.count)
+        if len(self._library) > 1:
+            self._library = [np.concatenate(self._library)]
+        library = self._library[0] if self._library else np.zeros(0, np.int64)
+        return self.kinds[:n], self.caught[:n], self.lines[:n], self.invs[:n], library[library < n]
+
+
 class SkeletonLog:
     """Reads the recording child's pipe in skeleton mode: records to files (the child writes them
     there itself, `record_files`, and says how many), the rest in memory."""
 
-    def __init__(self, folder: str) -> None:
+    def __init__(self, folder: str, capacity: int = 1 << 24) -> None:
+        """`capacity`: the events expected at most (the recording's limit), see EventColumns."""
         self.folder = folder
         self.events_path = os.path.join(folder, "events.bin")
         self.calls_path = os.path.join(folder, "calls.bin")
@@ -68,6 +132,7 @@ class SkeletonLog:
         self._calls = _open_records(self.calls_path)
         self.count = 0
         self.calls_bytes = 0  # of the calls file, the records counted so far
+        self.columns = EventColumns(self.events_path, capacity)
         self.codes: dict[int, tuple[str, str, int]] = {}
         self.outputs: list[tuple[int, str, str]] = []  # (events before it, stdout|stderr, text)
         self.checkpoints: dict[int, tuple[str, int]] = {}  # event index -> (socket path, pid)
@@ -142,6 +207,7 @@ class SkeletonLog:
             return
         self.count += size // EVENT_DTYPE.itemsize
         self.calls_bytes += calls
+        self.columns.extend(self.count)
 
     def _messages(self, batch: list) -> None:
         for event in batch:
@@ -205,33 +271,21 @@ class SkeletonTree:
     `trace.actions.ActionSemantics`, the full recording's."""
 
     def __init__(
-        self, path: str, count: int, calls: np.ndarray, codes: Mapping[int, tuple[str, str, int]] | None = None
+        self,
+        path: str,
+        count: int,
+        calls: np.ndarray,
+        codes: Mapping[int, tuple[str, str, int]] | None = None,
+        columns: EventColumns | None = None,
     ) -> None:
-        """The tree of the first `count` records of an events file, read a chunk at a time: mapping
-        the whole file would keep all of it resident in the adapter (120 MB for 10^7 events), and
-        the tree needs 10 of its 12 bytes per event, in columns."""
-        self.kinds = np.empty(count, dtype=np.uint8)
-        self.caught_flags = np.empty(count, dtype=bool)
-        self.lines = np.empty(count, dtype=np.int32)
-        self.invs = np.empty(count, dtype=np.uint32)
-        library_calls = []  # the positions of calls made by library code (few: kept sparse)
-        end = 0
-        with open(path, "rb") as f:
-            while end < count:
-                chunk = np.fromfile(f, dtype=EVENT_DTYPE, count=min(_CHUNK, count - end))
-                if not len(chunk):
-                    break  # a shorter file than its count: the tree ends where the records do
-                start, end = end, end + len(chunk)
-                np.bitwise_and(chunk["kind"], 0x3F, out=self.kinds[start:end])
-                np.greater_equal(chunk["kind"], CAUGHT, out=self.caught_flags[start:end])
-                library_calls.append(np.flatnonzero(chunk["kind"] & LIBRARY_CALL) + start)
-                self.lines[start:end] = chunk["line"]
-                self.invs[start:end] = chunk["inv"]
-        if end < count:
-            self.kinds, self.caught_flags = self.kinds[:end], self.caught_flags[:end]
-            self.lines, self.invs = self.lines[:end], self.invs[:end]
+        """The tree of the first `count` records of an events file, in columns (`columns`: as read
+        so far while the program ran; else read now, a chunk at a time: mapping the whole file
+        would keep all of it resident in the adapter, 120 MB for 10^7 events, and the tree needs
+        10 of its 12 bytes per event)."""
+        columns = columns if columns is not None else EventColumns(path, count)
+        self.kinds, self.caught_flags, self.lines, self.invs, library_calls = columns.columns(count)
         self._index(calls)
-        self.library = self._library(np.concatenate(library_calls) if library_calls else np.zeros(0, np.int64))
+        self.library = self._library(library_calls)
         self.semantics = ActionSemantics(self._columns(codes or {}))
 
     def _index(self, calls: np.ndarray) -> None:
@@ -244,11 +298,13 @@ class SkeletonTree:
         self.caller_last = caller_last
         callers = self.invs[np.clip(caller_last, 0, max(n - 1, 0))].astype(np.int64)
         self.parent = np.where(caller_last >= 0, callers, -1)
-        terminal = _positions(self.kinds >= RETURN)
+        ends = self.kinds >= RETURN
+        terminal = _positions(ends)
         # An invocation's depth is how many are open when it starts: every call opens one and every
-        # return or exception closes the latest (a stack), so it is calls minus ends before it.
+        # return or exception closes the latest (a stack), so it is calls minus ends before it (a
+        # running count of the ends, read at each call: a third of a searchsorted's time)
         opened = np.arange(count, dtype=np.int64)
-        closed = np.searchsorted(terminal, self.call_index)
+        closed = np.cumsum(ends, dtype=np.int64)[self.call_index] if count else np.zeros(0, np.int64)
         self.depth = opened - closed
         self.end_index = np.full(count, -1, dtype=np.int64)
         self.end_index[self.invs[terminal]] = terminal
@@ -388,7 +444,7 @@ class SkeletonRecording:
             else np.zeros(0, dtype=CALL_DTYPE)
         )
         self.events = events  # mapped for hashing the ranges a replay checks; the tree reads the file
-        self.tree = SkeletonTree(log.events_path, log.count, calls, log.codes)
+        self.tree = SkeletonTree(log.events_path, log.count, calls, log.codes, log.columns)
         # a module's call event says line 0 (as does the exit of an empty module): it is at the
         # code's first line, as full capture says
         tree = self.tree
