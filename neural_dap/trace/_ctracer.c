@@ -80,6 +80,7 @@ typedef struct {
     PyObject *pending;    /* an exception raised in this frame and not yet handled */
     int module_scope;
     long long last;       /* index of this invocation's latest event */
+    int line;             /* ... and its line (a snapshot's: the frame as its events left it) */
     long code_id;
     int resumable;        /* a generator's or coroutine's code: it may leave by a yield and resume */
     Py_ssize_t depth;     /* as recorded: its place on the stack, 0 for an entry of its own (a task's coroutine) */
@@ -599,7 +600,9 @@ static int snapshot_stack(Tracer *t, Py_ssize_t upto) {
         PyObject *changes = frame_diff(t, e);
         if (changes == NULL)
             return -1;
-        int line = e->frame != NULL ? PyFrame_GetLineNumber(e->frame) : 0;
+        /* (the line of its latest event: the top frame's f_lineno already says the line of the
+         * event being captured, which the snapshot comes before) */
+        int line = e->line;
         if (emit(t, Py_BuildValue("(OLliNN)", TAG_S, e->inv, e->code_id, line, PyLong_FromSsize_t(e->depth), changes)) < 0)
             return -1;
     }
@@ -834,6 +837,7 @@ static int call_event(Tracer *t, PyFrameObject *frame, CodeInfo *info, int line)
     Entry *e = push(t, code, frame);
     if (e == NULL)
         return -1;
+    e->line = line;
     e->code_id = code_id;
     e->bp_lines = info->bp_lines;
     e->resumable = info->resumable;
@@ -908,6 +912,7 @@ static int line_event(Tracer *t, Entry *e, int line) {
             return -1;
     }
     Py_CLEAR(e->pending);
+    e->line = line;
     return t->skeleton ? counted(t) : 0;
 }
 

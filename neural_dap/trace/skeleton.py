@@ -48,7 +48,10 @@ WINDOW = 4000  # events materialised on each side of the one asked for, at most.
 WINDOW_SECONDS = (
     0.2  # ...and about as many as full capture records in this time (lists re-repr'd at every event are slow)
 )
-FIRST_WINDOW = 512  # before that cost is known: list-heavy code captures ~0.1-0.4 ms an event
+# before that cost is known: list-heavy code captures ~0.1-0.4 ms an event, so a first window of 512
+# on each side made a first stop there take 0.4 s (128: 0.19 s, benchmarks/recording.py's far stop);
+# the next windows are sized by the cost measured
+FIRST_WINDOW = 128
 MAX_WINDOWS = 8
 
 
