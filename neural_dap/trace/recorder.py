@@ -131,8 +131,7 @@ def record_skeleton(
         "mode": "skeleton",
         "checkpoint_dir": folder,
         "journal_path": os.path.join(folder, "journal.bin"),
-        # the records' files, which the log (trace/skeleton.py) makes empty before the child starts
-        "record_files": record_files,
+        "record_files": record_files,  # (the child writes its records there: trace/skeleton.py's SkeletonLog)
         "checkpoint_events": checkpoint_events,
         "checkpoint_seconds": checkpoint_seconds,
         "max_checkpoints": max_checkpoints,

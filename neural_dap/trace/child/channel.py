@@ -137,9 +137,9 @@ class Channel:
         """Write skeleton records straight into the adapter's two files (it made them empty) and
         send only how many were written (frame kind r). Through the pipe, each byte was copied four
         times (into the pipe, out of it, into the adapter's buffer, into the file), the adapter
-        spent more CPU on it than the program, and a recording child waited on it: a third of a
-        recursive program's recording time (benchmarks/recording.py). Only this process writes
-        them: a fork of it (a checkpoint, a worker, the program's own) never does."""
+        spent more CPU on it than the program, and a recording child waited on it (fib(27) on
+        3.12 recorded in 212 ms that way, 194 ms this way). Only this process writes them: a fork
+        of it (a checkpoint, a worker, the program's own) never does."""
         self._record_files = (events_path, calls_path, os.getpid())
 
     _record_files: tuple[str, str, int] | None = None
