@@ -823,9 +823,11 @@ static int call_event(Tracer *t, PyFrameObject *frame, CodeInfo *info, int line)
     }
     /* a task's coroutine is run by the event loop, not by the user's code below it: an entry of its own */
     Py_ssize_t depth = direct ? t->depth : 0;
-    /* sys.monitoring: the traced frame below called this very function (its CALL event named it), so
-     * nothing ran between them and no frame object is needed (making the callee's cost more than the
-     * rest of a call's recording: design-notes.md, issue 37) */
+    /* sys.monitoring: the traced frame below called this very function (its CALL event named it),
+     * so no frame object is needed to tell (making the callee's cost more than the rest of a call's
+     * recording: design-notes.md, issue 37). One case it misreads: work the interpreter runs at
+     * the callee's start before PY_START (a signal handler, a finalizer, a pending call) that is
+     * library code calling this same function: that call is taken as direct. */
     int called_here = frame == NULL && depth > 0 && !info->resumable && t->stack[t->depth - 1].calling == code;
     if (depth > 0)
         t->stack[t->depth - 1].calling = NULL;

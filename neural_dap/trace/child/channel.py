@@ -166,24 +166,30 @@ class Channel:
                 self.closed = True
 
     def _write_record_files(self, first: int, events, calls) -> bool:
-        """False: the files cannot be written (then the pipe carries the records, as it did)."""
+        """False: the files cannot be written (then the pipe carries the records, as it did).
+        Under the channel's lock, as the pipe's writes were: the main thread's end signal waits
+        while it is held (runner.py), so a recording never ends between the records and their
+        notice."""
         assert self._record_files is not None
-        try:
-            if self._record_fds is None:
-                events_path, calls_path, _ = self._record_files
-                flags = os.O_WRONLY | os.O_CLOEXEC
-                self._record_fds = (os.open(events_path, flags), os.open(calls_path, flags))
-            events_at, calls_at = self._written
-            _pwrite_all(self._record_fds[0], events, events_at)
-            _pwrite_all(self._record_fds[1], calls, calls_at)
-        except OSError:
-            self._record_files = None  # (a record half written is written again below, whole)
-            return False
-        self._written = (events_at + len(events), calls_at + len(calls))
-        notice = first.to_bytes(8, "little") + len(events).to_bytes(4, "little") + len(calls).to_bytes(4, "little")
         with self.lock:
             if self.closed:
                 return True
+            try:
+                if self._record_fds is None:
+                    events_path, calls_path, _ = self._record_files
+                    flags = os.O_WRONLY | os.O_CLOEXEC
+                    self._record_fds = (os.open(events_path, flags), os.open(calls_path, flags))
+                events_at, calls_at = self._written
+                _pwrite_all(self._record_fds[0], events, events_at)
+                _pwrite_all(self._record_fds[1], calls, calls_at)
+            except OSError:
+                self._record_files = None  # (a record half written is written again below, whole)
+                for fd in self._record_fds or ():
+                    os.close(fd)
+                self._record_fds = None
+                return False
+            self._written = (events_at + len(events), calls_at + len(calls))
+            notice = first.to_bytes(8, "little") + len(events).to_bytes(4, "little") + len(calls).to_bytes(4, "little")
             try:
                 self._write_all(b"r", notice)
             except (OSError, ValueError):

@@ -295,7 +295,8 @@ class Recorder:
 
         def diff(f_locals, seen: dict | None = None):
             """`seen`: reprs already made at this event (one object shown in several frames, or in a
-            frame and in its module's globals, is repr'd once an event: see Reprs.structure)."""
+            frame and in its module's globals, is repr'd once an event: see Reprs.structure). The
+            Python engines of every thread pass one; the C tracer does not (one memo a value)."""
             changes = None
             for name, value in f_locals.items():
                 if type(value) in atoms:
@@ -315,6 +316,7 @@ class Recorder:
                         if _hidden_global(name, value):
                             hidden[name] = value
                             continue
+                        hidden.pop(name, None)  # (the program's objects are not kept past its own use)
                     enc = encode_object(value, seen)
                     objs[name] = value
                     if encs.get(name) == enc:
@@ -325,6 +327,9 @@ class Recorder:
                 else:
                     changes.append(name)
                     changes.append(enc)
+            if module_scope:
+                for name in [n for n in hidden if n not in f_locals]:
+                    del hidden[name]
             if module_scope or len(objs) > len(f_locals):  # something may have been deleted
                 for name in [n for n in objs if n not in f_locals]:
                     del objs[name]

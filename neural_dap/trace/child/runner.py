@@ -516,8 +516,9 @@ def _arm_end_signal(end_here, channel: Channel, main_thread: int, switch: Thread
 
     def on_signal(_signum, _frame) -> None:
         if channel.lock.locked() or busy():
-            # the signal may have come while this thread writes records to the pipe (the lock is
-            # held below this handler) or runs the recorder's hook: ending or switching here would
+            # the signal may have come while this thread writes records (to the adapter's files and
+            # the pipe: the lock is held below this handler) or runs the recorder's hook: ending or
+            # switching here would
             # wait on that lock for ever, or cut the hook's work in two; ask again in a moment
             channel.soon(lambda: _resend(main_thread))  # (from the flusher: no thread is started for it)
             return

@@ -3,7 +3,6 @@ the structured children of objects whose repr is not a literal. Standard library
 
 from __future__ import annotations
 
-import functools
 import re
 import threading
 import time
@@ -285,11 +284,21 @@ def _attributes(value: object) -> list | None:
 def _slot_names(kind: type) -> tuple[str, ...]:
     """Every slot of a class and of its bases (a subclass's `__slots__` names only its own), in
     debugpy's order; `__dict__` and `__weakref__` are no values. Found once per class: walking the
-    bases at every line of every frame holding such an object cost a tenth of a full recording."""
+    bases at every line of every frame holding such an object cost a tenth of a full recording.
+    (The cache is keyed by the class's id and checked by a weak reference: it keeps no class alive
+    and runs none of a metaclass's code, as a dict or lru_cache keyed by the class would.)"""
+    found = _SLOT_NAMES.get(id(kind))
+    if found is not None and found[0]() is kind:
+        return found[1]
+    names = _find_slot_names(kind)
     try:
-        return _cached_slot_names(kind)
-    except TypeError:  # (a metaclass that makes its classes unhashable)
-        return _find_slot_names(kind)
+        ref = weakref.ref(kind)
+    except TypeError:
+        return names
+    if len(_SLOT_NAMES) >= _SLOT_NAMES_KEPT:
+        _SLOT_NAMES.clear()
+    _SLOT_NAMES[id(kind)] = (ref, names)
+    return names
 
 
 def _find_slot_names(kind: type) -> tuple[str, ...]:
@@ -302,7 +311,8 @@ def _find_slot_names(kind: type) -> tuple[str, ...]:
     return tuple(sorted(names, key=lambda n: (n.startswith("__"), n.startswith("_"), n)))
 
 
-_cached_slot_names = functools.lru_cache(maxsize=1024)(_find_slot_names)
+_SLOT_NAMES: dict[int, tuple[weakref.ref, tuple[str, ...]]] = {}  # id(class) -> (its weak reference, slots)
+_SLOT_NAMES_KEPT = 4096
 
 
 def _short(exc: BaseException) -> str:
