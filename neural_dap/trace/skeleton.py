@@ -15,6 +15,7 @@ from __future__ import annotations
 import functools
 import hashlib
 import json
+import mmap
 import os
 import shutil
 import signal
@@ -80,7 +81,7 @@ class EventColumns:
             self.caught = _column(np.bool_, self.capacity)
             self.lines = _column(np.int32, self.capacity)
             self.invs = _column(np.uint32, self.capacity)
-        except MemoryError:  # (a system that commits memory when it is mapped: start small, grow)
+        except (MemoryError, OSError):  # (a system that commits memory when it is mapped: start small, grow)
             self.capacity = min(self.capacity, 1 << 16)
             self.kinds = _column(np.uint8, self.capacity)
             self.caught = _column(np.bool_, self.capacity)
@@ -129,9 +130,12 @@ class EventColumns:
 
 
 def _column(dtype, capacity: int, start: np.ndarray | None = None) -> np.ndarray:
-    """A column of `capacity` items, beginning with `start`'s. (np.zeros of a large size is
-    calloc's fresh mapping: pages come as they are written.)"""
-    column: np.ndarray = np.zeros(capacity, dtype=dtype)
+    """A column of `capacity` items, beginning with `start`'s, in an anonymous mapping: the kernel
+    gives it pages only as they are written, whatever the allocator's state (np.zeros is calloc,
+    which clears memory it reuses from the heap: every page of a column, for every recording
+    still alive)."""
+    buffer = mmap.mmap(-1, max(1, capacity * np.dtype(dtype).itemsize))
+    column: np.ndarray = np.frombuffer(buffer, dtype=dtype, count=capacity)
     if start is not None:
         column[: len(start)] = start
     return column
