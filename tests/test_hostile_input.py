@@ -321,3 +321,15 @@ def test_an_exception_text_that_is_huge_or_deeply_nested_is_shown_as_recorded():
     huge = "'" + "x" * 10_000_000 + "'"
     assert _message(f"({huge})", "ValueError") == huge
     assert _message("(__import__('os').system('echo pwned'))", "ValueError") == "__import__('os').system('echo pwned')"
+
+
+def test_a_record_notice_naming_more_than_the_files_hold_is_refused(tmp_path):
+    """The recording child tells the adapter how many records it wrote into the files; a notice
+    (a corrupt or hostile pipe) naming 350 million records that are not there marks the log
+    corrupt: nothing is counted and no column is grown for them."""
+    from neural_dap.trace.skeleton import SkeletonLog
+
+    log = SkeletonLog(str(tmp_path), capacity=16)
+    notice = (0).to_bytes(8, "little") + (12 * 350_000_000).to_bytes(4, "little") + (0).to_bytes(4, "little")
+    log.feed_frames(b"r" + len(notice).to_bytes(4, "little") + notice)
+    assert log.corrupt and log.count == 0 and log.columns.capacity == 16

@@ -228,6 +228,13 @@ class SkeletonLog:
         if first != self.count or size % EVENT_DTYPE.itemsize or calls % CALL_DTYPE.itemsize:
             self.corrupt = True  # records must arrive in order, without gaps
             return
+        # a notice names records already in the files: one naming more than they hold is believed
+        # never (nothing is counted, read or allocated for what is not there)
+        if (self.count * EVENT_DTYPE.itemsize + size > os.path.getsize(self.events_path)) or (
+            self.calls_bytes + calls > os.path.getsize(self.calls_path)
+        ):
+            self.corrupt = True
+            return
         self.count += size // EVENT_DTYPE.itemsize
         self.calls_bytes += calls
         self.columns.extend(self.count)
