@@ -134,8 +134,11 @@ if hasattr(sys, "monitoring"):
     for event in (E.PY_START, E.PY_RESUME, E.LINE, E.PY_RETURN, E.PY_YIELD):
         mon.register_callback(tool, event, _ctracer.floor_noop)
     mon.register_callback(tool, E.JUMP, _ctracer.floor_jump)
+    mon.register_callback(tool, E.CALL, _ctracer.floor_call)  # (the recorder's CALL: calls without frames)
     for code in codes:
-        mon.set_local_events(tool, code, E.PY_START | E.PY_RESUME | E.LINE | E.PY_RETURN | E.PY_YIELD | E.JUMP)
+        mon.set_local_events(
+            tool, code, E.PY_START | E.PY_RESUME | E.LINE | E.PY_RETURN | E.PY_YIELD | E.JUMP | E.CALL
+        )
 else:
     _ctracer.floor_settrace(True)  # a C trace function that does nothing (every call, line, return)
 t = time.perf_counter()

@@ -1576,6 +1576,21 @@ static PyObject *floor_jump(PyObject *self, PyObject *const *args, Py_ssize_t na
     Py_RETURN_NONE;
 }
 
+static PyObject *floor_call(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    /* as the recorder does (mon_call): a site calling a Python function (or a method bound to one)
+     * goes on calling back, any other site is DISABLEd where it is */
+    if (nargs >= 3 && FLOOR_DISABLE != NULL) {
+        PyObject *callable = args[2];
+        if ((PyObject *)Py_TYPE(callable) == METHOD_TYPE)
+            callable = PyMethod_Function(callable);
+        if (callable == NULL || (PyObject *)Py_TYPE(callable) != FUNCTION_TYPE) {
+            Py_INCREF(FLOOR_DISABLE);
+            return FLOOR_DISABLE;
+        }
+    }
+    Py_RETURN_NONE;
+}
+
 static PyObject *floor_set_disable(PyObject *self, PyObject *value) {
     Py_INCREF(value);
     SET_REF(FLOOR_DISABLE, value);
@@ -1592,6 +1607,7 @@ static PyObject *floor_settrace(PyObject *self, PyObject *on) {
 static PyMethodDef module_methods[] = {
     {"floor_noop", (PyCFunction)(void (*)(void))floor_noop, METH_FASTCALL, "A sys.monitoring callback that does nothing."},
     {"floor_jump", (PyCFunction)(void (*)(void))floor_jump, METH_FASTCALL, "DISABLE a forward jump, as the recorder does."},
+    {"floor_call", (PyCFunction)(void (*)(void))floor_call, METH_FASTCALL, "DISABLE a call site of no Python function, as the recorder does."},
     {"floor_set_disable", floor_set_disable, METH_O, "floor_set_disable(sys.monitoring.DISABLE)"},
     {"floor_settrace", floor_settrace, METH_O, "floor_settrace(on): a C trace function that does nothing (3.11)."},
     {NULL, NULL, 0, NULL},

@@ -21,6 +21,7 @@ import shutil
 import signal
 import socket
 import tempfile
+import threading
 import time
 from bisect import bisect_right
 from collections import OrderedDict
@@ -60,21 +61,29 @@ class DivergenceError(Exception):
 
 
 class EventColumns:
-    """The tree's columns (kind, caught flag, line, invocation) of an events file's records, read as
-    they are counted: on the adapter's thread that reads the child's pipe, while the program runs
-    on the other core. Read after the program ended they cost a fifth of a recording (about 20 ns
-    an event), and a live session read them all again at each stop.
+    """The tree's columns of a recording's records, read as they are counted: on the adapter's
+    thread that reads the child's pipe, while the program runs on the other core. Read after the
+    program ended they cost a fifth of a recording (about 20 ns an event), and a live session read
+    them all again at each stop.
 
-    Each column is allocated for `capacity` events (the recording's event limit, at most 2^28):
-    the kernel gives its pages only as they are written, so the columns grow in place (no copy,
-    no second array while they grow) and the tree takes views of them, not copies. Past
-    `capacity`, a column is copied into one twice its size. Read and extended on the thread that
-    reads the pipe, and read by a tree only while the program is stopped or has ended."""
+    Per event: its kind, caught flag, line and invocation. Per invocation (numbered by their calls,
+    as the child numbers them): its call's position, depth, last terminal event, caller, code,
+    the invocation it resumes and whether library code called it. Each batch of records is indexed
+    as it comes (a call's depth is the calls before it minus the ends before it), so a tree, at
+    the end or at a live stop, takes views and indexes nothing again (fib(27): 45 ms less after
+    the program ends).
 
-    def __init__(self, path: str, capacity: int) -> None:
+    The event columns are allocated for `capacity` events (the recording's event limit, at most
+    2^28): the kernel gives their pages only as they are written, so they grow in place and the
+    tree takes views of them, not copies. Past `capacity`, and for the per-invocation columns
+    (whose count is not known ahead), a column is copied into one twice its size. Read and
+    extended on the thread that reads the pipe, and read by a tree only while the program is
+    stopped or has ended."""
+
+    def __init__(self, path: str, capacity: int, calls_path: str | None = None) -> None:
         self.path = path
+        self.calls_path = calls_path
         self.count = 0  # records read
-        self._library: list[np.ndarray] = []  # where library code made a call (few: sparse)
         self.capacity = max(1, min(capacity, 1 << 28))
         try:
             self.kinds = _column(np.uint8, self.capacity)
@@ -87,6 +96,26 @@ class EventColumns:
             self.caught = _column(np.bool_, self.capacity)
             self.lines = _column(np.int32, self.capacity)
             self.invs = _column(np.uint32, self.capacity)
+        # per invocation
+        self.invocations = 0
+        self.terminals = 0  # return and exception events read
+        self.calls_read = 0  # invocations whose call record is read (the rest: unnamed, no caller)
+        self.max_code = -1  # the largest code id a call record named
+        self.any_resumes = False
+        self.any_library = False
+        size = 1 << 12
+        self.call_pos = _column(np.int32 if self.capacity < 1 << 31 else np.int64, size)
+        self.depth = _column(np.int64, size)
+        self.end_index = _column(np.int64, size)
+        self.parent = _column(np.int64, size)
+        self.code_of = _column(np.int64, size)  # the child's code id (-1: no call record yet)
+        self.caller_last = _column(np.int64, size)
+        self.resumes = _column(np.int64, size)
+        self.library = _column(np.bool_, size)
+        self._zero: list[np.ndarray] = []  # a call or exit at line 0 (a module's: see SkeletonRecording)
+        self._lock = threading.Lock()  # (the pipe's thread and a tree read at a stop may both extend)
+
+    _PER_INVOCATION = ("call_pos", "depth", "end_index", "parent", "code_of", "caller_last", "resumes", "library")
 
     def _grow(self, capacity: int) -> None:
         n = self.count
@@ -96,37 +125,100 @@ class EventColumns:
         self.lines = _column(np.int32, capacity, self.lines[:n])
         self.invs = _column(np.uint32, capacity, self.invs[:n])
 
-    def extend(self, count: int) -> None:
-        """Read the records up to `count` (they are in the file)."""
-        if count <= self.count:
+    def _reserve(self, invocations: int) -> None:
+        if invocations <= len(self.depth):
             return
-        if count > self.capacity:
-            self._grow(max(count, 2 * self.capacity))
-        with open(self.path, "rb") as f:
-            f.seek(self.count * EVENT_DTYPE.itemsize)
-            while self.count < count:
-                chunk = np.fromfile(f, dtype=EVENT_DTYPE, count=min(_CHUNK, count - self.count))
-                if not len(chunk):
-                    return  # (a shorter file than its count: the tree ends where the records do)
-                a, b = self.count, self.count + len(chunk)
-                kinds = chunk["kind"]
-                np.bitwise_and(kinds, 0x3F, out=self.kinds[a:b])
-                np.greater_equal(kinds, CAUGHT, out=self.caught[a:b])
-                self.lines[a:b] = chunk["line"]
-                self.invs[a:b] = chunk["inv"]
-                self._library.append(np.flatnonzero(kinds & LIBRARY_CALL) + a)
-                self.count = b
+        size = max(invocations, 2 * len(self.depth))
+        m = self.invocations
+        for name in self._PER_INVOCATION:
+            old = getattr(self, name)
+            setattr(self, name, _column(old.dtype, size, old[:m]))
 
-    def columns(self, count: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-        """(kinds, caught flags, lines, invocations, positions of library calls) of the first
-        `count` records (fewer where the file has fewer): views, not copies (the one edit a tree
-        makes, a module's line 0 made its first line, is the same at every read)."""
-        self.extend(count)
-        n = min(count, self.count)
-        if len(self._library) > 1:
-            self._library = [np.concatenate(self._library)]
-        library = self._library[0] if self._library else np.zeros(0, np.int64)
-        return self.kinds[:n], self.caught[:n], self.lines[:n], self.invs[:n], library[library < n]
+    def extend(self, count: int, calls: int | None = None) -> None:
+        """Read the records up to `count` (they are in the file), and the first `calls` call
+        records (in the calls file)."""
+        with self._lock:
+            self._extend(count, calls)
+
+    def _extend(self, count: int, calls: int | None) -> None:
+        if count > self.count:
+            if count > self.capacity:
+                self._grow(max(count, 2 * self.capacity))
+            with open(self.path, "rb") as f:
+                f.seek(self.count * EVENT_DTYPE.itemsize)
+                while self.count < count:
+                    chunk = np.fromfile(f, dtype=EVENT_DTYPE, count=min(_CHUNK, count - self.count))
+                    if not len(chunk):
+                        break  # (a shorter file than its count: the tree ends where the records do)
+                    a, b = self.count, self.count + len(chunk)
+                    kinds = chunk["kind"]
+                    np.bitwise_and(kinds, 0x3F, out=self.kinds[a:b])
+                    np.greater_equal(kinds, CAUGHT, out=self.caught[a:b])
+                    self.lines[a:b] = chunk["line"]
+                    self.invs[a:b] = chunk["inv"]
+                    self.count = b
+                    self._index(a, b, kinds)
+        if calls is not None:
+            self._read_calls(calls)
+
+    def _index(self, a: int, b: int, raw_kinds: np.ndarray) -> None:
+        """The invocations that events a..b-1 start and end."""
+        kinds, invs = self.kinds[a:b], self.invs[a:b]
+        starts = np.flatnonzero(kinds == CALL)
+        ends = np.flatnonzero(kinds >= RETURN)
+        m, k = self.invocations, len(starts)
+        if k:
+            self._reserve(m + k)
+            self.call_pos[m : m + k] = starts + a
+            # a call's depth: the invocations open when it starts (every call opens one, every end
+            # closes the latest)
+            self.depth[m : m + k] = np.arange(m, m + k) - (self.terminals + np.searchsorted(ends, starts))
+            for name in ("end_index", "parent", "code_of", "caller_last", "resumes"):
+                getattr(self, name)[m : m + k] = -1
+            self.library[m : m + k] = False
+            self.invocations = m + k
+        if len(ends):
+            ended = invs[ends].astype(np.int64)
+            ok = ended < self.invocations  # (a corrupt record naming an invocation never called: no end)
+            self.end_index[ended[ok]] = ends[ok] + a  # (a generator's last end is its terminal)
+            self.terminals += len(ends)
+        library = np.flatnonzero(raw_kinds & LIBRARY_CALL)
+        if len(library):
+            called = invs[library].astype(np.int64)
+            self.library[called[called < self.invocations]] = True
+            self.any_library = True
+        zero = np.flatnonzero((self.lines[a:b] == 0) & (kinds != LINE))
+        if len(zero):
+            self._zero.append(zero + a)
+
+    def _read_calls(self, calls: int) -> None:
+        """The call records of the invocations read so far, up to `calls` of them."""
+        first, upto = self.calls_read, min(calls, self.invocations)
+        if upto <= first or self.calls_path is None:
+            return
+        records = np.fromfile(self.calls_path, dtype=CALL_DTYPE, count=upto - first, offset=first * CALL_DTYPE.itemsize)
+        upto = first + len(records)
+        if upto == first:
+            return
+        code = records["code"].astype(np.int64)
+        caller_last = records["caller_last"].astype(np.int64)
+        resumes = records["resumes"].astype(np.int64)
+        self.code_of[first:upto] = code
+        self.caller_last[first:upto] = caller_last
+        self.resumes[first:upto] = resumes
+        # the caller: the invocation of its latest event before the call (read already: it came before)
+        callers = self.invs[np.clip(caller_last, 0, max(self.count - 1, 0))].astype(np.int64)
+        self.parent[first:upto] = np.where((caller_last >= 0) & (caller_last < self.count), callers, -1)
+        self.max_code = max(self.max_code, int(code.max()))
+        self.any_resumes = self.any_resumes or bool((resumes >= 0).any())
+        self.calls_read = upto
+
+    def zero_lines(self, count: int) -> np.ndarray:
+        """The calls and exits at line 0 among the first `count` events."""
+        if len(self._zero) > 1:
+            self._zero = [np.concatenate(self._zero)]
+        zero = self._zero[0] if self._zero else np.zeros(0, np.int64)
+        return zero[zero < count]
 
 
 def _column(dtype, capacity: int, start: np.ndarray | None = None) -> np.ndarray:
@@ -155,7 +247,7 @@ class SkeletonLog:
         self._calls = _open_records(self.calls_path)
         self.count = 0
         self.calls_bytes = 0  # of the calls file, the records counted so far
-        self.columns = EventColumns(self.events_path, capacity)
+        self.columns = EventColumns(self.events_path, capacity, self.calls_path)
         self.codes: dict[int, tuple[str, str, int]] = {}
         self.outputs: list[tuple[int, str, str]] = []  # (events before it, stdout|stderr, text)
         self.checkpoints: dict[int, tuple[str, int]] = {}  # event index -> (socket path, pid)
@@ -237,7 +329,7 @@ class SkeletonLog:
             return
         self.count += size // EVENT_DTYPE.itemsize
         self.calls_bytes += calls
-        self.columns.extend(self.count)
+        self.columns.extend(self.count, self.calls_bytes // CALL_DTYPE.itemsize)
 
     def _messages(self, batch: list) -> None:
         for event in batch:
@@ -292,6 +384,7 @@ def _open_records(path: str):
 
 
 _CHUNK = 1 << 20  # events read at a time
+_DENSE_CODES = 1 << 20  # code ids below this are looked up in a table
 _FULL_TAGS = frozenset(("c", "l", "r", "x", "u", "s", "t"))
 _positions = positions  # kept under its old name for readers of this module
 
@@ -301,55 +394,35 @@ class SkeletonTree:
     `trace.actions.ActionSemantics`, the full recording's."""
 
     def __init__(
-        self,
-        path: str,
-        count: int,
-        calls: np.ndarray,
-        codes: Mapping[int, tuple[str, str, int]] | None = None,
-        columns: EventColumns | None = None,
+        self, columns: EventColumns, count: int, calls: int, codes: Mapping[int, tuple[str, str, int]]
     ) -> None:
-        """The tree of the first `count` records of an events file, in columns (`columns`: as read
-        so far while the program ran; else read now, a chunk at a time: mapping the whole file
-        would keep all of it resident in the adapter, 120 MB for 10^7 events, and the tree needs
-        10 of its 12 bytes per event)."""
-        columns = columns if columns is not None else EventColumns(path, count)
-        self.kinds, self.caught_flags, self.lines, self.invs, library_calls = columns.columns(count)
-        self._index(calls)
-        self.library = self._library(library_calls)
-        self.semantics = ActionSemantics(self._columns(codes or {}))
-
-    def _index(self, calls: np.ndarray) -> None:
-        n = len(self.kinds)
+        """The tree of the first `count` records and `calls` call records, from their columns (read
+        and indexed while the program ran: see EventColumns): views, not copies, but for the
+        invocations' ends (an invocation still running gets its end later, which a tree made before
+        must not see)."""
+        columns.extend(count, calls)
+        n = min(count, columns.count)
         self.n = n
-        self.call_index = _positions(self.kinds == CALL)
-        count = len(self.call_index)
-        self.code_of = np.ascontiguousarray(calls["code"][:count]).astype(np.int64)
-        caller_last = np.ascontiguousarray(calls["caller_last"][:count]).astype(np.int64)
-        self.caller_last = caller_last
-        callers = self.invs[np.clip(caller_last, 0, max(n - 1, 0))].astype(np.int64)
-        self.parent = np.where(caller_last >= 0, callers, -1)
-        terminal = _positions(self.kinds >= RETURN)
-        # An invocation's depth is how many are open when it starts: every call opens one and every
-        # return or exception closes the latest (a stack), so it is calls minus ends before it.
-        # (a running count of the ends is faster, but an array of 8 bytes an event: 80 MB more at
-        # the adapter's peak over 10^7 events)
-        opened = np.arange(count, dtype=np.int64)
-        closed = np.searchsorted(terminal, self.call_index)
-        self.depth = opened - closed
-        self.end_index = np.full(count, -1, dtype=np.int64)
-        self.end_index[self.invs[terminal]] = terminal
-        resumes = np.full(count, -1, dtype=np.int64)
-        known = min(count, len(calls))
-        resumes[:known] = calls["resumes"][:known]
-        self.resumes = resumes
-
-    def _library(self, calls: np.ndarray) -> np.ndarray | None:
-        """Per invocation: library code called it (from the calls flagged so); None where none was."""
-        if not len(calls):
-            return None
-        library = np.zeros(len(self.call_index), dtype=bool)
-        library[self.invs[calls]] = True
-        return library
+        self.kinds, self.caught_flags = columns.kinds[:n], columns.caught[:n]
+        self.lines, self.invs = columns.lines[:n], columns.invs[:n]
+        m = (
+            int(np.searchsorted(columns.call_pos[: columns.invocations], n))
+            if n < columns.count
+            else columns.invocations
+        )
+        self.call_index = columns.call_pos[:m]
+        self.code_of = columns.code_of[:m]  # the child's code ids (-1: its call record is not read)
+        self.caller_last = columns.caller_last[:m]
+        self.parent = columns.parent[:m]
+        self.depth = columns.depth[:m]
+        self.end_index = columns.end_index[:m].copy()
+        if n < columns.count:
+            self.end_index[self.end_index >= n] = -1
+        self.resumes = columns.resumes[:m]
+        self.library = columns.library[:m] if columns.any_library else None
+        self.max_code = columns.max_code
+        self.zero_lines = columns.zero_lines(n)
+        self.semantics = ActionSemantics(self._columns(codes))
 
     @functools.cached_property
     def line_events(self) -> np.ndarray:
@@ -358,15 +431,21 @@ class SkeletonTree:
 
     def _columns(self, codes: Mapping[int, tuple[str, str, int]]) -> Columns:
         """The columns the actions read: invocations are numbered by their calls already; code ids
-        become indices into (function, path) pairs, an id the recording never named into ("", "")."""
+        become indices into (function, path) pairs, an id the recording never named (or a call
+        whose record is not read, -1) into ("", "")."""
         ids = sorted(codes)
-        known = np.array(ids, dtype=np.int64)
-        k = np.searchsorted(known, self.code_of)
-        named = k < len(known)
-        named[named] = known[k[named]] == self.code_of[named]
-        code_index = np.where(named, k, len(ids))
-        if len(code_index) < len(self.call_index):  # calls past the last call record: unnamed
-            code_index = np.concatenate([code_index, np.full(len(self.call_index) - len(code_index), len(ids))])
+        code_of = self.code_of
+        if max(self.max_code, ids[-1] if ids else 0) < _DENSE_CODES:
+            # the child numbers codes 0, 1, 2, ... as it meets them: a table, not a search
+            table = np.full(max(self.max_code, ids[-1] if ids else 0) + 2, len(ids), dtype=np.int64)
+            table[ids] = np.arange(len(ids))
+            code_index = table[code_of]  # (-1, no record: the table's last entry, unnamed)
+        else:  # (ids no child makes: a corrupt pipe)
+            known = np.array(ids, dtype=np.int64)
+            k = np.searchsorted(known, code_of)
+            named = (k < len(known)) & (code_of >= 0)
+            named[named] = known[k[named]] == code_of[named]
+            code_index = np.where(named, k, len(ids))
         return Columns(
             kinds=self.kinds,
             lines=self.lines,
@@ -467,19 +546,12 @@ class SkeletonRecording:
             if log.count
             else np.zeros(0, dtype=EVENT_DTYPE)
         )
-        n_calls = log.calls_bytes // CALL_DTYPE.itemsize
-        calls = (
-            np.memmap(log.calls_path, dtype=CALL_DTYPE, mode="r", shape=(n_calls,))
-            if n_calls
-            else np.zeros(0, dtype=CALL_DTYPE)
-        )
-        self.events = events  # mapped for hashing the ranges a replay checks; the tree reads the file
-        self.tree = SkeletonTree(log.events_path, log.count, calls, log.codes, log.columns)
+        self.events = events  # mapped for hashing the ranges a replay checks; the tree reads the columns
+        self.tree = SkeletonTree(log.columns, log.count, log.calls_bytes // CALL_DTYPE.itemsize, log.codes)
         # a module's call event says line 0 (as does the exit of an empty module): it is at the
         # code's first line, as full capture says
         tree = self.tree
-        kinds = tree.kinds
-        zero = np.flatnonzero((tree.lines == 0) & (kinds != LINE))
+        zero = tree.zero_lines
         if len(zero):
             codes = tree.code_of[tree.invs[zero]]
             guessed = not all(int(c) in log.codes for c in codes)

@@ -340,6 +340,7 @@ class Recorder:
                     changes.append([])
             return changes
 
+        diff.encoded = encs  # type: ignore[attr-defined]  # (empty: every value held is an atom)
         return diff
 
     def encode_atom(self, value):
