@@ -13,11 +13,24 @@ import numpy as np
 import pytest
 
 from neural_dap.core.actions import ACTION_KINDS, Action
+from neural_dap.trace import skeleton as skeleton_module
 from neural_dap.trace.child.channel import Channel
 from neural_dap.trace.child.channel import Limits as ChildLimits
 from neural_dap.trace.execution import FullExecution, SkeletonExecution
 from neural_dap.trace.recorder import Limits, Program, record, record_skeleton
-from neural_dap.trace.skeleton import SkeletonLog
+from neural_dap.trace.skeleton import (
+    CALL,
+    CALL_DTYPE,
+    CAUGHT,
+    EVENT_DTYPE,
+    EXCEPTION,
+    LIBRARY_CALL,
+    LINE,
+    RETURN,
+    EventColumns,
+    SkeletonLog,
+    SkeletonTree,
+)
 
 from .conftest import EXAMPLES
 from .dap_helpers import adapter, start, where
@@ -402,3 +415,87 @@ def test_records_come_through_the_pipe_where_the_files_cannot_be_written(tmp_pat
     assert wire[:1] == b"b"
     assert log.count == 2 and not log.corrupt
     assert (tmp_path / "events.bin").read_bytes() == events
+
+
+def _random_run(rng: random.Random, n: int) -> tuple[list[tuple[int, int, int]], list[tuple[int, int, int]]]:
+    """A well-formed skeleton of n events as the child records them: calls (some made by library
+    code, some resuming an earlier invocation, some at line 0), lines (some right after a caught
+    exception), returns and exceptions."""
+    events: list[tuple[int, int, int]] = []
+    calls: list[tuple[int, int, int]] = []
+    stack: list[int] = []
+    last: dict[int, int] = {}  # an invocation's latest event
+    while len(events) < n:
+        r = rng.random()
+        if not stack or (r < 0.3 and len(stack) < 30):
+            inv = len(calls)
+            calls.append(
+                (rng.randrange(6), last[stack[-1]] if stack else -1, rng.randrange(inv) if inv and r < 0.02 else -1)
+            )
+            kind, line = CALL | (LIBRARY_CALL if stack and rng.random() < 0.1 else 0), rng.choice((0, 1, 7, 30))
+            stack.append(inv)
+        elif r < 0.75:
+            inv, kind, line = stack[-1], LINE | (CAUGHT if rng.random() < 0.05 else 0), rng.randint(1, 50)
+        else:
+            inv, kind, line = stack.pop(), rng.choice((RETURN, RETURN, EXCEPTION)), rng.randint(0, 50)
+        last[inv] = len(events)
+        events.append((inv, line, kind))
+    return events, calls
+
+
+def test_the_tree_indexed_batch_by_batch_is_the_tree_of_the_whole_run(tmp_path, monkeypatch):
+    """The adapter indexes each batch of records as its notice comes (skeleton.EventColumns), the
+    call records sometimes behind the events: the stacks, steps and breakpoints a session reads
+    must be those of the whole run indexed at once, and a tree made mid-way must not see ends
+    that come after it."""
+    monkeypatch.setattr(skeleton_module, "_CHUNK", 7)  # (batches split into several chunks too)
+    rng = random.Random(37)
+    events, calls = _random_run(rng, 3000)
+    events_path, calls_path = tmp_path / "events.bin", tmp_path / "calls.bin"
+    events_path.write_bytes(np.array([(i, ln, k, b"") for i, ln, k in events], dtype=EVENT_DTYPE).tobytes())
+    calls_path.write_bytes(np.array(calls, dtype=CALL_DTYPE).tobytes())
+    kinds = np.array([k for _, _, k in events])
+    invs = np.array([i for i, _, _ in events])
+    calls_by = np.cumsum((kinds & 0x3F) == CALL)  # call records that may have come with events 0..k
+    starts = np.flatnonzero((kinds & 0x3F) == CALL)
+    ends = np.full(len(calls), -1)
+    for k in np.flatnonzero((kinds & 0x3F) >= RETURN):
+        ends[invs[k]] = k
+
+    columns = EventColumns(str(events_path), 64, str(calls_path))  # (it grows past 64 events)
+    codes = {c: (f"f{c}", "/program.py", 1) for c in range(5)}  # (code 5 is never named)
+    count = read_calls = 0
+    early = None
+    while count < len(events):
+        count = min(len(events), count + rng.randint(1, 400))
+        read_calls = max(read_calls, int(calls_by[count - 1]) - rng.randint(0, 20))  # (behind the events)
+        columns.extend(count, read_calls)
+        open_then = ends[: calls_by[count - 1]] >= count  # (invocations that end after this moment)
+        if early is None and count > 1500 and read_calls < calls_by[count - 1] and open_then.any():
+            # a tree while the records go on (a live stop's), some call records not read yet
+            early = (SkeletonTree(columns, count, read_calls, codes), count, read_calls)
+    columns.extend(len(events), len(calls))
+    tree = SkeletonTree(columns, len(events), len(calls), codes)
+
+    assert tree.call_index.tolist() == starts.tolist()
+    assert tree.end_index.tolist() == ends.tolist()
+    assert tree.depth.tolist() == [
+        int(np.sum((kinds[:p] & 0x3F) == CALL) - np.sum((kinds[:p] & 0x3F) >= RETURN)) for p in starts
+    ]
+    assert tree.parent.tolist() == [int(invs[c]) if c >= 0 else -1 for _, c, _ in calls]
+    assert tree.resumes.tolist() == [r for _, _, r in calls]
+    assert tree.library is not None and tree.library.tolist() == [bool(kinds[p] & LIBRARY_CALL) for p in starts]
+    assert tree.caught_flags.tolist() == [k >= CAUGHT for k in kinds]
+    assert tree.lines.tolist() == [ln for _, ln, _ in events]
+    cols = tree.semantics.columns
+    assert [cols.codes[c] for c in cols.code_of.tolist()] == [codes.get(c, ("", ""))[:2] for c, _, _ in calls]
+
+    assert early is not None
+    tree, count, read_calls = early
+    invocations = int(calls_by[count - 1])
+    assert len(tree) == count and len(tree.call_index) == invocations
+    assert tree.end_index.tolist() == [e if e < count else -1 for e in ends[:invocations]]  # (none seen later)
+    named = tree.semantics.columns
+    assert [named.codes[c] for c in named.code_of.tolist()] == [
+        codes.get(c, ("", ""))[:2] if k < read_calls else ("", "") for k, (c, _, _) in enumerate(calls[:invocations])
+    ]

@@ -10,7 +10,8 @@ import textwrap
 
 import pytest
 
-from neural_dap.trace.recorder import Program, record
+from neural_dap.trace import rolling, threaded
+from neural_dap.trace.recorder import Program, record, record_skeleton
 
 from .dap_helpers import adapter, start
 from .test_child_real_world import _interpreter
@@ -155,3 +156,53 @@ async def test_a_what_if_in_a_threaded_program_is_refused_with_the_reason(tmp_pa
         )
         assert not response["success"] and "more than one thread" in response["message"]
         assert (await _stack(client, stopped_thread)) == [("work", WORK_LOOP)]  # the session goes on
+
+
+PAST_THE_BUDGET = textwrap.dedent(
+    """\
+    import threading
+
+
+    def work(n, out):
+        total = 0
+        for k in range(n):
+            total += k
+        out.append(total)
+
+
+    def main():
+        results = []
+        for n in range(1500, 1506):
+            worker = threading.Thread(target=work, args=(n, results))
+            worker.start()
+            worker.join()
+        return results
+
+
+    print(main())
+    """
+)
+
+
+def test_a_threaded_run_past_its_budget_keeps_its_latest_events_with_the_frames_alive_there(tmp_path, monkeypatch):
+    """A server lives under the recorder: past the budget of events since the switch, the oldest
+    are dropped (trace/rolling.py), the program runs to its end, and the recording starts at the
+    cut with every frame alive there: each later state's locals are as the program had them."""
+    monkeypatch.setattr(rolling, "BUDGET", 4000)  # (about 18,000 events since the switch here)
+    path = tmp_path / "workers.py"
+    path.write_text(PAST_THE_BUDGET)
+    skeleton = record_skeleton(Program(path=str(path)))
+    expected = [sum(range(n)) for n in range(1500, 1506)]
+    assert skeleton.outcome.kind == "finished" and skeleton.stdout == f"{expected}\n"
+    assert skeleton.log.threaded.dropped > 10_000
+    joined, _ = threaded.join(skeleton)
+    assert len(joined.states) <= 4000 + 10
+    # a worker running at the cut, and main waiting in its join, go on from their locals there
+    loop = [s for s in joined.states if s.function == "work" and s.line == 7]  # total += k
+    assert loop and all(int(s.locals["total"]) == sum(range(int(s.locals["k"]))) for s in loop)
+    assert all(joined.states[k].locals == s.locals for k, s in enumerate(joined.states) if k % 97 == 0)
+    end = joined.states[-1]
+    assert (end.function, end.event, end.value) == ("<module>", "return", "None")
+    main_return = next(s for s in joined.states if s.function == "main" and s.event == "return")
+    assert main_return.value == str(expected) and main_return.locals["results"] == str(expected)
+    assert {s.thread for s in joined.states if s.function == "main"} == {0}

@@ -223,7 +223,9 @@ class EventLog:
                 self.pending_updates.setdefault(inv_id, []).extend(changes)
             return
         name, path, first = self.codes[cid]
-        inv = self.invocations[inv_id] = _Invocation(name, path, depth, first, self.source_lines.get(path, []))
+        inv = self.invocations[inv_id] = _Invocation(
+            name, path, depth, first, self.source_lines.get(path, []), self.thread
+        )
         if changes:
             apply_changes(inv.locals, inv.values, changes)
         self.snapshots[inv_id] = (dict(inv.locals), dict(inv.values), line)
@@ -359,7 +361,13 @@ class StateList(Sequence[State]):
         running: dict[int, tuple[dict[str, str], dict[str, Value]]] = {}
         for index in range(len(log)):
             inv_id = log.invs[index]
-            local_reprs, values = running.get(inv_id, ({}, {}))
+            found = running.get(inv_id)
+            if found is None:
+                # a frame known first by its snapshot (a window's or a cut's start: trace/threaded.py)
+                # starts from the locals it had there, as `state(index)` does
+                snapshot = log.snapshots.get(inv_id)
+                found = ({}, {}) if snapshot is None else _snapshot_locals(snapshot)
+            local_reprs, values = found
             changes = log.changes[index]
             if changes:
                 local_reprs, values = dict(local_reprs), dict(values)
@@ -375,6 +383,11 @@ class StateList(Sequence[State]):
                         local_reprs[name] = decode_repr(enc)
             running[inv_id] = (local_reprs, values)
             yield log.make_state(index, local_reprs, values)
+
+
+def _snapshot_locals(snapshot: tuple[dict[str, str], dict[str, list], int]) -> tuple[dict[str, str], dict[str, Value]]:
+    local_reprs, encoded, _line = snapshot
+    return dict(local_reprs), {name: decode_value(enc) for name, enc in encoded.items()}
 
 
 def apply_changes(local_reprs: dict[str, str], values: dict[str, list], changes: list) -> None:

@@ -34,6 +34,7 @@ import numpy as np
 from neural_dap.core.actions import Action, Target
 from neural_dap.core.state import State
 from neural_dap.trace.actions import ActionSemantics, Columns, positions
+from neural_dap.trace.rolling import RollingEvents
 
 # per event: its invocation, line and kind byte (the kind | CAUGHT on a line right after a handled
 # exception, | LIBRARY_CALL on a call made by library code; see child/skeleton.py)
@@ -259,7 +260,7 @@ class SkeletonLog:
         # a second thread ran the program's code: the event it happened at, and every event since
         # (every thread, in full: child/switch.py, trace/threaded.py)
         self.switched_at: int | None = None
-        self.threaded: list = []
+        self.threaded = RollingEvents()  # (the oldest dropped past a budget: trace/rolling.py)
         # a live recording (child/frontier.py): each stop the program made (events recorded then, why,
         # the stop's event captured in full), and the capture of the next one as it arrives
         self.stops: list[tuple[int, str, list]] = []

@@ -5,7 +5,8 @@ every thread in full, in the same process (child/switch.py): nothing runs twice.
 are the skeleton's: their states are rebuilt here from its checkpoints, a window at a time, and put
 in front of what follows, so the session gets one full recording of every thread (its replays are
 over: a threaded run has no fork to replay from). At most `PREFIX_LIMIT` events before K are kept;
-a longer prefix starts where they begin, and the recording says so.
+a longer prefix starts where they begin, and the recording says so. Where the events since the
+switch passed their budget (trace/rolling.py), the recording starts at the cut instead.
 """
 
 from __future__ import annotations
@@ -27,13 +28,17 @@ def join(skeleton: SkeletonRecording) -> tuple[Recording, int]:
     switch. Raises DivergenceError where a replay of the prefix does not follow the recording."""
     switched = skeleton.log.switched_at
     assert switched is not None
-    first = max(0, switched - PREFIX_LIMIT)
+    # events since the switch dropped past the budget (trace/rolling.py): the recording starts at
+    # the cut, its frames as snapshots there, and nothing of the prefix is rebuilt
+    first = switched if skeleton.log.threaded.dropped else max(0, switched - PREFIX_LIMIT)
     program = skeleton.program or Program(skeleton.main_path)
     log = EventLog(program, skeleton.main_path)
     log.codes.update(skeleton.log.codes)
     log.sources.update(skeleton.sources)
     log.source_lines.update(skeleton.source_lines)
     outputs = sorted((count, stream, text) for count, stream, text in skeleton.log.outputs if first <= count)
+    if skeleton.log.threaded.dropped:  # (the output before the switch comes first, with the cut's)
+        outputs = [(first, stream, text) for _, stream, text in sorted(skeleton.log.outputs)]
     feeder = _Feeder(log, outputs, first)
     for a in range(first, switched, WINDOW):
         b = min(switched, a + WINDOW) - 1
@@ -41,6 +46,8 @@ def join(skeleton: SkeletonRecording) -> tuple[Recording, int]:
         if skeleton.diverged_at is not None and skeleton.diverged_at <= b:
             raise DivergenceError(skeleton.divergence_message())
         feeder.feed(window.raw_events)
+    if skeleton.log.threaded.dropped:
+        feeder.flush_outputs(first)  # (before the cut's own: it came earlier)
     feeder.feed(skeleton.log.threaded)
     feeder.flush_outputs(first + len(log.kinds) + 1)
     log.engine, log.python = skeleton.log.engine, skeleton.log.python

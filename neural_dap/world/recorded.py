@@ -227,10 +227,20 @@ class RecordedWorld:
                         raise WorldError(f"the recording's first part could not be rebuilt: {exc}") from None
                     execution.close()
                     rec, execution = joined, FullExecution(joined)
-                    self.notices.append(
-                        f"a second thread ran the program's code at event {switched}: every thread was recorded"
-                        " in full from there (the program ran once)"
-                    )
+                    threaded_events = skeleton.log.threaded
+                    if threaded_events.dropped:
+                        self.notices.append(
+                            f"a second thread ran the program's code at event {skeleton.log.switched_at:,}: every"
+                            f" thread was recorded in full from there, and the recording keeps the last"
+                            f" {threaded_events.budget:,} of those events: it starts after the first"
+                            f" {(skeleton.log.switched_at or 0) + threaded_events.dropped:,}, dropped (the frames"
+                            " alive there start with their locals as they were)"
+                        )
+                    else:
+                        self.notices.append(
+                            f"a second thread ran the program's code at event {switched}: every thread was"
+                            " recorded in full from there (the program ran once)"
+                        )
                 elif skeleton.outcome.kind == "threads":
                     # the main thread could not switch to recording every thread (it was in C code
                     # for long): the recording ends there, with what it has; it is not run again

@@ -331,8 +331,8 @@ def record_here(
                 JOURNAL.live()  # nothing after this is replayed: the journal ends here
             _, new = choose_engine("auto", rec, threads=ThreadTable(rec.events.append))
             channel.events.append(["switch", first])
-            # a full recording's memory, from here on: a server runs on under it
-            channel.limits.max_events = min(channel.limits.max_events, channel.sent + CHILD_MAX_EVENTS)
+            # (a server runs on under it, to the launch's event limit: the adapter keeps the latest
+            # events within a full recording's memory, trace/rolling.py)
             new.adopt(entries, next_invocation)
             current[0] = new
             return new.take

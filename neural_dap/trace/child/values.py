@@ -20,6 +20,7 @@ _COMPREHENSIONS = frozenset({"<listcomp>", "<setcomp>", "<dictcomp>"})
 _ATOMS = frozenset({int, str, float, bool, type(None), bytes, complex})
 # Builtin containers: the DAP layer rebuilds their children by parsing the repr, so none are sent.
 _LITERAL_CONTAINERS = frozenset({list, tuple, dict, set, frozenset})
+_builtin_repr = repr
 _HIDDEN_MODULE_TYPES = (types.ModuleType, types.FunctionType, type, types.BuiltinFunctionType)
 
 
@@ -116,6 +117,17 @@ class Reprs:
         self.slow: dict[int, tuple] = {}  # id -> (weak reference or type, text)
 
     def repr(self, value: object) -> str:
+        kind = type(value)
+        # (the builtin scalars' reprs never raise, hang or show an address: the guard is not needed)
+        if kind is str:
+            if len(value) < self.limit:  # type: ignore[arg-type]
+                text = _builtin_repr(value)
+                return text if len(text) <= self.limit else text[: self.limit] + _MARK
+        elif kind is int:
+            if -_SMALL_INT < value < _SMALL_INT:  # type: ignore[operator]
+                return _builtin_repr(value)
+        elif kind is bool or kind is float or value is None:
+            return _builtin_repr(value)
         slow = self.slow
         if slow:
             found = slow.get(id(value))
@@ -232,7 +244,11 @@ class Reprs:
             # (its type, as a debugger shows it: an object without attributes of its own, a C one)
             return [self._repr_once(value, seen), kind.__name__, [], 0]
         children = []
+        atoms = _ATOMS
         for name, child in attrs[: self.max_children]:
+            if type(child) in atoms:  # (no structure, and no memo: an atom's repr is cheap)
+                children.append([name, self.repr(child)])
+                continue
             sub = self.structure(child, depth - 1, seen) if depth > 1 else None
             children.append([name, sub if sub is not None else self._repr_once(child, seen)])
         return [self._repr_once(value, seen), kind.__name__, children, max(0, len(attrs) - self.max_children)]
