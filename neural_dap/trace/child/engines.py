@@ -6,7 +6,6 @@ from __future__ import annotations
 import sys
 import threading
 from _thread import get_ident
-from operator import is_
 
 from neural_dap.trace.child.coroutines import RESUMABLE
 from neural_dap.trace.child.monitoring import (
@@ -48,17 +47,8 @@ class SharedGlobals:
             found = shared[id(g)] = self._module_of(g)
         if not found:
             return None
-        inv, diff, last = found
-        # Nothing rebound since this thread's last diff, and every value an atom or hidden (a
-        # module's functions, classes and modules): the diff would find nothing, so it is not made.
-        # Identity only, in C (a worker's every line met a dozen globals in Python: most of a
-        # threaded recording's time). An object that can change in place is diffed each time.
-        snapshot = g.copy()  # (one call: another thread may add to it meanwhile)
-        keys, values = list(snapshot), list(snapshot.values())
-        if last and not diff.encoded and keys == last[0] and all(map(is_, values, last[1])):
-            return None
-        last[:] = (keys, values)
-        changes = diff(snapshot, seen)
+        inv, diff = found
+        changes = diff(dict(g), seen)
         return (inv, changes) if changes else None
 
     def _module_of(self, g: dict) -> tuple:
@@ -71,7 +61,7 @@ class SharedGlobals:
             for entry in list(stack):
                 frame = entry[0]
                 if frame is not None and frame.f_code.co_name == "<module>" and frame.f_globals is g:
-                    return (entry[1], self.rec.make_differ(True), [])
+                    return (entry[1], self.rec.make_differ(True))
         return ()
 
 

@@ -340,7 +340,6 @@ class Recorder:
                     changes.append([])
             return changes
 
-        diff.encoded = encs  # type: ignore[attr-defined]  # (empty: every value held is an atom)
         return diff
 
     def encode_atom(self, value):
