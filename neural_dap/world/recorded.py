@@ -231,7 +231,7 @@ class RecordedWorld:
                     if threaded_events.dropped:
                         self.notices.append(
                             f"a second thread ran the program's code at event {skeleton.log.switched_at:,}: every"
-                            f" thread was recorded in full from there, and the recording keeps the last"
+                            f" thread was recorded in full from there, and the recording keeps at most the latest"
                             f" {threaded_events.budget:,} of those events: it starts after the first"
                             f" {(skeleton.log.switched_at or 0) + threaded_events.dropped:,}, dropped (the frames"
                             " alive there start with their locals as they were)"
