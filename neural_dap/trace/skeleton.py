@@ -26,7 +26,7 @@ import time
 from bisect import bisect_right
 from collections import OrderedDict
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, NamedTuple
 
 import msgspec
 import numpy as np
@@ -59,6 +59,27 @@ MAX_WINDOWS = 8
 
 class DivergenceError(Exception):
     """A replay did not follow the recording: the program is not deterministic from its checkpoint."""
+
+
+class TreeView(NamedTuple):
+    """What a tree takes of the columns (see EventColumns.view)."""
+
+    n: int
+    kinds: np.ndarray
+    caught: np.ndarray
+    lines: np.ndarray
+    invs: np.ndarray
+    call_pos: np.ndarray
+    depth: np.ndarray
+    end_index: np.ndarray
+    parent: np.ndarray
+    code_of: np.ndarray
+    caller_last: np.ndarray
+    resumes: np.ndarray
+    any_resumes: bool
+    library: np.ndarray | None
+    max_code: int
+    zero_lines: np.ndarray
 
 
 class EventColumns:
@@ -214,7 +235,38 @@ class EventColumns:
         self.any_resumes = self.any_resumes or bool((resumes >= 0).any())
         self.calls_read = upto
 
-    def zero_lines(self, count: int) -> np.ndarray:
+    def view(self, count: int, calls: int) -> TreeView:
+        """The first `count` records and `calls` call records, read and indexed: views of the
+        columns, but for the invocations' ends, copied (an invocation still running gets its end
+        later, which a tree made before must not see). Under the lock: the pipe's thread may be
+        growing the columns."""
+        with self._lock:
+            self._extend(count, calls)
+            n = min(count, self.count)
+            m = self.invocations if n == self.count else int(np.searchsorted(self.call_pos[: self.invocations], n))
+            end_index = self.end_index[:m].copy()
+            if n < self.count:
+                end_index[end_index >= n] = -1
+            return TreeView(
+                n=n,
+                kinds=self.kinds[:n],
+                caught=self.caught[:n],
+                lines=self.lines[:n],
+                invs=self.invs[:n],
+                call_pos=self.call_pos[:m],
+                depth=self.depth[:m],
+                end_index=end_index,
+                parent=self.parent[:m],
+                code_of=self.code_of[:m],
+                caller_last=self.caller_last[:m],
+                resumes=self.resumes[:m],
+                any_resumes=self.any_resumes,
+                library=self.library[:m] if self.any_library else None,
+                max_code=self.max_code,
+                zero_lines=self._zero_lines(n),
+            )
+
+    def _zero_lines(self, count: int) -> np.ndarray:
         """The calls and exits at line 0 among the first `count` events."""
         if len(self._zero) > 1:
             self._zero = [np.concatenate(self._zero)]
@@ -401,28 +453,18 @@ class SkeletonTree:
         and indexed while the program ran: see EventColumns): views, not copies, but for the
         invocations' ends (an invocation still running gets its end later, which a tree made before
         must not see)."""
-        columns.extend(count, calls)
-        n = min(count, columns.count)
-        self.n = n
-        self.kinds, self.caught_flags = columns.kinds[:n], columns.caught[:n]
-        self.lines, self.invs = columns.lines[:n], columns.invs[:n]
-        m = (
-            int(np.searchsorted(columns.call_pos[: columns.invocations], n))
-            if n < columns.count
-            else columns.invocations
-        )
-        self.call_index = columns.call_pos[:m]
-        self.code_of = columns.code_of[:m]  # the child's code ids (-1: its call record is not read)
-        self.caller_last = columns.caller_last[:m]
-        self.parent = columns.parent[:m]
-        self.depth = columns.depth[:m]
-        self.end_index = columns.end_index[:m].copy()
-        if n < columns.count:
-            self.end_index[self.end_index >= n] = -1
-        self.resumes = columns.resumes[:m]
-        self.library = columns.library[:m] if columns.any_library else None
-        self.max_code = columns.max_code
-        self.zero_lines = columns.zero_lines(n)
+        view = columns.view(count, calls)
+        self.n = view.n
+        self.kinds, self.caught_flags, self.lines, self.invs = view.kinds, view.caught, view.lines, view.invs
+        self.call_index = view.call_pos
+        self.code_of = view.code_of  # the child's code ids (-1: its call record is not read)
+        self.caller_last, self.parent, self.depth = view.caller_last, view.parent, view.depth
+        self.end_index = view.end_index
+        self.resumes = view.resumes
+        self.any_resumes = view.any_resumes
+        self.library = view.library
+        self.max_code = view.max_code
+        self.zero_lines = view.zero_lines
         self.semantics = ActionSemantics(self._columns(codes))
 
     @functools.cached_property
@@ -456,7 +498,7 @@ class SkeletonTree:
             parent=self.parent,
             code_of=code_index,
             codes=(*((codes[c][0], codes[c][1]) for c in ids), ("", "")),
-            resumes=self.resumes if len(self.resumes) and int(self.resumes.max()) >= 0 else None,
+            resumes=self.resumes if self.any_resumes else None,
             library=self.library,
         )
 
