@@ -11,6 +11,7 @@ import sys
 from _thread import get_ident
 from array import array
 
+from neural_dap.trace.child.collector import EVERY as HOOK_EVERY
 from neural_dap.trace.child.coroutines import RESUMABLE
 from neural_dap.trace.child.journal import plumbing
 from neural_dap.trace.child.monitoring import LOCAL_EVENTS, free_tool, genexpr_loop_line, monitor, unmonitor
@@ -48,7 +49,7 @@ class _Skeleton:
         self.n = 0
         self.hook = None
         self.flush_to = None
-        self.hook_every = 4096
+        self.hook_every = HOOK_EVERY
         self.hook_at = 1 << 62
         self.capture_from = 1 << 62
         self.capture_to = -1

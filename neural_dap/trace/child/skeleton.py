@@ -35,6 +35,7 @@ import time
 from typing import Any
 
 from neural_dap.trace.child import live
+from neural_dap.trace.child.collector import EVERY as HOOK_EVERY
 from neural_dap.trace.child.collector import Collector
 from neural_dap.trace.child.journal import JOURNAL, MODE_RECORD, MODE_REPLAY, as_program, plumbing, reopen_read_only
 from neural_dap.trace.child.lifetime import Lifeline, die_with_parent, fork_ours
@@ -129,7 +130,7 @@ class Skeleton:
     def start(self) -> None:
         self.collector.install()
         self.next_count = self.every_events
-        self.tracer.skeleton(self.hook, self.flush, 4096, self._sooner(self.next_count))
+        self.tracer.skeleton(self.hook, self.flush, HOOK_EVERY, self._sooner(self.next_count))
 
     def begin(self) -> None:
         """Tracing has started and no event has happened yet: the first checkpoint."""
@@ -144,7 +145,7 @@ class Skeleton:
         and a replay of it would wait all over again)."""
         if self.worker is None and not self.switched and time.monotonic() >= self.next_time:
             try:
-                self.tracer.skeleton(self.hook, self.flush, 4096, self.tracer.count() + 1)
+                self.tracer.skeleton(self.hook, self.flush, HOOK_EVERY, self.tracer.count() + 1)
             except Exception:
                 pass
 
@@ -155,7 +156,7 @@ class Skeleton:
         self.channel.write_records(first, events, calls)
 
     def hook(self, count: int) -> int:
-        """Called by the engine at `hook_at` and every 4096 events; returns the next `hook_at`. A
+        """Called by the engine at `hook_at` and every HOOK_EVERY events; returns the next `hook_at`. A
         what-if edit due here is made first (a checkpoint taken here holds the new value)."""
         self.in_hook = True
         try:
@@ -347,11 +348,11 @@ class Skeleton:
         self.worker["net"] = net
         # stop right after the window (a live stop: at its event; the hook runs once that event is
         # recorded): a worker of the first checkpoint, taken before any hook ran, would otherwise run
-        # on to the next 4096th event, or to the end of a program that may never end
+        # on to the next HOOK_EVERY-th event, or to the end of a program that may never end
         if self.worker["watch"] is not None:  # the hook at every event of the stretch, no capture
-            self.tracer.skeleton(self.hook, self.flush, 4096, self._sooner(self.worker["from"] + 1))
+            self.tracer.skeleton(self.hook, self.flush, HOOK_EVERY, self._sooner(self.worker["from"] + 1))
             return
-        self.tracer.skeleton(self.hook, self.flush, 4096, self._sooner(self.worker["to"] + 1))
+        self.tracer.skeleton(self.hook, self.flush, HOOK_EVERY, self._sooner(self.worker["to"] + 1))
         self.tracer.capture(self.worker["from"], self.worker["to"])
 
     def _hash(self, events: bytes, first: int) -> None:
