@@ -6,11 +6,14 @@ would fill the adapter's memory (and the child ended the program at 2 M of them)
 events since the switch pass the budget, the oldest half is *folded*: the frames alive at the cut
 become snapshots (each thread's stack, each frame's code, depth, latest line and locals there), and
 the events before the cut are dropped. The joined recording (trace/threaded.py) then starts at the
-cut, with those frames on the stacks, and the session says how many events were dropped.
+cut, each frame alive there with its locals, and the session says how many events were dropped.
 
-What the fold loses: for a frame alive across the cut, that library code called it or which
-generator run it resumes (a snapshot has no call event to carry them). The output written before
-the cut is kept, shown at the first state after it.
+What the fold loses: a frame alive across the cut has no call event after it, so the recording
+knows it from its first event after the cut, and a stop before that event, in a frame it called,
+shows the stack from the frames that have run since (the main thread's `<module>`, waiting in a
+join, shows again when it runs; a worker's function is its thread's outermost frame anyway). For
+the same reason, whether library code called such a frame, or which generator run it resumes, is
+not known. The output written before the cut is kept, shown at the first state after it.
 """
 
 from __future__ import annotations
@@ -90,6 +93,7 @@ class RollingEvents:
             if len(event) > 2:
                 self._names[self._thread] = str(event[2])
         elif tag == "c" or (tag == "s" and event[1] not in self._frames):
+            self._forget(event[1])  # (an invocation started twice: a corrupt stream, the later one kept)
             frame = self._frames[event[1]] = _Frame(int(event[2]), int(event[3]), int(event[4]), self._thread)
             frame.apply(event[5])
             self._stacks.setdefault(self._thread, []).append(event[1])
@@ -105,16 +109,22 @@ class RollingEvents:
         elif tag in ("o", "e") and len(event) == 2:
             self._output.append(event)
         elif tag in ("r", "x"):
-            frame = self._frames.pop(event[1], None)
-            if frame is not None:
-                stack = self._stacks.get(frame.thread, [])
-                if event[1] in stack:
-                    stack.remove(event[1])
+            self._forget(event[1])
+
+    def _forget(self, inv: int) -> None:
+        frame = self._frames.pop(inv, None)
+        if frame is not None:
+            stack = self._stacks.get(frame.thread, [])
+            if inv in stack:
+                stack.remove(inv)
 
     def _snapshots(self) -> list:
         """Each thread's frames as snapshot events (child/wire.py's "s"), after its thread record;
         then the record of the thread whose events follow."""
         out: list = list(self._output)
+        named = {thread: name for thread, name in self._names.items() if not self._stacks.get(thread)}
+        for thread, name in named.items():  # (a thread named before the cut, idle at it: its name kept)
+            out.append(["t", thread, name])
         for thread, stack in self._stacks.items():
             if not stack:
                 continue

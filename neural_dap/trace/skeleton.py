@@ -225,21 +225,26 @@ class EventColumns:
         code = records["code"].astype(np.int64)
         caller_last = records["caller_last"].astype(np.int64)
         resumes = records["resumes"].astype(np.int64)
-        self.code_of[first:upto] = code
-        self.caller_last[first:upto] = caller_last
-        self.resumes[first:upto] = resumes
-        # the caller: the invocation of its latest event before the call (read already: it came before)
+        own = np.arange(first, upto)
+        # the caller: the invocation of its latest event before the call (read already: it came
+        # before), an earlier invocation; a resumed run continues an earlier one (-2: a first run).
+        # Anything else is a corrupt record, and taken as none (the columns index with them).
+        before = (caller_last >= 0) & (caller_last < self.call_pos[first:upto])
         callers = self.invs[np.clip(caller_last, 0, max(self.count - 1, 0))].astype(np.int64)
-        self.parent[first:upto] = np.where((caller_last >= 0) & (caller_last < self.count), callers, -1)
+        self.parent[first:upto] = np.where(before & (callers < own), callers, -1)
+        self.caller_last[first:upto] = np.where(before, caller_last, -1)
+        self.resumes[first:upto] = np.where((resumes == -2) | ((resumes >= 0) & (resumes < own)), resumes, -1)
+        self.code_of[first:upto] = code
         self.max_code = max(self.max_code, int(code.max()))
         self.any_resumes = self.any_resumes or bool((resumes >= 0).any())
         self.calls_read = upto
 
     def view(self, count: int, calls: int) -> TreeView:
         """The first `count` records and `calls` call records, read and indexed: views of the
-        columns, but for the invocations' ends, copied (an invocation still running gets its end
-        later, which a tree made before must not see). Under the lock: the pipe's thread may be
-        growing the columns."""
+        columns, but for what a later read may still write: the invocations' ends (an invocation
+        still running gets its end later, which a tree made before must not see), and the callers,
+        codes and resumes of invocations whose call records are not read yet. Under the lock: the
+        pipe's thread may be growing the columns."""
         with self._lock:
             self._extend(count, calls)
             n = min(count, self.count)
@@ -247,6 +252,9 @@ class EventColumns:
             end_index = self.end_index[:m].copy()
             if n < self.count:
                 end_index[end_index >= n] = -1
+            # (invocations whose call records come later get them written in these: copied too)
+            lagging = self.calls_read < m
+            copied = (lambda column: column[:m].copy()) if lagging else (lambda column: column[:m])
             return TreeView(
                 n=n,
                 kinds=self.kinds[:n],
@@ -256,10 +264,10 @@ class EventColumns:
                 call_pos=self.call_pos[:m],
                 depth=self.depth[:m],
                 end_index=end_index,
-                parent=self.parent[:m],
-                code_of=self.code_of[:m],
-                caller_last=self.caller_last[:m],
-                resumes=self.resumes[:m],
+                parent=copied(self.parent),
+                code_of=copied(self.code_of),
+                caller_last=copied(self.caller_last),
+                resumes=copied(self.resumes),
                 any_resumes=self.any_resumes,
                 library=self.library[:m] if self.any_library else None,
                 max_code=self.max_code,
@@ -355,8 +363,8 @@ class SkeletonLog:
     def _records(self, payload: memoryview) -> None:
         first = int.from_bytes(payload[:8], "little")
         size = int.from_bytes(payload[8:12], "little")
-        if first != self.count:
-            self.corrupt = True  # records must arrive in order, without gaps
+        if first != self.count or size % EVENT_DTYPE.itemsize or 12 + size > len(payload):
+            self.corrupt = True  # records must arrive in order, without gaps, and whole
             return
         self._events.seek(self.count * EVENT_DTYPE.itemsize)
         self._events.write(payload[12 : 12 + size])
@@ -400,6 +408,9 @@ class SkeletonLog:
                 self.switched_at = self.count if int(event[1]) < 0 else int(event[1])
             elif tag == "k":
                 _, cid, name, filename, first = event
+                if type(cid) is not int or not 0 <= cid < 1 << 32:
+                    self.corrupt = True  # (the child numbers its codes 0, 1, 2, ...: a call record's u32)
+                    return
                 self.codes[cid] = (name, filename, first)
             elif tag in ("o", "e") and len(event) == 2:  # (since the switch: output among the events)
                 self.threaded.append(event)
@@ -595,6 +606,7 @@ class SkeletonRecording:
         # code's first line, as full capture says
         tree = self.tree
         zero = tree.zero_lines
+        zero = zero[tree.invs[zero] < len(tree.code_of)]  # (a corrupt record's invocation: none)
         if len(zero):
             codes = tree.code_of[tree.invs[zero]]
             guessed = not all(int(c) in log.codes for c in codes)

@@ -130,7 +130,8 @@ class Skeleton:
     def start(self) -> None:
         self.collector.install()
         self.next_count = self.every_events
-        self.tracer.skeleton(self.hook, self.flush, HOOK_EVERY, self._sooner(self.next_count))
+        # (the event limit is kept to the event, not to the next HOOK_EVERY-th)
+        self.tracer.skeleton(self.hook, self.flush, HOOK_EVERY, self._sooner(min(self.next_count, self.max_events)))
 
     def begin(self) -> None:
         """Tracing has started and no event has happened yet: the first checkpoint."""

@@ -123,10 +123,11 @@ class Reprs:
             if len(value) < self.limit:  # type: ignore[arg-type]
                 text = _builtin_repr(value)
                 return text if len(text) <= self.limit else text[: self.limit] + _MARK
-        elif kind is int:
-            if -_SMALL_INT < value < _SMALL_INT:  # type: ignore[operator]
-                return _builtin_repr(value)
-        elif kind is bool or kind is float or value is None:
+        elif (kind is int and -_SMALL_INT < value < _SMALL_INT) or kind is float:  # type: ignore[operator]
+            text = _builtin_repr(value)
+            if len(text) <= self.limit:  # (a limit under 24 characters can cut one)
+                return text
+        elif kind is bool or value is None:
             return _builtin_repr(value)
         slow = self.slow
         if slow:
