@@ -333,3 +333,42 @@ def test_a_record_notice_naming_more_than_the_files_hold_is_refused(tmp_path):
     notice = (0).to_bytes(8, "little") + (12 * 350_000_000).to_bytes(4, "little") + (0).to_bytes(4, "little")
     log.feed_frames(b"r" + len(notice).to_bytes(4, "little") + notice)
     assert log.corrupt and log.count == 0 and log.columns.capacity == 16
+
+
+def test_records_and_events_that_name_what_no_child_makes_never_index_outside_the_recording(tmp_path):
+    """A corrupt or hostile child's records: a call whose caller and resumed run lie in the future
+    or nowhere, an end of an invocation never called (at line 0); a code numbered -1; a thread
+    stream that starts one invocation twice and then passes the threaded budget. The log is
+    marked corrupt, its tree ends before the first record that lies and names no caller or resumed
+    run that is not an earlier invocation, and folding the stream keeps only what is alive."""
+    import msgspec
+    import numpy as np
+
+    from neural_dap.trace.rolling import RollingEvents
+    from neural_dap.trace.skeleton import CALL, CALL_DTYPE, EVENT_DTYPE, RETURN, SkeletonLog, SkeletonRecording
+
+    events = np.array([(0, 1, CALL, b""), (0, 2, 1, b""), (1, 3, CALL, b""), (7, 0, RETURN, b"")], dtype=EVENT_DTYPE)
+    calls = np.array([(0, -1, -1), (1, 99, 5)], dtype=CALL_DTYPE)  # caller_last and resumes beyond the run
+    log = SkeletonLog(str(tmp_path), capacity=16)
+    (tmp_path / "events.bin").write_bytes(events.tobytes())
+    (tmp_path / "calls.bin").write_bytes(calls.tobytes())
+    notice = (0).to_bytes(8, "little") + (events.nbytes).to_bytes(4, "little") + (calls.nbytes).to_bytes(4, "little")
+    log.feed_frames(b"r" + len(notice).to_bytes(4, "little") + notice)
+    batch = msgspec.msgpack.encode([["k", 0, "f", "/p.py", 1], ["k", 1, "g", "/p.py", 5]])
+    log.feed_frames(b"m" + len(batch).to_bytes(4, "little") + batch)
+    assert log.corrupt  # (the end of invocation 7, never called)
+    tree = SkeletonRecording(log, "/p.py", 0.0, "", "").tree
+    assert len(tree) == 3  # the recording ends before it
+    assert tree.parent.tolist() == [-1, -1] and tree.resumes.tolist() == [-1, -1] and tree.stack(2) == [2]
+
+    (tmp_path / "again").mkdir()
+    log = SkeletonLog(str(tmp_path / "again"), capacity=16)
+    bad = msgspec.msgpack.encode([["k", -1, "h", "/p.py", 9]])
+    log.feed_frames(b"m" + len(bad).to_bytes(4, "little") + bad)
+    assert log.corrupt and not log.codes
+
+    rolling = RollingEvents(budget=2)  # (one event folded at each append past two)
+    twice = [["c", 5, 0, 1, 0, ["x", 1]], ["c", 5, 0, 1, 0, ["x", 2]], ["r", 5, 1, "None"], ["c", 6, 0, 1, 0, []]]
+    for event in [*twice, ["l", 6, 2, ["y", 3], None], ["l", 6, 3, None, None]]:
+        rolling.append(event)
+    assert rolling.dropped == 4 and [e for e in rolling.base if e[0] == "s"] == [["s", 6, 0, 1, 0, []]]

@@ -381,8 +381,8 @@ def test_records_go_into_the_adapters_files_and_only_their_count_through_the_pip
     """The child writes its skeleton records straight into the adapter's files and tells it how
     many (a 21-byte notice for 3 records here): every record arrives, in order, and a notice that
     skips records marks the log corrupt rather than reading garbage."""
-    events = bytes(range(36))  # three 12-byte event records
-    calls = bytes(range(12))  # one call record
+    events = np.array([(0, 1, CALL, b""), (0, 2, LINE, b""), (0, 2, RETURN, b"")], dtype=EVENT_DTYPE).tobytes()
+    calls = np.array([(0, -1, -1)], dtype=CALL_DTYPE).tobytes()  # one call record
 
     def write(channel: Channel) -> None:
         channel.record_files(str(tmp_path / "events.bin"), str(tmp_path / "calls.bin"))
@@ -405,7 +405,7 @@ def test_records_go_into_the_adapters_files_and_only_their_count_through_the_pip
 def test_records_come_through_the_pipe_where_the_files_cannot_be_written(tmp_path):
     """A child that cannot open the adapter's files (gone, another mount, no permission) sends the
     records through the pipe as before: nothing is lost."""
-    events = bytes(range(24))
+    events = np.array([(0, 1, CALL, b""), (0, 2, LINE, b"")], dtype=EVENT_DTYPE).tobytes()
 
     def write(channel: Channel) -> None:
         channel.record_files(str(tmp_path / "gone" / "events.bin"), str(tmp_path / "gone" / "calls.bin"))

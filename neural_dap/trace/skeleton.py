@@ -136,6 +136,7 @@ class EventColumns:
         self.library = _column(np.bool_, size)
         self._zero: list[np.ndarray] = []  # a call or exit at line 0 (a module's: see SkeletonRecording)
         self._lock = threading.Lock()  # (the pipe's thread and a tree read at a stop may both extend)
+        self.broken = False  # a record named an invocation not called yet: nothing after it is read
 
     _PER_INVOCATION = ("call_pos", "depth", "end_index", "parent", "code_of", "caller_last", "resumes", "library")
 
@@ -163,7 +164,7 @@ class EventColumns:
             self._extend(count, calls)
 
     def _extend(self, count: int, calls: int | None) -> None:
-        if count > self.count:
+        if count > self.count and not self.broken:
             if count > self.capacity:
                 self._grow(max(count, 2 * self.capacity))
             with open(self.path, "rb") as f:
@@ -174,12 +175,23 @@ class EventColumns:
                         break  # (a shorter file than its count: the tree ends where the records do)
                     a, b = self.count, self.count + len(chunk)
                     kinds = chunk["kind"]
+                    # every event belongs to an invocation whose call came at it or before (the
+                    # child numbers them so): a record that says otherwise is corrupt, and the
+                    # columns end before it (they index per invocation with it)
+                    called = self.invocations + np.cumsum((kinds & 0x3F) == CALL)
+                    wrong = np.flatnonzero(chunk["inv"] >= called)
+                    if len(wrong):
+                        self.broken = True
+                        chunk, b = chunk[: wrong[0]], a + int(wrong[0])
+                        kinds = chunk["kind"]
                     np.bitwise_and(kinds, 0x3F, out=self.kinds[a:b])
                     np.greater_equal(kinds, CAUGHT, out=self.caught[a:b])
                     self.lines[a:b] = chunk["line"]
                     self.invs[a:b] = chunk["inv"]
                     self.count = b
                     self._index(a, b, kinds)
+                    if self.broken:
+                        break
         if calls is not None:
             self._read_calls(calls)
 
@@ -391,6 +403,8 @@ class SkeletonLog:
         self.count += size // EVENT_DTYPE.itemsize
         self.calls_bytes += calls
         self.columns.extend(self.count, self.calls_bytes // CALL_DTYPE.itemsize)
+        if self.columns.broken:
+            self.corrupt = True
 
     def _messages(self, batch: list) -> None:
         for event in batch:
