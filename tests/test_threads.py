@@ -11,6 +11,7 @@ import textwrap
 import pytest
 
 from neural_dap.trace import rolling, threaded
+from neural_dap.trace.execution import FullExecution
 from neural_dap.trace.recorder import Program, record, record_skeleton
 
 from .dap_helpers import adapter, start
@@ -206,3 +207,9 @@ def test_a_threaded_run_past_its_budget_keeps_its_latest_events_with_the_frames_
     main_return = next(s for s in joined.states if s.function == "main" and s.event == "return")
     assert main_return.value == str(expected) and main_return.locals["results"] == str(expected)
     assert {s.thread for s in joined.states if s.function == "main"} == {0}
+    # and the frames alive at the cut are on the stacks: main's, under the worker that ran then
+    execution = FullExecution(joined)
+    first_main = next(k for k, s in enumerate(joined.states) if s.function == "main")
+    assert [f.function for f in execution.frames(first_main)] == ["main", "<module>"]
+    assert [f.function for f in execution.thread_frames(0, 0)] == ["main", "<module>"]
+    assert execution.thread_frames(0, 0)[0].locals["results"] == str(expected[:-1])

@@ -230,6 +230,11 @@ class EventLog:
             apply_changes(inv.locals, inv.values, changes)
         self.snapshots[inv_id] = (dict(inv.locals), dict(inv.values), line)
 
+    def open_before(self) -> dict[int, tuple[int, int]]:
+        """(thread, depth) of each frame known by its snapshot, in the order they came (each
+        thread's outermost first): the frames on the stacks where this log's states begin."""
+        return {inv: (self.invocations[inv].thread, self.invocations[inv].depth) for inv in self.snapshots}
+
     def snapshot_view(self, inv_id: int, until: int) -> tuple[dict[str, str], dict]:
         """A frame known only by its snapshot: its locals at the window's start, plus what callees
         that returned since changed (up to state `until`)."""

@@ -82,7 +82,8 @@ class FullExecution:
             why = f": {outcome.message}" if outcome.message else f" (it {outcome.kind})"
             raise RecorderError(f"nothing of the program was recorded{why}")
         self.recording = recording
-        self.tree = StateTree(list(recording.states), recording.log.resumes, recording.log.library)
+        log = recording.log
+        self.tree = StateTree(list(recording.states), log.resumes, log.library, log.open_before())
         states = self.tree.states
         self.raised = [i for i, s in enumerate(states) if s.event == "exception" or s.caught]
 
@@ -125,12 +126,33 @@ class FullExecution:
         states = self.tree.states
         log = self.recording.log
         out = []
-        for depth, k in enumerate(self.tree.stack(i)):
+        stack = self.tree.stack(i)
+        for depth, k in enumerate(stack):
             s = states[k]
             local_reprs, values = s.locals, s.values
             if depth > 0:
                 local_reprs, values = log.caller_view(s.invocation, k, i, local_reprs, values)
             out.append(Frame(s.function, s.line, s.source, s.invocation, s.path, local_reprs, values))
+        return tuple(out) + self._open_before(states[stack[-1]].invocation, i)
+
+    def _open_before(self, inv: int, i: int, including: bool = False) -> tuple[Frame, ...]:
+        """The callers of `inv` (and `inv` itself, `including`) that were on the stack where the
+        states begin and have not run since (a recording that starts at a cut: trace/rolling.py):
+        as their snapshots show them, with what their callees changed up to state i."""
+        log = self.recording.log
+        out = []
+        caller = inv if including else self.tree.parent.get(inv)
+        while (
+            caller is not None
+            and caller in log.snapshots
+            and bisect_right(self.tree.by_invocation.get(caller, []), i) == 0
+        ):
+            frame = log.invocations[caller]
+            line = log.snapshots[caller][2]
+            local_reprs, values = log.snapshot_view(caller, i)
+            source = frame.lines[line - 1] if 0 < line <= len(frame.lines) else ""
+            out.append(Frame(frame.function, line, source, caller, frame.path, local_reprs, values))
+            caller = self.tree.parent.get(caller)
         return tuple(out)
 
     @functools.cached_property
@@ -156,16 +178,18 @@ class FullExecution:
         if thread == self.tree.states[i].thread:
             return self.frames(i)
         k = self.tree.semantics.last_of_thread(thread, i)
-        if k < 0:
-            return ()
+        if k < 0:  # (no state of it yet: the frames it had where the states begin, if any)
+            innermost = [inv for inv, (t, _) in self.recording.log.open_before().items() if t == thread][-1:]
+            return self._open_before(innermost[0], i, including=True) if innermost else ()
         states = self.tree.states
         log = self.recording.log
         out = []
-        for j in self.tree.stack(k):
+        stack = self.tree.stack(k)
+        for j in stack:
             s = states[j]
             local_reprs, values = log.caller_view(s.invocation, j, i, s.locals, s.values)
             out.append(Frame(s.function, s.line, s.source, s.invocation, s.path, local_reprs, values))
-        return tuple(out)
+        return tuple(out) + self._open_before(states[stack[-1]].invocation, i)
 
     def output(self, start: int, end: int) -> tuple[tuple[str, str], ...]:
         states = self.tree.states

@@ -8,12 +8,11 @@ become snapshots (each thread's stack, each frame's code, depth, latest line and
 the events before the cut are dropped. The joined recording (trace/threaded.py) then starts at the
 cut, each frame alive there with its locals, and the session says how many events were dropped.
 
-What the fold loses: a frame alive across the cut has no call event after it, so the recording
-knows it from its first event after the cut, and a stop before that event, in a frame it called,
-shows the stack from the frames that have run since (the main thread's `<module>`, waiting in a
-join, shows again when it runs; a worker's function is its thread's outermost frame anyway). For
-the same reason, whether library code called such a frame, or which generator run it resumes, is
-not known. The output written before the cut is kept, shown at the first state after it.
+What the fold loses: a frame alive across the cut has no call event after it. It stays on its
+thread's stack (the full recording's tree takes the snapshots as the frames open where its states
+begin: trace/tree.py's `open_before`), but whether library code called it, or which generator run
+it resumes, is not known. The output written before the cut is kept, shown at the first state
+after it.
 """
 
 from __future__ import annotations

@@ -30,10 +30,14 @@ class StateTree:
         states: Sequence[State],
         resumes: Mapping[int, int] | None = None,
         library: Collection[int] = (),
+        open_before: Mapping[int, tuple[int, int]] | None = None,
     ) -> None:
         """`resumes`: invocation -> the invocation a resumed generator or coroutine continues (a
         recording says; see trace/child/coroutines.py); `library`: the invocations library code
-        called (see trace/child/__init__.py)."""
+        called (see trace/child/__init__.py); `open_before`: invocation -> (thread, depth) of the
+        frames already on the stacks where the states begin (a recording that starts at a cut,
+        trace/rolling.py, or at a window: their snapshots), outermost first: they are the callers
+        of what runs in them (a frame without a state yet has none in `stack`)."""
         if not states:
             raise ValueError("a state tree needs at least one state")
         self.states = states
@@ -45,6 +49,10 @@ class StateTree:
         self.parent: dict[int, int | None] = {}
         self.thread_of: dict[int, int] = {}
         open_stacks: dict[int, list[int]] = {}  # per thread: its open invocations, innermost last
+        for inv, (thread, depth) in (open_before or {}).items():
+            below = open_stacks.setdefault(thread, [])
+            self.parent[inv] = below[-1] if below and depth > 0 else None
+            below.append(inv)
         for i, state in enumerate(states):
             inv = state.invocation
             open_stack = open_stacks.get(state.thread)
@@ -54,10 +62,11 @@ class StateTree:
                 self.thread_of[inv] = state.thread
                 self.by_invocation[inv] = []
                 self.call_index[inv] = i
-                # depth 0: an entry of its own (the traced scope, a thread's function, a task's
-                # coroutine the event loop runs), whatever traced frames are below it
-                self.parent[inv] = open_stack[-1] if open_stack and state.depth > 0 else None
-                open_stack.append(inv)
+                if inv not in open_stack:  # (a frame open before the states keeps its caller)
+                    # depth 0: an entry of its own (the traced scope, a thread's function, a task's
+                    # coroutine the event loop runs), whatever traced frames are below it
+                    self.parent[inv] = open_stack[-1] if open_stack and state.depth > 0 else None
+                    open_stack.append(inv)
             self.by_invocation[inv].append(i)
             if state.event in TERMINAL_EVENTS:
                 self.end_index[inv] = i
@@ -85,7 +94,7 @@ class StateTree:
             invs=order[np.searchsorted(known, raw, sorter=order)],
             call_index=np.fromiter(self.call_index.values(), dtype=np.int64, count=len(ids)),
             end_index=np.array([self.end_index.get(inv, -1) for inv in ids], dtype=np.int64),
-            parent=np.array([-1 if p is None else number[p] for p in parents], dtype=np.int64),
+            parent=np.array([number.get(p, -1) if p is not None else -1 for p in parents], dtype=np.int64),
             code_of=np.array(code_of, dtype=np.int64),
             codes=tuple(codes),
             thread_of=np.array([self.thread_of[inv] for inv in ids], dtype=np.int32)
@@ -128,9 +137,9 @@ class StateTree:
         out = [i]
         inv = self.parent.get(self.states[i].invocation)
         while inv is not None:
-            indices = self.by_invocation[inv]
+            indices = self.by_invocation.get(inv, ())
             k = bisect_right(indices, i)
-            if k == 0:
+            if k == 0:  # (a frame open before the states, that has not run since: see `open_before`)
                 break
             out.append(indices[k - 1])
             inv = self.parent.get(inv)
