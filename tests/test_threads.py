@@ -17,7 +17,7 @@ from neural_dap.trace.recorder import Program, record, record_skeleton
 from .dap_helpers import adapter, start
 from .test_child_real_world import _interpreter
 
-PROGRAM = textwrap.dedent(
+WORKER = textwrap.dedent(
     """\
     import threading
 
@@ -29,6 +29,10 @@ PROGRAM = textwrap.dedent(
         out.append(total)
 
 
+    """
+)
+PROGRAM = WORKER + textwrap.dedent(
+    """\
     results = []
     workers = [threading.Thread(target=work, args=(3 + i, results), name=f"worker-{i}") for i in range(2)]
     for t in workers:
@@ -159,18 +163,8 @@ async def test_a_what_if_in_a_threaded_program_is_refused_with_the_reason(tmp_pa
         assert (await _stack(client, stopped_thread)) == [("work", WORK_LOOP)]  # the session goes on
 
 
-PAST_THE_BUDGET = textwrap.dedent(
+PAST_THE_BUDGET = WORKER + textwrap.dedent(
     """\
-    import threading
-
-
-    def work(n, out):
-        total = 0
-        for k in range(n):
-            total += k
-        out.append(total)
-
-
     def main():
         results = []
         for n in range(1500, 1506):
@@ -199,7 +193,7 @@ def test_a_threaded_run_past_its_budget_keeps_its_latest_events_with_the_frames_
     joined, _ = threaded.join(skeleton)
     assert len(joined.states) <= 4000 + 10
     # a worker running at the cut, and main waiting in its join, go on from their locals there
-    loop = [s for s in joined.states if s.function == "work" and s.line == 7]  # total += k
+    loop = [s for s in joined.states if s.function == "work" and s.line == WORK_LOOP]
     assert loop and all(int(s.locals["total"]) == sum(range(int(s.locals["k"]))) for s in loop)
     assert all(joined.states[k].locals == s.locals for k, s in enumerate(joined.states) if k % 97 == 0)
     end = joined.states[-1]
