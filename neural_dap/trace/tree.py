@@ -49,7 +49,8 @@ class StateTree:
         self.parent: dict[int, int | None] = {}
         self.thread_of: dict[int, int] = {}
         open_stacks: dict[int, list[int]] = {}  # per thread: its open invocations, innermost last
-        for inv, (thread, depth) in (open_before or {}).items():
+        opened = open_before or {}
+        for inv, (thread, depth) in opened.items():
             below = open_stacks.setdefault(thread, [])
             self.parent[inv] = below[-1] if below and depth > 0 else None
             below.append(inv)
@@ -62,7 +63,9 @@ class StateTree:
                 self.thread_of[inv] = state.thread
                 self.by_invocation[inv] = []
                 self.call_index[inv] = i
-                if inv not in open_stack:  # (a frame open before the states keeps its caller)
+                # (a frame open before the states keeps its caller; asked of those only: a scan of
+                # a deep recursion's stack at every call would cost its depth each time)
+                if inv not in opened or inv not in open_stack:
                     # depth 0: an entry of its own (the traced scope, a thread's function, a task's
                     # coroutine the event loop runs), whatever traced frames are below it
                     self.parent[inv] = open_stack[-1] if open_stack and state.depth > 0 else None
