@@ -207,3 +207,117 @@ def test_a_threaded_run_past_its_budget_keeps_its_latest_events_with_the_frames_
     assert [f.function for f in execution.frames(first_main)] == ["main", "<module>"]
     assert [f.function for f in execution.thread_frames(0, 0)] == ["main", "<module>"]
     assert execution.thread_frames(0, 0)[0].locals["results"] == str(expected[:-1])
+
+
+IN_PLACE = textwrap.dedent(
+    """\
+    import threading
+
+    COUNT = 0
+    LOG = [[0]]
+
+
+    def work():
+        global COUNT
+        xs = [1, 2]
+        xs[0] = 1.0
+        xs[0] = True
+        d = {"a": 1, "b": 2}
+        del d["a"]
+        d["a"] = 1
+        COUNT = 1
+        LOG[0].append(1)
+        COUNT = 2
+
+
+    t = threading.Thread(target=work)
+    t.start()
+    t.join()
+    print(COUNT, LOG)
+    """
+)
+
+
+@pytest.mark.parametrize("engines", ["C", "Python"])
+@pytest.mark.parametrize("version", ["3.11", "3.12", "3.13"])
+def test_every_thread_shows_a_value_changed_in_place_even_to_an_equal_one(tmp_path, version, engines):
+    """Recording every thread (by the C tracer of each thread, or by the Python engines where the C
+    tracer is not built), values are compared by identity, never by equality: a list's 1 becoming
+    1.0 and then True (all equal) shows each time, a dict's keys reordered show, and the module's
+    globals a worker rebinds (an int) or changes in place (a list inside a list) show in the main
+    thread's `<module>` frame at the worker's very next state, and at its return."""
+    path = tmp_path / "in_place.py"
+    path.write_text(IN_PLACE)
+    if engines == "C":
+        pytest.importorskip("neural_dap.trace._ctracer", reason="the C tracer is not built here")
+    engine = "auto" if engines == "C" else "settrace" if version == "3.11" else "monitoring"
+    skeleton = record_skeleton(Program(path=str(path)), python=_interpreter(version), engine=engine)
+    try:
+        assert skeleton.outcome.kind == "finished" and skeleton.stdout == "2 [[0, 1]]\n"
+        joined, _ = threaded.join(skeleton)
+    finally:
+        skeleton.close()
+    assert joined.engine in (("ctrace", "cmonitoring") if engines == "C" else ("settrace", "monitoring"))
+    work = [k for k, s in enumerate(joined.states) if s.function == "work" and s.event == "line"]
+
+    def shown(name: str) -> list[str]:
+        values = [joined.states[k].locals.get(name) for k in work]
+        return [v for i, v in enumerate(values) if v is not None and (i == 0 or v != values[i - 1])]
+
+    assert shown("xs") == ["[1, 2]", "[1.0, 2]", "[True, 2]"]
+    assert shown("d") == ["{'a': 1, 'b': 2}", "{'b': 2}", "{'b': 2, 'a': 1}"]
+    execution = FullExecution(joined)
+    module = []
+    for k in work + [k for k, s in enumerate(joined.states) if s.function == "work" and s.event == "return"]:
+        frame = next(f for f in execution.thread_frames(k, 0) if f.function == "<module>")
+        seen = (frame.locals["COUNT"], frame.locals["LOG"])
+        if not module or module[-1] != seen:
+            module.append(seen)
+    assert module == [("0", "[[0]]"), ("1", "[[0]]"), ("1", "[[0, 1]]"), ("2", "[[0, 1]]")]
+
+
+A_THREAD_EACH = textwrap.dedent(
+    """\
+    import threading
+
+
+    def serve(n, out):
+        answer = n * n
+        out.append(answer)
+
+
+    def main():
+        out = []
+        for n in range(60):
+            worker = threading.Thread(target=serve, args=(n, out), name=f"request-{n}")
+            worker.start()
+            worker.join()
+        return sum(out)
+
+
+    print(main())
+    """
+)
+
+
+@pytest.mark.parametrize("version", ["3.11", "3.12", "3.13"])
+def test_a_thread_started_for_each_request_is_each_its_own_thread_with_its_own_values(tmp_path, version):
+    """A server's way: a thread per request, each ended before the next starts (the tracer of an
+    ended thread is dropped, and a new thread may get the same thread id): every request's events
+    are its own thread's, numbered and named in order, with the locals that request had."""
+    path = tmp_path / "requests.py"
+    path.write_text(A_THREAD_EACH)
+    skeleton = record_skeleton(Program(path=str(path)), python=_interpreter(version))
+    try:
+        assert skeleton.outcome.kind == "finished" and skeleton.stdout == f"{sum(n * n for n in range(60))}\n"
+        joined, _ = threaded.join(skeleton)
+    finally:
+        skeleton.close()
+    serving = [s for s in joined.states if s.function == "serve"]
+    assert {s.thread for s in serving} == set(range(1, 61))
+    assert {joined.log.thread_names[k] for k in range(1, 61)} == {f"request-{n}" for n in range(60)}
+    for s in serving:
+        n = int(s.locals["n"])
+        assert joined.log.thread_names[s.thread] == f"request-{n}"
+        assert s.locals.get("answer", str(n * n)) == str(n * n)
+    assert all(s.thread == 0 for s in joined.states if s.function == "main")

@@ -44,6 +44,7 @@ PyAPI_FUNC(PyObject *) PyMethod_Function(PyObject *);
  * at import; absent, these do nothing. */
 #include <dlfcn.h>
 #include <limits.h>
+#include <string.h>
 #include <pthread.h>
 #define JOURNAL_PLUMBING 1
 #define JOURNAL_SANDBOX 2
@@ -77,6 +78,8 @@ typedef struct {
     long long inv;
     PyObject *objs;       /* name -> object last seen (NULL in skeleton mode until captured) */
     PyObject *encs;       /* name -> encoding, for objects that can change in place */
+    PyObject *snaps;      /* name -> (list, its items): a small list of atoms as last encoded */
+    PyObject *globals;    /* a <module> entry of a recording of every thread: its globals (see module_update) */
     PyObject *pending;    /* an exception raised in this frame and not yet handled */
     int module_scope;
     long long last;       /* index of this invocation's latest event */
@@ -88,6 +91,24 @@ typedef struct {
     PyObject *calling;    /* sys.monitoring: the code of the Python function this frame's current line
                            * is calling (its CALL event), compared by address only; NULL: none */
 } Entry;
+
+/* A recording of every thread: the module globals another thread's stack shows, as one thread
+ * last diffed them (see module_update). */
+typedef struct SharedModule {
+    PyObject *globals;      /* a reference; NULL: an empty slot */
+    long long inv;          /* the <module> invocation on another thread's stack that shows them; -1: none */
+    PyObject *objs, *encs, *snaps; /* this thread's shadow of them */
+    unsigned long long version;
+    int versioned;
+} SharedModule;
+#define SHARED_MODULES 4
+
+static void clear_shared(SharedModule *m) {
+    Py_CLEAR(m->globals);
+    Py_CLEAR(m->objs);
+    Py_CLEAR(m->encs);
+    Py_CLEAR(m->snaps);
+}
 
 /* skeleton records, little-endian, packed */
 #pragma pack(push, 1)
@@ -138,6 +159,11 @@ typedef struct {
     Py_ssize_t depth;
     Py_ssize_t capacity;
     long long next_inv;
+    long long *next_inv_p;   /* where the next invocation id is kept: next_inv, or its group's (one numbering) */
+    struct Group *group;     /* a recording of every thread: the group of this thread's tracer (else NULL) */
+    int unnamed;             /* (group) the thread's name is not known yet: ask again at its next event */
+    volatile int gone;       /* (group) its thread has ended (set by the thread's key destructor) */
+    struct SharedModule *shared; /* (group) the module globals other threads show: see module_update */
     int active;
     pthread_t thread;        /* the thread traced: events of others are ignored (pthread_self: no
                               * call into the interpreter's thread-local state per event) */
@@ -181,6 +207,12 @@ typedef struct {
     int stop_reason;          /* why the hook is called now: 0 not a stop, else a STOP_* */
 } Tracer;
 
+/* A recording of every thread (see the Group type below): one Tracer per thread, one numbering of
+ * invocations, one event list, each run of a thread's events after a thread record. */
+typedef struct Group Group;
+static int mark_thread(Tracer *t);
+static int module_update(Tracer *t);
+
 static inline int in_traced_thread(Tracer *t) { return pthread_equal(pthread_self(), t->thread); }
 
 #define STOP_AT 1
@@ -215,6 +247,14 @@ static int hidden_global(PyObject *name, PyObject *value) {
     PyTypeObject *kind = Py_TYPE(value);
     return PyType_GetSlot(kind, Py_tp_descr_get) != NULL && PyType_GetSlot(kind, Py_tp_descr_set) == NULL &&
            PyCallable_Check(value);
+}
+
+/* Drop `name` from a shadow dict, if there. */
+static int forget(PyObject *dict, PyObject *name) {
+    if (dict == NULL)
+        return 0;
+    int has = PyDict_Contains(dict, name);
+    return has < 0 ? -1 : has ? PyDict_DelItem(dict, name) : 0;
 }
 
 static PyObject *call1(PyObject *fn, PyObject *arg) { return PyObject_CallFunctionObjArgs(fn, arg, NULL); }
@@ -255,9 +295,61 @@ static PyObject *encode(Tracer *t, PyObject *value, int atom) {
 }
 
 static int append_change(PyObject **changes, PyObject *name, PyObject *enc) {
-    if (*changes == NULL && (*changes = PyList_New(0)) == NULL)
-        return -1;
+    if (*changes == NULL) {
+        if ((*changes = PyList_New(0)) == NULL)
+            return -1;
+        PyObject_GC_UnTrack(*changes); /* (see emit) */
+    }
     return PyList_Append(*changes, name) < 0 || PyList_Append(*changes, enc) < 0 ? -1 : 0;
+}
+
+#define SHALLOW_ITEMS 64 /* a longer list is encoded at each event (copying and comparing it costs more) */
+
+/* `value` is the small list of atoms last encoded under `name`, holding the very same items in the
+ * same order: its repr is unchanged (recorder.py's _atom_items says why identity is the test: 1,
+ * 1.0 and True are equal, their reprs are not). */
+static int same_atom_list(PyObject *snaps, PyObject *name, PyObject *value) {
+    if (snaps == NULL || !PyList_CheckExact(value))
+        return 0;
+    PyObject *kept = PyDict_GetItemWithError(snaps, name);
+    if (kept == NULL) {
+        PyErr_Clear();
+        return 0;
+    }
+    PyObject *items = PyTuple_GetItem(kept, 1);
+    Py_ssize_t n = PyList_Size(value);
+    if (PyTuple_GetItem(kept, 0) != value || items == NULL || PyTuple_Size(items) != n) {
+        PyErr_Clear();
+        return 0;
+    }
+    for (Py_ssize_t i = 0; i < n; i++)
+        if (PyList_GetItem(value, i) != PyTuple_GetItem(items, i))
+            return 0;
+    return 1;
+}
+
+/* After `value` was encoded under `name`: keep a small list of atoms' items, forget anything else. */
+static int keep_atom_list(PyObject *snaps, PyObject *name, PyObject *value) {
+    if (snaps == NULL)
+        return 0;
+    if (PyList_CheckExact(value) && PyList_Size(value) <= SHALLOW_ITEMS) {
+        PyObject *items = PyList_AsTuple(value);
+        if (items == NULL)
+            return -1;
+        int atoms = 1;
+        for (Py_ssize_t i = 0; i < PyTuple_Size(items) && atoms; i++)
+            atoms = is_atom(PyTuple_GetItem(items, i));
+        int rc = 0;
+        if (atoms) {
+            PyObject *kept = PyTuple_Pack(2, value, items);
+            rc = kept == NULL ? -1 : PyDict_SetItem(snaps, name, kept);
+            Py_XDECREF(kept);
+        }
+        Py_DECREF(items);
+        if (atoms)
+            return rc;
+    }
+    return forget(snaps, name);
 }
 
 /* The changed locals as a flat list [name, enc, ...], or None; NULL on error. */
@@ -281,8 +373,7 @@ static PyObject *diff(Tracer *t, Entry *e, PyObject *locals) {
             enc = encode(t, value, 1);
             if (enc == NULL)
                 goto error;
-            if (PyDict_SetItem(e->objs, name, value) < 0 ||
-                (PyDict_Contains(e->encs, name) == 1 && PyDict_DelItem(e->encs, name) < 0)) {
+            if (PyDict_SetItem(e->objs, name, value) < 0 || forget(e->encs, name) < 0 || forget(e->snaps, name) < 0) {
                 Py_DECREF(enc);
                 goto error;
             }
@@ -292,10 +383,12 @@ static PyObject *diff(Tracer *t, Entry *e, PyObject *locals) {
             if (e->module_scope && hidden_global(name, value))
                 continue;
             seen++;
+            if (same_atom_list(e->snaps, name, value))
+                continue;
             enc = encode(t, value, 0);
             if (enc == NULL)
                 goto error;
-            if (PyDict_SetItem(e->objs, name, value) < 0) {
+            if (PyDict_SetItem(e->objs, name, value) < 0 || keep_atom_list(e->snaps, name, value) < 0) {
                 Py_DECREF(enc);
                 goto error;
             }
@@ -336,7 +429,7 @@ static PyObject *diff(Tracer *t, Entry *e, PyObject *locals) {
                 goto keys_error;
             if (has)
                 continue;
-            if (PyDict_DelItem(e->objs, key) < 0 || (PyDict_Contains(e->encs, key) == 1 && PyDict_DelItem(e->encs, key) < 0))
+            if (PyDict_DelItem(e->objs, key) < 0 || forget(e->encs, key) < 0 || forget(e->snaps, key) < 0)
                 goto keys_error;
             PyObject *gone = PyList_New(0);
             if (gone == NULL)
@@ -383,6 +476,15 @@ static PyObject *frame_diff(Tracer *t, Entry *e) {
     PyObject *locals = frame_locals(e->frame);
     if (locals == NULL)
         return NULL;
+    if (t->group != NULL && e->module_scope && PyDict_Check(locals)) {
+        /* every thread recorded: a <module> frame's locals are its globals, which another thread
+         * may change while a repr runs (the GIL is let go there): the diff walks a copy */
+        PyObject *copy = PyDict_Copy(locals);
+        Py_DECREF(locals);
+        if (copy == NULL)
+            return NULL;
+        locals = copy;
+    }
     PyObject *changes = diff(t, e, locals);
     Py_DECREF(locals);
     return changes;
@@ -391,6 +493,15 @@ static PyObject *frame_diff(Tracer *t, Entry *e) {
 static int emit(Tracer *t, PyObject *tuple) {
     if (tuple == NULL)
         return -1;
+    if (t->group != NULL && mark_thread(t) < 0) {
+        Py_DECREF(tuple);
+        return -1;
+    }
+    /* An event (and its list of changes) holds names and encodings, never itself: it can be in no
+     * cycle, so the cyclic GC need not look at it. Tens of thousands wait in the list for the
+     * channel; left tracked, the collections CPython runs as they are made walked them all again
+     * and again (nearly half of a recording of every thread). */
+    PyObject_GC_UnTrack(tuple);
     int rc = PyList_Append(t->events, tuple);
     Py_DECREF(tuple);
     return rc;
@@ -501,6 +612,7 @@ static void live_stop(Tracer *t, int reason) {
     for (Py_ssize_t d = 0; d < t->depth; d++) {
         Py_CLEAR(t->stack[d].objs);
         Py_CLEAR(t->stack[d].encs);
+        Py_CLEAR(t->stack[d].snaps);
     }
 }
 
@@ -578,9 +690,11 @@ static int ensure_dicts(Entry *e) {
     e->module_scope = module;
     e->objs = PyDict_New();
     e->encs = PyDict_New();
-    if (e->objs == NULL || e->encs == NULL) {
+    e->snaps = PyDict_New();
+    if (e->objs == NULL || e->encs == NULL || e->snaps == NULL) {
         Py_CLEAR(e->objs);
         Py_CLEAR(e->encs);
+        Py_CLEAR(e->snaps);
         return -1;
     }
     return 0;
@@ -731,9 +845,11 @@ static Entry *push(Tracer *t, PyObject *code, PyFrameObject *frame) {
     e->frame = frame;
     e->lines = NULL;
     e->n_lines = 0;
-    e->inv = t->next_inv++;
+    e->inv = (*t->next_inv_p)++;
     e->objs = NULL;
     e->encs = NULL;
+    e->snaps = NULL;
+    e->globals = NULL;
     e->pending = NULL;
     e->module_scope = 0;
     e->last = t->count;
@@ -749,6 +865,8 @@ static void pop(Tracer *t) {
     Entry *e = &t->stack[--t->depth];
     Py_CLEAR(e->objs);
     Py_CLEAR(e->encs);
+    Py_CLEAR(e->snaps);
+    Py_CLEAR(e->globals);
     Py_CLEAR(e->pending);
     Py_CLEAR(e->frame);
     Py_CLEAR(e->code);
@@ -912,6 +1030,8 @@ static int line_event(Tracer *t, Entry *e, int line) {
         }
         if (emit(t, Py_BuildValue("(OLiNN)", TAG_L, e->inv, line, changes, caught)) < 0)
             return -1;
+        if (t->group != NULL && module_update(t) < 0)
+            return -1;
     }
     Py_CLEAR(e->pending);
     e->line = line;
@@ -952,6 +1072,8 @@ static int leave_event(Tracer *t, int line, PyObject *value, PyObject *raised) {
             PyObject *enc = call_users(t->value_repr, value);
             rc = enc == NULL ? -1 : emit(t, Py_BuildValue("(OLiN)", TAG_R, e->inv, line, enc));
         }
+        if (rc == 0 && t->group != NULL)
+            rc = module_update(t); /* (after the exit: an update shows from the latest state on) */
     }
     pop(t);
     if (rc < 0)
@@ -1338,6 +1460,7 @@ static PyObject *tracer_capture(PyObject *self, PyObject *args) {
     for (Py_ssize_t d = 0; d < t->depth; d++) {
         Py_CLEAR(t->stack[d].objs);
         Py_CLEAR(t->stack[d].encs);
+        Py_CLEAR(t->stack[d].snaps);
     }
     Py_RETURN_NONE;
 }
@@ -1394,7 +1517,7 @@ static PyObject *tracer_invocations(PyObject *self, PyObject *Py_UNUSED(ignored)
 }
 
 static PyObject *tracer_next_invocation(PyObject *self, PyObject *Py_UNUSED(ignored)) {
-    return PyLong_FromLongLong(((Tracer *)self)->next_inv);
+    return PyLong_FromLongLong(*((Tracer *)self)->next_inv_p);
 }
 
 /* live(stop_at, stop_depth, stop_exit_inv, stop_exceptions, breakpoints): where the running program
@@ -1477,6 +1600,7 @@ static int tracer_init(Tracer *self, PyObject *args, PyObject *kwargs) {
         return -1;
     self->stop_at = self->stop_depth = self->stop_exit_inv = -1;
     self->dotted = dotted;
+    self->next_inv_p = &self->next_inv;
     PyObject **slots[] = {&self->events, &self->user_cache, &self->judge, &self->code_ids, &self->code_id,
                           &self->encode_atom, &self->encode_object, &self->value_repr, &self->bounded};
     PyObject *values[] = {events, user_cache, judge_, code_ids, code_id, encode_atom, encode_object, value_repr, bounded};
@@ -1502,6 +1626,11 @@ static void tracer_dealloc(Tracer *self) {
         Py_XDECREF(refs[i]);
     PyMem_Free(self->ev);
     PyMem_Free(self->calls);
+    if (self->shared != NULL) {
+        for (int i = 0; i < SHARED_MODULES; i++)
+            clear_shared(&self->shared[i]);
+        PyMem_Free(self->shared);
+    }
     PyTypeObject *type = Py_TYPE((PyObject *)self);
     freefunc free_ = (freefunc)PyType_GetSlot(type, Py_tp_free);
     free_(self);
@@ -1555,6 +1684,413 @@ static PyType_Spec tracer_spec = {
     .slots = tracer_slots,
 };
 
+
+/* -- every thread: a recording that met a second thread goes on in full, in C ----------------------
+ *
+ * One Tracer per thread, each with its own stack, all appending to the one event list and numbering
+ * invocations as one (the group's counter). The sys.monitoring callbacks are the group's: each finds
+ * the calling thread's tracer (thread-local storage; a thread's first event makes one with the
+ * Python factory, which says None for the recorder's own threads) and hands the event to it, so a
+ * tracer's state is only ever touched by its own thread, even where a repr lets the GIL go. On 3.11
+ * each thread's C trace function is its own tracer (PyEval_SetTrace is per thread). Before the first
+ * event of each run of one thread's events comes that thread's record (the Python marker says which,
+ * as child/threads.py's ThreadTable numbers them). A thread's tracer is dropped once the thread
+ * has ended (a server starts a thread per request). */
+
+
+struct Group {
+    PyObject_HEAD
+    PyObject *factory;   /* callable() -> a Tracer for the calling thread, or None (one of the recorder's own) */
+    PyObject *marker;    /* callable(switched) -> (the thread record to send first, or None; its name not known yet) */
+    PyObject *tracers;   /* list: every thread's Tracer */
+    Tracer *current;     /* whose events were appended last (borrowed; NULL: none yet) */
+    pthread_t last_thread; /* the thread of the latest callback ... */
+    Tracer *last_tracer;   /* ... and its tracer (NULL: none yet) */
+    long long next_inv;
+    int monitoring;
+};
+
+static PyObject *TRACER_TYPE;
+static __thread Group *tls_group;   /* the group the calling thread's tracer is in ... */
+static __thread Tracer *tls_tracer; /* ... and the tracer (NULL: a thread of the recorder's own) */
+static pthread_key_t gone_key;      /* its destructor marks a thread's tracer gone when the thread ends */
+
+static void thread_gone(void *tracer) { ((Tracer *)tracer)->gone = 1; }
+
+/* Dict versions change at every change of a dict on these releases only (see dict_version). */
+static int dict_versions(void) { return Py_Version >= 0x030B0000 && Py_Version < 0x030E0000; }
+
+static unsigned long long version_of(PyObject *dict);
+
+/* Before the first event of a run of this thread's events: its thread record. */
+static int mark_thread(Tracer *t) {
+    Group *g = t->group;
+    if (g->current == t && !t->unnamed)
+        return 0;
+    for (;;) {
+        int switched = g->current != t;
+        PyObject *answer = call_ours(g->marker, switched ? Py_True : Py_False);
+        if (answer == NULL)
+            return -1;
+        if (!switched && g->current != t) { /* another thread's events came while it ran: a switch */
+            Py_DECREF(answer);
+            continue;
+        }
+        PyObject *record;
+        int unnamed;
+        if (!PyArg_ParseTuple(answer, "Op", &record, &unnamed)) {
+            Py_DECREF(answer);
+            return -1;
+        }
+        g->current = t;
+        t->unnamed = unnamed;
+        int rc = record == Py_None ? 0 : PyList_Append(t->events, record);
+        Py_DECREF(answer);
+        return rc;
+    }
+}
+
+/* Drop the tracers of threads that have ended. */
+static int prune(Group *g) {
+    for (Py_ssize_t i = PyList_Size(g->tracers) - 1; i >= 0; i--) {
+        Tracer *t = (Tracer *)PyList_GetItem(g->tracers, i);
+        if (t == NULL || !t->gone)
+            continue;
+        if (g->current == t)
+            g->current = NULL;
+        if (g->last_tracer == t)
+            g->last_tracer = NULL;
+        if (PySequence_DelItem(g->tracers, i) < 0)
+            return -1;
+    }
+    return 0;
+}
+
+static void join_group(Group *g, Tracer *t) {
+    t->group = g;
+    g->next_inv = g->next_inv > *t->next_inv_p ? g->next_inv : *t->next_inv_p;
+    t->next_inv_p = &g->next_inv;
+    t->thread = pthread_self();
+    t->active = 1;
+    t->skeleton = 0; /* every event in full */
+    t->live = 0;
+    pthread_setspecific(gone_key, t);
+    tls_group = g;
+    tls_tracer = t;
+    g->last_thread = t->thread;
+    g->last_tracer = t;
+}
+
+/* The calling thread's tracer in `*out` (NULL: a thread of the recorder's own); -1: error. */
+static int thread_tracer(Group *g, Tracer **out) {
+    /* the thread of the latest callback, most of the time (the GIL passes every few milliseconds):
+     * its id compared, no thread-local lookup (a function call in a shared library). An ended
+     * thread's id may be reused by a new thread, but only after its tracer was marked gone */
+    Tracer *last = g->last_tracer;
+    if (last != NULL && pthread_equal(g->last_thread, pthread_self()) && !last->gone) {
+        *out = last;
+        return 0;
+    }
+    if (tls_group == g && tls_tracer != NULL) {
+        g->last_thread = pthread_self();
+        g->last_tracer = tls_tracer;
+    }
+    if (tls_group == g) {
+        *out = tls_tracer;
+        return 0;
+    }
+    tls_group = g; /* (while the factory runs: its own calls are no events) */
+    tls_tracer = NULL;
+    *out = NULL;
+    if (prune(g) < 0)
+        return -1;
+    int previous = enter_context(JOURNAL_PLUMBING);
+    PyObject *made = PyObject_CallNoArgs(g->factory);
+    leave_context(previous);
+    if (made == NULL)
+        return -1;
+    if (made == Py_None) {
+        Py_DECREF(made);
+        return 0;
+    }
+    if ((PyObject *)Py_TYPE(made) != TRACER_TYPE) {
+        Py_DECREF(made);
+        PyErr_SetString(PyExc_TypeError, "the factory makes a Tracer or None");
+        return -1;
+    }
+    int rc = PyList_Append(g->tracers, made);
+    Py_DECREF(made); /* (the list keeps it) */
+    if (rc < 0)
+        return -1;
+    join_group(g, (Tracer *)made);
+    *out = (Tracer *)made;
+    return 0;
+}
+
+/* The <module> invocation on another thread's stack whose globals are `globals`; -1: none. */
+static long long module_shown_by_others(Tracer *t, PyObject *globals) {
+    Group *g = t->group;
+    for (Py_ssize_t i = 0; i < PyList_Size(g->tracers); i++) {
+        Tracer *other = (Tracer *)PyList_GetItem(g->tracers, i);
+        if (other == NULL || other == t)
+            continue;
+        for (Py_ssize_t d = 0; d < other->depth; d++) {
+            Entry *e = &other->stack[d];
+            if (!e->module_scope || e->objs == NULL)
+                continue;
+            if (e->globals == NULL && e->frame != NULL) {
+                e->globals = PyObject_GetAttrString((PyObject *)e->frame, "f_globals");
+                if (e->globals == NULL) {
+                    PyErr_Clear();
+                    continue;
+                }
+            }
+            if (e->globals == globals)
+                return e->inv;
+        }
+    }
+    return -1;
+}
+
+/* This thread's shadow of `globals` (made on first sight); NULL: error. */
+static SharedModule *shared_module(Tracer *t, PyObject *globals) {
+    if (t->shared == NULL && (t->shared = PyMem_Calloc(SHARED_MODULES, sizeof(SharedModule))) == NULL) {
+        PyErr_NoMemory();
+        return NULL;
+    }
+    SharedModule *free_slot = NULL;
+    for (int i = 0; i < SHARED_MODULES; i++) {
+        if (t->shared[i].globals == globals)
+            return &t->shared[i];
+        if (t->shared[i].globals == NULL && free_slot == NULL)
+            free_slot = &t->shared[i];
+    }
+    SharedModule *m = free_slot != NULL ? free_slot : &t->shared[(uintptr_t)globals % SHARED_MODULES];
+    clear_shared(m);
+    Py_INCREF(globals);
+    m->globals = globals;
+    m->inv = module_shown_by_others(t, globals);
+    m->versioned = 0;
+    m->objs = PyDict_New();
+    m->encs = PyDict_New();
+    m->snaps = PyDict_New();
+    if (m->objs == NULL || m->encs == NULL || m->snaps == NULL) {
+        clear_shared(m);
+        return NULL;
+    }
+    return m;
+}
+
+/* After an event of a frame whose module's globals another thread's stack shows (its <module>
+ * frame, waiting in a join while a worker changes them): what changed there since this thread
+ * last looked, as an update of that frame ("u"), so a stop in any thread shows the globals as they
+ * are then (child/engines.py's SharedGlobals, the Python engines' same rule). */
+static int module_update(Tracer *t) {
+    PyObject *globals = PyEval_GetGlobals(); /* borrowed: the running frame's */
+    if (globals == NULL || !PyDict_CheckExact(globals))
+        return 0;
+    SharedModule *m = shared_module(t, globals);
+    if (m == NULL)
+        return -1;
+    if (m->inv < 0)
+        return 0;
+    if (dict_versions()) {
+        /* no name bound, rebound or deleted since, and no value shown that can change in place */
+        unsigned long long version = version_of(globals);
+        if (m->versioned && version == m->version && PyDict_Size(m->encs) == 0)
+            return 0;
+        m->version = version;
+        m->versioned = 1;
+    }
+    PyObject *copy = PyDict_Copy(globals); /* (a repr lets the GIL go: another thread may change them) */
+    if (copy == NULL)
+        return -1;
+    Entry shadow;
+    memset(&shadow, 0, sizeof(shadow));
+    shadow.module_scope = 1;
+    shadow.objs = m->objs;
+    shadow.encs = m->encs;
+    shadow.snaps = m->snaps;
+    long long inv = m->inv;
+    PyObject *changes = diff(t, &shadow, copy);
+    Py_DECREF(copy);
+    if (changes == NULL)
+        return -1;
+    if (changes == Py_None) {
+        Py_DECREF(changes);
+        return 0;
+    }
+    return emit(t, Py_BuildValue("(OLN)", TAG_U, inv, changes));
+}
+
+static int group_init(Group *self, PyObject *args, PyObject *kwargs) {
+    static char *names[] = {"factory", "marker", "monitoring", NULL};
+    PyObject *factory, *marker;
+    int monitoring;
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OOp", names, &factory, &marker, &monitoring))
+        return -1;
+    PyObject *tracers = PyList_New(0);
+    if (tracers == NULL)
+        return -1;
+    Py_INCREF(factory);
+    Py_INCREF(marker);
+    SET_REF(self->factory, factory);
+    SET_REF(self->marker, marker);
+    SET_REF(self->tracers, tracers);
+    self->monitoring = monitoring;
+    /* never freed: a thread's key destructor may mark one of its tracers as the process ends, and
+     * the recording child ends with the program */
+    Py_INCREF((PyObject *)self);
+    return 0;
+}
+
+/* adopt(tracer): the tracer that recorded the calling thread (the main thread) until now goes on in
+ * full, in the group: its buffered records are flushed, and every frame on its stack is sent
+ * whole (a snapshot: its locals now), as a capture window begins. */
+static PyObject *group_adopt(PyObject *self, PyObject *arg) {
+    Group *g = (Group *)self;
+    if ((PyObject *)Py_TYPE(arg) != TRACER_TYPE) {
+        PyErr_SetString(PyExc_TypeError, "adopt: a Tracer");
+        return NULL;
+    }
+    Tracer *t = (Tracer *)arg;
+    if (t->skeleton && flush_records(t) < 0)
+        return NULL;
+    if (t->monitoring && find_frames(t) < 0)
+        return NULL;
+    if (PyList_Append(g->tracers, arg) < 0)
+        return NULL;
+    join_group(g, t);
+    g->current = t; /* (the thread table numbers this thread 0: its events need no record first) */
+    for (Py_ssize_t d = 0; d < t->depth; d++) {
+        Entry *e = &t->stack[d];
+        Py_CLEAR(e->objs);
+        Py_CLEAR(e->encs);
+        Py_CLEAR(e->snaps);
+        if (ensure_dicts(e) < 0)
+            return NULL;
+        PyObject *changes = frame_diff(t, e);
+        if (changes == NULL)
+            return NULL;
+        if (emit(t, Py_BuildValue("(OLliNN)", TAG_S, e->inv, e->code_id, e->line, PyLong_FromSsize_t(e->depth), changes)) < 0)
+            return NULL;
+    }
+    Py_RETURN_NONE;
+}
+
+/* take(frame[, event, arg]): in a thread that had started before the group (its first call was
+ * waiting for the switch), or, on 3.11, as the trace function `threading` gives each new thread:
+ * from now on the thread's events come to its tracer, and the frame starting is its first call. */
+static PyObject *group_take(PyObject *self, PyObject *args) {
+    Group *g = (Group *)self;
+    PyObject *frame, *event = NULL, *arg = NULL;
+    if (!PyArg_ParseTuple(args, "O|OO", &frame, &event, &arg))
+        return NULL;
+    Tracer *t;
+    if (thread_tracer(g, &t) < 0)
+        return NULL;
+    if (g->monitoring || t == NULL)
+        PyEval_SetTrace(NULL, NULL); /* (sys.settrace(None): its legacy trace function brought it here) */
+    else
+        PyEval_SetTrace(trace, (PyObject *)t); /* 3.11: this thread's events to its tracer */
+    if (t == NULL)
+        Py_RETURN_NONE;
+    PyObject *code = (PyObject *)PyFrame_GetCode((PyFrameObject *)frame);
+    CodeInfo *info = code_info(t, code);
+    Py_DECREF(code); /* the code table keeps it */
+    if (info == NULL)
+        return NULL;
+    if (!info->user || (t->depth > 0 && t->stack[t->depth - 1].code == info->code))
+        Py_RETURN_NONE; /* (not the user's, or its start was seen: the thread started since the switch) */
+    if (t->monitoring && !info->enabled) {
+        PyObject *rc = call_ours(t->enable, info->code);
+        if (rc == NULL)
+            return NULL;
+        Py_DECREF(rc);
+        info->enabled = 1;
+        if (ensure_line_table(t, info) < 0)
+            return NULL;
+    }
+    return done(call_event(t, (PyFrameObject *)frame, info, PyFrame_GetLineNumber((PyFrameObject *)frame)));
+}
+
+static PyObject *group_stop(PyObject *self, PyObject *Py_UNUSED(ignored)) {
+    Group *g = (Group *)self;
+    for (Py_ssize_t i = 0; i < PyList_Size(g->tracers); i++)
+        ((Tracer *)PyList_GetItem(g->tracers, i))->active = 0;
+    if (!g->monitoring)
+        PyEval_SetTrace(NULL, NULL); /* (this thread's; the others' tracers are inactive) */
+    Py_RETURN_NONE;
+}
+
+static PyObject *group_next_invocation(PyObject *self, PyObject *Py_UNUSED(ignored)) {
+    return PyLong_FromLongLong(((Group *)self)->next_inv);
+}
+
+static PyObject *group_threads(PyObject *self, PyObject *Py_UNUSED(ignored)) {
+    return PyLong_FromSsize_t(PyList_Size(((Group *)self)->tracers));
+}
+
+/* The sys.monitoring callbacks: to the calling thread's tracer (none for the recorder's threads). */
+#define FORWARD(name, callback)                                                                    \
+    static PyObject *group_##name(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {       \
+        Tracer *t;                                                                                 \
+        if (thread_tracer((Group *)self, &t) < 0)                                                  \
+            return NULL;                                                                           \
+        if (t == NULL)                                                                             \
+            Py_RETURN_NONE;                                                                        \
+        return callback((PyObject *)t, args, nargs);                                               \
+    }
+FORWARD(on_start, mon_start)
+FORWARD(on_line, mon_line)
+FORWARD(on_jump, mon_jump)
+FORWARD(on_return, mon_return)
+FORWARD(on_unwind, mon_unwind)
+FORWARD(on_handled, mon_handled)
+FORWARD(on_call, mon_call)
+
+static void group_dealloc(Group *self) {
+    Py_XDECREF(self->factory);
+    Py_XDECREF(self->marker);
+    Py_XDECREF(self->tracers);
+    PyTypeObject *type = Py_TYPE((PyObject *)self);
+    freefunc free_ = (freefunc)PyType_GetSlot(type, Py_tp_free);
+    free_(self);
+    Py_DECREF(type);
+}
+
+static PyMethodDef group_methods[] = {
+    {"adopt", group_adopt, METH_O, "adopt(tracer): the calling thread's tracer goes on in full, in the group."},
+    {"take", group_take, METH_VARARGS, "take(frame[, event, arg]): the calling thread's events come to its tracer from now on."},
+    {"stop", group_stop, METH_NOARGS, "Stop tracing every thread."},
+    {"next_invocation", group_next_invocation, METH_NOARGS, "The id the next invocation gets."},
+    {"threads", group_threads, METH_NOARGS, "How many threads' tracers are kept (those ended are dropped)."},
+    {"on_start", (PyCFunction)(void (*)(void))group_on_start, METH_FASTCALL, "PY_START / PY_RESUME callback."},
+    {"on_line", (PyCFunction)(void (*)(void))group_on_line, METH_FASTCALL, "LINE callback."},
+    {"on_jump", (PyCFunction)(void (*)(void))group_on_jump, METH_FASTCALL, "JUMP callback."},
+    {"on_return", (PyCFunction)(void (*)(void))group_on_return, METH_FASTCALL, "PY_RETURN / PY_YIELD callback."},
+    {"on_unwind", (PyCFunction)(void (*)(void))group_on_unwind, METH_FASTCALL, "PY_UNWIND callback."},
+    {"on_handled", (PyCFunction)(void (*)(void))group_on_handled, METH_FASTCALL, "EXCEPTION_HANDLED callback."},
+    {"on_call", (PyCFunction)(void (*)(void))group_on_call, METH_FASTCALL, "CALL callback."},
+    {NULL, NULL, 0, NULL},
+};
+
+static PyType_Slot group_slots[] = {
+    {Py_tp_new, PyType_GenericNew},
+    {Py_tp_init, group_init},
+    {Py_tp_dealloc, group_dealloc},
+    {Py_tp_methods, group_methods},
+    {Py_tp_doc, "Every thread recorded in full, one Tracer per thread (see the comment above Group in _ctracer.c)."},
+    {0, NULL},
+};
+
+static PyType_Spec group_spec = {
+    .name = "neural_dap.trace._ctracer.Threads",
+    .basicsize = sizeof(Group),
+    .flags = Py_TPFLAGS_DEFAULT,
+    .slots = group_slots,
+};
+
 /* -- the floor: callbacks that do nothing (benchmarks/recording.py) --------------------------------
  * What per-event callbacks cost by themselves, measured beside the recorder: the physical limit of
  * recording by callbacks. */
@@ -1604,12 +2140,37 @@ static PyObject *floor_settrace(PyObject *self, PyObject *on) {
     Py_RETURN_NONE;
 }
 
+/* -- a dict's version (PEP 509) ------------------------------------------------------------------
+ * CPython 3.11 to 3.13 change a dict's ma_version_tag at every change of its contents (3.12 and
+ * 3.13 keep watcher bits in its low bits: watching a dict changes it too, which only costs a diff).
+ * A thread's every line diffs the module globals another thread's stack shows (SharedGlobals in
+ * child/engines.py): an unchanged version means no name was bound, rebound or deleted, so a
+ * module whose globals hold no mutable value needs no diff at all. Not in the limited API: read
+ * through the layout those releases share (the object header, ma_used, ma_version_tag); the
+ * Python side asks only on them (3.14 dropped the tag). */
+typedef struct {
+    PyObject ob_base;
+    Py_ssize_t ma_used;
+    unsigned long long ma_version_tag;
+} DictHead;
+
+static unsigned long long version_of(PyObject *dict) { return ((DictHead *)dict)->ma_version_tag; }
+
+static PyObject *dict_version(PyObject *self, PyObject *d) {
+    if (!PyDict_CheckExact(d)) {
+        PyErr_SetString(PyExc_TypeError, "dict_version: a dict");
+        return NULL;
+    }
+    return PyLong_FromUnsignedLongLong(version_of(d));
+}
+
 static PyMethodDef module_methods[] = {
     {"floor_noop", (PyCFunction)(void (*)(void))floor_noop, METH_FASTCALL, "A sys.monitoring callback that does nothing."},
     {"floor_jump", (PyCFunction)(void (*)(void))floor_jump, METH_FASTCALL, "DISABLE a forward jump, as the recorder does."},
     {"floor_call", (PyCFunction)(void (*)(void))floor_call, METH_FASTCALL, "DISABLE a call site of no Python function, as the recorder does."},
     {"floor_set_disable", floor_set_disable, METH_O, "floor_set_disable(sys.monitoring.DISABLE)"},
     {"floor_settrace", floor_settrace, METH_O, "floor_settrace(on): a C trace function that does nothing (3.11)."},
+    {"dict_version", dict_version, METH_O, "dict_version(d): the dict's version tag (CPython 3.11 to 3.13 only)."},
     {NULL, NULL, 0, NULL},
 };
 
@@ -1635,13 +2196,30 @@ PyMODINIT_FUNC PyInit__ctracer(void) {
     Py_DECREF(types);
     if (FUNCTION_TYPE == NULL || METHOD_TYPE == NULL)
         return NULL;
+    if (pthread_key_create(&gone_key, thread_gone) != 0) {
+        PyErr_SetString(PyExc_OSError, "no thread-specific key left");
+        return NULL;
+    }
     PyObject *type = PyType_FromSpec(&tracer_spec);
     if (type == NULL)
         return NULL;
+    PyObject *group = PyType_FromSpec(&group_spec);
+    if (group == NULL) {
+        Py_DECREF(type);
+        return NULL;
+    }
+    TRACER_TYPE = type;
+    Py_INCREF(type); /* (kept for type checks) */
     PyObject *m = PyModule_Create(&module);
     if (m == NULL || PyModule_AddObject(m, "Tracer", type) < 0) {
         Py_DECREF(type);
+        Py_DECREF(group);
         Py_XDECREF(m);
+        return NULL;
+    }
+    if (PyModule_AddObject(m, "Threads", group) < 0) {
+        Py_DECREF(group);
+        Py_DECREF(m);
         return NULL;
     }
     return m;

@@ -14,6 +14,7 @@ from neural_dap.trace.child.monitoring import (
     genexpr_loop_line,
     instruction_lines,
     monitor,
+    register,
     unmonitor,
 )
 from neural_dap.trace.child.recorder import Recorder
@@ -36,6 +37,7 @@ class SharedGlobals:
         self.rec = rec
         self.stacks = stacks  # per thread: its traced frames, each entry's [0] the frame, [1] its invocation
         self.local = threading.local()
+        self.version = dict_version()
 
     def changes(self, frame, seen: dict | None = None) -> tuple[int, list] | None:
         shared = getattr(self.local, "shared", None)
@@ -47,13 +49,23 @@ class SharedGlobals:
             found = shared[id(g)] = self._module_of(g)
         if not found:
             return None
-        inv, diff = found
+        inv, diff = found[0], found[1]
+        if self.version is not None:
+            # no name bound, rebound or deleted since this thread's last diff, and no value that
+            # can change in place shown (a module's globals are mostly its functions, classes and
+            # imports, never shown): nothing to diff (read before the copy: a change after it
+            # shows at the next line)
+            version = self.version(g)
+            if version == found[2] and not diff.encs:
+                return None
+            found[2] = version
         changes = diff(dict(g), seen)
         return (inv, changes) if changes else None
 
-    def _module_of(self, g: dict) -> tuple:
-        """(invocation, differ) of the `<module>` frame whose globals `g` are, on another thread's
-        stack; () where there is none (a module whose body has run: nobody shows its frame)."""
+    def _module_of(self, g: dict) -> list:
+        """[invocation, differ, version diffed] of the `<module>` frame whose globals `g` are, on
+        another thread's stack; [] where there is none (a module whose body has run: nobody shows
+        its frame)."""
         me = get_ident()
         for ident, stack in list(self.stacks.items()):
             if ident == me:
@@ -61,8 +73,20 @@ class SharedGlobals:
             for entry in list(stack):
                 frame = entry[0]
                 if frame is not None and frame.f_code.co_name == "<module>" and frame.f_globals is g:
-                    return (entry[1], self.rec.make_differ(True))
-        return ()
+                    return [entry[1], self.rec.make_differ(True), None]
+        return []
+
+
+def dict_version():
+    """The C tracer's reader of a dict's version tag, on the releases that change it at every
+    change of the dict (3.11 to 3.13, not free-threaded); None elsewhere (every line diffs)."""
+    if not (3, 11) <= sys.version_info[:2] <= (3, 13) or not getattr(sys, "_is_gil_enabled", lambda: True)():
+        return None
+    try:
+        from neural_dap.trace._ctracer import dict_version as version
+    except ImportError:
+        return None
+    return version
 
 
 def settrace_engine(rec: Recorder, threads: ThreadTable | None = None):
@@ -137,6 +161,10 @@ def settrace_engine(rec: Recorder, threads: ThreadTable | None = None):
                     emit(("x", inv, frame.f_lineno, bounded(pending)))
                 else:
                     emit(("r", inv, frame.f_lineno, value_repr(arg)))
+                if shared is not None:  # ... in its module's globals: after it (shown from the latest state on)
+                    update = shared.changes(frame, seen)
+                    if update is not None:
+                        emit(("u", *update))
                 if resumable:
                     suspensions.left(frame, inv, raised)
                 if active and active[-1][1] == inv:
@@ -298,6 +326,7 @@ def monitoring_engine(rec: Recorder, threads: ThreadTable | None = None):
             seen: dict = {}
             own_update(top, seen)
             emit(["r", top[1], top[0].f_lineno, value_repr(retval)])
+            module_update(top, seen)
             if code.co_flags & RESUMABLE:
                 rec.suspensions.left(top[0], top[1], False)
             update_caller(stack, seen)
@@ -309,6 +338,7 @@ def monitoring_engine(rec: Recorder, threads: ThreadTable | None = None):
             seen: dict = {}
             own_update(top, seen)
             emit(["x", top[1], top[0].f_lineno, rec.reprs.repr(exc)])
+            module_update(top, seen)
             if code.co_flags & RESUMABLE:
                 rec.suspensions.left(top[0], top[1], True)
             update_caller(stack, seen)
@@ -318,6 +348,14 @@ def monitoring_engine(rec: Recorder, threads: ThreadTable | None = None):
         changes = top[2](top[0].f_locals, seen)
         if changes:
             emit(["u", top[1], changes])
+
+    def module_update(top, seen):
+        # ... in its module's globals too: sent after that event (an update shows from the latest
+        # state on, in another thread's frames)
+        if shared is not None:
+            update = shared.changes(top[0], seen)
+            if update is not None:
+                emit(["u", *update])
 
     def update_caller(stack, seen):
         if stack:
@@ -443,6 +481,7 @@ class CMonitoring:
         self.mon = sys.monitoring  # type: ignore[attr-defined]
         self.tool = free_tool(self.mon)
         self.enabled: set = set()
+        self.line_tables: dict = {}
         self.stopped = False
         self.skeleton = self.tracer.skeleton
         self.capture = self.tracer.capture
@@ -456,32 +495,106 @@ class CMonitoring:
         self.stop_reason = self.tracer.stop_reason
         self.stop_at = self.tracer.stop_at
 
-    def start(self) -> None:
-        mon, tool, tracer = self.mon, self.tool, self.tracer
-        line_tables: dict = {}
-
+    def configure(self, tracer) -> None:
+        """Make `tracer` one that this tool's callbacks reach: it turns a code's local events on,
+        makes its line tables, and tells jumps that are lines (the main thread's tracer, and each
+        thread's in a recording of every thread: CThreads)."""
+        mon, tool, enabled, line_tables = self.mon, self.tool, self.enabled, self.line_tables
         # CALL too: the tracer tells a function called by the traced frame itself from one library
         # code called without making the callee's frame object (the C tracer's mon_call)
         local_events = LOCAL_EVENTS | mon.events.CALL
 
         def enable(code) -> None:
-            self.enabled.add(code)
+            enabled.add(code)
             mon.set_local_events(tool, code, local_events)
 
         def jump_line(code, offset, target):
             return genexpr_loop_line(line_tables, code, offset, target, mon.DISABLE)
 
         tracer.monitoring(mon.DISABLE, enable, jump_line, lambda code: instruction_lines(code).tobytes())
-        tracer.start()
-        t = tracer
-        monitor(mon, tool, t.on_start, t.on_line, t.on_jump, t.on_return, t.on_unwind, t.on_handled)
-        mon.register_callback(tool, mon.events.CALL, t.on_call)
+
+    def register(self, callbacks) -> None:
+        """`callbacks` (a Tracer, or the Threads group) get this tool's events from now on."""
+        t = callbacks
+        register(self.mon, self.tool, t.on_start, t.on_line, t.on_jump, t.on_return, t.on_unwind, t.on_handled)
+        self.mon.register_callback(self.tool, self.mon.events.CALL, t.on_call)
+
+    def start(self) -> None:
+        self.configure(self.tracer)
+        self.tracer.start()
+        self.mon.use_tool_id(self.tool, "neural-dap")
+        self.register(self.tracer)
+        E = self.mon.events
+        self.mon.set_events(self.tool, E.PY_START | E.PY_RESUME | E.PY_THROW | E.PY_UNWIND | E.EXCEPTION_HANDLED)
 
     def stop(self) -> None:
         if not self.stopped:  # (the tool is ours only until then: another engine may take it next)
             self.stopped = True
             unmonitor(self.mon, self.tool, self.enabled)
         self.tracer.stop()
+
+
+class CThreads:
+    """Every thread recorded in full by the C tracer, from where a recording of one thread met a
+    second (child/switch.py): the tracer that recorded the main thread goes on in full, its frames
+    sent whole first, and every other thread gets a tracer of its own at its first event (the
+    `Threads` group in _ctracer.c: one numbering of invocations, a thread record before each run of
+    a thread's events). The Python engines of every thread did the same at 25 to 50 times the cost
+    per event."""
+
+    def __init__(self, rec: Recorder, threads: ThreadTable, main) -> None:
+        from neural_dap.trace._ctracer import Threads
+
+        self.rec = rec
+        self.main = main  # CMonitoring (3.12+), or the 3.11 Tracer itself (a settrace function)
+        self.monitoring = isinstance(main, CMonitoring)
+        self.group = Threads(self._tracer, threads.mark, self.monitoring)
+        self.take = self.group.take
+        self.next_invocation = self.group.next_invocation
+
+    def _tracer(self):
+        """In a thread's first event: its tracer; None for the recorder's own threads."""
+        if is_ours():
+            return None
+        tracer = c_tracer(self.rec)
+        if self.monitoring:
+            self.main.configure(tracer)
+        return tracer
+
+    def adopt(self) -> None:
+        """In the main thread, between two bytecodes: its tracer goes on in full, and every thread's
+        events reach the group from now on: sys.monitoring's callbacks are the group's (threads
+        started from now on need no trace function), or, on 3.11, each thread `threading` starts
+        installs its tracer at its first call."""
+        self.group.adopt(self.main.tracer if self.monitoring else self.main)
+        if self.monitoring:
+            self.main.register(self.group)
+            threading.settrace(None)  # type: ignore[arg-type]
+        else:
+            threading.settrace(self.group.take)
+
+    def start(self) -> None:
+        """(Started by `adopt`: the tracers run already.)"""
+
+    def stop(self) -> None:
+        self.group.stop()
+        threading.settrace(None)  # type: ignore[arg-type]
+        if self.monitoring:
+            self.main.stop()  # (the tool is freed)
+
+    def flush(self) -> None:
+        """(Nothing is buffered: every event is in the event list.)"""
+
+
+def every_thread_in_c(rec: Recorder, engine, threads: ThreadTable) -> CThreads | None:
+    """The C tracer of every thread going on from `engine`, where `engine` is the C tracer."""
+    try:
+        from neural_dap.trace._ctracer import Threads, Tracer  # noqa: F401  (an older build has no Threads)
+    except ImportError:
+        return None
+    if isinstance(engine, (CMonitoring, Tracer)):
+        return CThreads(rec, threads, engine)
+    return None
 
 
 def choose_engine(name: str, rec: Recorder, skeleton: bool = False, threads: ThreadTable | None = None):

@@ -18,8 +18,16 @@ def monitor(mon, tool: int, on_start, on_line, on_jump, on_return, on_unwind, on
     """Take `tool` and register a recording's callbacks: a start, resume or throw into the user's
     code starts an invocation (the callback enables LOCAL_EVENTS on that code, or DISABLEs it);
     returns and yields end one; an exception unwinds one."""
-    E = mon.events
     mon.use_tool_id(tool, "neural-dap")
+    register(mon, tool, on_start, on_line, on_jump, on_return, on_unwind, on_handled)
+    E = mon.events
+    mon.set_events(tool, E.PY_START | E.PY_RESUME | E.PY_THROW | E.PY_UNWIND | E.EXCEPTION_HANDLED)
+
+
+def register(mon, tool: int, on_start, on_line, on_jump, on_return, on_unwind, on_handled) -> None:
+    """Make these the callbacks of `tool` (taken already): `monitor`'s, or another engine's taking
+    over from the one registered (the C tracer of every thread: engines.CThreads)."""
+    E = mon.events
     for event, callback in (
         (E.PY_START, on_start),
         (E.PY_RESUME, on_start),
@@ -32,13 +40,12 @@ def monitor(mon, tool: int, on_start, on_line, on_jump, on_return, on_unwind, on
         (E.EXCEPTION_HANDLED, on_handled),
     ):
         mon.register_callback(tool, event, callback)
-    mon.set_events(tool, E.PY_START | E.PY_RESUME | E.PY_THROW | E.PY_UNWIND | E.EXCEPTION_HANDLED)
 
 
 def unmonitor(mon, tool: int, enabled: set) -> None:
     """Turn every event `monitor` (and the callbacks) turned on off again, and free the tool."""
     mon.set_events(tool, 0)
-    for code in enabled:
+    for code in list(enabled):  # (a copy: another thread may enable a code meanwhile)
         mon.set_local_events(tool, code, 0)
     mon.free_tool_id(tool)
 

@@ -9,6 +9,7 @@ import os
 import sys
 import sysconfig
 import types
+from operator import is_ as _is
 
 from neural_dap.trace.child.channel import Channel
 from neural_dap.trace.child.coroutines import Suspensions
@@ -287,6 +288,13 @@ class Recorder:
         # object under the same name is hidden again, without asking at every line (a thread's every
         # line diffs its module's globals: engines.SharedGlobals)
         hidden: dict = {}
+        # name -> (a small list or dict whose items are all atoms, a shallow copy of it): unchanged
+        # while it holds the very same items, compared in C (a thread's list of results re-encoded
+        # at every line was a tenth of a threaded recording)
+        shallow: dict = {}
+        unchanged = _same_items
+        atoms_of = _atom_items
+        is_ = _is
         missing = _MISSING
         atoms = _ATOMS
         encode_atom = self.encode_atom
@@ -307,6 +315,7 @@ class Recorder:
                     enc = value if type(value) is int and -_SMALL_INT < value < _SMALL_INT else encode_atom(value)
                     objs[name] = value
                     encs.pop(name, None)
+                    shallow.pop(name, None)
                 else:
                     if name[0] == "." and not dotted:
                         continue
@@ -317,8 +326,22 @@ class Recorder:
                             hidden[name] = value
                             continue
                         hidden.pop(name, None)  # (the program's objects are not kept past its own use)
+                    kept = shallow.get(name)
+                    if kept is not None and kept[0] is value:
+                        # (the same small list or dict of the same atoms: the same repr)
+                        items = kept[1]
+                        if type(value) is list:
+                            if len(items) == len(value) and all(map(is_, items, value)):
+                                continue
+                        elif unchanged(items, value):
+                            continue
                     enc = encode_object(value, seen)
                     objs[name] = value
+                    kept = atoms_of(value)
+                    if kept is not None:
+                        shallow[name] = (value, kept)
+                    elif name in shallow:
+                        del shallow[name]
                     if encs.get(name) == enc:
                         continue
                     encs[name] = enc
@@ -334,12 +357,14 @@ class Recorder:
                 for name in [n for n in objs if n not in f_locals]:
                     del objs[name]
                     encs.pop(name, None)
+                    shallow.pop(name, None)
                     if changes is None:
                         changes = []
                     changes.append(name)
                     changes.append([])
             return changes
 
+        diff.encs = encs  # type: ignore[attr-defined]  # (the names shown that can change in place: engines.SharedGlobals)
         return diff
 
     def encode_atom(self, value):
@@ -364,6 +389,28 @@ class Recorder:
         if type(value) is int and -_SMALL_INT < value < _SMALL_INT:
             return value
         return self.reprs.repr(value)
+
+
+_SHALLOW_ITEMS = 64  # a longer list is encoded at each line (its copy and comparison would cost more)
+
+
+def _atom_items(value: object) -> tuple | None:
+    """What identifies the contents of a small list or dict whose items (keys and values) are all
+    atoms: while each is the very same object, in the same order, its repr is the same. None for
+    anything else."""
+    if type(value) is list and len(value) <= _SHALLOW_ITEMS and _ATOMS.issuperset(map(type, value)):
+        return tuple(value)
+    if type(value) is dict and len(value) <= _SHALLOW_ITEMS and _ATOMS.issuperset(map(type, value)):
+        values = tuple(value.values())
+        return (tuple(value), values) if _ATOMS.issuperset(map(type, values)) else None
+    return None
+
+
+def _same_items(kept: tuple, value: dict) -> bool:
+    """`value` (the dict `kept` was taken from) holds the very same items, in the same order
+    (a list's are compared where the differ meets it)."""
+    keys, values = kept
+    return len(keys) == len(value) and all(map(_is, keys, value)) and all(map(_is, values, value.values()))
 
 
 def _hidden_global(name: str, value: object) -> bool:

@@ -9,11 +9,12 @@ import json
 import os
 import signal
 import sys
+import threading
 import types
 from _thread import get_ident
 
 from neural_dap.trace.child.channel import Channel, Limits
-from neural_dap.trace.child.engines import choose_engine
+from neural_dap.trace.child.engines import choose_engine, every_thread_in_c
 from neural_dap.trace.child.forked import discard_past_the_limit, follow_forked_workers
 from neural_dap.trace.child.journal import JOURNAL, PLUMBING, plumbing, sandboxed
 from neural_dap.trace.child.lifetime import (
@@ -323,18 +324,33 @@ def record_here(
                 skeleton.switched = True  # no checkpoint after this: a fork copies one thread
                 skeleton.collector.release()  # (nothing after it is replayed: CPython collects again)
                 rec.count = None  # output is an event among the others from now on
+            in_c = every_thread_in_c(rec, old, ThreadTable(rec.events.append))
+            if in_c is not None:  # the C tracer goes on, in full, with a tracer per thread
+                if JOURNAL is not None:
+                    JOURNAL.flush()
+                    JOURNAL.live()  # nothing after this is replayed: the journal ends here
+                channel.events.append(["switch", first])
+                in_c.adopt()
+                current[0] = in_c
+                return in_c.take
             entries = old.entries() if hasattr(old, "entries") else []
             next_invocation = old.next_invocation() if hasattr(old, "next_invocation") else rec.next_invocation
             old.stop()
             if JOURNAL is not None:
                 JOURNAL.flush()
                 JOURNAL.live()  # nothing after this is replayed: the journal ends here
-            _, new = choose_engine("auto", rec, threads=ThreadTable(rec.events.append))
+            name, new = choose_engine("auto", rec, threads=ThreadTable(rec.events.append))
             channel.events.append(["switch", first])
             # (a server runs on under it, to the launch's event limit: the adapter keeps the latest
             # events within a full recording's memory, trace/rolling.py)
             new.adopt(entries, next_invocation)
             current[0] = new
+            if name == "monitoring":
+                # sys.monitoring sees every thread's calls by itself: threads started from now on
+                # need no trace function to bring them to the engine (each thread a server starts
+                # turning legacy tracing on and off re-instruments every code object: a tenth of a
+                # threaded server's time); threads already started still come through `take`
+                threading.settrace(None)  # type: ignore[arg-type]
             return new.take
 
     switch.perform = perform_switch

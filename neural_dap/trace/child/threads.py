@@ -66,6 +66,13 @@ class ThreadTable:
 
         return emit
 
+    def mark(self, switched: bool) -> tuple[list | None, bool]:
+        """For the C tracer of every thread (engines.CThreads), before an event of the calling
+        thread: the record to send first (`switched`: another thread's events came last), or None;
+        and whether its name is still unknown (then it asks again at the thread's next event)."""
+        record = self._record(get_ident(), switched)
+        return record, self._unnamed
+
     def _record(self, ident: int, switched: bool = True) -> list | None:
         """The record to send before this thread's event: its number (a switch), with its name the
         first time it is known; None when there is nothing new."""
