@@ -283,11 +283,13 @@ A_THREAD_EACH = textwrap.dedent(
 
     def serve(n, out):
         answer = n * n
+        print(answer)
         out.append(answer)
 
 
     def main():
         out = []
+        print("serving")
         for n in range(60):
             worker = threading.Thread(target=serve, args=(n, out), name=f"request-{n}")
             worker.start()
@@ -304,12 +306,14 @@ A_THREAD_EACH = textwrap.dedent(
 def test_a_thread_started_for_each_request_is_each_its_own_thread_with_its_own_values(tmp_path, version):
     """A server's way: a thread per request, each ended before the next starts (the tracer of an
     ended thread is dropped, and a new thread may get the same thread id): every request's events
-    are its own thread's, numbered and named in order, with the locals that request had."""
+    are its own thread's, numbered and named in order, with the locals that request had, and what
+    it printed at its own next state."""
     path = tmp_path / "requests.py"
     path.write_text(A_THREAD_EACH)
     skeleton = record_skeleton(Program(path=str(path)), python=_interpreter(version))
     try:
-        assert skeleton.outcome.kind == "finished" and skeleton.stdout == f"{sum(n * n for n in range(60))}\n"
+        printed = "serving\n" + "".join(f"{n * n}\n" for n in range(60))
+        assert skeleton.outcome.kind == "finished" and skeleton.stdout == printed + f"{sum(n * n for n in range(60))}\n"
         joined, _ = threaded.join(skeleton)
     finally:
         skeleton.close()
@@ -320,4 +324,18 @@ def test_a_thread_started_for_each_request_is_each_its_own_thread_with_its_own_v
         n = int(s.locals["n"])
         assert joined.log.thread_names[s.thread] == f"request-{n}"
         assert s.locals.get("answer", str(n * n)) == str(n * n)
+    # what each request printed shows at its own next state (the line after its print), and what
+    # main printed before the first thread (the rebuilt prefix) at main's next state
+    lines = A_THREAD_EACH.splitlines()
+    after = {text: lines.index(text) + 2 for text in ("    print(answer)", '    print("serving")')}
+    after_print = [
+        k
+        for k, s in enumerate(joined.states)
+        if (s.function, s.event, s.line) == ("serve", "line", after["    print(answer)"])
+    ]
+    assert [joined.log.stdout_at.get(k) for k in after_print] == [f"{n * n}\n" for n in range(60)]
+    prefix = next(
+        k for k, s in enumerate(joined.states) if (s.function, s.line) == ("main", after['    print("serving")'])
+    )
+    assert joined.log.stdout_at.get(prefix) == "serving\n"
     assert all(s.thread == 0 for s in joined.states if s.function == "main")

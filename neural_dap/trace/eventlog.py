@@ -3,7 +3,6 @@ invocation and changed locals), indexed as they arrive, and the states rebuilt f
 
 from __future__ import annotations
 
-import gc
 from bisect import bisect_left
 from collections.abc import Iterator, Sequence
 from pathlib import Path
@@ -12,6 +11,7 @@ from typing import overload
 import msgspec
 
 from neural_dap.core.state import State, Value
+from neural_dap.trace.collector_pause import paused_collector
 from neural_dap.trace.program import Outcome, Program
 
 _CHECKPOINT = 32  # every 32nd state of an invocation keeps a full copy of its locals
@@ -127,13 +127,8 @@ class EventLog:
         """Index the events received so far (done on first use, not while the program runs)."""
         if not self._unread:
             return
-        gc_was_enabled = gc.isenabled()
-        gc.disable()
-        try:
+        with paused_collector():
             self._index()
-        finally:
-            if gc_was_enabled:
-                gc.enable()
 
     def _decode(self, kind: bytes, payload: bytes) -> list | None:
         try:

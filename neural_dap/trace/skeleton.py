@@ -34,6 +34,7 @@ import numpy as np
 from neural_dap.core.actions import Action, Target
 from neural_dap.core.state import State
 from neural_dap.trace.actions import ActionSemantics, Columns, positions
+from neural_dap.trace.collector_pause import paused_collector
 from neural_dap.trace.rolling import RollingEvents
 
 # per event: its invocation, line and kind byte (the kind | CAUGHT on a line right after a handled
@@ -363,12 +364,13 @@ class SkeletonLog:
         elif kind == b"b":
             self._records(payload)
         elif kind in (b"m", b"j", b"M", b"J"):
-            try:
-                batch = (msgspec.msgpack.decode if kind in (b"m", b"M") else msgspec.json.decode)(payload)
-            except (msgspec.DecodeError, ValueError):
-                self.corrupt = True
-                return
-            self._messages(batch)
+            with paused_collector():  # (a batch of every thread's events: ~10^4 small lists)
+                try:
+                    batch = (msgspec.msgpack.decode if kind in (b"m", b"M") else msgspec.json.decode)(payload)
+                except (msgspec.DecodeError, ValueError):
+                    self.corrupt = True
+                    return
+                self._messages(batch)
         else:
             self.corrupt = True
 

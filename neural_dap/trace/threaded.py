@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+from neural_dap.trace.collector_pause import paused_collector
 from neural_dap.trace.eventlog import EventLog
 from neural_dap.trace.program import Program
 from neural_dap.trace.recorder import Recording
@@ -36,9 +37,12 @@ def join(skeleton: SkeletonRecording) -> tuple[Recording, int]:
     log.codes.update(skeleton.log.codes)
     log.sources.update(skeleton.sources)
     log.source_lines.update(skeleton.source_lines)
-    outputs = sorted((count, stream, text) for count, stream, text in skeleton.log.outputs if first <= count)
+    # in the order written, by event: a stable sort on the event alone (print() writes its text and
+    # its newline at one event: sorting on the text too put the newline first)
+    by_event = sorted(skeleton.log.outputs, key=lambda output: output[0])
+    outputs = [(count, stream, text) for count, stream, text in by_event if first <= count]
     if skeleton.log.threaded.dropped:  # (the output before the switch comes first, with the cut's)
-        outputs = [(first, stream, text) for _, stream, text in sorted(skeleton.log.outputs)]
+        outputs = [(first, stream, text) for _, stream, text in by_event]
     feeder = _Feeder(log, outputs, first)
     for a in range(first, switched, WINDOW):
         b = min(switched, a + WINDOW) - 1
@@ -48,7 +52,8 @@ def join(skeleton: SkeletonRecording) -> tuple[Recording, int]:
         feeder.feed(window.raw_events)
     if skeleton.log.threaded.dropped:
         feeder.flush_outputs(first)  # (before the cut's own: it came earlier)
-    feeder.feed(skeleton.log.threaded)
+    with paused_collector():  # (up to 2M events of every thread indexed: see collector_pause.py)
+        feeder.feed(skeleton.log.threaded)
     feeder.flush_outputs(first + len(log.kinds) + 1)
     log.engine, log.python = skeleton.log.engine, skeleton.log.python
     log.refused = skeleton.log.refused
@@ -73,16 +78,38 @@ class _Feeder:
         self.first = first  # the skeleton's index of this log's state 0
 
     def feed(self, events: Iterable) -> None:
+        """In runs: one `log.feed` call per run of plain events (one per event cost a quarter of
+        joining a threaded recording), broken where a snapshot or a pending output must go in."""
         log = self.log
+        run: list = []
+        states = len(log.kinds)  # the log's states once `run` is fed (each state event makes one)
+        next_output = self._next_output()
         for event in events:
             tag = event[0]
-            if tag == "s" and event[1] in log.invocations:
-                if event[5]:
-                    log.feed([["u", event[1], event[5]]])
-                continue
-            if tag in _STATES:
-                self.flush_outputs(self.first + len(log.kinds))
-            log.feed([event])
+            if tag == "s":
+                if run:
+                    log.feed(run)
+                    run = []
+                if event[1] in log.invocations:
+                    if event[5]:
+                        log.feed([["u", event[1], event[5]]])
+                    continue
+            elif tag in _STATES:
+                if next_output is not None and next_output <= self.first + states:
+                    if run:
+                        log.feed(run)
+                        run = []
+                    states = len(log.kinds)
+                    self.flush_outputs(self.first + states)
+                    next_output = self._next_output()
+                states += 1
+            run.append(event)
+        if run:
+            log.feed(run)
+
+    def _next_output(self) -> int | None:
+        """The skeleton index of the next output still to go in, if any."""
+        return self.outputs[self.next_output][0] if self.next_output < len(self.outputs) else None
 
     def flush_outputs(self, upto: int) -> None:
         """Output written before the state with skeleton index `upto`."""
