@@ -140,6 +140,12 @@ if hasattr(sys, "monitoring"):
             tool, code, E.PY_START | E.PY_RESUME | E.LINE | E.PY_RETURN | E.PY_YIELD | E.JUMP | E.CALL
         )
 else:
+    import threading
+
+    def every_thread(frame, event, arg):  # (settrace is per thread: each thread `threading` starts too)
+        _ctracer.floor_settrace(True)
+
+    threading.settrace(every_thread)
     _ctracer.floor_settrace(True)  # a C trace function that does nothing (every call, line, return)
 t = time.perf_counter()
 ns[{func!r}](*args)

@@ -339,3 +339,66 @@ def test_a_thread_started_for_each_request_is_each_its_own_thread_with_its_own_v
     )
     assert joined.log.stdout_at.get(prefix) == "serving\n"
     assert all(s.thread == 0 for s in joined.states if s.function == "main")
+
+
+SUBCLASS_AND_REPRS = textwrap.dedent(
+    """\
+    import threading
+
+
+    class Loud:
+        def __repr__(self):
+            return "Loud()"
+
+
+    class Worker(threading.Thread):
+        def run(self):
+            total = 0
+            for k in range(3):
+                total += k
+            self.total = total
+
+
+    def deep(n, thing):
+        if n:
+            return deep(n - 1, thing)
+        worker = Worker(name="worker")
+        worker.start()
+        worker.join()
+        return worker.total
+
+
+    print(deep(70, Loud()))
+    """
+)
+
+
+@pytest.mark.parametrize("engines", ["C", "Python"])
+@pytest.mark.parametrize("version", ["3.11", "3.12", "3.13"])
+def test_a_thread_class_of_the_programs_own_and_a_deep_stack_of_reprs_at_the_switch(tmp_path, version, engines):
+    """The worker's first frame is the program's own `run` (a Thread subclass): it is called once,
+    at depth 0, and returns. The switch comes 71 frames deep, each holding an object whose
+    `__repr__` is the program's: the snapshots' reprs are never events, and every frame is there
+    after the switch with its locals."""
+    if engines == "C":
+        pytest.importorskip("neural_dap.trace._ctracer", reason="the C tracer is not built here")
+    path = tmp_path / "subclass.py"
+    path.write_text(SUBCLASS_AND_REPRS)
+    engine = "auto" if engines == "C" else "settrace" if version == "3.11" else "monitoring"
+    skeleton = record_skeleton(Program(path=str(path)), python=_interpreter(version), engine=engine)
+    try:
+        assert skeleton.outcome.kind == "finished" and skeleton.stdout == "3\n"
+        joined, _ = threaded.join(skeleton)
+    finally:
+        skeleton.close()
+    assert not [s for s in joined.states if s.function == "__repr__"]
+    runs = [s for s in joined.states if s.function == "run"]
+    assert [s.event for s in runs if s.event in ("call", "return")] == ["call", "return"]
+    assert {s.thread for s in runs} == {1} and joined.log.thread_names[1] == "worker"
+    execution = FullExecution(joined)
+    line = next(k for k, s in enumerate(joined.states) if s.function == "run" and s.locals.get("total") == "1")
+    assert [f.function for f in execution.frames(line)] == ["run"]
+    main = list(execution.thread_frames(line, 0))
+    assert [f.function for f in main] == ["deep"] * 71 + ["<module>"]
+    assert all(f.locals["thing"] == "Loud()" for f in main[:-1])
+    assert [f.locals["n"] for f in main[:3]] == ["0", "1", "2"]

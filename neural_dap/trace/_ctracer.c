@@ -101,7 +101,7 @@ typedef struct SharedModule {
     unsigned long long version;
     int versioned;
 } SharedModule;
-#define SHARED_MODULES 4
+#define SHARED_MODULES 8
 
 static void clear_shared(SharedModule *m) {
     Py_CLEAR(m->globals);
@@ -328,28 +328,32 @@ static int same_atom_list(PyObject *snaps, PyObject *name, PyObject *value) {
     return 1;
 }
 
-/* After `value` was encoded under `name`: keep a small list of atoms' items, forget anything else. */
-static int keep_atom_list(PyObject *snaps, PyObject *name, PyObject *value) {
+/* The items of a small list of atoms, as a tuple; NULL for anything else (or an error, set). */
+static PyObject *atom_items(PyObject *snaps, PyObject *value) {
+    if (snaps == NULL || !PyList_CheckExact(value) || PyList_Size(value) > SHALLOW_ITEMS)
+        return NULL;
+    PyObject *items = PyList_AsTuple(value);
+    if (items == NULL)
+        return NULL;
+    for (Py_ssize_t i = 0; i < PyTuple_Size(items); i++)
+        if (!is_atom(PyTuple_GetItem(items, i))) {
+            Py_DECREF(items);
+            return NULL;
+        }
+    return items;
+}
+
+/* After `value` was encoded under `name`: keep its items as they were before the repr (a small list
+ * of atoms: `items`), else forget it. */
+static int keep_atom_list(PyObject *snaps, PyObject *name, PyObject *value, PyObject *items) {
     if (snaps == NULL)
         return 0;
-    if (PyList_CheckExact(value) && PyList_Size(value) <= SHALLOW_ITEMS) {
-        PyObject *items = PyList_AsTuple(value);
-        if (items == NULL)
-            return -1;
-        int atoms = 1;
-        for (Py_ssize_t i = 0; i < PyTuple_Size(items) && atoms; i++)
-            atoms = is_atom(PyTuple_GetItem(items, i));
-        int rc = 0;
-        if (atoms) {
-            PyObject *kept = PyTuple_Pack(2, value, items);
-            rc = kept == NULL ? -1 : PyDict_SetItem(snaps, name, kept);
-            Py_XDECREF(kept);
-        }
-        Py_DECREF(items);
-        if (atoms)
-            return rc;
-    }
-    return forget(snaps, name);
+    if (items == NULL)
+        return forget(snaps, name);
+    PyObject *kept = PyTuple_Pack(2, value, items);
+    int rc = kept == NULL ? -1 : PyDict_SetItem(snaps, name, kept);
+    Py_XDECREF(kept);
+    return rc;
 }
 
 /* The changed locals as a flat list [name, enc, ...], or None; NULL on error. */
@@ -385,10 +389,19 @@ static PyObject *diff(Tracer *t, Entry *e, PyObject *locals) {
             seen++;
             if (same_atom_list(e->snaps, name, value))
                 continue;
-            enc = encode(t, value, 0);
-            if (enc == NULL)
+            /* the items are taken before the repr: another thread may change the list while the
+             * repr runs (the GIL passes there), and a later look must see that change */
+            PyObject *items = atom_items(e->snaps, value);
+            if (items == NULL && PyErr_Occurred())
                 goto error;
-            if (PyDict_SetItem(e->objs, name, value) < 0 || keep_atom_list(e->snaps, name, value) < 0) {
+            enc = encode(t, value, 0);
+            if (enc == NULL) {
+                Py_XDECREF(items);
+                goto error;
+            }
+            int kept = PyDict_SetItem(e->objs, name, value) < 0 ? -1 : keep_atom_list(e->snaps, name, value, items);
+            Py_XDECREF(items);
+            if (kept < 0) {
                 Py_DECREF(enc);
                 goto error;
             }
@@ -1708,6 +1721,7 @@ struct Group {
     Tracer *last_tracer;   /* ... and its tracer (NULL: none yet) */
     long long next_inv;
     int monitoring;
+    int stopped;         /* no thread is recorded any more (a thread's first event after it gets no tracer) */
 };
 
 static PyObject *TRACER_TYPE;
@@ -1732,15 +1746,17 @@ static int mark_thread(Tracer *t) {
         PyObject *answer = call_ours(g->marker, switched ? Py_True : Py_False);
         if (answer == NULL)
             return -1;
-        if (!switched && g->current != t) { /* another thread's events came while it ran: a switch */
-            Py_DECREF(answer);
-            continue;
-        }
         PyObject *record;
         int unnamed;
         if (!PyArg_ParseTuple(answer, "Op", &record, &unnamed)) {
             Py_DECREF(answer);
             return -1;
+        }
+        if (!switched && g->current != t && record == Py_None) {
+            /* another thread's events came while it ran: this one needs its number again (a
+             * record that came carries it, and maybe its name: it is sent, never asked again) */
+            Py_DECREF(answer);
+            continue;
         }
         g->current = t;
         t->unnamed = unnamed;
@@ -1750,19 +1766,35 @@ static int mark_thread(Tracer *t) {
     }
 }
 
-/* Drop the tracers of threads that have ended. */
+/* Drop the tracers of threads that have ended. The survivors go into a new list first: freeing a
+ * tracer frees the frames and values it held, whose finalizers may let the GIL go to a thread that
+ * prunes too. */
 static int prune(Group *g) {
-    for (Py_ssize_t i = PyList_Size(g->tracers) - 1; i >= 0; i--) {
+    Py_ssize_t n = PyList_Size(g->tracers), gone = 0;
+    for (Py_ssize_t i = 0; i < n; i++)
+        gone += ((Tracer *)PyList_GetItem(g->tracers, i))->gone != 0;
+    if (gone == 0)
+        return 0;
+    PyObject *alive = PyList_New(0);
+    if (alive == NULL)
+        return -1;
+    for (Py_ssize_t i = 0; i < n; i++) {
         Tracer *t = (Tracer *)PyList_GetItem(g->tracers, i);
-        if (t == NULL || !t->gone)
+        if (!t->gone) {
+            if (PyList_Append(alive, (PyObject *)t) < 0) {
+                Py_DECREF(alive);
+                return -1;
+            }
             continue;
+        }
         if (g->current == t)
             g->current = NULL;
         if (g->last_tracer == t)
             g->last_tracer = NULL;
-        if (PySequence_DelItem(g->tracers, i) < 0)
-            return -1;
     }
+    PyObject *old = g->tracers;
+    g->tracers = alive;
+    Py_DECREF(old);
     return 0;
 }
 
@@ -1795,8 +1827,8 @@ static int thread_tracer(Group *g, Tracer **out) {
         g->last_thread = pthread_self();
         g->last_tracer = tls_tracer;
     }
-    if (tls_group == g) {
-        *out = tls_tracer;
+    if (tls_group == g || g->stopped) {
+        *out = tls_group == g ? tls_tracer : NULL;
         return 0;
     }
     tls_group = g; /* (while the factory runs: its own calls are no events) */
@@ -1865,7 +1897,7 @@ static SharedModule *shared_module(Tracer *t, PyObject *globals) {
         if (t->shared[i].globals == NULL && free_slot == NULL)
             free_slot = &t->shared[i];
     }
-    SharedModule *m = free_slot != NULL ? free_slot : &t->shared[(uintptr_t)globals % SHARED_MODULES];
+    SharedModule *m = free_slot != NULL ? free_slot : &t->shared[((uintptr_t)globals >> 4) % SHARED_MODULES];
     clear_shared(m);
     Py_INCREF(globals);
     m->globals = globals;
@@ -1962,19 +1994,28 @@ static PyObject *group_adopt(PyObject *self, PyObject *arg) {
         return NULL;
     join_group(g, t);
     g->current = t; /* (the thread table numbers this thread 0: its events need no record first) */
-    for (Py_ssize_t d = 0; d < t->depth; d++) {
+    /* Not in a callback (the main thread's signal handler): the reprs the snapshots make are the
+     * program's code and would be events of this very tracer, pushing frames that may move its
+     * stack. It is inactive meanwhile, and each entry is found again after its repr. */
+    t->active = 0;
+    PyObject *rc = Py_None;
+    for (Py_ssize_t d = 0; d < t->depth && rc != NULL; d++) {
+        Py_CLEAR(t->stack[d].objs);
+        Py_CLEAR(t->stack[d].encs);
+        Py_CLEAR(t->stack[d].snaps);
+        if (ensure_dicts(&t->stack[d]) < 0) {
+            rc = NULL;
+            break;
+        }
+        PyObject *changes = frame_diff(t, &t->stack[d]);
         Entry *e = &t->stack[d];
-        Py_CLEAR(e->objs);
-        Py_CLEAR(e->encs);
-        Py_CLEAR(e->snaps);
-        if (ensure_dicts(e) < 0)
-            return NULL;
-        PyObject *changes = frame_diff(t, e);
-        if (changes == NULL)
-            return NULL;
-        if (emit(t, Py_BuildValue("(OLliNN)", TAG_S, e->inv, e->code_id, e->line, PyLong_FromSsize_t(e->depth), changes)) < 0)
-            return NULL;
+        if (changes == NULL ||
+            emit(t, Py_BuildValue("(OLliNN)", TAG_S, e->inv, e->code_id, e->line, PyLong_FromSsize_t(e->depth), changes)) < 0)
+            rc = NULL;
     }
+    t->active = 1;
+    if (rc == NULL)
+        return NULL;
     Py_RETURN_NONE;
 }
 
@@ -1993,7 +2034,9 @@ static PyObject *group_take(PyObject *self, PyObject *args) {
         PyEval_SetTrace(NULL, NULL); /* (sys.settrace(None): its legacy trace function brought it here) */
     else
         PyEval_SetTrace(trace, (PyObject *)t); /* 3.11: this thread's events to its tracer */
-    if (t == NULL)
+    /* sys.monitoring calls the legacy trace function's tool before the recorder's: this frame's
+     * PY_START comes next, to the group, which records its call */
+    if (t == NULL || g->monitoring)
         Py_RETURN_NONE;
     PyObject *code = (PyObject *)PyFrame_GetCode((PyFrameObject *)frame);
     CodeInfo *info = code_info(t, code);
@@ -2001,21 +2044,13 @@ static PyObject *group_take(PyObject *self, PyObject *args) {
     if (info == NULL)
         return NULL;
     if (!info->user || (t->depth > 0 && t->stack[t->depth - 1].code == info->code))
-        Py_RETURN_NONE; /* (not the user's, or its start was seen: the thread started since the switch) */
-    if (t->monitoring && !info->enabled) {
-        PyObject *rc = call_ours(t->enable, info->code);
-        if (rc == NULL)
-            return NULL;
-        Py_DECREF(rc);
-        info->enabled = 1;
-        if (ensure_line_table(t, info) < 0)
-            return NULL;
-    }
+        Py_RETURN_NONE;
     return done(call_event(t, (PyFrameObject *)frame, info, PyFrame_GetLineNumber((PyFrameObject *)frame)));
 }
 
 static PyObject *group_stop(PyObject *self, PyObject *Py_UNUSED(ignored)) {
     Group *g = (Group *)self;
+    g->stopped = 1;
     for (Py_ssize_t i = 0; i < PyList_Size(g->tracers); i++)
         ((Tracer *)PyList_GetItem(g->tracers, i))->active = 0;
     if (!g->monitoring)

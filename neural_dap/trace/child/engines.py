@@ -376,37 +376,32 @@ def monitoring_engine(rec: Recorder, threads: ThreadTable | None = None):
         monitor(mon, tool, on_start, on_line, on_jump, on_return, on_unwind, on_handled)
 
     def adopt(entries: list, next_invocation: int) -> None:
-        """Go on where another engine stops, in this thread (see settrace_engine's `adopt`)."""
+        """Go on where another engine stops, in this thread (see settrace_engine's `adopt`). The
+        snapshots are made before the engine starts: their reprs are the program's code, whose
+        calls would be recorded as events of this thread."""
         rec.next_invocation = max(rec.next_invocation, next_invocation)
-        start_once()  # (the tool is taken first: its local events are set below)
-        stack = stacks.setdefault(get_ident(), [])
+        snapshots = []
         for frame, inv, cid, depth in entries:
             if frame is None:
                 continue
-            code = frame.f_code
-            diff = rec.make_differ(code.co_name == "<module>")
-            emit(snapshot_event(inv, cid, frame.f_lineno, depth, diff(frame.f_locals)))
+            diff = rec.make_differ(frame.f_code.co_name == "<module>")
+            snapshots.append((frame, inv, diff, snapshot_event(inv, cid, frame.f_lineno, depth, diff(frame.f_locals))))
+        start_once()  # (the tool is taken first: its local events are set below)
+        stack = stacks.setdefault(get_ident(), [])
+        for frame, inv, diff, event in snapshots:
+            emit(event)
             stack.append([frame, inv, diff, None])
+            code = frame.f_code
             if code not in enabled:
                 enabled.add(code)
                 mon.set_local_events(tool, code, LOCAL_EVENTS)
 
     def take(frame) -> None:
-        """A frame that started in another thread before this engine ran: its call event now (the
-        thread's legacy trace function, which brought it here, is done)."""
+        """A thread that started before this engine ran, at its first call: the thread's legacy
+        trace function, which brought it here, is done. The frame's own start is recorded by the
+        engine: sys.monitoring calls the legacy trace function's tool before this one's, so the
+        frame's PY_START comes next."""
         sys.settrace(None)
-        code = frame.f_code
-        stack = stacks.setdefault(get_ident(), [])
-        if not is_user(code) or (stack and stack[-1][0] is frame):
-            return None  # (a thread started since: its start was seen by the engine itself)
-        if code not in enabled:
-            enabled.add(code)
-            mon.set_local_events(tool, code, LOCAL_EVENTS)
-        inv = rec.next_invocation
-        rec.next_invocation = inv + 1
-        diff = rec.make_differ(code.co_name == "<module>")
-        emit(call_event(inv, rec.code_id(code), frame.f_lineno, len(stack), diff(frame.f_locals), -1, False))
-        stack.append([frame, inv, diff, None])
         return None
 
     started = [False]  # (the tool is this engine's only while it runs: another engine may take it next)
@@ -601,8 +596,9 @@ def choose_engine(name: str, rec: Recorder, skeleton: bool = False, threads: Thr
     """(name, engine); skeleton mode needs an engine that has it (see child.skeleton).
 
     "auto" picks the C tracer where it is built (sys.monitoring on 3.12+, settrace on 3.11) and
-    the Python engine of the same kind where it is not. A recording of every thread (a thread
-    table; full capture) takes the Python engine: the C tracer follows one thread.
+    the Python engine of the same kind where it is not. A recording of every thread from its start
+    (a thread table; full capture) takes the Python engine; one that meets its second thread goes
+    on with the C tracer of every thread (`every_thread_in_c`).
     """
     if threads is not None:
         if hasattr(sys, "monitoring"):

@@ -335,9 +335,10 @@ class Recorder:
                                 continue
                         elif unchanged(items, value):
                             continue
+                    # (the items before the repr: another thread may change the list while it runs)
+                    kept = atoms_of(value)
                     enc = encode_object(value, seen)
                     objs[name] = value
-                    kept = atoms_of(value)
                     if kept is not None:
                         shallow[name] = (value, kept)
                     elif name in shallow:

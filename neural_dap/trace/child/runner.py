@@ -313,7 +313,8 @@ def record_here(
 
     def perform_switch():
         """In the main thread, between bytecodes: a second thread runs the program's code, so every
-        thread is recorded from here on, in full, by a Python engine that takes over the traced
+        thread is recorded from here on, in full: by the C tracer of every thread where the
+        recording's engine is the C tracer, else by a Python engine that takes over the traced
         frames; the events before stay as they were recorded (a skeleton's replayable from its
         checkpoints, none taken after this). Returns the new engine's `take`."""
         with plumbing():
@@ -324,7 +325,10 @@ def record_here(
                 skeleton.switched = True  # no checkpoint after this: a fork copies one thread
                 skeleton.collector.release()  # (nothing after it is replayed: CPython collects again)
                 rec.count = None  # output is an event among the others from now on
-            in_c = every_thread_in_c(rec, old, ThreadTable(rec.events.append))
+            try:
+                in_c = every_thread_in_c(rec, old, ThreadTable(rec.events.append))
+            except Exception:  # (the C group could not be made: the Python engines go on instead)
+                in_c = None
             if in_c is not None:  # the C tracer goes on, in full, with a tracer per thread
                 if JOURNAL is not None:
                     JOURNAL.flush()

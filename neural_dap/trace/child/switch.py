@@ -10,8 +10,10 @@ a main thread blocked in a join wakes for it), switches engines:
     checkpoints (no checkpoint is taken after K, and the journal stops there);
   - ["switch", K] goes to the parent, then every event from K on in full, each thread's events
     after a thread record (child/threads.py), as a full recording has them;
-  - a Python engine of every thread takes over the main thread's traced frames (a snapshot of each,
-    then its lines and exits) and the waiting thread's first call.
+  - the C tracer goes on in full with a tracer per thread (engines.CThreads), the main thread's
+    frames sent whole first; where the C tracer is not built, a Python engine of every thread takes
+    over the main thread's traced frames (a snapshot of each, then its lines and exits); either
+    way the waiting thread's first call comes through `take`.
 
 The parent rebuilds the states before K from the checkpoints and joins them to what follows
 (trace/threaded.py). Standard library only.
