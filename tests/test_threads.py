@@ -402,3 +402,24 @@ def test_a_thread_class_of_the_programs_own_and_a_deep_stack_of_reprs_at_the_swi
     assert [f.function for f in main] == ["deep"] * 71 + ["<module>"]
     assert all(f.locals["thing"] == "Loud()" for f in main[:-1])
     assert [f.locals["n"] for f in main[:3]] == ["0", "1", "2"]
+
+
+@pytest.mark.parametrize("version", ["3.11", "3.12", "3.13"])
+def test_with_just_my_code_false_a_threaded_recording_opens_and_holds_none_of_the_recorders_code(tmp_path, version):
+    """The library traced too: the main thread switches to every thread right before `threading`
+    starts the first worker, so the single-threaded prefix ends before the main thread's wait for
+    it (which replayed otherwise: 'the program did not replay the same way', on 3.11 and 3.12), and
+    the switch's own calls into the standard library (a context manager) are never events."""
+    python = _interpreter(version)
+    skeleton = record_skeleton(Program(path=_program(tmp_path), trace="all"), python=python)
+    try:
+        assert skeleton.outcome.kind == "finished" and skeleton.stdout == "[3, 6]\n"
+        joined, _ = threaded.join(skeleton)
+    finally:
+        skeleton.close()
+    assert joined.log.thread_names == {0: "MainThread", 1: "worker-0", 2: "worker-1"}
+    files = {s.path.rsplit("/", 1)[-1] for s in joined.states}
+    assert "threads_demo.py" in files and "threading.py" in files
+    assert "contextlib.py" not in files and not any("neural_dap" in s.path for s in joined.states)
+    work = [s for s in joined.states if s.function == "work" and s.event == "return"]
+    assert sorted(s.value for s in work) == ["None", "None"] and {s.thread for s in work} == {1, 2}

@@ -1803,7 +1803,6 @@ static void join_group(Group *g, Tracer *t) {
     g->next_inv = g->next_inv > *t->next_inv_p ? g->next_inv : *t->next_inv_p;
     t->next_inv_p = &g->next_inv;
     t->thread = pthread_self();
-    t->active = 1;
     t->skeleton = 0; /* every event in full */
     t->live = 0;
     pthread_setspecific(gone_key, t);
@@ -1855,6 +1854,7 @@ static int thread_tracer(Group *g, Tracer **out) {
     if (rc < 0)
         return -1;
     join_group(g, (Tracer *)made);
+    ((Tracer *)made)->active = 1;
     *out = (Tracer *)made;
     return 0;
 }
@@ -1997,6 +1997,7 @@ static PyObject *group_adopt(PyObject *self, PyObject *arg) {
     /* Not in a callback (the main thread's signal handler): the reprs the snapshots make are the
      * program's code and would be events of this very tracer, pushing frames that may move its
      * stack. It is inactive meanwhile, and each entry is found again after its repr. */
+    int was_active = t->active; /* (0: the main thread switches quietly, threads.py) */
     t->active = 0;
     PyObject *rc = Py_None;
     for (Py_ssize_t d = 0; d < t->depth && rc != NULL; d++) {
@@ -2013,7 +2014,7 @@ static PyObject *group_adopt(PyObject *self, PyObject *arg) {
             emit(t, Py_BuildValue("(OLliNN)", TAG_S, e->inv, e->code_id, e->line, PyLong_FromSsize_t(e->depth), changes)) < 0)
             rc = NULL;
     }
-    t->active = 1;
+    t->active = was_active;
     if (rc == NULL)
         return NULL;
     Py_RETURN_NONE;

@@ -358,6 +358,17 @@ def record_here(
             return new.take
 
     switch.perform = perform_switch
+    main_tracer = getattr(engine, "tracer", engine)  # (the C tracer: CMonitoring's, or the 3.11 one itself)
+    if hasattr(main_tracer, "stop_reason"):
+
+        def quiet(on: bool) -> None:
+            """The C tracer of the main thread sees nothing meanwhile (it goes on after a switch)."""
+            if on:
+                main_tracer.stop()
+            else:
+                main_tracer.start()
+
+        switch.quiet = quiet
     _arm_end_signal(end_here, channel, get_ident(), switch, lambda: skeleton is not None and skeleton.in_hook)
     traced_thread = get_ident()
 

@@ -2,9 +2,11 @@
 thread recorded in full. Nothing runs twice.
 
 The fast recording (the skeleton, the C tracer) follows one thread, and its replays cannot bring
-others back (a fork copies only the calling thread). When another thread first calls the user's
-code, that thread waits while the main thread, between two of its bytecodes (a real-time signal;
-a main thread blocked in a join wakes for it), switches engines:
+others back (a fork copies only the calling thread). When the main thread starts the program's
+first other thread through `threading`, it switches engines right before (`here`); when another
+thread first calls the user's code otherwise (one started by `_thread` itself), that thread waits
+while the main thread, between two of its bytecodes (a real-time signal; a main thread blocked in a
+join wakes for it), switches engines:
 
   - the skeleton's records so far are handed over: events 0..K-1 stay replayable from their
     checkpoints (no checkpoint is taken after K, and the journal stops there);
@@ -43,6 +45,10 @@ class ThreadSwitch:
         self.failed = ""
         self.begun = False  # the main thread's handler is switching: no more signals are sent
         self.finished_at: float | None = None
+        # set by the runner: quiet(True) has the main thread's tracer see nothing until quiet(False)
+        # (the switch's own Python code, `here`'s: the library it calls is traced code with
+        # justMyCode false); None where the engine cannot (the Python ones)
+        self.quiet: Callable[[bool], None] | None = None
 
     @property
     def switched(self) -> bool:
@@ -86,6 +92,23 @@ class ThreadSwitch:
         """In the main thread's signal handler, once the switch has begun: the signal is a copy of
         the request (not a pause, which would end the recording)."""
         return self.begun and (self.finished_at is None or time.monotonic() - self.finished_at < LATE_POKE_SECONDS)
+
+    def here(self) -> None:
+        """From the main thread, about to start the program's first other thread (threads.py wraps
+        `threading`'s start): switch now, synchronously, before that thread exists. So the
+        recording's single-threaded prefix ends before anything the new thread could race with
+        (the main thread's wait for it to start, recorded when the library is traced, would replay
+        otherwise), and no signal is needed."""
+        with self.lock:
+            self.requested = True
+        quiet = self.quiet
+        if quiet is not None:
+            quiet(True)
+        try:
+            self.run()
+        finally:
+            if quiet is not None:
+                quiet(False)
 
     def run(self) -> None:
         """In the main thread, between bytecodes: switch, and let the waiting threads go. Once:

@@ -10,8 +10,10 @@ Two jobs:
   follow only the thread that started the program, and a replay from a fork checkpoint cannot
   bring threads back (a fork copies only the calling thread). So the first time another thread
   runs the user's code, the recording switches, in place, to recording every thread in full
-  (child/switch.py); where the main thread cannot switch (stuck in C code), the recording ends
-  there with the outcome "threads", keeping what it has (the program is never run again).
+  (child/switch.py): the main thread switches right before `threading` starts the first other
+  thread, else (a thread started by `_thread` itself) at that thread's first call; where the main
+  thread cannot switch (stuck in C code), the recording ends there with the outcome "threads",
+  keeping what it has (the program is never run again).
 """
 
 from __future__ import annotations
@@ -123,12 +125,50 @@ def watch_for_threads(switch: ThreadSwitch, end: Callable[[str, str], object]) -
         return take(frame)
 
     threading.settrace(first_call)
+    unwrap = _switch_before_start(switch, recording_pid)
 
     def stop() -> None:
+        unwrap()
         if threading.gettrace() is first_call:  # type: ignore[attr-defined]
             threading.settrace(None)  # type: ignore[arg-type]
 
     return stop
+
+
+def _switch_before_start(switch: ThreadSwitch, recording_pid: int) -> Callable[[], None]:
+    """Wrap the function `threading` starts an OS thread with (3.11, 3.12: `_start_new_thread`;
+    3.13: `_start_joinable_thread`): where the main thread starts the program's first other thread,
+    the recording switches to every thread right before it exists (`ThreadSwitch.here`). Returns
+    what puts the original back."""
+    name = next((n for n in ("_start_joinable_thread", "_start_new_thread") if hasattr(threading, n)), None)
+    if name is None:
+        return lambda: None
+    original = getattr(threading, name)
+    main = get_ident()
+
+    def start(function, *args, **kwargs):
+        if (
+            not switch.begun
+            and get_ident() == main
+            and os.getpid() == recording_pid
+            and not _ours(getattr(function, "__self__", None))
+        ):
+            switch.here()
+        return original(function, *args, **kwargs)
+
+    setattr(threading, name, start)
+
+    def unwrap() -> None:
+        if getattr(threading, name) is start:
+            setattr(threading, name, original)
+
+    return unwrap
+
+
+def _ours(thread: object) -> bool:
+    """The thread about to start is one of the recorder's own (named so before it starts)."""
+    name = getattr(thread, "name", None) if isinstance(thread, threading.Thread) else None
+    return isinstance(name, str) and name.startswith(OWN_THREADS)
 
 
 def _thread_name() -> str:
