@@ -534,8 +534,8 @@ class CThreads:
     second (child/switch.py): the tracer that recorded the main thread goes on in full, its frames
     sent whole first, and every other thread gets a tracer of its own at its first event (the
     `Threads` group in _ctracer.c: one numbering of invocations, a thread record before each run of
-    a thread's events). The Python engines of every thread did the same at 25 to 50 times the cost
-    per event."""
+    a thread's events). The Python engines of every thread, which remain where the C tracer is not
+    built, do the same at several times the cost per event."""
 
     def __init__(self, rec: Recorder, threads: ThreadTable, main) -> None:
         from neural_dap.trace._ctracer import Threads
@@ -557,7 +557,8 @@ class CThreads:
         return tracer
 
     def adopt(self) -> None:
-        """In the main thread, between two bytecodes: its tracer goes on in full, and every thread's
+        """In the main thread (right before it starts a thread, or between two bytecodes at a
+        signal): its tracer goes on in full, and every thread's
         events reach the group from now on: sys.monitoring's callbacks are the group's (threads
         started from now on need no trace function), or, on 3.11, each thread `threading` starts
         installs its tracer at its first call."""
