@@ -51,6 +51,22 @@ def _program(tmp_path):
     return str(path)
 
 
+def _joined(program: Program, version: str, stdout: str, engines: str = "C"):
+    """The program recorded as a session records it (the switch to every thread at the second
+    thread, by the C tracer of every thread, or by the Python engines), run to its end with
+    `stdout`, and joined as a session opens it."""
+    if engines == "C":
+        pytest.importorskip("neural_dap.trace._ctracer", reason="the C tracer is not built here")
+    engine = "auto" if engines == "C" else "settrace" if version == "3.11" else "monitoring"
+    skeleton = record_skeleton(program, python=_interpreter(version), engine=engine)
+    try:
+        assert skeleton.outcome.kind == "finished" and skeleton.stdout == stdout
+        joined, _ = threaded.join(skeleton)
+    finally:
+        skeleton.close()
+    return joined
+
+
 async def _stack(client, thread_id: int) -> list[tuple[str, int]]:
     frames = (await client.call("stackTrace", {"threadId": thread_id}))["stackFrames"]
     return [(f["name"], f["line"]) for f in frames]
@@ -248,15 +264,7 @@ def test_every_thread_shows_a_value_changed_in_place_even_to_an_equal_one(tmp_pa
     thread's `<module>` frame at the worker's very next state, and at its return."""
     path = tmp_path / "in_place.py"
     path.write_text(IN_PLACE)
-    if engines == "C":
-        pytest.importorskip("neural_dap.trace._ctracer", reason="the C tracer is not built here")
-    engine = "auto" if engines == "C" else "settrace" if version == "3.11" else "monitoring"
-    skeleton = record_skeleton(Program(path=str(path)), python=_interpreter(version), engine=engine)
-    try:
-        assert skeleton.outcome.kind == "finished" and skeleton.stdout == "2 [[0, 1]]\n"
-        joined, _ = threaded.join(skeleton)
-    finally:
-        skeleton.close()
+    joined = _joined(Program(path=str(path)), version, "2 [[0, 1]]\n", engines)
     assert joined.engine in (("ctrace", "cmonitoring") if engines == "C" else ("settrace", "monitoring"))
     work = [k for k, s in enumerate(joined.states) if s.function == "work" and s.event == "line"]
 
@@ -310,13 +318,8 @@ def test_a_thread_started_for_each_request_is_each_its_own_thread_with_its_own_v
     it printed at its own next state."""
     path = tmp_path / "requests.py"
     path.write_text(A_THREAD_EACH)
-    skeleton = record_skeleton(Program(path=str(path)), python=_interpreter(version))
-    try:
-        printed = "serving\n" + "".join(f"{n * n}\n" for n in range(60))
-        assert skeleton.outcome.kind == "finished" and skeleton.stdout == printed + f"{sum(n * n for n in range(60))}\n"
-        joined, _ = threaded.join(skeleton)
-    finally:
-        skeleton.close()
+    printed = "serving\n" + "".join(f"{n * n}\n" for n in range(60))
+    joined = _joined(Program(path=str(path)), version, printed + f"{sum(n * n for n in range(60))}\n")
     serving = [s for s in joined.states if s.function == "serve"]
     assert {s.thread for s in serving} == set(range(1, 61))
     assert {joined.log.thread_names[k] for k in range(1, 61)} == {f"request-{n}" for n in range(60)}
@@ -380,17 +383,9 @@ def test_a_thread_class_of_the_programs_own_and_a_deep_stack_of_reprs_at_the_swi
     at depth 0, and returns. The switch comes 71 frames deep, each holding an object whose
     `__repr__` is the program's: the snapshots' reprs are never events, and every frame is there
     after the switch with its locals."""
-    if engines == "C":
-        pytest.importorskip("neural_dap.trace._ctracer", reason="the C tracer is not built here")
     path = tmp_path / "subclass.py"
     path.write_text(SUBCLASS_AND_REPRS)
-    engine = "auto" if engines == "C" else "settrace" if version == "3.11" else "monitoring"
-    skeleton = record_skeleton(Program(path=str(path)), python=_interpreter(version), engine=engine)
-    try:
-        assert skeleton.outcome.kind == "finished" and skeleton.stdout == "3\n"
-        joined, _ = threaded.join(skeleton)
-    finally:
-        skeleton.close()
+    joined = _joined(Program(path=str(path)), version, "3\n", engines)
     assert not [s for s in joined.states if s.function == "__repr__"]
     runs = [s for s in joined.states if s.function == "run"]
     assert [s.event for s in runs if s.event in ("call", "return")] == ["call", "return"]
@@ -410,13 +405,7 @@ def test_with_just_my_code_false_a_threaded_recording_opens_and_holds_none_of_th
     starts the first worker, so the single-threaded prefix ends before the main thread's wait for
     it (which replayed otherwise: 'the program did not replay the same way', on 3.11 and 3.12), and
     the switch's own calls into the standard library (a context manager) are never events."""
-    python = _interpreter(version)
-    skeleton = record_skeleton(Program(path=_program(tmp_path), trace="all"), python=python)
-    try:
-        assert skeleton.outcome.kind == "finished" and skeleton.stdout == "[3, 6]\n"
-        joined, _ = threaded.join(skeleton)
-    finally:
-        skeleton.close()
+    joined = _joined(Program(path=_program(tmp_path), trace="all"), version, "[3, 6]\n")
     assert joined.log.thread_names == {0: "MainThread", 1: "worker-0", 2: "worker-1"}
     files = {s.path.rsplit("/", 1)[-1] for s in joined.states}
     assert "threads_demo.py" in files and "threading.py" in files

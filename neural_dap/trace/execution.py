@@ -83,7 +83,8 @@ class FullExecution:
             raise RecorderError(f"nothing of the program was recorded{why}")
         self.recording = recording
         log = recording.log
-        self.tree = StateTree(list(recording.states), log.resumes, log.library, log.open_before())
+        self.opened = log.open_before()  # (the frames on the stacks where the states begin)
+        self.tree = StateTree(list(recording.states), log.resumes, log.library, self.opened)
         states = self.tree.states
         self.raised = [i for i, s in enumerate(states) if s.event == "exception" or s.caught]
 
@@ -179,7 +180,7 @@ class FullExecution:
             return self.frames(i)
         k = self.tree.semantics.last_of_thread(thread, i)
         if k < 0:  # (no state of it yet: the frames it had where the states begin, if any)
-            innermost = [inv for inv, (t, _) in self.recording.log.open_before().items() if t == thread][-1:]
+            innermost = [inv for inv, (t, _) in self.opened.items() if t == thread][-1:]
             return self._open_before(innermost[0], i, including=True) if innermost else ()
         states = self.tree.states
         log = self.recording.log
