@@ -412,3 +412,73 @@ def test_with_just_my_code_false_a_threaded_recording_opens_and_holds_none_of_th
     assert "contextlib.py" not in files and not any("neural_dap" in s.path for s in joined.states)
     work = [s for s in joined.states if s.function == "work" and s.event == "return"]
     assert sorted(s.value for s in work) == ["None", "None"] and {s.thread for s in work} == {1, 2}
+
+
+ONE_SERVER = textwrap.dedent(
+    """\
+    import threading
+
+    TICKS = [0]
+
+
+    class Clock:
+        def __repr__(self):
+            return f"<Clock {TICKS[0]}>"
+
+
+    class Server:
+        def __init__(self):
+            self.clock = Clock()
+
+
+    class Handler:
+        def __init__(self, server):
+            self.server = server
+
+        def handle(self):
+            TICKS[0] += 1
+            TICKS[0] += 1
+            return TICKS[0]
+
+
+    def serve(out):
+        out.append(Handler(server).handle())
+
+
+    server = Server()
+    out = []
+    for _ in range(2):
+        worker = threading.Thread(target=serve, args=(out,))
+        worker.start()
+        worker.join()
+    print(out)
+    """
+)
+
+
+@pytest.mark.parametrize("engines", ["C", "Python"])
+@pytest.mark.parametrize("version", ["3.11", "3.12", "3.13"])
+def test_an_object_two_values_show_at_one_event_shows_its_text_of_that_moment_at_each(tmp_path, version, engines):
+    """A request handler's way: one object (the server's clock, whose repr tells the time) shown by
+    two values at each event of a worker, the handler's `self.server` and the module's `server`
+    the main thread shows. Its repr is made once an event (both are the same moment), never kept
+    past it: at each line of the handler and at its return, both show the clock as it is then, and
+    the handler's first line shows what its call showed."""
+    path = tmp_path / "one_server.py"
+    path.write_text(ONE_SERVER)
+    joined = _joined(Program(path=str(path)), version, "[2, 4]\n", engines)
+    execution = FullExecution(joined)
+
+    def clock(value) -> str:
+        server = value if value.type == "Server" else dict(value.children)["server"]
+        return dict(server.children)["clock"].repr
+
+    handled = [k for k, s in enumerate(joined.states) if s.function == "handle"]
+    assert [joined.states[k].event for k in handled] == ["call", "line", "line", "line", "return"] * 2
+    by_self = [clock(joined.states[k].values["self"]) for k in handled]
+    assert by_self == [f"<Clock {n}>" for n in (0, 0, 1, 2, 2, 2, 2, 3, 4, 4)]
+    by_module = []
+    for k in handled:
+        module = next(f for f in execution.thread_frames(k, 0) if f.function == "<module>")
+        by_module.append(clock(module.values["server"]))
+    assert by_module == by_self

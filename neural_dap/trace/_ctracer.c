@@ -90,6 +90,7 @@ typedef struct {
     PyObject *bp_lines;   /* a live recording: the breakpoint lines of its code's file (borrowed), or NULL */
     PyObject *calling;    /* sys.monitoring: the code of the Python function this frame's current line
                            * is calling (its CALL event), compared by address only; NULL: none */
+    int fresh;            /* sys.monitoring: its call event was captured and nothing ran since (see line_event) */
 } Entry;
 
 /* A recording of every thread: the module globals another thread's stack shows, as one thread
@@ -205,6 +206,9 @@ typedef struct {
     int stop_exceptions;      /* stop where an exception leaves a frame, and at a line that caught one */
     PyObject *breakpoints;    /* dict: filename -> frozenset of breakpoint lines; NULL: none */
     int stop_reason;          /* why the hook is called now: 0 not a stop, else a STOP_* */
+    PyObject *seen;           /* an event's reprs of objects (id -> (object, text)), shared by every value
+                               * it encodes (see begin_event); NULL: none */
+    int in_event;             /* between begin_event and end_event */
 } Tracer;
 
 /* A recording of every thread (see the Group type below): one Tracer per thread, one numbering of
@@ -291,7 +295,32 @@ static PyObject *encode(Tracer *t, PyObject *value, int atom) {
         }
         return call_users(t->encode_atom, value);
     }
-    return call_users(t->encode_object, value);
+    if (!t->in_event)
+        return call_users(t->encode_object, value);
+    int previous = enter_context(JOURNAL_SANDBOX);
+    PyObject *result = PyObject_CallFunctionObjArgs(t->encode_object, value, t->seen, NULL);
+    leave_context(previous);
+    return result;
+}
+
+/* One event's encodings share one memo of objects' reprs: a handler's `self` shows its server's
+ * socket, and the module's `server` shown after it (module_update) shows it again. Both are the
+ * same moment, so the text is the same (Reprs.structure's rule within one value, made one
+ * event's); the memo is emptied when the event ends, so it keeps no object alive past it and no
+ * later event sees a text of before. */
+static int begin_event(Tracer *t) {
+    if (t->seen == NULL && (t->seen = PyDict_New()) == NULL)
+        return -1;
+    if (PyDict_Size(t->seen) > 0)
+        PyDict_Clear(t->seen);
+    t->in_event = 1;
+    return 0;
+}
+
+static void end_event(Tracer *t) {
+    t->in_event = 0;
+    if (t->seen != NULL && PyDict_Size(t->seen) > 0)
+        PyDict_Clear(t->seen);
 }
 
 static int append_change(PyObject **changes, PyObject *name, PyObject *enc) {
@@ -871,6 +900,7 @@ static Entry *push(Tracer *t, PyObject *code, PyFrameObject *frame) {
     e->depth = t->depth - 1;
     e->bp_lines = NULL;
     e->calling = NULL;
+    e->fresh = 0;
     return e;
 }
 
@@ -960,8 +990,10 @@ static int call_event(Tracer *t, PyFrameObject *frame, CodeInfo *info, int line)
      * the callee's start before PY_START (a signal handler, a finalizer, a pending call) that is
      * library code calling this same function: that call is taken as direct. */
     int called_here = frame == NULL && depth > 0 && !info->resumable && t->stack[t->depth - 1].calling == code;
-    if (depth > 0)
+    if (depth > 0) {
         t->stack[t->depth - 1].calling = NULL;
+        t->stack[t->depth - 1].fresh = 0;
+    }
     if (frame == NULL && (capture || (depth > 0 && !called_here)))
         frame = PyEval_GetFrame(); /* borrowed: the frame that starts */
     int library = depth > 0 && frame != NULL && !called_here ? called_by_library(t, frame, &t->stack[t->depth - 1]) : 0;
@@ -984,11 +1016,17 @@ static int call_event(Tracer *t, PyFrameObject *frame, CodeInfo *info, int line)
             return -1;
     }
     if (capture) {
-        if (snapshot_stack(t, t->depth - 1) < 0 || ensure_dicts(e) < 0)
+        if (begin_event(t) < 0)
             return -1;
-        PyObject *changes = frame_diff(t, e);
+        int bad = snapshot_stack(t, t->depth - 1) < 0 || ensure_dicts(e) < 0;
+        PyObject *changes = bad ? NULL : frame_diff(t, e);
+        end_event(t);
         if (changes == NULL)
             return -1;
+        /* 3.12+: the interpreter lets the GIL go (and runs signal handlers) before PY_START, not
+         * between it and the frame's first LINE, and the frame runs nothing in between: its first
+         * line shows these very values */
+        e->fresh = t->monitoring;
         PyObject *size = PyLong_FromSsize_t(depth);
         PyObject *event = library
             ? Py_BuildValue("(OLliNNLi)", TAG_C, e->inv, code_id, line, size, changes, resumes, 1)
@@ -1025,12 +1063,19 @@ static int line_event(Tracer *t, Entry *e, int line) {
             return -1;
         e->last = t->count;
     }
+    int fresh = e->fresh && e->pending == NULL;
+    e->fresh = 0;
     if (capture) {
-        if (snapshot_stack(t, t->depth) < 0 || ensure_dicts(e) < 0)
+        if (begin_event(t) < 0)
             return -1;
-        PyObject *changes = frame_diff(t, e);
-        if (changes == NULL)
+        int bad = snapshot_stack(t, t->depth) < 0 || ensure_dicts(e) < 0;
+        /* (the frame's first line, nothing run since its call event: no change, and none in the
+         * module globals another thread shows, which no thread could have changed) */
+        PyObject *changes = bad ? NULL : fresh ? Py_NewRef(Py_None) : frame_diff(t, e);
+        if (changes == NULL) {
+            end_event(t);
             return -1;
+        }
         PyObject *caught = Py_None;
         Py_INCREF(caught);
         if (e->pending != NULL) {
@@ -1038,12 +1083,15 @@ static int line_event(Tracer *t, Entry *e, int line) {
             caught = call_users(t->bounded, e->pending);
             if (caught == NULL) {
                 Py_DECREF(changes);
+                end_event(t);
                 return -1;
             }
         }
-        if (emit(t, Py_BuildValue("(OLiNN)", TAG_L, e->inv, line, changes, caught)) < 0)
-            return -1;
-        if (t->group != NULL && module_update(t) < 0)
+        int rc = emit(t, Py_BuildValue("(OLiNN)", TAG_L, e->inv, line, changes, caught));
+        if (rc == 0 && t->group != NULL && !fresh)
+            rc = module_update(t);
+        end_event(t);
+        if (rc < 0)
             return -1;
     }
     Py_CLEAR(e->pending);
@@ -1065,18 +1113,22 @@ static int leave_event(Tracer *t, int line, PyObject *value, PyObject *raised) {
     if (left_event(t, e, raised != NULL) < 0)
         return -1;
     if (capture) {
-        if (snapshot_stack(t, t->depth) < 0)
+        if (begin_event(t) < 0)
             return -1;
+        if (snapshot_stack(t, t->depth) < 0) {
+            end_event(t);
+            return -1;
+        }
         /* what the frame's last statement changed shows at its return (or exit) event: that moment
          * is the state after it, not the state its last line event showed before it */
         if (e->objs != NULL) {
             PyObject *changes = frame_diff(t, e);
-            if (changes == NULL)
+            if (changes == NULL || (changes != Py_None && emit(t, Py_BuildValue("(OLN)", TAG_U, e->inv, changes)) < 0)) {
+                end_event(t);
                 return -1;
+            }
             if (changes == Py_None)
                 Py_DECREF(changes);
-            else if (emit(t, Py_BuildValue("(OLN)", TAG_U, e->inv, changes)) < 0)
-                return -1;
         }
         if (raised != NULL) {
             PyObject *text = call_users(t->bounded, raised);
@@ -1089,21 +1141,23 @@ static int leave_event(Tracer *t, int line, PyObject *value, PyObject *raised) {
             rc = module_update(t); /* (after the exit: an update shows from the latest state on) */
     }
     pop(t);
-    if (rc < 0)
-        return -1;
     /* (a caller with no frame: its frame was not found when first captured; looking again now would
      * start from the callee's frame, which a recursive call cannot tell from the caller's) */
-    if (capture && t->depth > 0 && t->stack[t->depth - 1].objs != NULL && t->stack[t->depth - 1].frame != NULL) {
+    if (rc == 0 && capture && t->depth > 0 && t->stack[t->depth - 1].objs != NULL && t->stack[t->depth - 1].frame != NULL) {
         /* what the callee changed in its caller's objects shows in the caller right away */
         Entry *caller = &t->stack[t->depth - 1];
         PyObject *changes = frame_diff(t, caller);
         if (changes == NULL)
-            return -1;
-        if (changes == Py_None)
+            rc = -1;
+        else if (changes == Py_None)
             Py_DECREF(changes);
-        else if (emit(t, Py_BuildValue("(OLN)", TAG_U, caller->inv, changes)) < 0)
-            return -1;
+        else
+            rc = emit(t, Py_BuildValue("(OLN)", TAG_U, caller->inv, changes));
     }
+    if (capture)
+        end_event(t);
+    if (rc < 0)
+        return -1;
     return t->skeleton ? counted(t) : 0;
 }
 
@@ -1634,7 +1688,7 @@ static void tracer_dealloc(Tracer *self) {
     PyObject *refs[] = {self->events, self->user_cache, self->judge, self->code_ids, self->code_id, self->encode_atom,
                         self->encode_object, self->value_repr, self->bounded, self->hook, self->flush,
                         self->disable, self->enable, self->jump_line, self->line_tables,
-                        self->make_line_table, self->resumed, self->left, self->library, self->breakpoints};
+                        self->make_line_table, self->resumed, self->left, self->library, self->breakpoints, self->seen};
     for (size_t i = 0; i < sizeof(refs) / sizeof(refs[0]); i++)
         Py_XDECREF(refs[i]);
     PyMem_Free(self->ev);
