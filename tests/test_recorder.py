@@ -131,6 +131,34 @@ def test_reprs_are_bounded_and_marked_and_addresses_removed():
     assert rec.states[-2].values["box"].children[0][0] == "size"
 
 
+def test_the_addresses_of_asyncio_and_threading_objects_are_removed_and_a_strings_are_kept():
+    """debugpy shows these reprs with the object's address, which differs from run to run: the
+    recording shows them without it (reality/compare.py compares both sides so), wherever the
+    address stands in the text, and a string that only looks like one keeps it."""
+    rec = run(
+        """
+        import asyncio, threading, weakref
+        class Box:
+            pass
+        def f():
+            event = threading.Event()
+            lock = asyncio.Lock()
+            queue = asyncio.Queue()
+            box = Box()
+            ref = weakref.ref(box)
+            note = ["jump at 0x1F'", "at 0x2A"]
+            return 0
+        """,
+        entry="f",
+    )
+    last = rec.states[-2].locals
+    assert last["event"] == "<threading.Event: unset>"
+    assert last["lock"] == "<asyncio.locks.Lock object [unlocked]>"
+    assert last["queue"].startswith("<Queue") and " at 0x" not in last["queue"]
+    assert " at 0x" not in last["ref"] and last["ref"].startswith("<weakref")
+    assert last["note"] == "[\"jump at 0x1F'\", 'at 0x2A']"
+
+
 @pytest.mark.parametrize(
     "source, kind, words",
     [

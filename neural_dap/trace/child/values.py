@@ -10,7 +10,11 @@ import types
 import weakref
 from _thread import get_ident
 
-_ADDRESS = re.compile(r" at 0x[0-9a-fA-F]+(?=[>,])")
+# An address ends where the object's text goes on: `>` or `,` (`<Box object at 0x7f..>`), `:`
+# (`<threading.Event at 0x7f..: unset>`, a cell's), a space (`<asyncio.locks.Lock object at
+# 0x7f.. [unlocked]>`, an asyncio Queue's `at 0x7f.. maxsize=0`), `;` (a weakref's), `]` or `)`.
+# Never a quote: " at 0x1F'" inside a string's repr is the string's own text.
+_ADDRESS = re.compile(r" at 0x[0-9a-fA-F]+(?=[>,:;\s\])])")
 _SMALL_INT = 1 << 53
 _MISSING = object()
 _MARK = "\u2026"
