@@ -47,6 +47,18 @@ __all__ = [  # what the rest of neural-dap imports from here (the program types 
 
 _GRACE_SECONDS = 3.0
 _PACKAGE_PARENT = str(Path(__file__).resolve().parent.parent.parent)
+# The recording child's start. Not `python -m neural_dap.trace.child`: `-m` puts the working
+# directory first on sys.path, and the child's own imports (json, threading, socket, ...) would then
+# find a program's `json.py` or `random.py` there (and a checkout's `neural_dap` before the
+# adapter's own). `-c` puts '' there, taken out before anything is imported; the package comes
+# from PYTHONPATH, and the program gets the sys.path its own run would have (runner.py).
+CHILD_BOOT = (
+    "import sys\n"
+    "if sys.path[:1] == ['']:\n"
+    "    del sys.path[0]\n"
+    "from neural_dap.trace.child.runner import main\n"
+    "main()\n"
+)
 
 
 class RecordingHandle:
@@ -240,7 +252,7 @@ def _record_once(
     env.pop("PYTHONSTARTUP", None)
     try:
         proc = subprocess.Popen(
-            [python or sys.executable, *program.python_args, "-m", "neural_dap.trace.child"],
+            [python or sys.executable, *program.python_args, "-c", CHILD_BOOT],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,

@@ -16,11 +16,10 @@ import sys
 
 def main() -> None:
     spec_path, command = sys.argv[1], sys.argv[2:]
-    # sys.path as `python -c` made it, without BOOT's entry: its first entry ('' for -c) is what the
-    # runner replaces with the program's own, as `python script.py` or `-m` would have set it
-    sys.path.pop(0)
-    if getattr(sys.flags, "safe_path", False):
-        sys.path.insert(0, "")
+    # sys.path is what `python -c` made it, with BOOT's entry first in place of the '' it puts there
+    # (or, under -P, before the rest): the runner replaces that first entry with the program's own, as
+    # `python script.py` or `-m` would have set it, and nothing is imported from the working folder
+    # before then
     folder = os.path.dirname(spec_path)
     try:
         with open(spec_path) as fh:

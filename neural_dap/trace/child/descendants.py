@@ -28,8 +28,13 @@ _TAKES_VALUE = frozenset("WXQ")
 # (its own code is not the user's, the workers it forks are: each records its run, as a fork does)
 _MULTIPROCESSING = ("from multiprocessing.spawn import spawn_main", "from multiprocessing.forkserver import main")
 
-# what the rewritten child runs as `-c` (its first argument: the spec file; the original command follows)
-BOOT = "import sys; sys.path.insert(0, {own!r}); from neural_dap.trace.child.descendant_main import main; main()"
+# what the rewritten child runs as `-c` (its first argument: the spec file; the original command
+# follows). The '' that `-c` puts first on sys.path goes: the recorder's imports must not find a
+# `json.py` of the working folder, and the program gets the path its own command gives it.
+BOOT = (
+    "import sys; sys.path[:1] = [{own!r}] if sys.path[:1] == [''] else [{own!r}, *sys.path[:1]];"
+    " from neural_dap.trace.child.descendant_main import main; main()"
+)
 
 
 def split_python_command(argv: list[str]) -> tuple[list[str], list[str]] | None:
