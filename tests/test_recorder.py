@@ -322,3 +322,34 @@ def test_a_crash_after_some_work_keeps_the_states_recorded_before_it():
     )
     assert rec.outcome.kind == "crashed" and "line 8" in rec.outcome.message
     assert len(rec.states) > 400 and rec.states[-1].locals["total"] == "19900"
+
+
+@pytest.mark.parametrize("version", ["3.11", "3.12", "3.13"])
+def test_a_value_sent_into_a_generator_shows_at_its_next_line(version):
+    """A generator resumes in the middle of its `x = yield total` line: x is stored after the
+    resume, with no new line event until the next line, where x shows (3.12+ skips the diff at a
+    frame's first line after its call: never after a resume)."""
+    from .test_child_real_world import _interpreter
+
+    program = Program(
+        "/virtual/gen.py",
+        source=textwrap.dedent(
+            """\
+            def gen():
+                total = 0
+                while True:
+                    x = yield total
+                    total += x
+
+
+            def main():
+                g = gen()
+                next(g)
+                return g.send(5) + g.send(7)
+            """
+        ),
+        entry="main",
+    )
+    rec = record(program, python=_interpreter(version))
+    at_five = [s.locals for s in rec.states if s.function == "gen" and s.event == "line" and s.line == 5]
+    assert at_five == [{"total": "0", "x": "5"}, {"total": "5", "x": "7"}]

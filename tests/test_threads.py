@@ -482,3 +482,51 @@ def test_an_object_two_values_show_at_one_event_shows_its_text_of_that_moment_at
         module = next(f for f in execution.thread_frames(k, 0) if f.function == "<module>")
         by_module.append(clock(module.values["server"]))
     assert by_module == by_self
+
+
+GIL_LET_GO = textwrap.dedent(
+    """\
+    import threading
+    import time
+
+    go = threading.Event()
+    items = []
+
+
+    class Probe:
+        def __repr__(self):
+            go.set()
+            time.sleep(0.05)  # the GIL goes to the worker, which appends
+            return "<Probe>"
+
+
+    def worker():
+        go.wait()
+        items.append(1)
+
+
+    def count(items, probe):
+        n = len(items)
+        return n
+
+
+    thread = threading.Thread(target=worker)
+    thread.start()
+    print(count(items, Probe()))
+    thread.join()
+    """
+)
+
+
+@pytest.mark.parametrize("engines", ["C", "Python"])
+@pytest.mark.parametrize("version", ["3.11", "3.12", "3.13"])
+def test_what_another_thread_changed_during_a_calls_reprs_shows_at_the_frames_first_line(tmp_path, version, engines):
+    """The reprs a call event makes are the program's code, and the GIL may go to another thread
+    while they run: here a worker appends to the list the call showed empty. The frame's first
+    line shows the list as it is then (with every thread recorded, that line is diffed like any
+    other), as the `len` it computes says."""
+    path = tmp_path / "gil_let_go.py"
+    path.write_text(GIL_LET_GO)
+    joined = _joined(Program(path=str(path)), version, "1\n", engines)
+    counted = [s for s in joined.states if s.function == "count"]
+    assert [(s.event, s.locals.get("items")) for s in counted[:2]] == [("call", "[]"), ("line", "[1]")]

@@ -1025,8 +1025,11 @@ static int call_event(Tracer *t, PyFrameObject *frame, CodeInfo *info, int line)
             return -1;
         /* 3.12+: the interpreter lets the GIL go (and runs signal handlers) before PY_START, not
          * between it and the frame's first LINE, and the frame runs nothing in between: its first
-         * line shows these very values */
-        e->fresh = t->monitoring;
+         * line shows these very values. Not a generator's or coroutine's: one resumes in the middle
+         * of a line (`x = yield total` stores x after PY_RESUME, with no LINE until the next one).
+         * Not in a recording of every thread: this event's own reprs and thread record are Python
+         * code, during which the GIL may go to a thread that changes what these values show */
+        e->fresh = t->monitoring && !info->resumable && t->group == NULL;
         PyObject *size = PyLong_FromSsize_t(depth);
         PyObject *event = library
             ? Py_BuildValue("(OLliNNLi)", TAG_C, e->inv, code_id, line, size, changes, resumes, 1)
