@@ -353,3 +353,41 @@ def test_a_value_sent_into_a_generator_shows_at_its_next_line(version):
     rec = record(program, python=_interpreter(version))
     at_five = [s.locals for s in rec.states if s.function == "gen" and s.event == "line" and s.line == 5]
     assert at_five == [{"total": "0", "x": "5"}, {"total": "5", "x": "7"}]
+
+
+@pytest.mark.parametrize("version", ["3.12", "3.13"])
+def test_what_the_programs_own_trace_function_does_at_a_first_line_shows_there(version):
+    """On 3.12+ the program's own `sys.settrace` function runs beside the recorder, and before it at
+    each line: what it changes at a frame's first line shows at that line (found by a review: a
+    skip of the first line's diff, since dropped, showed the call's values there)."""
+    from .test_child_real_world import _interpreter
+
+    program = Program(
+        "/virtual/own_trace.py",
+        source=textwrap.dedent(
+            """\
+            import sys
+
+            box = []
+
+
+            def tracer(frame, event, arg):
+                if frame.f_code.co_name == "f":
+                    box.append(event)
+                    return tracer
+
+
+            def f(b):
+                n = len(b)
+                return n
+
+
+            sys.settrace(tracer)
+            f(box)
+            sys.settrace(None)
+            """
+        ),
+    )
+    rec = record(program, python=_interpreter(version))
+    first = next(s for s in rec.states if s.function == "f" and s.event == "line")
+    assert first.locals["b"] == "['call', 'line']"

@@ -90,7 +90,6 @@ typedef struct {
     PyObject *bp_lines;   /* a live recording: the breakpoint lines of its code's file (borrowed), or NULL */
     PyObject *calling;    /* sys.monitoring: the code of the Python function this frame's current line
                            * is calling (its CALL event), compared by address only; NULL: none */
-    int fresh;            /* sys.monitoring: its call event was captured and nothing ran since (see line_event) */
 } Entry;
 
 /* A recording of every thread: the module globals another thread's stack shows, as one thread
@@ -900,7 +899,6 @@ static Entry *push(Tracer *t, PyObject *code, PyFrameObject *frame) {
     e->depth = t->depth - 1;
     e->bp_lines = NULL;
     e->calling = NULL;
-    e->fresh = 0;
     return e;
 }
 
@@ -990,10 +988,8 @@ static int call_event(Tracer *t, PyFrameObject *frame, CodeInfo *info, int line)
      * the callee's start before PY_START (a signal handler, a finalizer, a pending call) that is
      * library code calling this same function: that call is taken as direct. */
     int called_here = frame == NULL && depth > 0 && !info->resumable && t->stack[t->depth - 1].calling == code;
-    if (depth > 0) {
+    if (depth > 0)
         t->stack[t->depth - 1].calling = NULL;
-        t->stack[t->depth - 1].fresh = 0;
-    }
     if (frame == NULL && (capture || (depth > 0 && !called_here)))
         frame = PyEval_GetFrame(); /* borrowed: the frame that starts */
     int library = depth > 0 && frame != NULL && !called_here ? called_by_library(t, frame, &t->stack[t->depth - 1]) : 0;
@@ -1023,13 +1019,6 @@ static int call_event(Tracer *t, PyFrameObject *frame, CodeInfo *info, int line)
         end_event(t);
         if (changes == NULL)
             return -1;
-        /* 3.12+: the interpreter lets the GIL go (and runs signal handlers) before PY_START, not
-         * between it and the frame's first LINE, and the frame runs nothing in between: its first
-         * line shows these very values. Not a generator's or coroutine's: one resumes in the middle
-         * of a line (`x = yield total` stores x after PY_RESUME, with no LINE until the next one).
-         * Not in a recording of every thread: this event's own reprs and thread record are Python
-         * code, during which the GIL may go to a thread that changes what these values show */
-        e->fresh = t->monitoring && !info->resumable && t->group == NULL;
         PyObject *size = PyLong_FromSsize_t(depth);
         PyObject *event = library
             ? Py_BuildValue("(OLliNNLi)", TAG_C, e->inv, code_id, line, size, changes, resumes, 1)
@@ -1066,15 +1055,11 @@ static int line_event(Tracer *t, Entry *e, int line) {
             return -1;
         e->last = t->count;
     }
-    int fresh = e->fresh && e->pending == NULL;
-    e->fresh = 0;
     if (capture) {
         if (begin_event(t) < 0)
             return -1;
         int bad = snapshot_stack(t, t->depth) < 0 || ensure_dicts(e) < 0;
-        /* (the frame's first line, nothing run since its call event: no change, and none in the
-         * module globals another thread shows, which no thread could have changed) */
-        PyObject *changes = bad ? NULL : fresh ? Py_NewRef(Py_None) : frame_diff(t, e);
+        PyObject *changes = bad ? NULL : frame_diff(t, e);
         if (changes == NULL) {
             end_event(t);
             return -1;
@@ -1091,7 +1076,7 @@ static int line_event(Tracer *t, Entry *e, int line) {
             }
         }
         int rc = emit(t, Py_BuildValue("(OLiNN)", TAG_L, e->inv, line, changes, caught));
-        if (rc == 0 && t->group != NULL && !fresh)
+        if (rc == 0 && t->group != NULL)
             rc = module_update(t);
         end_event(t);
         if (rc < 0)
