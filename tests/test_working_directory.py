@@ -87,3 +87,21 @@ def test_a_python_child_of_the_program_records_itself_there_too(tmp_path, monkey
         assert [child.name.split(" ")[0] for child in list_children(folder)] == ["child.py"]
     finally:
         rec.close()
+
+
+@pytest.mark.anyio
+async def test_the_debugpy_peer_started_in_the_project_folder_stops_in_the_program(tmp_path, monkeypatch):
+    """Reconciliation against debugpy (`reconcile: debugpy`) starts debugpy's adapter beside the
+    session: in the project's folder too, it imports the standard library's modules."""
+    pytest.importorskip("debugpy")
+    from neural_dap.reality.debugpy_peer import DebugpyPeer
+
+    program = _project(tmp_path)
+    monkeypatch.chdir(tmp_path)
+    peer = DebugpyPeer(str(program), breakpoints=(4,))
+    try:
+        real = await peer.start()
+        assert real is not None and (real.function, real.frames[0][1]) == ("<module>", 4)
+        assert real.locals["words"] == "['hello', 'world']"
+    finally:
+        await peer.close()

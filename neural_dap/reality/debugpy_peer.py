@@ -47,6 +47,18 @@ class Snapshot:
         return self.frames[0][1] if self.frames else 0
 
 
+# `python -m debugpy.adapter`, without the working folder first on sys.path (where `-m` puts it):
+# started in a project's folder, debugpy's adapter would import a project's `json.py` in place of
+# the standard library's (tests/test_working_directory.py)
+_ADAPTER_BOOT = (
+    "import sys\n"
+    "if sys.path[:1] == ['']:\n"
+    "    del sys.path[0]\n"
+    "import runpy\n"
+    "runpy.run_module('debugpy.adapter', run_name='__main__', alter_sys=True)\n"
+)
+
+
 class DebugpyPeer:
     def __init__(
         self,
@@ -84,7 +96,7 @@ class DebugpyPeer:
             program = self._entry_wrapper()
         # the adapter runs here, where debugpy is installed; the program runs under `python` (debugpy's
         # launcher brings its own copy of debugpy into that interpreter, as for any VS Code user)
-        command = [sys.executable, "-m", "debugpy.adapter"]
+        command = [sys.executable, "-c", _ADAPTER_BOOT]
         self.client = await self._stack.enter_async_context(
             spawn(command, timeout=self.timeout, stderr=subprocess.DEVNULL)
         )
