@@ -10,6 +10,7 @@ function and line with the same locals, and a return shown in the caller must sh
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 
 import anyio
@@ -434,8 +435,9 @@ async def test_conditions_and_log_points_on_objects_stop_where_debugpy_stops(tmp
     assert [s for s, _ in where] == ["breakpoint"] * 3, where
     assert ours.views[len(where)].reason == "end"  # (neural-dap stops at the end: time travel goes on)
     printed = ["w=2 area=4 of Rect(2x2)\n", "w=3 area=9 of Rect(3x3)\n", "w=4 area=16 of Rect(4x4)\n"]
-    # (debugpy prints log points as the program's output, where they may come between its lines)
-    assert [line for line in theirs.stdout.splitlines(keepends=True) if line.startswith("w=")] == printed
+    # (debugpy sends log points on another channel than the program's output: a log point's text can
+    # land inside a line the program printed, as in "('Dune', 1965)w=3 area=9 ...", seen under load)
+    assert re.findall(r"w=\d+ area=\d+ of Rect\(\d+x\d+\)\n", theirs.stdout) == printed
     assert [c.split(": ", 1)[1] for c in ours.console if c.startswith("console: w=")] == printed
     errors = [c for c in ours.console if "conditional breakpoint" in c]
     assert errors and "ZeroDivisionError" in errors[0]
@@ -704,6 +706,7 @@ async def test_asyncio_exceptions_stop_where_debugpy_stops(tmp_path, filters):
 
 BLANK_LINES = """\
 import os
+import re
 
 
 def work(n):
