@@ -706,7 +706,6 @@ async def test_asyncio_exceptions_stop_where_debugpy_stops(tmp_path, filters):
 
 BLANK_LINES = """\
 import os
-import re
 
 
 def work(n):
