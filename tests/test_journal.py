@@ -409,3 +409,57 @@ def test_a_sandboxed_run_changes_nothing_but_its_own_temporary_files(tmp_path):
     assert (last["kept"], last["outcome"]) == ("'scratch'", "'refused'")
     assert not outside.exists()
     assert rec.refused is not None and rec.refused[0] >= 1 and "outside.txt" in rec.refused[1]
+
+
+def test_the_program_ends_as_a_plain_run_ends_its_atexit_functions_run_and_open_files_get_their_data(tmp_path):
+    """A user's atexit function writes a file and prints; a file left open gets its last lines at
+    the interpreter's end. The recording child ends with os._exit: before, both were lost."""
+    path = _write(
+        tmp_path,
+        "at_exit.py",
+        """\
+        import atexit, os
+        here = os.path.dirname(os.path.abspath(__file__))
+        log = open(os.path.join(here, "left_open.txt"), "w")
+        log.write("the last line\\n")  # (buffered: written when the interpreter ends)
+
+
+        def goodbye(items):
+            with open(os.path.join(here, "at_exit.txt"), "w") as fh:
+                fh.write(f"ran {len(items)}\\n")
+            print("bye", len(items))
+
+
+        atexit.register(goodbye, [1, 2, 3])
+        print("main done")
+        """,
+    )
+    execution = _record(path)
+    try:
+        states = _every_state(execution)  # (every replay: none runs the atexit function again)
+        assert states[-1].line == 14
+        assert execution.recording.stdout == "main done\nbye 3\n"
+    finally:
+        execution.close()
+    assert (tmp_path / "at_exit.txt").read_text() == "ran 3\n"
+    assert (tmp_path / "left_open.txt").read_text() == "the last line\n"
+
+
+def test_a_sandboxed_programs_atexit_function_changes_nothing(tmp_path):
+    """The program's end runs as the program's own code: in a sandbox, its effects are refused."""
+    outside = tmp_path / "outside.txt"
+    path = _write(
+        tmp_path,
+        "sandboxed_exit.py",
+        f"""\
+        import atexit
+        atexit.register(lambda: open({str(outside)!r}, "w").write("x"))
+        done = True
+        """,
+    )
+    from neural_dap.trace.recorder import record
+
+    rec = record(Program(str(path), sandbox=True), Limits(wall_time=30))
+    assert rec.outcome.kind == "finished" and rec.states[-1].locals["done"] == "True"
+    assert not outside.exists()
+    assert rec.refused is not None and "outside.txt" in rec.refused[1]

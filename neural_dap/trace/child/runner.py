@@ -397,13 +397,14 @@ def record_here(
     # sometimes left its copy blocked on a lock, never reaching die_with_parent)
     stop_watching = (lambda: None) if threads is not None else watch_for_threads(switch, end_for_threads)
     outcome = _run(cfg, rec, start, stop, channel, before_start, begin_journal, switch)
+    stop_watching()  # (a thread an atexit function starts is after the recording's end)
+    if skeleton is None or skeleton.worker is None:  # (a replay's worker ends at the program's end)
+        # still as the program: what its atexit functions do is recorded, or refused in a sandbox
+        _shut_down_as_the_interpreter()
     _leave_the_program()  # what follows is the recorder's
     _report_refusals(channel)
-    stop_watching()
     if forked[0]:  # the debuggee's forked copy ran to its end, as a plain run's would
         _end_forked_child(outcome, real_exit)
-    if cfg.get("descendant"):
-        _shut_down_as_the_interpreter()
     if skeleton is not None:
         engine.flush()
         skeleton.program_ended(outcome)  # (a worker sends what it captured and ends here)
@@ -485,9 +486,11 @@ def _leave_the_program() -> int:
 
 
 def _shut_down_as_the_interpreter() -> None:
-    """A child process ends as the interpreter would end it, before its exit code is given: its
-    `atexit` functions run (multiprocessing's joins the processes it started), its streams are
-    flushed. (The recording child itself ends with os._exit: its program's end is recorded.)"""
+    """The program ends as the interpreter would end it, before the recording's end is sent and its
+    exit code given: its `atexit` functions run (a log written at exit, multiprocessing's join of
+    the processes it started), the files it left open get what it wrote, its streams are flushed.
+    Untraced, as in debugpy (which stops in none of them). The recording child ends with
+    os._exit, which would skip all of this: a user's file would miss its last lines."""
     import atexit
 
     try:
