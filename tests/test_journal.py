@@ -463,3 +463,98 @@ def test_a_sandboxed_programs_atexit_function_changes_nothing(tmp_path):
     assert rec.outcome.kind == "finished" and rec.states[-1].locals["done"] == "True"
     assert not outside.exists()
     assert rec.refused is not None and "outside.txt" in rec.refused[1]
+
+
+def test_a_breakpoint_in_a_logging_handler_goes_on_and_its_lock_shows_held(tmp_path):
+    """logging resets every handler's lock in a forked child (os.register_at_fork). A checkpoint
+    taken inside `emit` (the lock held) replayed with the lock free: the handler's release raised,
+    every continue answered "did not replay the same way", and the stop showed the lock free. The
+    program's at-fork functions now run at its own forks only."""
+    path = _write(
+        tmp_path,
+        "log_handler.py",
+        """\
+        import logging
+
+
+        class ListHandler(logging.Handler):
+            def emit(self, record):
+                msg = record.getMessage()
+                print("emitted", msg)
+
+
+        log = logging.getLogger("t")
+        log.addHandler(ListHandler())
+        log.warning("one %s", 1)
+        log.warning("two %s", 2)
+        print("done")
+        """,
+    )
+
+    async def session():
+        async with adapter() as client:
+            stops = [await start(client, {"program": str(path)}, {str(path): [{"line": 6}]})]
+            frame = (await client.call("stackTrace", {"threadId": 1}))["stackFrames"][0]["id"]
+            held = await client.call("evaluate", {"expression": "self.lock._is_owned()", "frameId": frame})
+            places = [await where(client)]
+            for _ in range(2):
+                await client.call("continue", {"threadId": 1})
+                stops.append(await client.wait_event("stopped"))
+                places.append(await where(client))
+            output = "".join(
+                e["body"]["output"] for e in client.events_named("output") if e["body"].get("category") == "stdout"
+            )
+            return [s["body"]["reason"] for s in stops], places, held["result"], output
+
+    import anyio
+
+    reasons, places, held, output = anyio.run(session)
+    assert reasons == ["breakpoint", "breakpoint", "end"]
+    assert [(name, line) for name, line, _ in places] == [("emit", 6), ("emit", 6), ("<module>", 14)]
+    assert '"two %s"' in places[1][2]["record"]
+    assert held == "True"
+    assert output == "emitted one 1\nemitted two 2\ndone\n"
+
+
+def test_a_checkpoint_is_the_program_as_it_was_not_a_child_it_forked(tmp_path):
+    """The program's own at-fork function (an RLock reset in a child, as logging does) does not
+    run in the checkpoints a session travels through: every state replays as the run had it."""
+    path = _write(
+        tmp_path,
+        "at_fork.py",
+        """\
+        import os
+        import threading
+
+        lock = threading.RLock()
+        resets = []
+        os.register_at_fork(after_in_child=lambda: (lock._at_fork_reinit(), resets.append(os.getpid())))
+
+
+        def f(n):
+            with lock:
+                x = n * 2
+                held = lock._is_owned()
+                seen = list(resets)
+            return x, held
+
+
+        results = [f(k) for k in range(300)]
+        if os.fork() == 0:  # the program's own fork: its function runs there, as in a plain run
+            os._exit(0 if resets else 3)
+        _, status = os.wait()
+        print(len(results), all(held for _, held in results), os.waitstatus_to_exitcode(status))
+        """,
+    )
+    recording = record_skeleton(Program(str(path)), Limits(wall_time=30, max_events=1_000_000), checkpoint_events=200)
+    execution = SkeletonExecution(recording)
+    try:
+        assert len(recording.checkpoints) > 3
+        states = _every_state(execution)
+        assert recording.diverged_at is None
+        held = [s.locals["held"] for s in states if s.function == "f" and "held" in s.locals]
+        assert len(held) >= 300 and set(held) == {"True"}
+        assert {s.locals["seen"] for s in states if s.function == "f" and "seen" in s.locals} == {"[]"}
+        assert recording.stdout == "300 True 0\n"
+    finally:
+        execution.close()

@@ -14,7 +14,7 @@ import sys
 import threading
 import time
 
-from neural_dap.trace.child.lifetime import die_if_signalled, keep_events_when_terminated
+from neural_dap.trace.child.lifetime import die_if_signalled, keep_events_when_terminated, register_at_fork_of_ours
 
 
 def follow_forked_workers(spec: dict, main_path: str) -> None:
@@ -79,7 +79,7 @@ def record_call(spec: dict, command: list[str], run):
             except OSError:
                 pass
 
-    os.register_at_fork(after_in_child=forked)
+    register_at_fork_of_ours(after_in_child=forked)
     channel.events.append(["engine", name, sys.version.split()[0]])
     channel.start()
     outcome: tuple = ("finished", "", 0, None)

@@ -111,6 +111,35 @@ class Lifeline:
 
 _FORK = os.fork  # the real one: the debuggee's process limit wraps os.fork later
 OWN_FORK = [False]  # True while we fork a checkpoint, a worker or a live stop (not the debuggee: see runner)
+# the real one, for our own at-fork functions: they run at our forks too (see hide_our_forks)
+register_at_fork_of_ours = os.register_at_fork
+
+
+def hide_our_forks() -> None:
+    """The at-fork functions the program registers from now on (os.register_at_fork) run at its own
+    forks only, never at ours: a checkpoint, a replay's worker or a live stop's copy is the program
+    as it was at that moment, not a child it made. logging's resets every handler's lock in a
+    child: a checkpoint taken inside a handler (its lock held) replayed with the lock free, the
+    handler's release raised, and the replay diverged (a breakpoint in `emit` could not be left);
+    a live stop's copy showed the lock free. The interpreter's own (threading's, registered before
+    the program starts) still run: a fork needs them."""
+
+    def register_at_fork(**functions):
+        return register_at_fork_of_ours(**{when: _not_at_ours(f) for when, f in functions.items()})
+
+    register_at_fork.__doc__ = register_at_fork_of_ours.__doc__
+    os.register_at_fork = register_at_fork
+
+
+def _not_at_ours(function):
+    if not callable(function):
+        return function  # (os.register_at_fork says what is wrong with it)
+
+    def at_fork() -> None:
+        if not OWN_FORK[0]:
+            function()
+
+    return at_fork
 
 
 def fork_ours() -> int:
@@ -208,7 +237,7 @@ def _wake_for_sigterm(began: threading.Event):
             except ValueError:
                 pass
 
-    os.register_at_fork(after_in_child=not_in_forks)
+    register_at_fork_of_ours(after_in_child=not_in_forks)
     seen_at: list[float] = []
 
     def tick() -> None:

@@ -21,7 +21,9 @@ from neural_dap.trace.child.lifetime import (
     OWN_FORK,
     die_if_signalled,
     die_with_parent,
+    hide_our_forks,
     keep_events_when_terminated,
+    register_at_fork_of_ours,
 )
 from neural_dap.trace.child.recorder import PASS, TEE, Capture, Recorder, set_output_mode
 from neural_dap.trace.child.skeleton import Skeleton
@@ -380,7 +382,8 @@ def record_here(
 
     os._exit = exit_after_flush  # type: ignore[assignment]
     _wrap_exec(before_exec, forked)
-    os.register_at_fork(after_in_child=after_fork_in_child)
+    register_at_fork_of_ours(after_in_child=after_fork_in_child)
+    hide_our_forks()  # (from here on: the program's own registrations)
     if cfg.get("children"):  # subProcess: the Python programs it starts record themselves (child sessions)
         from neural_dap.trace.child.descendants import follow_python_children
 
