@@ -160,14 +160,11 @@ CONCURRENT = {
 @pytest.mark.slow
 @pytest.mark.parametrize("version", ["3.11", "3.12"])
 @pytest.mark.parametrize("program", sorted(CONCURRENT))
-async def test_threads_and_coroutines_stop_where_debugpy_stops(tmp_path, program, version, request):
+async def test_threads_and_coroutines_stop_where_debugpy_stops(tmp_path, program, version):
+    """(asyncio on 3.12+ failed in a live session until checkpoints stopped running the program's
+    at-fork functions: asyncio's resets the running loop in a child, so the stretch after a stop
+    taken by stepping over an `await` replayed another way)"""
     from .test_child_real_world import _interpreter
-
-    if program == "asyncio" and version != "3.11":
-        # a known bug, kept visible: under sys.monitoring (3.12+), a live session that stepped over
-        # awaits cannot replay the stretch after its last stop (the replay takes another path at the
-        # next suspension); a batch session ("live": false) and 3.11 agree with debugpy
-        request.applymarker(pytest.mark.xfail(strict=True, reason="live stepping over awaits under sys.monitoring"))
 
     text, lines, commands = CONCURRENT[program]
     path = tmp_path / f"{program}_demo.py"
@@ -820,3 +817,58 @@ async def test_a_hit_condition_beside_a_condition_stops_as_in_debugpy(tmp_path):
 
     assert shown(theirs) == [("breakpoint", "1"), ("breakpoint", "3")]
     assert shown(ours)[:2] == shown(theirs)
+
+
+TASKS = """\
+import asyncio
+
+
+async def producer(q, limit):
+    for value in range(limit):
+        await q.put(value * 10)
+        await asyncio.sleep(0)
+    await q.put(None)
+
+
+async def consumer(q, seen):
+    while True:
+        item = await q.get()
+        if item is None:
+            break
+        doubled = item * 2
+        seen.append(doubled)
+
+
+async def main():
+    q = asyncio.Queue(maxsize=1)
+    seen = []
+    await asyncio.gather(asyncio.create_task(producer(q, 3)), asyncio.create_task(consumer(q, seen)))
+    print("seen", seen)
+
+
+asyncio.run(main())
+"""
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("version", ["3.11", "3.12"])
+async def test_step_out_of_a_task_goes_on_where_debugpy_goes_on(tmp_path, version):
+    """stepOut of a task's coroutine (its caller is the event loop): debugpy returns only into the
+    user's frames on the real stack, to `<module>` once `asyncio.run` returns; neural-dap stopped in
+    the other task (`producer`), the next line of the user's code anywhere."""
+    from .dual import Plan, run
+    from .test_child_real_world import _interpreter
+
+    path = tmp_path / "tasks.py"
+    path.write_text(TASKS)
+    plan = Plan(
+        str(path),
+        breakpoints=({"line": 17, "condition": "doubled == 0"},),
+        commands=("stepOut", "stepOut"),
+        python=_interpreter(version),
+    )
+    ours, theirs = await run(plan, "neural-dap"), await run(plan, "debugpy")
+    assert [v.stack for v in theirs.views] == [[("consumer", 17), ("<module>", 27)], [("<module>", 27)]]
+    assert [v.stack for v in ours.views] == [v.stack for v in theirs.views]
+    assert ours.views[-1].reason == "end"  # (there: the program's end, a stop of its own)
+    assert ours.stdout == theirs.stdout == "seen [0, 20, 40]\n"

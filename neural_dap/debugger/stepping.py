@@ -8,7 +8,8 @@ Stops land where debugpy's do, so a session can be compared with debugpy stop by
                   3.12+ debugpy stops at the return, shown in the caller at the call line
                   (`returns_stop_in_caller`)
   stepIn          step_into; a call is stepped through to the callee's first line
-  stepOut         step_return (shown in the caller with the `(return)` value)
+  stepOut         step_return (shown in the caller with the `(return)` value); out of a task's
+                  coroutine, on to where the user's frame under the event loop goes on
 
                   The exit of a function library code called (click running the user's command, a
                   scheduler running a callback) returns into that code: next and stepIn stop where
@@ -99,6 +100,11 @@ async def drive(
             stop = await act(Action("step_into"), True)
     elif kind == "stepOut":
         stop = await act(Action("step_return"), True)
+        if _left_a_task(stop):
+            # out of a coroutine an event loop runs (a task's): debugpy's step out returns only into
+            # the user's frames on the real stack, to where the one under the loop goes on
+            # (`<module>` once `asyncio.run` returns), not to the next task's line
+            stop = await act(Action("step_return"), True)
         while _into_library(stop):
             # out of a function library code called (a sort key, a pandas `apply`, a scheduler's
             # callback): back to the user's code that called the library, as debugpy's step out
@@ -194,6 +200,12 @@ async def _on_through_library(stop: Stop, act: Act) -> Stop:
         if stop.state.event == "call" and not (stop.hit_breakpoint or stop.hit_exception):
             stop = await act(Action("step_into"), True)
     return stop
+
+
+def _left_a_task(stop: Stop) -> bool:
+    """The step ended at the exit (a suspension, a return) of a chain library code runs, with the
+    user's frames under that code (`outer`): an event loop's task under `asyncio.run`."""
+    return _left_user_code(stop) and bool(stop.outer) and not stop.library_calls_next
 
 
 def _left_user_code(stop: Stop) -> bool:

@@ -10,7 +10,9 @@ which is the only place that says where an action leads.
 |--------------------|-----------------------------------------------------------------------------|
 | step_into          | the next event (of the same thread)                                         |
 | step_over          | the next event of the same invocation (of the caller, from a terminal)      |
-| step_return        | the terminal event of the invocation (of the caller's, from a terminal)     |
+| step_return        | the terminal event of the invocation (of the caller's, from a terminal;     |
+|                    | from the exit of one library code runs, the next event of the user's frame  |
+|                    | under that code: `<module>` once `asyncio.run` returns)                     |
 | breakpoint(T)      | the next `line` event at one of the (path, line) targets T, else the last   |
 | continue           | the last event (the end of the traced scope)                                |
 | inv_step_into      | the previous event (of the same thread)                                     |
@@ -286,9 +288,29 @@ class ActionSemantics:
     def step_return(self, i: int) -> int:
         owner = self._owner_forward(i)
         if owner < 0:
-            return self.last
+            return self._under_the_library(i)
         end = int(self.columns.end_index[owner])
         return end if end >= i else self.last
+
+    def _under_the_library(self, i: int) -> int:
+        """From the exit of an invocation nobody traced called (an event loop's task, a generator a
+        library resumes): the next event of the user's frame under the library code that runs it
+        (`<module>` where `asyncio.run` returns), as debugpy's step out returns only into the
+        user's frames on the real stack; the last event where there is none (a thread's function,
+        a test pytest runs)."""
+        columns = self.columns
+        root = int(columns.invs[i])
+        calls, ends = columns.call_index, columns.end_index
+        open_ = (calls < calls[root]) & ((ends < 0) | (ends > i))
+        if columns.thread_of is not None:
+            open_ &= columns.thread_of == columns.thread_of[root]
+        candidates = np.flatnonzero(open_)
+        if not len(candidates):
+            return self.last
+        under = int(candidates[np.argmax(calls[candidates])])
+        end = int(ends[under])
+        found = first_equal(columns.invs, under, i + 1, end + 1 if end >= 0 else self.n)
+        return found if found >= 0 else self.last
 
     def inv_step_return(self, i: int) -> int:
         owner = self._owner_backward(i)
