@@ -106,6 +106,44 @@ async def test_a_full_recording_keeps_values_and_answers_with_the_safe_evaluator
     assert answers["shape.area()"].startswith("ERROR")  # no program to call it in
 
 
+async def test_where_threads_ran_an_expression_the_values_cannot_answer_says_why(tmp_path: Path) -> None:
+    """A threaded run is recorded in full (a copy of the program would hold one thread): a module, a
+    call or `locals()` cannot be answered at its stops, and the error says so, not only "name
+    'threading' is not defined here" (a module global that is there in the program)."""
+    program = tmp_path / "worker.py"
+    program.write_text(
+        textwrap.dedent(
+            """\
+            import threading
+
+            counter = {"value": 0}
+
+
+            def bump(step):
+                counter["value"] += step
+                return counter["value"]
+
+
+            worker = threading.Thread(target=bump, args=(2,))
+            worker.start()
+            worker.join()
+            """
+        )
+    )
+    answers = {}
+    async with adapter() as client:
+        stopped = await start(client, {"program": str(program)}, breakpoints={str(program): [{"line": 8}]})
+        thread = stopped["body"]["threadId"]
+        frames = (await client.call("stackTrace", {"threadId": thread}))["stackFrames"]
+        for expression in ("step + 1", "threading.current_thread().name", "sorted(locals())"):
+            reply = await client.request("evaluate", {"expression": expression, "frameId": frames[0]["id"]})
+            answers[expression] = reply["body"]["result"] if reply["success"] else "ERROR " + reply["message"]
+    assert answers["step + 1"] == "3"
+    why = "only the values recorded at this stop are known (the program ran more than one thread"
+    assert "name 'threading' is not defined here" in answers["threading.current_thread().name"]
+    assert why in answers["threading.current_thread().name"] and why in answers["sorted(locals())"]
+
+
 def _processes_in(folder: Path) -> list[int]:
     found = []
     for entry in Path("/proc").iterdir():

@@ -712,17 +712,20 @@ class Debugger:
         the safe evaluator interprets it over the recorded values, in a worker thread within its
         budget, so a heavy watch never holds up pause, cancel or stepping."""
         world, stop = self.world, self._stop
+        no_program = ""  # why no copy of the program answers here (said where that is why it fails)
         if frame is not None and stop is not None and isinstance(world, EvaluatesLive):
             try:
                 live = await world.evaluate_live(stop, frame, expression)
                 return Evaluated(live.text, live.type or None, None, live=True)
-            except NotLive:
-                pass
+            except NotLive as exc:
+                no_program = str(exc)
         try:
             value = await anyio.to_thread.run_sync(
                 lambda: evaluate(expression, names, values=values), abandon_on_cancel=True
             )
         except EvaluationError as exc:
+            if no_program and not exc.raised:  # (a name, a call, a module: what only a program has)
+                raise WorldError(f"{exc}: only the values recorded at this stop are known ({no_program})") from None
             raise WorldError(str(exc)) from None
         return Evaluated(reprs.show(value), reprs.type_name(value) or None, value)
 

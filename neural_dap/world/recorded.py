@@ -146,6 +146,7 @@ class RecordedWorld:
         self.what_if = WhatIf(self)  # what-if branches: the program run again with a value changed
         self._children: str | None = None  # subProcess: where the program's Python children record themselves
         self.notices: list[str] = []  # what the user should read about how the program was recorded
+        self.threads_joined = False  # a second thread ran: every thread recorded in full, no copies
         self._running: LiveRun | None = None  # the program still runs (debug while it runs: world/live.py)
         self._extending = False  # ... and runs on now (an action waits for its next stop)
         self._live_lock = anyio.Lock()  # the live copy answers one question at a time
@@ -227,6 +228,7 @@ class RecordedWorld:
                         raise WorldError(f"the recording's first part could not be rebuilt: {exc}") from None
                     execution.close()
                     rec, execution = joined, FullExecution(joined)
+                    self.threads_joined = True
                     threaded_events = skeleton.log.threaded
                     if threaded_events.dropped:
                         self.notices.append(
@@ -419,6 +421,7 @@ class RecordedWorld:
             raise WorldError(f"the recording's first part could not be rebuilt: {exc}") from None
         execution.close()
         self.execution = FullExecution(joined)
+        self.threads_joined = True
         self.outcome = joined.outcome
 
     async def _act_recorded(
@@ -551,13 +554,22 @@ class RecordedWorld:
         time, made at the first expression of a stop and kept while the session stays there."""
         execution = self._require()
         if not isinstance(execution, SkeletonExecution):
-            raise NotLive("a full recording keeps values, not a program to ask")
+            raise NotLive(self._no_copy())
         if stop.at_end:
             raise NotLive("the program has ended here")
         async with self._live_lock:  # (one question at a time on the live copy's connection)
             return await anyio.to_thread.run_sync(
                 self._evaluate_live, execution, stop.index, frame, expression, abandon_on_cancel=True
             )
+
+    def _no_copy(self) -> str:
+        """Why a full recording has no program to ask at a stop."""
+        if self.threads_joined:
+            return (
+                "the program ran more than one thread: its recording keeps values, not copies of it"
+                " (one would hold one thread)"
+            )
+        return "a full recording keeps values, not a program to ask"
 
     def _evaluate_live(self, execution: SkeletonExecution, index: int, frame: int, expression: str) -> LiveResult:
         live = self._live_stop(execution, index)
@@ -634,7 +646,7 @@ class RecordedWorld:
         for the user's own expressions if the stop is made."""
         execution = self._require()
         if not isinstance(execution, SkeletonExecution):
-            raise NotLive("a full recording keeps values, not a program to ask")
+            raise NotLive(self._no_copy())
         if stop.at_end:
             raise NotLive("the program has ended here")
 
