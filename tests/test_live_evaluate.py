@@ -85,6 +85,11 @@ async def test_expressions_run_on_real_objects_at_the_stop(tmp_path: Path) -> No
     assert answers["shape.foo"] == "ERROR AttributeError: 'Shape' object has no attribute 'foo'"
 
 
+async def test_a_value_whose_repr_raises_shows_as_debugpy_shows_it(tmp_path: Path) -> None:
+    answers = await _evaluate_all(tmp_path, ["type('Broken', (), {'__repr__': lambda self: 1 / 0})()"])
+    assert answers["type('Broken', (), {'__repr__': lambda self: 1 / 0})()"].startswith("<__main__.Broken object at 0x")
+
+
 async def test_what_an_expression_changes_is_thrown_away(tmp_path: Path) -> None:
     answers = await _evaluate_all(tmp_path, ["rows.append(-1) or len(rows)", "len(rows)", "rows.clear()", "sum(rows)"])
     assert answers["rows.append(-1) or len(rows)"] == "101"

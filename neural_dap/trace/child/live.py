@@ -164,8 +164,11 @@ def _evaluate(request: dict, frames: list, limits: dict) -> dict:
     max_repr = int(limits.get("max_repr", 10_000))
     try:
         text = repr(value)
-    except BaseException as exc:
-        text = f"<repr failed: {type(exc).__name__}>"
+    except BaseException:
+        try:  # as debugpy shows a value whose repr raises: the object's own repr
+            text = object.__repr__(value)
+        except BaseException as exc:
+            text = f"<repr failed: {type(exc).__name__}>"
     kind = type(value)
     return {
         "repr": _cut(text, max_repr),
