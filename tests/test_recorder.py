@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import shutil
 import subprocess
+import sys
 import textwrap
 from pathlib import Path
 
@@ -391,3 +392,18 @@ def test_what_the_programs_own_trace_function_does_at_a_first_line_shows_there(v
     rec = record(program, python=_interpreter(version))
     first = next(s for s in rec.states if s.function == "f" and s.event == "line")
     assert first.locals["b"] == "['call', 'line']"
+
+
+@pytest.mark.parametrize("version", ["3.11", "3.12"])
+def test_a_program_that_dies_of_an_exception_prints_the_interpreters_traceback(tmp_path, version):
+    """As `python program.py` prints it on stderr (debugpy shows it in the debug console), from the
+    program's own frames: before, only the debugger's one-line notice said how the program ended."""
+    from .test_child_real_world import _interpreter
+
+    path = tmp_path / "crash.py"
+    path.write_text('def f(d):\n    return d["b"]\n\n\nprint("before")\nf({"a": 1})\n')
+    rec = record(Program(str(path)), python=_interpreter(version))
+    plain = subprocess.run([_interpreter(version) or sys.executable, str(path)], capture_output=True, text=True)
+    assert rec.outcome.kind == "raised" and rec.stdout == "before\n"
+    assert rec.stderr == plain.stderr and rec.stderr.startswith("Traceback (most recent call last):\n")
+    assert "neural_dap" not in rec.stderr

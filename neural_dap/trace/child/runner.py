@@ -488,6 +488,21 @@ def _leave_the_program() -> int:
     return previous
 
 
+def _print_traceback(exc: BaseException) -> None:
+    """What the interpreter prints when the program dies of `exc`, on the program's stderr (a
+    parent may read it; the user reads it in the debug console): the traceback from the program's
+    own frames, not the recorder's that run it."""
+    import traceback
+
+    tb = exc.__traceback__
+    while tb is not None and tb.tb_frame.f_code.co_filename == __file__:
+        tb = tb.tb_next
+    try:
+        traceback.print_exception(type(exc), exc, tb)
+    except Exception:  # (a broken stderr, an exception whose str raises: as the interpreter, go on)
+        pass
+
+
 def _shut_down_as_the_interpreter() -> None:
     """The program ends as the interpreter would end it, before the recording's end is sent and its
     exit code given: its `atexit` functions run (a log written at exit, multiprocessing's join of
@@ -788,10 +803,8 @@ def _run(
         return ("exited", f"the program called sys.exit({code_!r})", 1, None)
     except BaseException as exc:  # the debuggee's uncaught exception is an outcome, not our crash
         kind = "memory" if isinstance(exc, MemoryError) else "raised"
-        if cfg.get("descendant"):  # its parent may read its stderr: what the interpreter prints
-            import traceback
-
-            traceback.print_exception(exc)
+        if not entry:  # (a function called by itself has no plain run to print like)
+            _print_traceback(exc)
         with sandboxed():
             return (kind, f"{type(exc).__name__}: {_short(exc)}", 1, rec.reprs.repr(exc))
     finally:
