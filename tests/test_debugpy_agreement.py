@@ -872,3 +872,51 @@ async def test_step_out_of_a_task_goes_on_where_debugpy_goes_on(tmp_path, versio
     assert [v.stack for v in ours.views] == [v.stack for v in theirs.views]
     assert ours.views[-1].reason == "end"  # (there: the program's end, a stop of its own)
     assert ours.stdout == theirs.stdout == "seen [0, 20, 40]\n"
+
+
+HANDLERS = """\
+def risky(n):
+    try:
+        if n % 2:
+            raise RuntimeError(f"odd {n}")
+        return n * 10
+    finally:
+        marker = n + 1
+        return marker  # noqa: B012
+
+
+def load(key):
+    table = {"a": 1}
+    try:
+        return table[key]
+    except KeyError:
+        fallback = -1
+        return fallback
+
+
+print([risky(i) for i in range(2)], load("b"))
+"""
+
+
+@pytest.mark.slow
+async def test_a_step_from_an_exception_stop_goes_to_the_handlers_first_line_as_in_debugpy(tmp_path):
+    """An exception stop ("raised") is made at the line that caught the exception and shown where
+    the exception came from; `next` from it skipped that line (a finally's, an except's): it ran,
+    unseen. Now the step goes to it, as debugpy's does."""
+    from .dual import Plan, run
+
+    path = tmp_path / "handlers.py"
+    path.write_text(HANDLERS)
+    plan = Plan(str(path), exception_filters=("raised",), commands=("next", "next", "continue", "next", "next"))
+    ours, theirs = await run(plan, "neural-dap"), await run(plan, "debugpy")
+    where = [(v.reason, v.stack[0]) for v in theirs.views]
+    assert where == [
+        ("exception", ("risky", 4)),
+        ("step", ("risky", 7)),
+        ("step", ("risky", 8)),
+        ("exception", ("load", 14)),
+        ("step", ("load", 15)),
+        ("step", ("load", 16)),
+    ]
+    assert [(v.reason, v.stack[0]) for v in ours.views][: len(where)] == where
+    assert [v.variables for v in ours.views][: len(where)] == [v.variables for v in theirs.views]

@@ -393,7 +393,7 @@ class Debugger:
                 # over the longer recording (a change before that stop is travelled back to)
                 return await self._continue_live_to_data(stop, act)
         if data is None:
-            return await drive(
+            outcome = await drive(
                 kind,
                 stop,
                 act,
@@ -404,6 +404,8 @@ class Debugger:
                 path=path,
                 returns_stop_in_caller=self._returns_stop_in_caller(),
             )
+            self._stop = outcome.stop  # (the same event may be presented anew: an exception's line)
+            return outcome
         return await self._drive_to_data(kind, stop, act, data)
 
     async def _continue_live_to_data(self, start: Stop, act: Callable[[Action, bool], Any]) -> Outcome:

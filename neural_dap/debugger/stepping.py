@@ -39,6 +39,8 @@ import re
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
+import msgspec
+
 from neural_dap.core.actions import Action, Target
 from neural_dap.core.world import Stop
 
@@ -76,6 +78,12 @@ async def drive(
     """Carry out one execution request from `current`; `targets` are the enabled breakpoints.
     `returns_stop_in_caller`: step as debugpy does on 3.12+ (see core.world.SteppingConvention)."""
     reason = "step"
+    if kind in ("next", "stepIn") and _shown_at_the_raise(current):
+        # the stop is made at the line that caught the exception (the handler's first, an except or
+        # a finally line) and shown where the exception reached the frame, as debugpy shows it:
+        # the step goes to that line itself, as debugpy's does, not past it
+        there = msgspec.structs.replace(current, exception_line=0, hit_exception=False, hit_breakpoint=False)
+        return Outcome(there, "step")
     if kind == "next":
         stop = await act(Action("step_over"), True)
         while _passes(stop, returns_stop_in_caller):
@@ -154,6 +162,11 @@ async def drive(
         stop = await _on_through_library(stop, act)
         stop = await _on_to_user_code(stop, act, returns_stop_in_caller)
     return Outcome(stop, _reason(kind, stop, reason), finished=_finishes(kind, stop, stop_at_end))
+
+
+def _shown_at_the_raise(stop: Stop) -> bool:
+    """An exception stop at the line that caught it, shown at the line the exception came from."""
+    return bool(stop.exception_line) and stop.exception_line != stop.state.line and stop.state.event == "line"
 
 
 def _passes(stop: Stop, returns_stop_in_caller: bool) -> bool:
