@@ -12,6 +12,7 @@ import sys
 import threading
 import types
 from _thread import get_ident
+from collections.abc import Callable
 
 from neural_dap.trace.child.channel import Channel, Limits
 from neural_dap.trace.child.engines import choose_engine, every_thread_in_c
@@ -399,10 +400,15 @@ def record_here(
     # and the recorder's run without a trace function (with one in the flusher, a fork of the program
     # sometimes left its copy blocked on a lock, never reaching die_with_parent)
     stop_watching = (lambda: None) if threads is not None else watch_for_threads(switch, end_for_threads)
-    outcome = _run(cfg, rec, start, stop, channel, before_start, begin_journal, switch)
+    uncaught: list[BaseException] = []
+    outcome = _run(cfg, rec, start, stop, channel, before_start, begin_journal, switch, uncaught.append)
     stop_watching()  # (a thread an atexit function starts is after the recording's end)
     if skeleton is None or skeleton.worker is None:  # (a replay's worker ends at the program's end)
-        # still as the program: what its atexit functions do is recorded, or refused in a sandbox
+        # still as the program: what it prints as it dies and what its atexit functions do is
+        # recorded, or refused in a sandbox
+        if not forked[0]:  # (a forked copy says how it ended in its own words: _end_forked_child)
+            for exc in uncaught:
+                _print_traceback(exc)
         _shut_down_as_the_interpreter()
     _leave_the_program()  # what follows is the recorder's
     _report_refusals(channel)
@@ -712,7 +718,9 @@ def _run(
     before_start=lambda: None,
     begin=lambda: None,
     switch: ThreadSwitch | None = None,
+    died: Callable[[BaseException], object] = lambda exc: None,
 ) -> tuple:
+    """Run the program; its outcome. `died`: told the exception the program dies of."""
     if switch is None:
         switch = ThreadSwitch(get_ident(), None)
     main_module = types.ModuleType("__main__")
@@ -804,7 +812,7 @@ def _run(
     except BaseException as exc:  # the debuggee's uncaught exception is an outcome, not our crash
         kind = "memory" if isinstance(exc, MemoryError) else "raised"
         if not entry:  # (a function called by itself has no plain run to print like)
-            _print_traceback(exc)
+            died(exc)
         with sandboxed():
             return (kind, f"{type(exc).__name__}: {_short(exc)}", 1, rec.reprs.repr(exc))
     finally:
