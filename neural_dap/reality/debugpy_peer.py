@@ -20,6 +20,7 @@ import anyio
 
 from neural_dap.dapwire.client import DapClient, DapError, spawn
 from neural_dap.trace.child.values import without_addresses
+from neural_dap.trace.program import WITHOUT_THE_WORKING_FOLDER
 
 _HIDDEN_TYPES = {"function", "module", "type", "builtin_function_or_method", "method", "ABCMeta"}
 _GROUPS = {"special variables", "function variables", "class variables", "protected variables"}
@@ -51,11 +52,8 @@ class Snapshot:
 # started in a project's folder, debugpy's adapter would import a project's `json.py` in place of
 # the standard library's (tests/test_working_directory.py)
 _ADAPTER_BOOT = (
-    "import sys\n"
-    "if sys.path[:1] == ['']:\n"
-    "    del sys.path[0]\n"
-    "import runpy\n"
-    "runpy.run_module('debugpy.adapter', run_name='__main__', alter_sys=True)\n"
+    WITHOUT_THE_WORKING_FOLDER
+    + "import runpy\nrunpy.run_module('debugpy.adapter', run_name='__main__', alter_sys=True)\n"
 )
 
 

@@ -35,6 +35,11 @@ class Limits(msgspec.Struct, frozen=True):
 
 DEFAULT_LIMITS = Limits()
 
+# The first lines of a Python process the debugger starts with `-c` (the recording child; debugpy's
+# adapter beside a session): `-c` puts '' (the working folder) first on sys.path, where a project's
+# own `json.py` or `random.py` would shadow the standard library's for the debugger's own imports
+WITHOUT_THE_WORKING_FOLDER = "import sys\nif sys.path[:1] == ['']:\n    del sys.path[0]\n"
+
 
 class Program(msgspec.Struct, frozen=True, omit_defaults=True):
     """What to run: a script with argv, one function of it called with literal argument text, or a

@@ -27,7 +27,14 @@ import msgspec
 from neural_dap.trace import journal
 from neural_dap.trace.eventlog import EventLog, decode_repr
 from neural_dap.trace.live_recording import LiveControl
-from neural_dap.trace.program import DEFAULT_LIMITS, Limits, Outcome, OutcomeKind, Program
+from neural_dap.trace.program import (
+    DEFAULT_LIMITS,
+    WITHOUT_THE_WORKING_FOLDER,
+    Limits,
+    Outcome,
+    OutcomeKind,
+    Program,
+)
 from neural_dap.trace.recording import Recording
 
 __all__ = [  # what the rest of neural-dap imports from here (the program types live in trace/program.py)
@@ -52,13 +59,7 @@ _PACKAGE_PARENT = str(Path(__file__).resolve().parent.parent.parent)
 # find a program's `json.py` or `random.py` there (and a checkout's `neural_dap` before the
 # adapter's own). `-c` puts '' there, taken out before anything is imported; the package comes
 # from PYTHONPATH, and the program gets the sys.path its own run would have (runner.py).
-CHILD_BOOT = (
-    "import sys\n"
-    "if sys.path[:1] == ['']:\n"
-    "    del sys.path[0]\n"
-    "from neural_dap.trace.child.runner import main\n"
-    "main()\n"
-)
+CHILD_BOOT = WITHOUT_THE_WORKING_FOLDER + "from neural_dap.trace.child.runner import main\nmain()\n"
 
 
 class RecordingHandle:
