@@ -3,6 +3,8 @@
 - The tracer (`_ctracer`), built against the limited API of 3.11 (`abi3`): the recording child may
   run under another interpreter (the `python` launch key), and a 3.12 or 3.13 child loads the same
   build (its sys.monitoring front end).
+- The structure of values (`_values`), same API: the walk over an object's attributes that a full
+  capture makes at every line (child/values.py's Reprs.structure defines it).
 - The journal (`_journal`): a plain C library, no Python in it, which the adapter preloads into the
   recording child (LD_PRELOAD) so that the program's contact with the world is recorded once and
   replays touch nothing (see its header). Named like an extension so that the same build step makes
@@ -23,7 +25,14 @@ extensions = [
         py_limited_api=True,
         define_macros=[("Py_LIMITED_API", "0x030B0000")],
         optional=True,
-    )
+    ),
+    Extension(
+        "neural_dap.trace._values",
+        ["neural_dap/trace/_values.c"],
+        py_limited_api=True,
+        define_macros=[("Py_LIMITED_API", "0x030B0000")],
+        optional=True,
+    ),
 ]
 if sys.platform.startswith("linux"):
     extensions.append(

@@ -10,6 +10,11 @@ import types
 import weakref
 from _thread import get_ident
 
+try:  # the same walk in C (trace/_values.c); where it was not built, the definition below runs
+    from neural_dap.trace._values import structure as _structure_in_c
+except ImportError:
+    _structure_in_c = None
+
 # An address ends where the object's text goes on: `>` or `,` (`<Box object at 0x7f..>`), `:`
 # (`<threading.Event at 0x7f..: unset>`, a cell's), a space (`<asyncio.locks.Lock object at
 # 0x7f.. [unlocked]>`, an asyncio Queue's `at 0x7f.. maxsize=0`), `;` (a weakref's), `]` or `)`.
@@ -238,7 +243,18 @@ class Reprs:
 
         An object met twice in one structure (a request handler's `request` and `connection`, the
         socket under its `wfile`) is repr'd once: both are the same moment, so the text is the
-        same, and some reprs are dear (a socket's asks the kernel for its two addresses)."""
+        same, and some reprs are dear (a socket's asks the kernel for its two addresses).
+
+        Done in C where built (trace/_values.c, held to this definition by
+        tests/test_value_structure.py): a full capture walks every object local at every line."""
+        if _structure_in_c is not None:
+            return _structure_in_c(
+                value, depth, {} if seen is None else seen, self.repr, _slot_names, self.limit, self.max_children
+            )
+        return self.structure_in_python(value, depth, seen)
+
+    def structure_in_python(self, value: object, depth: int = 2, seen: dict | None = None) -> list | None:
+        """`structure` as defined: what the C walk must give, value for value."""
         kind = type(value)
         if kind in _ATOMS or kind in _LITERAL_CONTAINERS:
             return None
@@ -254,7 +270,7 @@ class Reprs:
             if type(child) in atoms:  # (no structure, and no memo: an atom's repr is cheap)
                 children.append([name, self.repr(child)])
                 continue
-            sub = self.structure(child, depth - 1, seen) if depth > 1 else None
+            sub = self.structure_in_python(child, depth - 1, seen) if depth > 1 else None
             children.append([name, sub if sub is not None else self._repr_once(child, seen)])
         return [self._repr_once(value, seen), kind.__name__, children, max(0, len(attrs) - self.max_children)]
 

@@ -1,0 +1,482 @@
+/* The structure of a value as the recording child encodes it, in C: child/values.py's
+ * Reprs.structure, which defines it, done without a Python frame per attribute.
+ *
+ * Why: a full capture encodes every object local at every line (an object can change in place
+ * between two lines without a name being rebound), so a request handler's `self` is walked about
+ * ten times a request, and that walk was most of what a server under the recorder paid. The walk
+ * itself (attributes, names, memo, the atoms' reprs) is the interpreter's overhead, not work.
+ *
+ * The rule: the text of every value is the one Reprs.repr gives. The reprs that cannot run the
+ * program's code, raise, hang or be slow are made here: exact str / small int / float / bool /
+ * None; a short list, tuple or dict of those (and of short bytes); a class of the plain metaclass;
+ * and an object whose type keeps object.__repr__ (its text is its type's name; the address is
+ * removed as values.py's _ADDRESS removes it). Every other value's
+ * text is asked of Reprs.repr itself, with its deadline, memo of slow reprs and fallbacks.
+ * tests/test_value_structure.py holds this to the Python definition, value by value.
+ *
+ * Built against the limited API of 3.11, like the tracer: one build for every interpreter that
+ * runs the recording child.
+ */
+#ifndef Py_LIMITED_API
+#define Py_LIMITED_API 0x030B0000
+#endif
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+
+static PyObject *MARK;          /* values.py's _MARK: a cut text ends with it */
+static PyObject *AT_0X;         /* where an address starts */
+static PyObject *EMPTY;         /* "" */
+static PyObject *DICT_NAME;     /* "__dict__" */
+static PyObject *NAME_NAME;     /* "__name__" */
+static PyObject *ITEMS_NAME;    /* "items" */
+static PyObject *ISSPACE_NAME;  /* "isspace" */
+static PyObject *FUNCTION_TYPE; /* types.FunctionType (not in the limited API) */
+static reprfunc OBJECT_REPR;    /* object.__repr__'s slot */
+static const long long SMALL_INT = 1LL << 53;
+
+/* What one walk needs of its Reprs. */
+typedef struct {
+    PyObject *repr;       /* Reprs.repr, bound */
+    PyObject *slot_names; /* values.py's _slot_names: type -> tuple of slot names */
+    PyObject *seen;       /* id -> (object, text): each object repr'd once in a walk */
+    Py_ssize_t limit;
+    Py_ssize_t max_children;
+} Walk;
+
+static int is_atom(PyObject *v) {
+    PyTypeObject *t = Py_TYPE(v);
+    return t == &PyLong_Type || t == &PyUnicode_Type || t == &PyFloat_Type || t == &PyBool_Type ||
+           v == Py_None || t == &PyBytes_Type || t == &PyComplex_Type;
+}
+
+static int is_literal_container(PyObject *v) {
+    PyTypeObject *t = Py_TYPE(v);
+    return t == &PyList_Type || t == &PyTuple_Type || t == &PyDict_Type || t == &PySet_Type ||
+           t == &PyFrozenSet_Type;
+}
+
+static int small_int(PyObject *v) {
+    int overflow = 0;
+    long long n = PyLong_AsLongLongAndOverflow(v, &overflow);
+    if (n == -1 && PyErr_Occurred()) {
+        PyErr_Clear();
+        return 0;
+    }
+    return !overflow && n > -SMALL_INT && n < SMALL_INT;
+}
+
+/* `text` cut at the walk's limit, marked (Reprs._bounded); steals `text`. */
+static PyObject *bounded(Walk *w, PyObject *text) {
+    if (text == NULL || PyUnicode_GetLength(text) <= w->limit)
+        return text;
+    PyObject *head = PyUnicode_Substring(text, 0, w->limit);
+    Py_DECREF(text);
+    if (head == NULL)
+        return NULL;
+    PyObject *cut = PyUnicode_Concat(head, MARK);
+    Py_DECREF(head);
+    return cut;
+}
+
+static int is_hex(Py_UCS4 c) { return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F'); }
+
+/* `\s` of a str pattern (re's Unicode whitespace); -1 on error. */
+static int is_space(Py_UCS4 c) {
+    if (c < 128)
+        return c == ' ' || (c >= '\t' && c <= '\r') || (c >= 0x1c && c <= 0x1f);
+    PyObject *one = PyUnicode_FromOrdinal((int)c);
+    if (one == NULL)
+        return -1;
+    PyObject *answer = PyObject_CallMethodObjArgs(one, ISSPACE_NAME, NULL);
+    Py_DECREF(one);
+    if (answer == NULL)
+        return -1;
+    int yes = PyObject_IsTrue(answer);
+    Py_DECREF(answer);
+    return yes;
+}
+
+/* The end of an address that starts at `at` (" at 0x" and its hex digits, followed by one of
+ * `>,:;])` or a space: values.py's _ADDRESS), or 0 where none does; -1 on error. */
+static Py_ssize_t address_end(PyObject *text, Py_ssize_t at, Py_ssize_t n) {
+    Py_ssize_t end = at + 6;
+    while (end < n && is_hex(PyUnicode_ReadChar(text, end)))
+        end++;
+    if (end == at + 6 || end >= n)
+        return 0;
+    Py_UCS4 next = PyUnicode_ReadChar(text, end);
+    if (next == '>' || next == ',' || next == ':' || next == ';' || next == ']' || next == ')')
+        return end;
+    int space = is_space(next);
+    return space < 0 ? -1 : space ? end : 0;
+}
+
+/* values.py's without_addresses; steals `text`. */
+static PyObject *without_addresses(PyObject *text) {
+    if (text == NULL)
+        return NULL;
+    Py_ssize_t n = PyUnicode_GetLength(text);
+    Py_ssize_t at = PyUnicode_Find(text, AT_0X, 0, n, 1);
+    if (at == -1)
+        return text;
+    PyObject *pieces = at < -1 ? NULL : PyList_New(0);
+    Py_ssize_t kept_from = 0;
+    while (pieces != NULL && at >= 0) {
+        Py_ssize_t end = address_end(text, at, n);
+        if (end < 0)
+            goto error;
+        if (end > 0) {
+            PyObject *piece = PyUnicode_Substring(text, kept_from, at);
+            if (piece == NULL || PyList_Append(pieces, piece) < 0) {
+                Py_XDECREF(piece);
+                goto error;
+            }
+            Py_DECREF(piece);
+            kept_from = end;
+        }
+        at = PyUnicode_Find(text, AT_0X, end > 0 ? end : at + 1, n, 1);
+        if (at < -1)
+            goto error;
+    }
+    if (pieces == NULL)
+        goto error;
+    PyObject *rest = PyUnicode_Substring(text, kept_from, n);
+    if (rest == NULL || PyList_Append(pieces, rest) < 0) {
+        Py_XDECREF(rest);
+        goto error;
+    }
+    Py_DECREF(rest);
+    Py_DECREF(text);
+    PyObject *joined = PyUnicode_Join(EMPTY, pieces);
+    Py_DECREF(pieces);
+    return joined;
+error:
+    Py_XDECREF(pieces);
+    Py_DECREF(text);
+    return NULL;
+}
+
+/* The atoms whose Reprs.repr is the builtin repr, uncut or cut at the limit (its first branches). */
+static int plain_atom(Walk *w, PyObject *v) {
+    PyTypeObject *t = Py_TYPE(v);
+    if (t == &PyUnicode_Type)
+        return PyUnicode_GetLength(v) < w->limit;
+    if (t == &PyLong_Type)
+        return small_int(v);
+    return t == &PyFloat_Type || t == &PyBool_Type || v == Py_None;
+}
+
+/* An item whose builtin repr runs none of the program's code and cannot raise (a big int's can:
+ * past 4300 digits), nor be long: a plain atom, a short bytes, or a tuple of such. */
+static int plain_item(Walk *w, PyObject *v, int nesting) {
+    if (plain_atom(w, v))
+        return 1;
+    if (Py_TYPE(v) == &PyBytes_Type)
+        return PyBytes_Size(v) < w->limit;
+    if (Py_TYPE(v) != &PyTuple_Type || nesting <= 0)
+        return 0;
+    Py_ssize_t n = PyTuple_Size(v);
+    if (n > w->max_children * 4)
+        return 0;
+    for (Py_ssize_t i = 0; i < n; i++)
+        if (!plain_item(w, PyTuple_GetItem(v, i), nesting - 1))
+            return 0;
+    return 1;
+}
+
+/* A literal container of plain items, short enough that Reprs.repr takes its builtin repr whole
+ * (a longer one it cuts item by item). */
+static int plain_container(Walk *w, PyObject *v) {
+    PyTypeObject *t = Py_TYPE(v);
+    if (t == &PyTuple_Type)
+        return plain_item(w, v, 2);
+    if (t != &PyList_Type && t != &PyDict_Type)
+        return 0;
+    Py_ssize_t n = t == &PyList_Type ? PyList_Size(v) : PyDict_Size(v);
+    if (n > w->max_children * 4)
+        return 0;
+    if (t == &PyList_Type) {
+        for (Py_ssize_t i = 0; i < n; i++)
+            if (!plain_item(w, PyList_GetItem(v, i), 1))
+                return 0;
+        return 1;
+    }
+    PyObject *key, *value;
+    Py_ssize_t pos = 0;
+    while (PyDict_Next(v, &pos, &key, &value))
+        if (!plain_item(w, key, 1) || !plain_item(w, value, 1))
+            return 0;
+    return 1;
+}
+
+/* A class of the plain metaclass: `<class 'mod.Name'>`, from the type's own dict. */
+static int plain_class(PyObject *v) { return Py_TYPE(v) == &PyType_Type; }
+
+/* Reprs.repr(v): made here where no code of the program can run (see the top), else asked of it. */
+static PyObject *repr_of(Walk *w, PyObject *v) {
+    PyTypeObject *t = Py_TYPE(v);
+    if (plain_atom(w, v)) {
+        PyObject *text = PyObject_Repr(v);
+        if (text == NULL || t == &PyUnicode_Type || PyUnicode_GetLength(text) <= w->limit)
+            return t == &PyUnicode_Type ? bounded(w, text) : text;
+        Py_DECREF(text); /* (a limit under 24 characters: Reprs.repr decides) */
+    } else if (plain_container(w, v) || plain_class(v) ||
+               (!is_atom(v) && PyType_GetSlot(t, Py_tp_repr) == (void *)OBJECT_REPR)) {
+        return bounded(w, without_addresses(PyObject_Repr(v)));
+    }
+    return PyObject_CallFunctionObjArgs(w->repr, v, NULL);
+}
+
+/* Reprs._repr_once. */
+static PyObject *repr_once(Walk *w, PyObject *v) {
+    if (is_atom(v))
+        return repr_of(w, v);
+    PyObject *key = PyLong_FromVoidPtr(v);
+    if (key == NULL)
+        return NULL;
+    PyObject *found = PyDict_GetItemWithError(w->seen, key);
+    if (found != NULL) {
+        Py_DECREF(key);
+        PyObject *text = PyTuple_GetItem(found, 1);
+        Py_XINCREF(text);
+        return text;
+    }
+    PyObject *text = PyErr_Occurred() ? NULL : repr_of(w, v);
+    /* (the object is kept beside its text: its id cannot be reused while `seen` lives) */
+    PyObject *kept = text == NULL ? NULL : PyTuple_Pack(2, v, text);
+    int rc = kept == NULL ? -1 : PyDict_SetItem(w->seen, key, kept);
+    Py_DECREF(key);
+    Py_XDECREF(kept);
+    if (rc < 0) {
+        Py_XDECREF(text);
+        return NULL;
+    }
+    return text;
+}
+
+/* Clear an exception the Python definition catches (`except Exception`); 0 if it did not. */
+static int caught(void) {
+    if (!PyErr_ExceptionMatches(PyExc_Exception))
+        return 0;
+    PyErr_Clear();
+    return 1;
+}
+
+/* An exact dict's names and values, as two lists (no code of the program runs while it is read). */
+static int dict_snapshot(PyObject *d, PyObject **names, PyObject **values) {
+    Py_ssize_t n = PyDict_Size(d), pos = 0, i = 0;
+    PyObject *key, *value;
+    *names = PyList_New(n);
+    *values = PyList_New(n);
+    if (*names == NULL || *values == NULL)
+        goto error;
+    while (i < n && PyDict_Next(d, &pos, &key, &value)) {
+        Py_INCREF(key);
+        Py_INCREF(value);
+        PyList_SetItem(*names, i, key);
+        PyList_SetItem(*values, i, value);
+        i++;
+    }
+    if (i == n)
+        return 0;
+    PyErr_SetString(PyExc_RuntimeError, "dictionary changed size during iteration");
+error:
+    Py_CLEAR(*names);
+    Py_CLEAR(*values);
+    return -1;
+}
+
+/* What a dict subclass's own items() gives, as two lists. */
+static int items_snapshot(PyObject *d, PyObject **names, PyObject **values) {
+    PyObject *items = PyObject_CallMethodObjArgs(d, ITEMS_NAME, NULL);
+    PyObject *seq = items == NULL ? NULL : PySequence_List(items);
+    Py_XDECREF(items);
+    if (seq == NULL)
+        return -1;
+    *names = PyList_New(0);
+    *values = PyList_New(0);
+    for (Py_ssize_t i = 0; *names != NULL && *values != NULL && i < PyList_Size(seq); i++) {
+        PyObject *pair = PySequence_Tuple(PyList_GetItem(seq, i));
+        if (pair == NULL || PyTuple_Size(pair) != 2) {
+            if (pair != NULL)
+                PyErr_SetString(PyExc_ValueError, "an item of __dict__ is not a pair");
+            Py_XDECREF(pair);
+            goto error;
+        }
+        int rc = PyList_Append(*names, PyTuple_GetItem(pair, 0)) < 0 ? -1 : PyList_Append(*values, PyTuple_GetItem(pair, 1));
+        Py_DECREF(pair);
+        if (rc < 0)
+            goto error;
+    }
+    Py_DECREF(seq);
+    if (*names != NULL && *values != NULL)
+        return 0;
+error:
+    Py_DECREF(seq);
+    Py_CLEAR(*names);
+    Py_CLEAR(*values);
+    return -1;
+}
+
+/* values.py's _attributes: *names and *values get two lists (both NULL: none); -1 on error. */
+static int attributes(Walk *w, PyObject *v, PyObject **names, PyObject **values) {
+    *names = *values = NULL;
+    PyObject *d = PyObject_GenericGetAttr(v, DICT_NAME);
+    if (d == NULL && !caught())
+        return -1;
+    if (d != NULL && PyDict_Check(d) && !PyType_Check(v) && !PyModule_Check(v) &&
+        (PyObject *)Py_TYPE(v) != FUNCTION_TYPE) {
+        /* (a snapshot first, as the Python definition's list: a name's str() or a repr later may
+         * let another thread change the dict) */
+        int rc = PyDict_CheckExact(d) ? dict_snapshot(d, names, values) : items_snapshot(d, names, values);
+        Py_DECREF(d);
+        if (rc < 0)
+            return -1;
+        /* each name as str() gives it (an exact str is itself) */
+        for (Py_ssize_t i = 0; i < PyList_Size(*names); i++) {
+            PyObject *name = PyList_GetItem(*names, i);
+            if (PyUnicode_CheckExact(name))
+                continue;
+            PyObject *text = PyObject_Str(name);
+            if (text == NULL || PyList_SetItem(*names, i, text) < 0) {
+                Py_CLEAR(*names);
+                Py_CLEAR(*values);
+                return -1;
+            }
+        }
+        return 0;
+    }
+    Py_XDECREF(d);
+    PyObject *slots = PyObject_CallFunctionObjArgs(w->slot_names, (PyObject *)Py_TYPE(v), NULL);
+    if (slots == NULL)
+        return -1;
+    PyObject *listed = PySequence_Tuple(slots);
+    Py_DECREF(slots);
+    if (listed == NULL)
+        return -1;
+    if (PyTuple_Size(listed) == 0) {
+        Py_DECREF(listed);
+        return 0;
+    }
+    *names = PyList_New(0);
+    *values = PyList_New(0);
+    for (Py_ssize_t i = 0; *names != NULL && *values != NULL && i < PyTuple_Size(listed); i++) {
+        PyObject *name = PyTuple_GetItem(listed, i);
+        PyObject *value = PyObject_GenericGetAttr(v, name);
+        if (value == NULL) {
+            if (caught())
+                continue; /* (a slot not set yet) */
+            goto slots_error;
+        }
+        int rc = PyList_Append(*names, name) < 0 ? -1 : PyList_Append(*values, value);
+        Py_DECREF(value);
+        if (rc < 0)
+            goto slots_error;
+    }
+    Py_DECREF(listed);
+    return *names != NULL && *values != NULL ? 0 : -1;
+slots_error:
+    Py_DECREF(listed);
+    Py_CLEAR(*names);
+    Py_CLEAR(*values);
+    return -1;
+}
+
+static PyObject *pair(PyObject *name, PyObject *enc) {
+    /* steals `enc` */
+    if (enc == NULL)
+        return NULL;
+    PyObject *list = PyList_New(2);
+    if (list == NULL) {
+        Py_DECREF(enc);
+        return NULL;
+    }
+    Py_INCREF(name);
+    PyList_SetItem(list, 0, name);
+    PyList_SetItem(list, 1, enc);
+    return list;
+}
+
+/* Reprs.structure: [repr, type name, children, more], or None for an atom or a literal container. */
+static PyObject *structure(Walk *w, PyObject *v, long depth) {
+    if (is_atom(v) || is_literal_container(v))
+        Py_RETURN_NONE;
+    PyObject *names, *values;
+    if (attributes(w, v, &names, &values) < 0)
+        return NULL;
+    PyObject *children = PyList_New(0);
+    Py_ssize_t count = names == NULL ? 0 : PyList_Size(names);
+    for (Py_ssize_t i = 0; children != NULL && i < count && i < w->max_children; i++) {
+        PyObject *child = PyList_GetItem(values, i);
+        PyObject *enc;
+        if (is_atom(child)) {
+            enc = repr_of(w, child); /* (no structure, and no memo: an atom's repr is cheap) */
+        } else {
+            enc = depth > 1 ? structure(w, child, depth - 1) : (Py_INCREF(Py_None), Py_None);
+            if (enc == Py_None) {
+                Py_DECREF(enc);
+                enc = repr_once(w, child);
+            }
+        }
+        PyObject *item = pair(PyList_GetItem(names, i), enc);
+        if (item == NULL || PyList_Append(children, item) < 0)
+            Py_CLEAR(children);
+        Py_XDECREF(item);
+    }
+    Py_XDECREF(names);
+    Py_XDECREF(values);
+    if (children == NULL)
+        return NULL;
+    PyObject *text = repr_once(w, v);
+    PyObject *type_name = text == NULL ? NULL : PyObject_GetAttr((PyObject *)Py_TYPE(v), NAME_NAME);
+    Py_ssize_t more = count > w->max_children ? count - w->max_children : 0;
+    PyObject *result = type_name == NULL ? NULL : Py_BuildValue("[NNNn]", text, type_name, children, more);
+    if (type_name == NULL) {
+        Py_XDECREF(text);
+        Py_DECREF(children);
+    }
+    return result;
+}
+
+/* structure(value, depth, seen, repr, slot_names, limit, max_children) */
+static PyObject *structure_entry(PyObject *self, PyObject *args) {
+    PyObject *value, *seen, *repr, *slot_names;
+    long depth;
+    Walk w;
+    if (!PyArg_ParseTuple(args, "OlO!OOnn", &value, &depth, &PyDict_Type, &seen, &repr, &slot_names, &w.limit,
+                          &w.max_children))
+        return NULL;
+    w.repr = repr;
+    w.slot_names = slot_names;
+    w.seen = seen;
+    return structure(&w, value, depth);
+}
+
+static PyMethodDef module_methods[] = {
+    {"structure", structure_entry, METH_VARARGS,
+     "structure(value, depth, seen, repr, slot_names, limit, max_children): Reprs.structure (values.py)"},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_values", "Value structures as the recorder encodes them.",
+                                    -1, module_methods};
+
+PyMODINIT_FUNC PyInit__values(void) {
+    MARK = PyUnicode_FromString("\xe2\x80\xa6");
+    AT_0X = PyUnicode_InternFromString(" at 0x");
+    EMPTY = PyUnicode_InternFromString("");
+    DICT_NAME = PyUnicode_InternFromString("__dict__");
+    NAME_NAME = PyUnicode_InternFromString("__name__");
+    ITEMS_NAME = PyUnicode_InternFromString("items");
+    ISSPACE_NAME = PyUnicode_InternFromString("isspace");
+    OBJECT_REPR = (reprfunc)PyType_GetSlot(&PyBaseObject_Type, Py_tp_repr);
+    PyObject *types = PyImport_ImportModule("types");
+    if (types == NULL)
+        return NULL;
+    FUNCTION_TYPE = PyObject_GetAttrString(types, "FunctionType");
+    Py_DECREF(types);
+    if (MARK == NULL || AT_0X == NULL || EMPTY == NULL || DICT_NAME == NULL || NAME_NAME == NULL ||
+        ITEMS_NAME == NULL || ISSPACE_NAME == NULL || OBJECT_REPR == NULL || FUNCTION_TYPE == NULL)
+        return NULL;
+    return PyModule_Create(&module);
+}

@@ -1,0 +1,166 @@
+"""The structure of a value as the recorder encodes it (what a stop's Variables shows of an object)
+is the same whether the C walk (trace/_values.c) or its Python definition (child/values.py's
+Reprs.structure_in_python) makes it: value for value, on every interpreter that runs the recording
+child."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+
+# Run by each interpreter: builds objects of every shape a walk meets, prints the ones whose two
+# structures differ (an empty list: none).
+BATTERY = r"""
+import json, socket, sys, threading, types
+from neural_dap.trace.child import values
+from neural_dap.trace.child.values import Reprs
+
+class Plain:
+    pass
+
+class Loud:
+    def __repr__(self):
+        return "Loud(at 0x1f)"
+
+class Raises:
+    def __repr__(self):
+        raise ValueError("no repr")
+
+class NotText:
+    def __repr__(self):
+        return 42
+
+class Slotted:
+    __slots__ = ("a", "b", "_c")
+
+class SlottedChild(Slotted):
+    __slots__ = ("d",)
+
+class Meta(type):
+    def __repr__(cls):
+        return "Meta-made " + cls.__name__
+
+class Made(metaclass=Meta):
+    pass
+
+class Weird:
+    pass
+
+Weird.__qualname__ = "Weird at 0xab\u3000name"
+
+class NamedDict(dict):
+    def items(self):
+        return [("from_items", 1)]
+
+class DictProperty:
+    @property
+    def __dict__(self):
+        return {"made_by": "a property"}
+
+def build():
+    shared = [1, 2]
+    o = Plain()
+    o.short = "text"
+    o.long = "x" * 500
+    o.small, o.big, o.huge = 7, 10**30, 10**5000
+    o.f, o.yes, o.nothing, o.b, o.long_b, o.c = 1.5, True, None, b"ab", b"y" * 500, 1 + 2j
+    o.atoms = [1, "a", None, 2.5, b"z", (1, ("deep", 2))]
+    o.mixed = [1, Plain()]
+    o.long_list = list(range(50))
+    o.nested = (1, (2, (3, (4,))))
+    o.table = {"k": 1, 2: (3, "v")}
+    o.odd_table = {"k": Plain()}
+    o.a_set, o.frozen = {1, 2}, frozenset({"a"})
+    o.address_in_text = ("see <obj at 0x1234>", "at 0x12;", "a at 0x1f, b", "c at 0xff:", "d at 0x1;")
+    o.more_addresses = ["e at 0x1]", "f at 0x2)", "g at 0x3 h", "no at 0x", "i at 0xZ>", "j at 0x4"]
+    o.cls, o.made_cls, o.meta = Plain, Made, Meta
+    o.loud, o.raises, o.not_text = Loud(), Raises(), NotText()
+    o.me = o
+    o.first = o.second = shared
+    o.twice_a = o.twice_b = Plain()
+    o.weird = Weird()
+    o.module, o.function = types, build
+    o.event = threading.Event()
+    o.sock = socket.socket()
+    s = SlottedChild()
+    s.a, s.d = [1], "d"
+    o.slotted = s
+    o.__dict__[3] = "an int name"
+    n = Plain()
+    n.__dict__ = NamedDict(hidden=1)
+    o.named_dict = n
+    o.dict_property = DictProperty()
+    o.empty = Plain()
+    o.deep = Plain()
+    o.deep.inner = Plain()
+    o.deep.inner.innermost = Plain()
+    return o, s
+
+def compare(limit, max_children):
+    reprs = Reprs(limit, max_children)
+    o, s = build()
+    differ = []
+    for name, value in [("object", o), ("slots", s), ("class", Plain), ("function", build), ("atom", 3), ("list", [o])]:
+        for depth in (1, 2, 3):
+            c = reprs.structure(value, depth, {})
+            p = reprs.structure_in_python(value, depth, {})
+            if c != p:
+                differ.append([name, depth, limit, max_children, repr(c), repr(p)])
+    # one memo shared by two walks (one event's: a local and a global showing the same socket)
+    seen_c, seen_p = {}, {}
+    pairs = [(reprs.structure(v, 2, seen_c), reprs.structure_in_python(v, 2, seen_p)) for v in (o, o.deep)]
+    if pairs[0] != pairs[1] and [c for c, _ in pairs] != [p for _, p in pairs]:
+        differ.append(["shared memo", 2, limit, max_children, repr(pairs), ""])
+    o.sock.close()
+    return differ
+
+assert values._structure_in_c is not None, "the C walk is not built"
+print(json.dumps(compare(1000, 100) + compare(12, 3) + compare(3, 1)))
+"""
+
+
+def _interpreter(version: str) -> str | None:
+    if sys.version.startswith(version):
+        return sys.executable
+    for candidate in sorted((Path.home() / ".pyenv" / "versions").glob(f"{version}.*/bin/python")):
+        return str(candidate)
+    return None
+
+
+@pytest.mark.parametrize("version", ["3.11", "3.12", "3.13"])
+def test_the_c_walk_gives_what_the_python_definition_gives_value_for_value(version):
+    pytest.importorskip("neural_dap.trace._values", reason="the C walk is not built here")
+    python = _interpreter(version)
+    if python is None:
+        pytest.skip(f"no Python {version} here")
+    done = subprocess.run(
+        [python, "-c", BATTERY], cwd=ROOT, capture_output=True, text=True, timeout=120, env={"PYTHONPATH": str(ROOT)}
+    )
+    assert done.returncode == 0, done.stderr
+    differ = json.loads(done.stdout)
+    assert differ == [], "\n".join(" | ".join(map(str, row)) for row in differ)
+
+
+def test_a_cut_repr_and_an_address_read_as_the_python_definition_writes_them():
+    """The two cases most easily got wrong in C, shown as a user sees them."""
+    values = pytest.importorskip("neural_dap.trace.child.values")
+    pytest.importorskip("neural_dap.trace._values", reason="the C walk is not built here")
+
+    class Box:
+        pass
+
+    box = Box()
+    box.label = "a label longer than ten"
+    box.pair = ("at 0x1f>", Box())
+    reprs = values.Reprs(10, 5)
+    walked = reprs.structure(box, 2, {})
+    assert walked == reprs.structure_in_python(box, 2, {})
+    assert walked[1] == "Box" and " at 0x" not in walked[0]
+    children = dict(walked[2])
+    assert children["label"] == "'a label l\u2026"
