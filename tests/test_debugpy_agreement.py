@@ -920,3 +920,111 @@ async def test_a_step_from_an_exception_stop_goes_to_the_handlers_first_line_as_
     ]
     assert [(v.reason, v.stack[0]) for v in ours.views][: len(where)] == where
     assert [v.variables for v in ours.views][: len(where)] == [v.variables for v in theirs.views]
+
+
+ONE_LINE_LOOPS = """\
+def main():
+    total = 0
+    for x in [1, 2, 3]: total += x
+    squares = [x * x for x in range(3)]
+    return total, squares
+
+
+main()
+"""
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("version", ["3.11", "3.12", "3.13"])
+async def test_a_one_line_loop_stops_as_often_as_debugpy_stops_there(tmp_path, version):
+    """A breakpoint on a one-line loop (a `for` with its body on the line, an inlined
+    comprehension): debugpy stops at each round on 3.11 (settrace's line event at a backward jump)
+    and 3.12 (its JUMP callback), once on 3.13 (it has none). neural-dap stopped once on 3.12."""
+    from .dual import Plan, run
+    from .test_child_real_world import _interpreter
+
+    python = _interpreter(version)
+    path = tmp_path / "loops.py"
+    path.write_text(ONE_LINE_LOOPS)
+    plan = Plan(str(path), breakpoints=({"line": 3},), commands=("continue",) * 6, python=python)
+    ours, theirs = await run(plan, "neural-dap"), await run(plan, "debugpy")
+    theirs_at = [(v.stack[0], v.variables) for v in theirs.views]
+    assert len(theirs_at) == (1 if version == "3.13" else 4)  # (what debugpy does, pinned)
+    assert [(v.stack[0], v.variables) for v in ours.views if v.reason != "end"] == theirs_at
+
+
+CONSUMED_GENERATOR = """\
+def numbers():
+    for x in [1, 2, 3]:
+        yield x
+
+
+def main():
+    items = list(numbers())
+    print(items)
+    total = sum(x * x for x in items)
+    return total
+
+
+main()
+"""
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("version", ["3.11", "3.12", "3.13"])
+async def test_step_out_of_a_generator_runs_to_its_return_as_in_debugpy(tmp_path, version):
+    """stepOut at a `yield`: the generator has not returned, and debugpy runs on until it does
+    (shown in its consumer), or a breakpoint stops it on the next round. neural-dap stopped at the
+    pause, in the consumer, with the generator still running."""
+    from .dual import Plan, run
+    from .test_child_real_world import _interpreter
+
+    python = _interpreter(version)
+    path = tmp_path / "generator.py"
+    path.write_text(CONSUMED_GENERATOR)
+    # once with the breakpoint hit once (the step out runs through the other rounds), once with it
+    # hit on every round (the step out stops at the next round's breakpoint)
+    for breakpoint in ({"line": 3, "hitCondition": "1"}, {"line": 3}):
+        plan = Plan(str(path), breakpoints=(breakpoint,), commands=("stepOut", "next", "next"), python=python)
+        ours, theirs = await run(plan, "neural-dap"), await run(plan, "debugpy")
+        theirs_at = [v.stack for v in theirs.views]
+        if "hitCondition" in breakpoint:
+            assert theirs_at[1] == [("main", 7), ("<module>", 13)]  # (the generator ran to its end)
+        assert [v.stack for v in ours.views][: len(theirs_at)] == theirs_at
+        # (the values where the step out ends; later stops differ by debugpy's habit of showing a
+        # `(return)` value at every stop after it)
+        assert [v.variables for v in ours.views][:2] == [v.variables for v in theirs.views][:2]
+
+
+RETURNS = """\
+def plain(n):
+    return n + 1
+
+
+def main():
+    b = plain(1)
+    print(b)
+
+
+main()
+"""
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("version", ["3.11", "3.12"])
+async def test_a_step_over_a_return_shows_its_value_in_the_caller_as_debugpy_does(tmp_path, version):
+    """`next` over `return n + 1`: on 3.11 debugpy steps on to the caller's next line and shows
+    `(return) plain = 2` there, after the locals (on 3.12 it stops at the return, shown in the
+    caller). neural-dap showed no return value on 3.11."""
+    from .dual import Plan, run
+    from .test_child_real_world import _interpreter
+
+    path = tmp_path / "returns.py"
+    path.write_text(RETURNS)
+    plan = Plan(str(path), breakpoints=({"line": 2},), commands=("next", "next"), python=_interpreter(version))
+    ours, theirs = await run(plan, "neural-dap"), await run(plan, "debugpy")
+    shown = [[(var.name, var.value) for var in v.variables["Locals"]] for v in theirs.views]
+    if version == "3.11":
+        assert shown[1] == [("b", "2"), ("(return) plain", "2")]
+    assert [v.stack for v in ours.views][:2] == [v.stack for v in theirs.views][:2]
+    assert [[(var.name, var.value) for var in v.variables["Locals"]] for v in ours.views][:2] == shown[:2]

@@ -67,6 +67,7 @@ def test_values_are_written_back_within_a_bound():
         ("sum(xs) // 2 if xs else 0", 3),
         ("p.y[1]", 3),
         ("{k: v for k, v in d.items()}", {"a": 1, "b": 2}),
+        ("'xs' in dir() and 'gone' not in dir()", True),  # (what a watch guards a name with)
     ],
 )
 def test_expressions_evaluate_over_repr_values(expression, expected):
@@ -86,6 +87,7 @@ def test_expressions_evaluate_over_repr_values(expression, expected):
         ("2 ** 10**6", "too large an integer"),
         ("xs[", "invalid expression"),
         ("1 / 0", "ZeroDivisionError"),
+        ("dir(xs)", "dir\\(object\\) is not available here"),
     ],
 )
 def test_expressions_that_would_act_or_explode_are_evaluation_errors(expression, message):

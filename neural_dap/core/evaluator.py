@@ -435,6 +435,14 @@ def _round(ev: SafeEvaluator, number, ndigits=None):
     return round(number) if ndigits is None else round(number, ndigits)
 
 
+def _dir(ev: SafeEvaluator, *args):
+    """`dir()`: the names in scope, as `'x' in dir()` asks (of an object: not here, it would run its
+    `__dir__`)."""
+    if args:
+        raise EvaluationError("dir(object) is not available here; dir() lists the names in scope")
+    return sorted(name for name in ev.names if name.isidentifier())
+
+
 def _refused(name: str):
     def call(ev: SafeEvaluator, *args, **kwargs):
         raise EvaluationError(f"{name}() is not available here")
@@ -475,6 +483,7 @@ _BUILTINS = {
     "divmod": _plain_builtin(divmod),
     "isinstance": _refused("isinstance"),
     "type": lambda ev, x: type_name(x),
+    "dir": _dir,
 }
 _BUILTIN_NAMES = frozenset(_BUILTINS)
 

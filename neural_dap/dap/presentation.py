@@ -42,6 +42,7 @@ class FrameView:
     values: dict[str, Value]
     invocation: int
     extras: list[tuple[str, str]] = field(default_factory=list)  # ("(return) f", "4")
+    returned: list[tuple[str, str]] = field(default_factory=list)  # ... after the locals (Stop.returned)
     is_call: bool = False
     module: FrameView | None = None  # the frame of this frame's module on the stack: its Globals
 
@@ -50,7 +51,7 @@ class FrameView:
         return-value pseudo-variables."""
         out = dict(self.module.locals) if self.module is not None and self.module is not self else {}
         out.update(self.locals)
-        for name, text in self.extras:
+        for name, text in (*self.extras, *self.returned):
             out.setdefault(name, text)
         return out
 
@@ -179,6 +180,9 @@ class StopView:
         # (the frames below, where library code runs the stack: an event loop's task under
         # `<module>`, as debugpy lists the real stack)
         self.frames = _frame_views([*stack, *stop.outer], 1000, extras, state.event == "call", stop.module_frame)
+        if self.frames and not extras:
+            # a return a step passed on its way here: after the locals, where debugpy (3.11) lists it
+            self.frames[0].returned = list(stop.returned)
         if stop.exception_line and self.frames and not extras:
             self.frames[0].line = stop.exception_line  # where the exception reached the frame
 
@@ -224,7 +228,7 @@ class StopView:
                 variables_reference=ref,
                 expensive=False,
                 presentation_hint="locals",
-                named_variables=len(frame.locals) + len(frame.extras),
+                named_variables=len(frame.locals) + len(frame.extras) + len(frame.returned),
             )
         ]
         if frame.module is not None:
@@ -259,6 +263,8 @@ class StopView:
                 if live is not None:
                     text = self.live_texts.get((depth, name), text)  # type: ignore[arg-type]
                 out.append(self._variable(name, text, frame.values.get(name), name, live))
+            if node.kind == "locals":
+                out += [self._variable(name, text, None, name) for name, text in frame.returned]
             return out[start : start + count] if count else out[start:]
         if node.kind == "live":
             node = node.fallback or _Node("parsed", None)

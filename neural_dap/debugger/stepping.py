@@ -9,7 +9,8 @@ Stops land where debugpy's do, so a session can be compared with debugpy stop by
                   (`returns_stop_in_caller`)
   stepIn          step_into; a call is stepped through to the callee's first line
   stepOut         step_return (shown in the caller with the `(return)` value); out of a task's
-                  coroutine, on to where the user's frame under the event loop goes on
+                  coroutine, on to where the user's frame under the event loop goes on; from a
+                  generator, through its pauses at `yield` to where it returns
 
                   The exit of a function library code called (click running the user's command, a
                   scheduler running a callback) returns into that code: next and stepIn stop where
@@ -45,6 +46,7 @@ from neural_dap.core.actions import Action, Target
 from neural_dap.core.world import Stop
 
 _YIELD = re.compile(r"\byield\b")
+_GENERATOR_RUNS = 100_000  # a generator's pauses a step out runs through (two actions each)
 FORWARD = frozenset({"next", "stepIn", "stepOut", "continue", "goto"})
 EXECUTION = FORWARD | {"stepBack", "reverseContinue", "stepBackInto", "stepBackOut", "restartFrame"}
 
@@ -93,9 +95,11 @@ async def drive(
             # 3.11: once the stepped frame has returned (or an exception left it), debugpy's step over
             # steps *into* (pydevd): the caller's line may call more of the user's code (`f(1) + g(2)`:
             # it stops in g), and an exit met on the way is a stop of its own, shown in the caller
+            left = stop
             stop = await act(Action("step_into"), True)
             if stop.state.event == "call" and not (stop.hit_breakpoint or stop.hit_exception):
                 stop = await act(Action("step_into"), True)
+            stop = _showing_the_return(left, stop)
             break
     elif kind == "stepIn":
         stop = await act(Action("step_into"), True)
@@ -108,6 +112,7 @@ async def drive(
             stop = await act(Action("step_into"), True)
     elif kind == "stepOut":
         stop = await act(Action("step_return"), True)
+        stop = await _to_the_generators_return(stop, act, targets, returns_stop_in_caller)
         if _left_a_task(stop):
             # out of a coroutine an event loop runs (a task's): debugpy's step out returns only into
             # the user's frames on the real stack, to where the one under the loop goes on
@@ -182,6 +187,17 @@ def _passes(stop: Stop, returns_stop_in_caller: bool) -> bool:
     return not returns_stop_in_caller and not stop.called_by_library
 
 
+def _showing_the_return(left: Stop, stop: Stop) -> Stop:
+    """debugpy (3.11) keeps the value of a return its step over passed in the caller's frame: the
+    next stop there shows `(return) f` beside the locals, as a stop at the return itself does."""
+    state = left.state
+    if state.event != "return" or left.called_by_library or len(left.stack) < 2 or not stop.stack:
+        return stop
+    if stop.state.terminal or stop.stack[0].invocation != left.stack[1].invocation:
+        return stop
+    return msgspec.structs.replace(stop, returned=((f"(return) {state.function}", state.value or "None"),))
+
+
 def _yields(stop: Stop) -> bool:
     """The step ended where a generator pauses at a `yield` (its frame's exit at that line, back to
     the consumer): pydevd treats such an exit as a pause, not a return."""
@@ -192,6 +208,29 @@ def _yields(stop: Stop) -> bool:
         and not (stop.hit_breakpoint or stop.hit_exception or stop.at_end)
         and _YIELD.search(state.source) is not None
     )
+
+
+async def _to_the_generators_return(stop: Stop, act: Act, targets: tuple[Target, ...], monitoring: bool) -> Stop:
+    """A generator pausing at `yield` has not returned: debugpy's step out runs on until the
+    generator returns, shown in whoever consumes it then, or a breakpoint or an exception stops it
+    on the way. What a pause is differs by version, as pydevd's: on 3.11 (settrace) an exit at a
+    line without a `return` of the code (`_yields`: a `yield` line); on 3.12+ every exit the
+    generator resumes from (it ignores PY_YIELD), a generator expression's too. One never resumed
+    never returns: the step out runs on as continue does."""
+    for _ in range(_GENERATOR_RUNS):
+        pauses = stop.suspends and not (stop.hit_breakpoint or stop.hit_exception) if monitoring else _yields(stop)
+        if not pauses:
+            break
+        resumed = await act(Action("step_over"), True)  # (from a pause: where the generator resumes)
+        if resumed.hit_breakpoint or resumed.hit_exception or resumed.at_end:
+            return resumed
+        here, there = stop.state, resumed.state
+        if (there.function, there.path) != (here.function, here.path):
+            return await act(Action("breakpoint", targets) if targets else Action("continue"), False)
+        # (resumed at its exit already: a round with no line of its own, a generator expression's
+        # on 3.13, whose resumes make no LINE event)
+        stop = resumed if resumed.state.terminal else await act(Action("step_return"), True)
+    return stop
 
 
 def _into_library(stop: Stop) -> bool:

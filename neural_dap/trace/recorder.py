@@ -229,6 +229,7 @@ def _record_once(
         "output_copy": program.output_copy,
         "threads": threads,
         "comprehensions": program.comprehensions,
+        "lines_as_debugpy": program.lines_as_debugpy,
         "children": program.children,
         "own_path": _PACKAGE_PARENT,
         "owner_pid": os.getpid(),

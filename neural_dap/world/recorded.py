@@ -127,10 +127,12 @@ class RecordedWorld:
     name = "recorded"
     capabilities = Capabilities(exact=True, inverse=True)
 
-    def __init__(self, comprehension_frames: bool = True) -> None:
+    def __init__(self, comprehension_frames: bool = True, lines_as_debugpy: bool = True) -> None:
         # 3.11's comprehension frames, as debugpy steps into them (a reality for the nd dialect,
         # whose model never writes them, is recorded without)
         self.comprehension_frames = comprehension_frames
+        # a one-line loop's rounds as debugpy stops at them (a reality for a model: as its traces)
+        self.lines_as_debugpy = lines_as_debugpy
         self.execution: Execution | None = None
         self.index = 0
         self.mode = "auto"
@@ -168,6 +170,7 @@ class RecordedWorld:
             stdin_log=launch.stdin_log,
             output_copy=launch.output_copy,
             comprehensions=self.comprehension_frames,
+            lines_as_debugpy=self.lines_as_debugpy,
         )
         options = world_options(launch, RecordedOptions, "recorded")
         if options.child_recording is not None:
@@ -509,6 +512,7 @@ class RecordedWorld:
                 exception_line = int(execution.semantics.columns.lines[before])
         semantics = execution.semantics
         resumed = semantics.resumes_here(i)
+        suspends = state.event == "return" and semantics.continued_by(int(semantics.columns.invs[i])) >= 0
         by_library = semantics.called_by_library(i)
         return Stop(
             state=state,
@@ -521,6 +525,7 @@ class RecordedWorld:
             hit_exception=hit_exception,
             hit_breakpoint=hit_breakpoint,
             resumed=resumed,
+            suspends=suspends,
             called_by_library=by_library,
             library_calls_next=by_library and state.terminal and semantics.library_calls_next(i),
             library_called_before=by_library and state.event == "call" and semantics.library_called_before(i),

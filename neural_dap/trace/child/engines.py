@@ -11,8 +11,8 @@ from neural_dap.trace.child.coroutines import RESUMABLE
 from neural_dap.trace.child.monitoring import (
     LOCAL_EVENTS,
     free_tool,
-    genexpr_loop_line,
     instruction_lines,
+    loop_line_rule,
     monitor,
     register,
     unmonitor,
@@ -236,6 +236,7 @@ def monitoring_engine(rec: Recorder, threads: ThreadTable | None = None):
     is_user = rec.is_user
     value_repr = rec.value_repr
     getframe = sys._getframe
+    loop_line = loop_line_rule(rec.lines_as_debugpy)
     stacks: dict[int, list] = {}  # per thread: [frame, inv, diff, pending] per active traced frame
     no_stack: list = []
     enabled: set = set()
@@ -300,7 +301,7 @@ def monitoring_engine(rec: Recorder, threads: ThreadTable | None = None):
                 emit(["u", *update])
 
     def on_jump(code, offset, target):
-        line = genexpr_loop_line(line_tables, code, offset, target, DISABLE)
+        line = loop_line(line_tables, code, offset, target, DISABLE)
         if line is DISABLE:
             return DISABLE
         on_line_at(code, line, getframe(1))
@@ -473,6 +474,7 @@ class CMonitoring:
 
     def __init__(self, rec: Recorder) -> None:
         self.tracer = c_tracer(rec)
+        self.loop_line = loop_line_rule(rec.lines_as_debugpy)
         self.mon = sys.monitoring  # type: ignore[attr-defined]
         self.tool = free_tool(self.mon)
         self.enabled: set = set()
@@ -503,8 +505,10 @@ class CMonitoring:
             enabled.add(code)
             mon.set_local_events(tool, code, local_events)
 
+        loop_line = self.loop_line
+
         def jump_line(code, offset, target):
-            return genexpr_loop_line(line_tables, code, offset, target, mon.DISABLE)
+            return loop_line(line_tables, code, offset, target, mon.DISABLE)
 
         tracer.monitoring(mon.DISABLE, enable, jump_line, lambda code: instruction_lines(code).tobytes())
 

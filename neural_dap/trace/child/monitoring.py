@@ -1,6 +1,6 @@
 """What every sys.monitoring engine shares (the C front end's Python side, the Python engine and the
 Python skeleton engine): the events it turns on, registering and unregistering its callbacks, a free
-tool id, and the line table that makes a generator expression's one-line loop a line event.
+tool id, and which backward jumps within one line are line events (a one-line loop's rounds).
 Standard library only."""
 
 from __future__ import annotations
@@ -66,6 +66,60 @@ def free_tool(mon) -> int:
     if tool is None:
         raise RuntimeError("no free sys.monitoring tool id")
     return tool
+
+
+def loop_line_rule(as_debugpy: bool):
+    """Which backward jumps within one line are line events, as `rule(line_tables, code, offset,
+    target, disable)` -> the line, or `disable`.
+
+    settrace (3.11) reports every round of a one-line loop as a line event; LINE (3.12+) reports
+    none. A debug session (`as_debugpy`) stops where debugpy stops, which differs by version (its sys.monitoring
+    front end, pydevd's `_jump_event`): on 3.12 every backward jump within one line is a line (a
+    one-line `for`, an inlined comprehension, a generator expression), on 3.13+ none is (it
+    registers no JUMP callback there). Any other recording (a trace, a dataset, the reality of a
+    model's predictions) keeps one rule on every version, so a trace is the same on each: generator expressions
+    only, which are frames everywhere (inlined comprehensions stay one step, as their separate,
+    untraced frames are on 3.11).
+    """
+    if not as_debugpy:
+        return genexpr_loop_line
+    if sys.version_info[:2] == (3, 12):
+        return debugpy_loop_line
+    return _no_loop_line
+
+
+def _no_loop_line(line_tables: dict, code, offset: int, target: int, disable):
+    return disable
+
+
+def debugpy_loop_line(line_tables: dict, code, offset: int, target: int, disable):
+    """pydevd's rule on 3.12: a backward jump whose two ends its own line lookup puts on one line
+    (`co_lines` ranges taken with their end included, the first that holds an offset) is a line
+    event. Where that lookup says one line but the true lines differ, pydevd's event and the LINE
+    event it then skips make one line event at the target, which LINE alone makes here."""
+    if target > offset:
+        return disable
+    tables = line_tables.get(code)
+    if tables is None or type(tables) is not tuple:
+        tables = line_tables[code] = (instruction_lines(code), _pydevd_lines(code))
+    true_lines, pydevd_lines = tables
+    line = true_lines[target // 2]
+    if line < 0 or line != true_lines[offset // 2] or pydevd_lines[offset // 2] != pydevd_lines[target // 2]:
+        return disable
+    return line
+
+
+def _pydevd_lines(code) -> array:
+    """The line pydevd's FuncCodeInfo.get_line_of_offset gives each instruction (-1: none): the
+    first `co_lines` range with `start <= offset <= end`."""
+    table = array("i", [-1]) * (len(code.co_code) // 2 + 1)
+    for start, end, line in code.co_lines():
+        if start is None or end is None or line is None:
+            continue
+        for offset in range(start, min(end, 2 * (len(table) - 1)) + 1, 2):
+            if table[offset // 2] == -1:
+                table[offset // 2] = line
+    return table
 
 
 def genexpr_loop_line(line_tables: dict, code, offset: int, target: int, disable):

@@ -14,7 +14,7 @@ from array import array
 from neural_dap.trace.child.collector import EVERY as HOOK_EVERY
 from neural_dap.trace.child.coroutines import RESUMABLE
 from neural_dap.trace.child.journal import plumbing
-from neural_dap.trace.child.monitoring import LOCAL_EVENTS, free_tool, genexpr_loop_line, monitor, unmonitor
+from neural_dap.trace.child.monitoring import LOCAL_EVENTS, free_tool, loop_line_rule, monitor, unmonitor
 from neural_dap.trace.child.recorder import Recorder
 from neural_dap.trace.child.wire import call_event
 
@@ -196,6 +196,7 @@ class MonitoringSkeleton(_Skeleton):
         self.tool = free_tool(self.mon)
         self.enabled: set = set()
         self.line_tables: dict = {}
+        self.loop_line = loop_line_rule(rec.lines_as_debugpy)
 
     def start(self) -> None:
         mon, tool = self.mon, self.tool
@@ -221,9 +222,8 @@ class MonitoringSkeleton(_Skeleton):
                 self.line(stack[-1], line)
 
         def on_jump(code, offset, target):
-            # a backward jump within one line of a generator expression is a line event, as settrace
-            # reports it (see child.engines)
-            line = genexpr_loop_line(self.line_tables, code, offset, target, DISABLE)
+            # a backward jump within one line may be a line event (see monitoring.loop_line_rule)
+            line = self.loop_line(self.line_tables, code, offset, target, DISABLE)
             if line is DISABLE:
                 return DISABLE
             if stack and stack[-1].frame is getframe(1):
