@@ -1028,3 +1028,19 @@ async def test_a_step_over_a_return_shows_its_value_in_the_caller_as_debugpy_doe
         assert shown[1] == [("b", "2"), ("(return) plain", "2")]
     assert [v.stack for v in ours.views][:2] == [v.stack for v in theirs.views][:2]
     assert [[(var.name, var.value) for var in v.variables["Locals"]] for v in ours.views][:2] == shown[:2]
+
+
+@pytest.mark.slow
+async def test_a_step_out_of_a_long_generator_stops_at_a_pause_and_says_why(tmp_path):
+    """Each round of a step out through a generator's pauses is two actions: past 32 rounds it
+    stops at the latest pause, and the console says the generator has not returned yet (a step out
+    of a generator of 5000 items took over a minute)."""
+    from .dual import Plan, run
+
+    path = tmp_path / "long.py"
+    path.write_text("def gen(n):\n    for x in range(n):\n        yield x\n\n\nprint(len(list(gen(5000))))\n")
+    plan = Plan(str(path), breakpoints=({"line": 3, "hitCondition": "1"},), commands=("stepOut",))
+    with anyio.fail_after(30):
+        ours = await run(plan, "neural-dap")
+    assert [v.stack[0] for v in ours.views][:2] == [("gen", 3), ("<module>", 6)]
+    assert any("paused at `yield` 32 times" in line for line in ours.console), ours.console

@@ -46,7 +46,7 @@ from neural_dap.core.actions import Action, Target
 from neural_dap.core.world import Stop
 
 _YIELD = re.compile(r"\byield\b")
-_GENERATOR_RUNS = 100_000  # a generator's pauses a step out runs through (two actions each)
+_GENERATOR_RUNS = 32  # a generator's pauses one step out runs through (two actions each)
 FORWARD = frozenset({"next", "stepIn", "stepOut", "continue", "goto"})
 EXECUTION = FORWARD | {"stepBack", "reverseContinue", "stepBackInto", "stepBackOut", "restartFrame"}
 
@@ -216,11 +216,16 @@ async def _to_the_generators_return(stop: Stop, act: Act, targets: tuple[Target,
     on the way. What a pause is differs by version, as pydevd's: on 3.11 (settrace) an exit at a
     line without a `return` of the code (`_yields`: a `yield` line); on 3.12+ every exit the
     generator resumes from (it ignores PY_YIELD), a generator expression's too. One never resumed
-    never returns: the step out runs on as continue does."""
+    never returns: the step out runs on as continue does. Each round costs two actions (a stop
+    made and shown), so a long generator's step out stops after `_GENERATOR_RUNS` rounds, at its
+    latest pause, and says so."""
+
+    def pauses(stop: Stop) -> bool:
+        return stop.suspends and not (stop.hit_breakpoint or stop.hit_exception) if monitoring else _yields(stop)
+
     for _ in range(_GENERATOR_RUNS):
-        pauses = stop.suspends and not (stop.hit_breakpoint or stop.hit_exception) if monitoring else _yields(stop)
-        if not pauses:
-            break
+        if not pauses(stop):
+            return stop
         resumed = await act(Action("step_over"), True)  # (from a pause: where the generator resumes)
         if resumed.hit_breakpoint or resumed.hit_exception or resumed.at_end:
             return resumed
@@ -230,7 +235,13 @@ async def _to_the_generators_return(stop: Stop, act: Act, targets: tuple[Target,
         # (resumed at its exit already: a round with no line of its own, a generator expression's
         # on 3.13, whose resumes make no LINE event)
         stop = resumed if resumed.state.terminal else await act(Action("step_return"), True)
-    return stop
+    if not pauses(stop):
+        return stop
+    note = (
+        f"neural-dap: {stop.state.function} paused at `yield` {_GENERATOR_RUNS} times on the way out, and has not"
+        " returned yet: this stop is at its latest pause (step out again to go on)"
+    )
+    return msgspec.structs.replace(stop, note=note)
 
 
 def _into_library(stop: Stop) -> bool:
