@@ -971,7 +971,7 @@ main()
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("version", ["3.11", "3.12", "3.13"])
+@pytest.mark.parametrize("version", ["3.11", "3.12"])  # (settrace's rule and sys.monitoring's)
 async def test_step_out_of_a_generator_runs_to_its_return_as_in_debugpy(tmp_path, version):
     """stepOut at a `yield`: the generator has not returned, and debugpy runs on until it does
     (shown in its consumer), or a breakpoint stops it on the next round. neural-dap stopped at the
@@ -1011,7 +1011,7 @@ main()
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("version", ["3.11", "3.12"])
+@pytest.mark.parametrize("version", ["3.11"])  # (3.12+ stops at the return: other tests)
 async def test_a_step_over_a_return_shows_its_value_in_the_caller_as_debugpy_does(tmp_path, version):
     """`next` over `return n + 1`: on 3.11 debugpy steps on to the caller's next line and shows
     `(return) plain = 2` there, after the locals (on 3.12 it stops at the return, shown in the
@@ -1044,3 +1044,32 @@ async def test_a_step_out_of_a_long_generator_stops_at_a_pause_and_says_why(tmp_
         ours = await run(plan, "neural-dap")
     assert [v.stack[0] for v in ours.views][:2] == [("gen", 3), ("<module>", 6)]
     assert any("paused at `yield` 32 times" in line for line in ours.console), ours.console
+
+
+LOCAL_MODULES = """\
+def main():
+    import os
+    import collections as col
+    sep = os.sep
+    return sep, col
+
+
+main()
+"""
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("version", ["3.11", "3.13"])
+async def test_a_module_in_a_frame_shows_as_debugpy_shows_it(tmp_path, version):
+    """debugpy starts the program with frozen modules off (3.11+), so `os` is `<module 'os' from
+    '.../os.py'>` in its Variables; a recording showed `<module 'os' (frozen)>`."""
+    from .dual import Plan, run
+    from .test_child_real_world import _interpreter
+
+    path = tmp_path / "modules.py"
+    path.write_text(LOCAL_MODULES)
+    plan = Plan(str(path), breakpoints=({"line": 5},), python=_interpreter(version))
+    ours, theirs = await run(plan, "neural-dap"), await run(plan, "debugpy")
+    shown = {var.name: var.value for var in theirs.views[0].variables["Locals"]}
+    assert shown["os"].startswith("<module 'os' from ") and shown["os"].endswith("os.py'>")
+    assert {var.name: var.value for var in ours.views[0].variables["Locals"]} == shown

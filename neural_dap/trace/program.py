@@ -68,10 +68,12 @@ class Program(msgspec.Struct, frozen=True, omit_defaults=True):
     # it; 3.12+ inline them (PEP 709). False: one step on every version (the same trace everywhere,
     # what datasets want); True: the frames as the interpreter has them (a debug session)
     comprehensions: bool = False
-    # a debug session's line events where debugpy stops (its rule for a one-line loop's rounds
-    # differs by version: child/monitoring.py's loop_line_rule); False: one rule on every version
-    # (a trace, a dataset, the reality a model's predictions are reconciled with)
-    lines_as_debugpy: bool = False
+    # a debug session's recording, as debugpy would run the program: line events where debugpy stops
+    # (its rule for a one-line loop's rounds differs by version: child/monitoring.py's
+    # loop_line_rule), and the interpreter started as its launcher starts it (frozen modules off, so
+    # `os` shows `<module 'os' from '...os.py'>`). False: one rule on every version, the interpreter
+    # as it comes (a trace, a dataset, the reality a model's predictions are reconciled with)
+    as_debugpy: bool = False
     # subProcess: the folder where the Python programs it starts record themselves (trace/children.py)
     children: str | None = None
     # run under the sandbox: reads of the world are real, changes to it are refused, but for the

@@ -92,6 +92,11 @@ class RecorderError(Exception):
     """The recorder itself could not start (not the debuggee failing: that is an Outcome)."""
 
 
+# debugpy's launcher starts the program with frozen modules off (3.11+: microsoft/debugpy#861), so
+# the standard library's modules are imported from their files (an older interpreter ignores it)
+_AS_DEBUGPY_STARTS_IT = ("-X", "frozen_modules=off")
+
+
 def record(
     program: Program,
     limits: Limits = DEFAULT_LIMITS,
@@ -229,7 +234,7 @@ def _record_once(
         "output_copy": program.output_copy,
         "threads": threads,
         "comprehensions": program.comprehensions,
-        "lines_as_debugpy": program.lines_as_debugpy,
+        "as_debugpy": program.as_debugpy,
         "children": program.children,
         "own_path": _PACKAGE_PARENT,
         "owner_pid": os.getpid(),
@@ -252,9 +257,10 @@ def _record_once(
     # the same program records the same states every time (set iteration order of strings)
     env.setdefault("PYTHONHASHSEED", "0")
     env.pop("PYTHONSTARTUP", None)
+    options = (*(_AS_DEBUGPY_STARTS_IT if program.as_debugpy else ()), *program.python_args)
     try:
         proc = subprocess.Popen(
-            [python or sys.executable, *program.python_args, "-c", CHILD_BOOT],
+            [python or sys.executable, *options, "-c", CHILD_BOOT],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,

@@ -63,7 +63,7 @@ class ReconciledWorld:
         if self.reality_kind == "recorded":
             # the frames the model writes: CWM's traces have 3.11's comprehension frames, nd's have none
             self.recorded = RecordedWorld(
-                comprehension_frames=getattr(self.model, "dialect", "nd") == "cwm", lines_as_debugpy=False
+                comprehension_frames=getattr(self.model, "dialect", "nd") == "cwm", as_debugpy=False
             )
             real = await self.recorded.start(launch)
             return await self._reconcile(stop, real.state, None)

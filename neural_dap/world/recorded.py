@@ -127,12 +127,12 @@ class RecordedWorld:
     name = "recorded"
     capabilities = Capabilities(exact=True, inverse=True)
 
-    def __init__(self, comprehension_frames: bool = True, lines_as_debugpy: bool = True) -> None:
+    def __init__(self, comprehension_frames: bool = True, as_debugpy: bool = True) -> None:
         # 3.11's comprehension frames, as debugpy steps into them (a reality for the nd dialect,
         # whose model never writes them, is recorded without)
         self.comprehension_frames = comprehension_frames
         # a one-line loop's rounds as debugpy stops at them (a reality for a model: as its traces)
-        self.lines_as_debugpy = lines_as_debugpy
+        self.as_debugpy = as_debugpy
         self.execution: Execution | None = None
         self.index = 0
         self.mode = "auto"
@@ -170,7 +170,7 @@ class RecordedWorld:
             stdin_log=launch.stdin_log,
             output_copy=launch.output_copy,
             comprehensions=self.comprehension_frames,
-            lines_as_debugpy=self.lines_as_debugpy,
+            as_debugpy=self.as_debugpy,
         )
         options = world_options(launch, RecordedOptions, "recorded")
         if options.child_recording is not None:

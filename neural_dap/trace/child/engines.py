@@ -236,7 +236,7 @@ def monitoring_engine(rec: Recorder, threads: ThreadTable | None = None):
     is_user = rec.is_user
     value_repr = rec.value_repr
     getframe = sys._getframe
-    loop_line = loop_line_rule(rec.lines_as_debugpy)
+    loop_line = loop_line_rule(rec.as_debugpy)
     stacks: dict[int, list] = {}  # per thread: [frame, inv, diff, pending] per active traced frame
     no_stack: list = []
     enabled: set = set()
@@ -474,7 +474,7 @@ class CMonitoring:
 
     def __init__(self, rec: Recorder) -> None:
         self.tracer = c_tracer(rec)
-        self.loop_line = loop_line_rule(rec.lines_as_debugpy)
+        self.loop_line = loop_line_rule(rec.as_debugpy)
         self.mon = sys.monitoring  # type: ignore[attr-defined]
         self.tool = free_tool(self.mon)
         self.enabled: set = set()

@@ -196,7 +196,7 @@ class MonitoringSkeleton(_Skeleton):
         self.tool = free_tool(self.mon)
         self.enabled: set = set()
         self.line_tables: dict = {}
-        self.loop_line = loop_line_rule(rec.lines_as_debugpy)
+        self.loop_line = loop_line_rule(rec.as_debugpy)
 
     def start(self) -> None:
         mon, tool = self.mon, self.tool

@@ -157,7 +157,7 @@ class Recorder:
         self.program = os.path.abspath(cfg["path"])
         self.trace_all = bool(cfg.get("trace_all", False))
         self.comprehensions = bool(cfg.get("comprehensions", False))
-        self.lines_as_debugpy = bool(cfg.get("lines_as_debugpy", False))
+        self.as_debugpy = bool(cfg.get("as_debugpy", False))
         self.roots = [os.path.realpath(r) for r in cfg.get("roots") or [os.path.dirname(self.program)]]
         # justMyCode false: the standard library and installed packages are the user's code too
         self.excluded = _own_prefixes() if cfg.get("trace_libraries") else _excluded_prefixes()

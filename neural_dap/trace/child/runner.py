@@ -542,7 +542,7 @@ def _shut_down_as_the_interpreter() -> None:
 
 
 _SPEC_KEYS = (
-    *("engine", "trace_all", "trace_libraries", "comprehensions", "lines_as_debugpy", "children", "own_path"),
+    *("engine", "trace_all", "trace_libraries", "comprehensions", "as_debugpy", "children", "own_path"),
     *("max_events", "max_repr", "max_output", "max_children", "repr_seconds"),
 )
 
