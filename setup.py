@@ -18,22 +18,19 @@ import sys
 
 from setuptools import Extension, setup
 
-extensions = [
-    Extension(
-        "neural_dap.trace._ctracer",
-        ["neural_dap/trace/_ctracer.c"],
+
+def _of_the_limited_api(name: str) -> Extension:
+    """A module of neural_dap.trace built against the limited API of 3.11 (one build for 3.11+)."""
+    return Extension(
+        f"neural_dap.trace.{name}",
+        [f"neural_dap/trace/{name}.c"],
         py_limited_api=True,
         define_macros=[("Py_LIMITED_API", "0x030B0000")],
         optional=True,
-    ),
-    Extension(
-        "neural_dap.trace._values",
-        ["neural_dap/trace/_values.c"],
-        py_limited_api=True,
-        define_macros=[("Py_LIMITED_API", "0x030B0000")],
-        optional=True,
-    ),
-]
+    )
+
+
+extensions = [_of_the_limited_api("_ctracer"), _of_the_limited_api("_values")]
 if sys.platform.startswith("linux"):
     extensions.append(
         Extension(

@@ -149,7 +149,8 @@ def test_the_c_walk_gives_what_the_python_definition_gives_value_for_value(versi
 
 def test_a_cut_repr_and_an_address_read_as_the_python_definition_writes_them():
     """The two cases most easily got wrong in C, shown as a user sees them."""
-    values = pytest.importorskip("neural_dap.trace.child.values")
+    from neural_dap.trace.child import values
+
     pytest.importorskip("neural_dap.trace._values", reason="the C walk is not built here")
 
     class Box:

@@ -308,10 +308,11 @@ static int items_snapshot(PyObject *d, PyObject **names, PyObject **values) {
         if (rc < 0)
             goto error;
     }
-    Py_DECREF(seq);
-    if (*names != NULL && *values != NULL)
+    if (*names != NULL && *values != NULL) {
+        Py_DECREF(seq);
         return 0;
-error:
+    }
+error: /* (a list not made, an item not a pair, an append failed) */
     Py_DECREF(seq);
     Py_CLEAR(*names);
     Py_CLEAR(*values);

@@ -100,7 +100,7 @@ def debugpy_loop_line(line_tables: dict, code, offset: int, target: int, disable
     if target > offset:
         return disable
     tables = line_tables.get(code)
-    if tables is None or type(tables) is not tuple:
+    if tables is None:
         tables = line_tables[code] = (instruction_lines(code), _pydevd_lines(code))
     true_lines, pydevd_lines = tables
     line = true_lines[target // 2]
