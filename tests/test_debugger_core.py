@@ -58,6 +58,17 @@ async def test_a_hit_condition_means_the_nth_hit_of_the_run_whatever_the_travel(
         await debugger.close()
 
 
+def test_the_next_hit_a_hit_condition_can_stop_at_is_the_first_it_is_met_at() -> None:
+    """What a run skips to (`next_hit_met`) agrees with the rule itself (`hit_condition_met`), hit
+    by hit, for every form VS Code offers; None where it is never met again."""
+    from neural_dap.debugger.breakpoints import hit_condition_met, next_hit_met
+
+    for condition in (None, "", "7", "==7", ">=7", ">7", "<=7", "<7", "%7", "%1", "%0", "==0", "<1", "junk"):
+        for after in range(30):
+            met = [n for n in range(after + 1, 60) if hit_condition_met(condition, n)]
+            assert next_hit_met(condition, after) == (met[0] if met else None), (condition, after)
+
+
 @pytest.mark.parametrize("recording", ["full", "skeleton"])
 async def test_a_breakpoint_stops_only_at_its_own_file_and_line(tmp_path: Path, recording) -> None:
     (tmp_path / "helper.py").write_text(

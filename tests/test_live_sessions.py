@@ -180,6 +180,51 @@ async def test_a_hit_count_stops_a_long_loop_at_once_and_travels_both_ways(tmp_p
         assert int((await where(client))[2]["i"]) > 11  # it ran on
 
 
+COUNTED = textwrap.dedent(
+    """\
+    def bump(total, i):
+        return total + i
+
+    total = 0
+    for i in range(30000):
+        total = bump(total, i)
+    print("total", total)
+    """
+)
+COUNTED_LINE = 2  # return total + i
+
+
+async def test_the_live_program_runs_past_the_hits_a_hit_condition_rules_out(tmp_path: Path) -> None:
+    """A hit condition counts the hits of the whole run, and the live program runs past the hits it
+    rules out without stopping for each (a round trip each made `==20000` a three-minute wait); a
+    reverse-continue over the recorded hits obeys it too."""
+    program = tmp_path / "counted.py"
+    program.write_text(COUNTED)
+    async with adapter() as client:
+        started = time.monotonic()
+        await _launch(
+            client, {"program": str(program)}, {str(program): [{"line": COUNTED_LINE, "hitCondition": "==20000"}]}
+        )
+        await client.wait_event("stopped", timeout=60)
+        assert (await where(client))[1:] == (COUNTED_LINE, {"total": str(sum(range(19999))), "i": "19999"})
+        assert time.monotonic() - started < 60
+        spec = {"line": COUNTED_LINE, "hitCondition": "%4000"}
+        await client.call("setBreakpoints", {"source": {"path": str(program)}, "breakpoints": [spec]})
+        await client.call("continue", {"threadId": 1})  # past the frontier: the 24000th hit
+        await client.wait_event("stopped", timeout=60)
+        assert (await where(client))[2]["i"] == "23999"
+        await client.call("reverseContinue", {"threadId": 1})  # back over the recorded ones: the 20000th
+        await client.wait_event("stopped", timeout=60)
+        assert (await where(client))[2]["i"] == "19999"
+        spec = {"line": COUNTED_LINE, "hitCondition": ">29998"}
+        await client.call("setBreakpoints", {"source": {"path": str(program)}, "breakpoints": [spec]})
+        for expected in ("29998", "29999"):  # the recorded hits are ruled out, then the live ones
+            await client.call("continue", {"threadId": 1})
+            await client.wait_event("stopped", timeout=60)
+            assert (await where(client))[2]["i"] == expected
+        assert time.monotonic() - started < 60
+
+
 async def test_live_false_records_to_the_end_first(tmp_path: Path) -> None:
     program = tmp_path / "short.py"
     program.write_text("total = 0\nfor i in range(3):\n    total += i\nprint(total)\n")

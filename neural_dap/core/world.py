@@ -215,6 +215,15 @@ class ExpandsLive(Protocol):
 Accept = Callable[[Stop], "bool | Awaitable[bool]"]
 
 
+class HitFilter(Protocol):
+    """Which hits of a breakpoint's line can stop (the debugger core's hit conditions)."""
+
+    def next_hit(self, target: Target, after: int) -> int | None:
+        """The first hit number above `after` (the hits of `target`'s line so far in the run) at
+        which a breakpoint there can stop or log; None where none can again."""
+        ...
+
+
 async def accepted(accept: Accept | None, stop: Stop) -> bool:
     """What `accept` says of a breakpoint hit (none: every hit stops)."""
     if accept is None:
@@ -316,14 +325,17 @@ class WorldModel(Protocol):
         exceptions: frozenset[ExceptionFilter] = frozenset(),
         breakpoints: tuple[Target, ...] = (),
         accept: Accept | None = None,
+        hits: HitFilter | None = None,
     ) -> Stop:
         """Apply `action` from the current stop.
 
         A breakpoint the action passes on its way (one of its own targets for breakpoint actions,
         one of `breakpoints` for steps) stops it early if `accept(stop)` agrees (conditions, hit
-        counts and log points live in the caller); otherwise the action goes on. With exception
-        filters, a forward action also stops at an exception raised on the way (`raised`) or at the
-        one that ends the program (`uncaught`).
+        counts and log points live in the caller); otherwise the action goes on. `hits`, where
+        given, says which hits of a target's line `accept` can agree to at all: a world that knows
+        which hit of the run a stop is may pass the others by without asking (or without a running
+        program stopping there). With exception filters, a forward action also stops at an
+        exception raised on the way (`raised`) or at the one that ends the program (`uncaught`).
         """
         ...
 

@@ -87,6 +87,30 @@ def hit_condition_met(condition: str | None, hits: int) -> bool:
     }[op]
 
 
+def next_hit_met(condition: str | None, after: int) -> int | None:
+    """The first hit number above `after` at which `condition` is met (None: at none), by the same
+    rules as `hit_condition_met`: where a run can skip straight to it (a program that runs on while
+    the session waits need not stop at the hits in between)."""
+    if not condition or not condition.strip():
+        return after + 1
+    m = _HIT.match(condition)
+    if not m:
+        return after + 1  # (never hides a stop: see hit_condition_met)
+    op, n = m.group(1) or "==", int(m.group(2))
+    first = after + 1
+    if op == "==":
+        return n if n >= first else None
+    if op == ">=":
+        return max(first, n)
+    if op == ">":
+        return max(first, n + 1)
+    if op == "<=":
+        return first if first <= n else None
+    if op == "<":
+        return first if first < n else None
+    return (after // n + 1) * n if n > 0 else None  # "%": the next multiple
+
+
 def interpolate(message: str, evaluate: Callable[[str], object]) -> str:
     """A log point's message with each `{expression}` replaced by its value (`{{` is a brace)."""
     out: list[str] = []
@@ -213,6 +237,22 @@ class BreakpointTable:
             if spec.verified:
                 out.update((spec.path, line) for line in spec.lines)
         return tuple(sorted(out))
+
+    def next_hit(self, target: Target, after: int) -> int | None:
+        """The first hit number of `target`'s line above `after` at which one of its breakpoints can
+        stop or log (None: none can again): only a hit condition rules a hit out, and only where no
+        condition asks too (a hit condition that is not met leaves the condition to decide)."""
+        specs = self.at(*target)
+        if not specs:
+            return after + 1  # (not one of ours: nothing rules a hit out)
+        found: int | None = None
+        for spec in specs:
+            if spec.condition and spec.condition.strip():
+                return after + 1
+            n = next_hit_met(spec.hit_condition, after)
+            if n is not None and (found is None or n < found):
+                found = n
+        return found
 
     def at(self, path: str, line: int) -> list[BreakpointSpec]:
         found = [s for s in self.by_path.get(path, []) if s.verified and line in s.lines]

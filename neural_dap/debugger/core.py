@@ -518,12 +518,16 @@ class Debugger:
         assert self.world is not None
         forward = not action.inverse
         targets = self.breakpoints.targets() if interrupt else ()
+        accept = self._accept if forward or action.kind == "inv_breakpoint" or targets else None
         stop = await self.world.act(
             action,
             # reverse-continue stops at the exceptions the filters stop at, as continue does
             exceptions=self.exception_filters if forward or action.kind == "inv_breakpoint" else frozenset(),  # type: ignore[arg-type]
             breakpoints=targets if action.kind not in ("breakpoint", "inv_breakpoint") else (),
-            accept=self._accept if forward or action.kind == "inv_breakpoint" or targets else None,
+            accept=accept,
+            # the hits a hit condition rules out, passed by without a stop (not while a data
+            # breakpoint's move is bounded: then `_accept` takes any hit past the change)
+            hits=self.breakpoints if accept is not None and self._bound is None else None,
         )
         # every stop on the way hands over the output written since the last one, so a request of
         # several actions (a `next` over a return) loses none of it

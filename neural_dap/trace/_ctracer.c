@@ -657,6 +657,9 @@ static void live_stop(Tracer *t, int reason) {
     }
 }
 
+/* Whether a hit of `line` stops: `lines` maps each breakpoint line of the file to the hits still
+ * to run past there (a hit condition rules them out: the adapter counted them), counted down here;
+ * the hit that finds 0 stops. (A set of lines, as older adapters sent: every hit stops.) */
 static int has_line(PyObject *lines, int line) {
     if (lines == NULL)
         return 0;
@@ -665,11 +668,29 @@ static int has_line(PyObject *lines, int line) {
         PyErr_Clear();
         return 0;
     }
-    int found = PySet_Contains(lines, number);
+    int found;
+    if (PyDict_Check(lines)) {
+        PyObject *skip = PyDict_GetItemWithError(lines, number); /* borrowed */
+        long long left = skip != NULL ? PyLong_AsLongLong(skip) : 0;
+        if (skip == NULL || (left == -1 && PyErr_Occurred())) {
+            found = 0;
+        } else if (left > 0) {
+            PyObject *less = PyLong_FromLongLong(left - 1);
+            if (less == NULL || PyDict_SetItem(lines, number, less) < 0)
+                found = 1; /* (cannot count it down: stop, and the adapter decides, as without a count) */
+            else
+                found = 0;
+            Py_XDECREF(less);
+        } else {
+            found = 1;
+        }
+    } else {
+        found = PySet_Contains(lines, number);
+    }
     Py_DECREF(number);
-    if (found < 0) {
+    if (found < 0 || PyErr_Occurred()) {
         PyErr_Clear();
-        return 0;
+        return found > 0;
     }
     return found;
 }

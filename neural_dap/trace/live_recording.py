@@ -72,11 +72,11 @@ class LiveControl:
         within: int = -1,
         exit_inv: int = -1,
         exceptions: bool = False,
-        breakpoints: dict[str, list[int]] | None = None,
+        breakpoints: dict[str, list] | None = None,
     ) -> None:
         """Let the held program run on until the next of these (-1: not by that): event `at`, the
         next line or exit of invocation `within` or of one it runs under, the exit of `exit_inv`, an
-        exception, a breakpoint line."""
+        exception, a breakpoint line (a line, or [line, hits to run past before stopping there])."""
         self._send(
             {
                 "run": {

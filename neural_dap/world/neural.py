@@ -30,7 +30,17 @@ from neural_dap.core.flow import ProgramFlow
 from neural_dap.core.focus import focus_lines
 from neural_dap.core.source import SourceInfo, read_source
 from neural_dap.core.state import TRUNCATION_MARK, Frame, State
-from neural_dap.core.world import Accept, Capabilities, ExceptionFilter, Exit, LaunchSpec, Stop, WorldError, accepted
+from neural_dap.core.world import (
+    Accept,
+    Capabilities,
+    ExceptionFilter,
+    Exit,
+    HitFilter,
+    LaunchSpec,
+    Stop,
+    WorldError,
+    accepted,
+)
 from neural_dap.core.writes import ProgramWrites
 from neural_dap.format.calibration import Calibration, calibrate, written_since
 from neural_dap.format.calibration import load as load_calibration
@@ -231,7 +241,9 @@ class NeuralWorld:
         exceptions: frozenset[ExceptionFilter] = frozenset(),
         breakpoints: tuple[Target, ...] = (),
         accept: Accept | None = None,
+        hits: HitFilter | None = None,
     ) -> Stop:
+        del hits  # (a prediction counts the hits it has shown: every one is asked)
         if self.trace is None:
             raise WorldError("the program has not been launched")
         # the model predicts one file: a breakpoint in another file is never a stop here

@@ -21,6 +21,7 @@ from neural_dap.core.world import (
     Capabilities,
     Divergence,
     ExceptionFilter,
+    HitFilter,
     LaunchSpec,
     Stop,
     WorldError,
@@ -86,7 +87,9 @@ class ReconciledWorld:
         exceptions: frozenset[ExceptionFilter] = frozenset(),
         breakpoints: tuple[Target, ...] = (),
         accept: Accept | None = None,
+        hits: HitFilter | None = None,
     ) -> Stop:
+        del hits  # (the recording replays the model's decisions, one per hit the model met)
         decisions: list[bool] = []
 
         async def recording_accept(stop: Stop) -> bool:

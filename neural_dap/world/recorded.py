@@ -20,6 +20,7 @@ from neural_dap.core.world import (
     ChildSession,
     ExceptionFilter,
     Exit,
+    HitFilter,
     LaunchSpec,
     LiveChild,
     LiveResult,
@@ -32,7 +33,7 @@ from neural_dap.core.world import (
     world_options,
 )
 from neural_dap.trace import threaded
-from neural_dap.trace.actions import EXCEPTION
+from neural_dap.trace.actions import EXCEPTION, ActionSemantics
 from neural_dap.trace.children import ChildProcess, ChildRecordingError, list_children, new_children_folder, open_child
 from neural_dap.trace.execution import Execution, FullExecution, SkeletonExecution, enclosing_frames
 from neural_dap.trace.journal import JournalUnavailable
@@ -363,11 +364,12 @@ class RecordedWorld:
         exceptions: frozenset[ExceptionFilter] = frozenset(),
         breakpoints: tuple[Target, ...] = (),
         accept: Accept | None = None,
+        hits: HitFilter | None = None,
     ) -> Stop:
         start = self.index
         seen = start  # breakpoint hits up to here were put to `accept` already
         while True:
-            stop = await self._act_recorded(action, start, seen, exceptions, breakpoints, accept)
+            stop = await self._act_recorded(action, start, seen, exceptions, breakpoints, accept, hits)
             live = self._running
             if live is None or not self.live or action.inverse:
                 return stop
@@ -392,7 +394,7 @@ class RecordedWorld:
             else:
                 # the answer lies past what is recorded: the held program runs on to the first event
                 # that can be it, and the action is answered again over the longer recording
-                request = run_request(execution, start, action, breakpoints, bool(exceptions - {"uncaught"}))
+                request = run_request(execution, start, action, breakpoints, bool(exceptions - {"uncaught"}), hits)
             self._extending = True
             try:
                 went_on = await anyio.to_thread.run_sync(live.extend, request)
@@ -435,9 +437,11 @@ class RecordedWorld:
         exceptions: frozenset[ExceptionFilter],
         breakpoints: tuple[Target, ...],
         accept: Accept | None,
+        hits: HitFilter | None = None,
     ) -> Stop:
         """`action` from event `start` over what is recorded; breakpoint hits up to `seen` were put
-        to `accept` already (an earlier pass of a live recording's action)."""
+        to `accept` already (an earlier pass of a live recording's action). A hit that `hits` rules
+        out is passed by without making its stop (a state to rebuild) or asking `accept`."""
         execution = self._require()
         jump = action.kind in ("breakpoint", "inv_breakpoint")
         targets = action.targets if jump else breakpoints
@@ -461,10 +465,13 @@ class RecordedWorld:
                 break
             if forward and hit <= seen:
                 continue
+            ruled_out = hits is not None and not _may_stop(execution.semantics, hit, hits)
+            if ruled_out and not (hit == natural and not jump):
+                continue
             stop = await self._stop(hit, output=execution.output(start, hit) if forward else (), hit_breakpoint=True)
             if hit == natural and not jump:
                 # the step ends here anyway: a breakpoint only changes why
-                decision = await accepted(accept, stop)
+                decision = not ruled_out and await accepted(accept, stop)
                 self.index = hit
                 return stop if decision else msgspec.structs.replace(stop, hit_breakpoint=False)
             if await accepted(accept, stop):
@@ -827,6 +834,15 @@ def _module_frame(execution: Execution, i: int, path: str) -> Frame | None:
         (f for f in execution.thread_frames(i, 0) if f.function == "<module>" and f.path == path),
         None,
     )
+
+
+def _may_stop(semantics: ActionSemantics, hit: int, hits: HitFilter) -> bool:
+    """Whether a breakpoint at line event `hit` can stop or log there, by its hit number alone."""
+    number = semantics.hit_number(hit)
+    if number is None:
+        return True
+    target = (semantics.path(hit), int(semantics.columns.lines[hit]))
+    return hits.next_hit(target, number - 1) == number
 
 
 def _leaves_the_traced_code(execution: SkeletonExecution, i: int) -> bool:

@@ -15,7 +15,8 @@ Commands come on a pipe of their own, one JSON object a line, read by a thread o
   {"run": {"at": N, "within": INV, "exit": INV, "exceptions": bool, "breakpoints": {path: [lines]}}}
         go on until the next of those (-1: not by that): event N, the next line or exit of invocation
         INV or of one under which it runs (`within`: where a step over lands), the exit of INV, an
-        exception, a breakpoint line; held: the program resumes
+        exception, a breakpoint line (a line is a number, or [number, skip]: run past its next
+        `skip` hits, which a hit condition rules out); held: the program resumes
   {"breakpoints": {path: [lines]}}   while it runs: the lines to stop at from now on
   {"end": true}                      end the recording here (the adapter ends what is left)
 A pause is the real-time signal PAUSE_SIGNAL, handled in the main thread between two bytecodes of
@@ -101,7 +102,7 @@ class Frontier:
 
     def _set_breakpoints(self, breakpoints: dict | None, keep=None) -> None:
         """The lines to stop at, keeping the other predicates (`keep`: (at, depth, exit, exceptions))."""
-        lines = {str(path): frozenset(int(n) for n in numbers) for path, numbers in (breakpoints or {}).items()}
+        lines = {str(path): _lines(numbers) for path, numbers in (breakpoints or {}).items()}
         at, depth, exit_, exceptions = keep if keep is not None else self.predicates
         self.breakpoints = lines or None
         self.tracer.live(at, depth, exit_, exceptions, self.breakpoints)
@@ -156,3 +157,13 @@ class Frontier:
                 )
                 self._set_breakpoints(run.get("breakpoints"), self.predicates)
                 return None
+
+
+def _lines(numbers: list) -> dict[int, int]:
+    """A file's breakpoint lines as the C tracer counts them: line -> hits still to run past (the
+    tracer counts it down at each hit, and stops at the hit that finds it 0)."""
+    out: dict[int, int] = {}
+    for entry in numbers:
+        line, skip = (entry[0], entry[1]) if isinstance(entry, list) and len(entry) == 2 else (entry, 0)
+        out[int(line)] = max(0, int(skip))
+    return out
