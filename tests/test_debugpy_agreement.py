@@ -467,6 +467,45 @@ print(done, results)
 """
 
 
+IMPORTS = """\
+import os
+import json as js
+from collections import Counter
+from os import path
+
+
+def count(words):
+    import string
+    seen = Counter(words)
+    return len(seen) + len(string.digits)
+
+
+data = ["a", "b", "a"]
+print(count(data), js.dumps(data), path.sep)
+"""
+
+
+@pytest.mark.slow
+async def test_a_modules_variables_list_its_imported_modules_as_debugpys_do(tmp_path):
+    """debugpy lists a module's imported modules among its variables (Locals and Globals), and a
+    function's too: `os = <module 'os' from '...'>`, `js`, `path`; neural-dap did not."""
+    from .dual import Plan, differences, run
+
+    path = tmp_path / "imports.py"
+    path.write_text(IMPORTS)
+    plan = Plan(
+        str(path),
+        breakpoints=({"line": 14}, {"line": 10}),
+        commands=("continue",),
+        scopes=("Locals", "Globals"),
+        expand=0,
+    )
+    ours, theirs = await run(plan, "neural-dap"), await run(plan, "debugpy")
+    assert differences(ours, theirs) == []
+    assert {"os", "js", "path", "data"} <= {v.name for v in ours.views[0].variables["Locals"]}
+    assert "string" in {v.name for v in ours.views[1].variables["Locals"]}  # (a function's: as before)
+
+
 @pytest.mark.slow
 async def test_a_worker_thread_shows_and_evaluates_its_globals_as_debugpy_does(tmp_path):
     """At a breakpoint in a pool's worker: Locals and Globals, the globals as they are at that moment
@@ -491,7 +530,7 @@ async def test_a_worker_thread_shows_and_evaluates_its_globals_as_debugpy_does(t
         assert a.thread.startswith("ThreadPoolExecutor") and a.scopes == ["Locals", "Globals"]
         assert a.evaluated == b.evaluated, k
         for scope in ("Locals", "Globals"):
-            shown = {v.name: v.value for v in b.variables[scope] if v.type not in ("module", "function", "type")}
+            shown = {v.name: v.value for v in b.variables[scope] if v.type not in ("function", "type")}
             assert {v.name: v.value for v in a.variables[scope]} == shown, (k, scope)
     assert [v.evaluated["results"] for v in ours.views[:3]] == ["{}", "{2: 1}", "{2: 1, 3: 3}"]
 
@@ -510,8 +549,7 @@ async def test_the_variables_view_opens_as_debugpys_does(tmp_path):
     min, max), a DataFrame (its columns and attributes), inherited `__slots__` and a property, a
     list holding an object whose repr raises, sqlite3 rows, a connection and a cursor (C objects),
     a pydantic ValidationError, a 5000-item list (`more`), a 300-key dict and a 5000-character
-    string: the same names, values, types and children as debugpy's (modules aside, which neural-dap
-    does not list among a module's variables)."""
+    string: the same names, values, types and children as debugpy's."""
     pytest.importorskip("pandas")
     pytest.importorskip("pydantic")
     from .dual import Plan, differences, run

@@ -9,6 +9,7 @@ import pytest
 
 from neural_dap.core.actions import STEP_INTO, Action
 from neural_dap.core.source import SourceInfo
+from neural_dap.core.state import as_traced
 from neural_dap.format.settrace import as_settrace
 from neural_dap.format.tokens import CWM_IDS, FRAME_SEP, Special, to_ids
 from neural_dap.format.trace import END_OF_TRACE, FormatError, TraceText, render_trace
@@ -65,7 +66,9 @@ def test_token_ids_splice_special_ids_and_encode_only_text():
 
 
 def as_written(states, dialect: str):
-    """The recorded states a dialect writes: cwm writes sys.settrace's events (format.settrace)."""
+    """The recorded states a dialect writes: cwm writes sys.settrace's events (format.settrace); a
+    module's frame without the modules it imported (core.state.as_traced) in both."""
+    states = [as_traced(s) for s in states]
     return as_settrace(states) if dialect == "cwm" else states
 
 

@@ -87,6 +87,35 @@ def test_nested_calls_have_depth_invocations_and_exception_exits():
     assert after.locals["msg"] == "'too big'" and "e" not in after.locals  # `e` is deleted after the handler
 
 
+WRAPPED = """\
+import os, subprocess, threading
+names = ["_exit", "fork", "forkpty", "execv", "execve", "posix_spawn", "posix_spawnp", "system", "register_at_fork"]
+shown = [repr(getattr(os, name)) for name in names]
+shown += [repr(getattr(threading, n, None)) for n in ("_start_new_thread", "_start_joinable_thread")]
+shown += [repr(subprocess._fork_exec), str(__import__("inspect").signature(os._exit))]
+print(*shown, sep="\\n")
+"""
+
+
+@pytest.mark.parametrize("mode", ["full", "skeleton"])
+def test_the_functions_the_recorder_wraps_look_as_they_do_without_it(tmp_path: Path, mode: str):
+    """`os._exit`, `os.fork`, `os.execv`, threading's thread start, ...: the recording process wraps
+    them, and a user opening `os` among a module's variables sees them as debugpy shows them
+    (`<built-in function fork>`, its signature), not as the recorder's Python functions."""
+    from neural_dap.trace.recorder import record_skeleton
+
+    program = tmp_path / "wrapped.py"
+    program.write_text(WRAPPED)
+    plain = subprocess.run([sys.executable, str(program)], capture_output=True, text=True, check=True).stdout
+    if mode == "full":
+        shown = record(Program(str(program))).stdout
+    else:
+        recording = record_skeleton(Program(str(program)), Limits())
+        shown = recording.stdout
+        recording.close()
+    assert "<built-in function fork>" in plain and shown == plain
+
+
 def test_script_mode_traces_module_and_argv_and_attributes_output_to_states(tmp_path: Path):
     prog = tmp_path / "script.py"
     prog.write_text("import sys\nname = sys.argv[1]\nprint('hi', name)\nx = len(name)\n")
@@ -94,7 +123,8 @@ def test_script_mode_traces_module_and_argv_and_attributes_output_to_states(tmp_
     assert rec.outcome.kind == "finished"
     by_line = {s.line: s for s in rec.states if s.event == "line"}
     assert by_line[4].stdout == "hi bob\n"  # written while line 3 ran: shown at the next stop
-    assert by_line[4].locals == {"name": "'bob'"}  # modules, functions and dunders are hidden
+    # an imported module is shown as debugpy shows it; functions, classes and dunders are not
+    assert by_line[4].locals == {"sys": "<module 'sys' (built-in)>", "name": "'bob'"}
     assert rec.stdout == "hi bob\n"
 
 

@@ -57,8 +57,9 @@ async def test_the_adapter_started_in_the_project_folder_debugs_a_program_there(
     program = _project(tmp_path)
     async with spawn(adapter_command(sys.executable), timeout=TIMEOUT, cwd=str(tmp_path)) as c:
         await start(c, {"program": str(program)}, breakpoints={str(program): [{"line": 4}]})
-        assert await where(c) == ("<module>", 4, {"words": "['hello', 'world']"})
-        assert await step(c, "continue") == ("end", ("<module>", 4, {"words": "['hello', 'world']"}))
+        shown = {"helper": f"<module 'helper' from '{program.parent / 'helper.py'}'>", "words": "['hello', 'world']"}
+        assert await where(c) == ("<module>", 4, shown)
+        assert await step(c, "continue") == ("end", ("<module>", 4, shown))
         await c.call("continue", {"threadId": 1})
         assert (await c.wait_event("exited"))["body"]["exitCode"] == 0
         outputs = [e["body"]["output"] for e in c.events_named("output") if e["body"].get("category") == "stdout"]

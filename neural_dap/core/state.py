@@ -65,6 +65,19 @@ class State(msgspec.Struct, frozen=True, omit_defaults=True):
         )
 
 
+_MODULE_TEXT = "<module '"
+
+
+def as_traced(state: State) -> State:
+    """The state as a trace shows it: a module's frame without the modules it imported. A debugger
+    shows them among the module's variables (debugpy does); a trace leaves them out, as the traces
+    the neural debugger learned from (and CWM's) do, so a model is neither shown nor asked for them."""
+    if state.function != "<module>" or not any(text.startswith(_MODULE_TEXT) for text in state.locals.values()):
+        return state
+    kept = {name: text for name, text in state.locals.items() if not text.startswith(_MODULE_TEXT)}
+    return msgspec.structs.replace(state, locals=kept)
+
+
 class Frame(msgspec.Struct, frozen=True, omit_defaults=True):
     """One entry of a call stack, as a debugger shows it."""
 

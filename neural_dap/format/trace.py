@@ -22,7 +22,7 @@ from typing import Literal
 
 from neural_dap.core.actions import Action
 from neural_dap.core.source import SourceInfo, mark_as_written
-from neural_dap.core.state import State
+from neural_dap.core.state import State, as_traced
 from neural_dap.format.invocations import InvocationTracker
 from neural_dap.format.tokens import (
     ACTION_SEP,
@@ -135,6 +135,7 @@ class TraceText:
         of the text infers them. `unwritten`: the state opens its invocation for the reader (a caller
         of where a restarted history begins) but is not in the text; so nothing of it is `..` later.
         """
+        state = as_traced(state)
         kind = action.kind if action is not None else "step_into"
         snapshot = self.tracker.snapshot()
         inv, depth, function = self.tracker.advance(kind, state.event, state.line)

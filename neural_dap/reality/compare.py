@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from neural_dap.core.state import State
+from neural_dap.core.state import State, as_traced
 from neural_dap.core.world import Divergence
 from neural_dap.trace.child.values import without_addresses
 
@@ -14,6 +14,7 @@ def normalize(text: str | None) -> str | None:
 
 
 def compare_states(predicted: State, actual: State) -> list[Divergence]:
+    predicted, actual = as_traced(predicted), as_traced(actual)  # (a model is not asked for modules)
     out: list[Divergence] = []
     if predicted.event != actual.event:
         out.append(Divergence("event", predicted=predicted.event, actual=actual.event))

@@ -44,6 +44,7 @@ PyAPI_FUNC(PyObject *) PyMethod_Function(PyObject *);
  * at import; absent, these do nothing. */
 #include <dlfcn.h>
 #include <limits.h>
+#include <stdlib.h>
 #include <string.h>
 #include <pthread.h>
 #define JOURNAL_PLUMBING 1
@@ -244,7 +245,7 @@ static int starts_with(PyObject *name, Py_UCS4 a, Py_UCS4 b) {
 static int hidden_global(PyObject *name, PyObject *value) {
     if (starts_with(name, '_', '_'))
         return 1;
-    if (PyModule_Check(value) || (PyObject *)Py_TYPE(value) == FUNCTION_TYPE || PyType_Check(value) || PyCFunction_Check(value))
+    if ((PyObject *)Py_TYPE(value) == FUNCTION_TYPE || PyType_Check(value) || PyCFunction_Check(value))
         return 1;
     /* a callable descriptor (functools' lru_cache wrapper): debugpy files it with the functions */
     PyTypeObject *kind = Py_TYPE(value);
@@ -403,6 +404,24 @@ static PyObject *diff(Tracer *t, Entry *e, PyObject *locals) {
             if (PyErr_Occurred())
                 goto error;
             enc = encode(t, value, 1);
+            if (enc == NULL)
+                goto error;
+            if (PyDict_SetItem(e->objs, name, value) < 0 || forget(e->encs, name) < 0 || forget(e->snaps, name) < 0) {
+                Py_DECREF(enc);
+                goto error;
+            }
+        } else if (e->module_scope && PyModule_Check(value)) {
+            /* an imported module, shown as debugpy shows it among a module's variables; its text
+             * does not change while the name holds it, so it is made once (and, not being among the
+             * values that change in place, leaves a module's unchanged globals undiffed) */
+            if (starts_with(name, '_', '_'))
+                continue;
+            seen++;
+            if (PyDict_GetItemWithError(e->objs, name) == value)
+                continue;
+            if (PyErr_Occurred())
+                goto error;
+            enc = encode(t, value, 0);
             if (enc == NULL)
                 goto error;
             if (PyDict_SetItem(e->objs, name, value) < 0 || forget(e->encs, name) < 0 || forget(e->snaps, name) < 0) {
@@ -2263,7 +2282,66 @@ static PyObject *dict_version(PyObject *self, PyObject *d) {
     return PyLong_FromUnsignedLongLong(version_of(d));
 }
 
+/* -- a wrapper of the recorder's dressed as the C function it wraps ------------------------------
+ *
+ * The recording process wraps a few functions of `os`, `threading` and `subprocess` (os._exit flushes
+ * the recording first, os.fork counts the processes started, ...). A user who opens `os` among a
+ * module's variables would see `<function _limit_processes.<locals>.counted.<locals>.start>` where
+ * debugpy shows `<built-in function fork>`: a C function object named as the original, whose
+ * `__self__` is a module (as a module's own functions have), calls the wrapper instead. Its name,
+ * module, signature and docstring are the original's; its method table lives as long as the process
+ * (a few are made, once). */
+static PyObject *WRAPPER_NAME; /* "__neural_dap_wrapper__": where the holder module keeps the wrapper */
+
+static PyObject *dressed_call(PyObject *holder, PyObject *args, PyObject *kwargs) {
+    PyObject *wrapper = PyObject_GetAttr(holder, WRAPPER_NAME);
+    if (wrapper == NULL)
+        return NULL;
+    PyObject *result = PyObject_Call(wrapper, args, kwargs);
+    Py_DECREF(wrapper);
+    return result;
+}
+
+static char *copy_text(const char *text) {
+    size_t n = strlen(text) + 1;
+    char *out = malloc(n);
+    if (out != NULL)
+        memcpy(out, text, n);
+    return out;
+}
+
+static PyObject *dressed_as(PyObject *self, PyObject *args) {
+    PyObject *wrapper, *module_name;
+    const char *name, *doc;
+    if (!PyArg_ParseTuple(args, "OsUz", &wrapper, &name, &module_name, &doc))
+        return NULL;
+    PyMethodDef *def = calloc(1, sizeof(PyMethodDef));
+    char *kept_name = copy_text(name);
+    char *kept_doc = doc != NULL ? copy_text(doc) : NULL;
+    if (def == NULL || kept_name == NULL || (doc != NULL && kept_doc == NULL)) {
+        free(def);
+        free(kept_name);
+        free(kept_doc);
+        return PyErr_NoMemory();
+    }
+    def->ml_name = kept_name;
+    def->ml_meth = (PyCFunction)(void (*)(void))dressed_call;
+    def->ml_flags = METH_VARARGS | METH_KEYWORDS;
+    def->ml_doc = kept_doc;
+    PyObject *holder = PyModule_NewObject(module_name);
+    if (holder == NULL)
+        return NULL; /* (the table stays: a few bytes, once) */
+    PyObject *function = NULL;
+    if (PyObject_SetAttr(holder, WRAPPER_NAME, wrapper) == 0)
+        function = PyCFunction_NewEx(def, holder, module_name);
+    Py_DECREF(holder);
+    return function;
+}
+
 static PyMethodDef module_methods[] = {
+    {"dressed_as", dressed_as, METH_VARARGS,
+     "dressed_as(wrapper, name, module, doc): a C function named `name` (of `module`, documented by `doc`, "
+     "signature line first) that calls `wrapper`."},
     {"floor_noop", (PyCFunction)(void (*)(void))floor_noop, METH_FASTCALL, "A sys.monitoring callback that does nothing."},
     {"floor_jump", (PyCFunction)(void (*)(void))floor_jump, METH_FASTCALL, "DISABLE a forward jump, as the recorder does."},
     {"floor_call", (PyCFunction)(void (*)(void))floor_call, METH_FASTCALL, "DISABLE a call site of no Python function, as the recorder does."},
@@ -2287,6 +2365,7 @@ PyMODINIT_FUNC PyInit__ctracer(void) {
     TAG_S = PyUnicode_InternFromString("s");
     CO_NAME = PyUnicode_InternFromString("co_name");
     F_LOCALS = PyUnicode_InternFromString("f_locals");
+    WRAPPER_NAME = PyUnicode_InternFromString("__neural_dap_wrapper__");
     PyObject *types = PyImport_ImportModule("types");
     if (types == NULL)
         return NULL;

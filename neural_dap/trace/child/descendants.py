@@ -20,6 +20,8 @@ import shutil
 import sys
 from collections.abc import Callable
 
+from neural_dap.trace.child.dressed import like
+
 _PYTHON = re.compile(r"python[0-9.]*[a-z]?(\.exe)?$")
 _VERSIONED = re.compile(r"^python3\.(\d+)[a-z]?$")
 # interpreter options that take a value as the next argument (`-W error`, `-X dev`)
@@ -119,8 +121,9 @@ def follow_python_children(folder: str, spec: Callable[[], dict], own_path: str,
         import _posixsubprocess
 
         fork_exec = _posixsubprocess.fork_exec
-        _posixsubprocess.fork_exec = lambda args, executables, *rest: fork_exec(
-            command(args, _first_existing(executables)), executables, *rest
+        _posixsubprocess.fork_exec = like(
+            fork_exec,
+            lambda args, executables, *rest: fork_exec(command(args, _first_existing(executables)), executables, *rest),
         )
     except (ImportError, AttributeError):
         pass
@@ -145,7 +148,7 @@ def _spawning(spawn, command):
         return spawn(path, command(argv, found), *args, **kwargs)
 
     posix_spawn.__name__ = spawn.__name__
-    return posix_spawn
+    return like(spawn, posix_spawn)
 
 
 def _write_spec(path: str, spec: Callable[[], dict]) -> bool:

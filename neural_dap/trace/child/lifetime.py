@@ -20,6 +20,8 @@ import threading
 import time
 from typing import TYPE_CHECKING
 
+from neural_dap.trace.child.dressed import like
+
 if TYPE_CHECKING:
     from neural_dap.trace.child.channel import Channel
 
@@ -128,7 +130,7 @@ def hide_our_forks() -> None:
         return register_at_fork_of_ours(**{when: _not_at_ours(f) for when, f in functions.items()})
 
     register_at_fork.__doc__ = register_at_fork_of_ours.__doc__
-    os.register_at_fork = register_at_fork
+    os.register_at_fork = like(register_at_fork_of_ours, register_at_fork)
 
 
 def _not_at_ours(function):

@@ -298,6 +298,7 @@ class Recorder:
         is_ = _is
         missing = _MISSING
         atoms = _ATOMS
+        module_type = types.ModuleType
         encode_atom = self.encode_atom
         encode_object = self.encode_object
         dotted = self.comprehensions  # CPython's own names (`.0`) shown as the interpreter has them
@@ -314,6 +315,16 @@ class Recorder:
                     if module_scope and name[:2] == "__":
                         continue
                     enc = value if type(value) is int and -_SMALL_INT < value < _SMALL_INT else encode_atom(value)
+                    objs[name] = value
+                    encs.pop(name, None)
+                    shallow.pop(name, None)
+                elif module_scope and isinstance(value, module_type):
+                    # an imported module, shown as debugpy shows it among a module's variables:
+                    # its text does not change while the name holds it (made once, and not among
+                    # `encs`, so a module's unchanged globals are not diffed: SharedGlobals)
+                    if objs.get(name, missing) is value or name[:2] == "__":
+                        continue
+                    enc = encode_object(value, seen)
                     objs[name] = value
                     encs.pop(name, None)
                     shallow.pop(name, None)

@@ -15,6 +15,7 @@ from _thread import get_ident
 from collections.abc import Callable
 
 from neural_dap.trace.child.channel import Channel, Limits
+from neural_dap.trace.child.dressed import like
 from neural_dap.trace.child.engines import choose_engine, every_thread_in_c
 from neural_dap.trace.child.forked import discard_past_the_limit, follow_forked_workers
 from neural_dap.trace.child.journal import JOURNAL, PLUMBING, plumbing, sandboxed
@@ -97,7 +98,7 @@ def _limit_processes(allowed: int) -> None:
             left[0] -= 1
             return original(*args, **kwargs)
 
-        return start
+        return like(original, start)
 
     for name in ("fork", "forkpty", "posix_spawn", "posix_spawnp", "system"):
         if hasattr(os, name):
@@ -381,7 +382,7 @@ def record_here(
             channel.finish(outcome, message)
             real_exit(0)
 
-    os._exit = exit_after_flush  # type: ignore[assignment]
+    os._exit = like(real_exit, exit_after_flush)  # type: ignore[assignment]
     _wrap_exec(before_exec, forked)
     register_at_fork_of_ours(after_in_child=after_fork_in_child)
     hide_our_forks()  # (from here on: the program's own registrations)
@@ -650,7 +651,7 @@ def _wrap_exec(before_exec, forked: list) -> None:
             return _original(path, *args, **kwargs)
 
         execute.__name__ = name
-        setattr(os, name, execute)
+        setattr(os, name, like(original, execute))
 
 
 def _will_exec(path) -> bool:

@@ -25,6 +25,7 @@ import threading
 from _thread import get_ident
 from collections.abc import Callable
 
+from neural_dap.trace.child.dressed import like
 from neural_dap.trace.child.switch import ThreadSwitch
 
 THREADS_OUTCOME = "threads"
@@ -156,10 +157,11 @@ def _switch_before_start(switch: ThreadSwitch, recording_pid: int) -> Callable[[
             switch.here()
         return original(function, *args, **kwargs)
 
-    setattr(threading, name, start)
+    dressed = like(original, start)
+    setattr(threading, name, dressed)
 
     def unwrap() -> None:
-        if getattr(threading, name) is start:
+        if getattr(threading, name) is dressed:
             setattr(threading, name, original)
 
     return unwrap

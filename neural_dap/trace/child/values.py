@@ -30,7 +30,7 @@ _ATOMS = frozenset({int, str, float, bool, type(None), bytes, complex})
 # Builtin containers: the DAP layer rebuilds their children by parsing the repr, so none are sent.
 _LITERAL_CONTAINERS = frozenset({list, tuple, dict, set, frozenset})
 _builtin_repr = repr
-_HIDDEN_MODULE_TYPES = (types.ModuleType, types.FunctionType, type, types.BuiltinFunctionType)
+_HIDDEN_MODULE_TYPES = (types.FunctionType, type, types.BuiltinFunctionType)  # (modules are shown)
 
 
 def without_addresses(text: str) -> str:
