@@ -70,6 +70,7 @@ class Plan:
     python: str | None = None
     launch: tuple[tuple[str, object], ...] = ()  # extra launch keys, both adapters
     all_threads: bool = False  # the stack of every thread, not only the stopped one
+    groups: bool = False  # a scope's groups ("function variables", ...) compared too, opened (else left out)
 
 
 def value(text: str) -> str:
@@ -185,10 +186,15 @@ async def _expand(client: DapClient, reference: int, depth: int, plan: Plan, top
     out: list[Var] = []
     body = await client.call("variables", {"variablesReference": reference})
     for v in body.get("variables", []):
-        if v["name"] in GROUPS:
+        opened = top and plan.groups and v["name"] in GROUPS  # (its variables, one level down)
+        if v["name"] in GROUPS and not opened:
             continue
         var = Var(v["name"], value(v.get("value", "")), v.get("type", ""), expandable=bool(v["variablesReference"]))
-        wanted = not top or not plan.expand_names or v["name"] in plan.expand_names
+        wanted = opened or not top or not plan.expand_names or v["name"] in plan.expand_names
+        if opened:
+            var.children = await _expand(client, v["variablesReference"], depth, plan, False)
+            out.append(var)
+            continue
         if v["variablesReference"] and depth > 0 and wanted:
             var.children = await _expand(client, v["variablesReference"], depth - 1, plan, False)
         out.append(var)

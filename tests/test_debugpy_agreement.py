@@ -51,13 +51,17 @@ def _sweep() -> list[tuple[str, str, str]]:
 def _comparable(local: dict[str, str]) -> tuple[dict[str, str], dict[str, str]]:
     """Plain locals, and return values (debugpy shows an exception exit as `(return) f: None`).
     Dunder names (a class body's `__module__`, `__qualname__`) and functions, classes and modules
-    (a class body's methods) are left out: debugpy files them under "special variables",
-    "function variables" and "class variables" groups that the peer does not open."""
+    (a class body's methods) are left out, and so are the groups themselves: debugpy files them
+    under "special variables", "function variables" and "class variables" groups (as neural-dap
+    does) that the peer does not open."""
     grouped = ("<function ", "<class ", "<module ")
     plain = {
         k: v
         for k, v in local.items()
-        if not k.startswith("(") and not (k.startswith("__") and k.endswith("__")) and not v.startswith(grouped)
+        if not k.startswith("(")
+        and not (k.startswith("__") and k.endswith("__"))
+        and not v.startswith(grouped)
+        and k not in ("special variables", "function variables", "class variables")
     }
     pseudo = {k: v for k, v in local.items() if k.startswith("(return) ")}
     return plain, pseudo
@@ -504,6 +508,50 @@ async def test_a_modules_variables_list_its_imported_modules_as_debugpys_do(tmp_
     assert differences(ours, theirs) == []
     assert {"os", "js", "path", "data"} <= {v.name for v in ours.views[0].variables["Locals"]}
     assert "string" in {v.name for v in ours.views[1].variables["Locals"]}  # (a function's: as before)
+
+
+GROUPED = """\
+import functools
+
+
+def outer(n):
+    def inner(x):
+        return x + 1
+
+    class Local:
+        pass
+
+    square = lambda v: v * v  # noqa: E731
+    key = len
+    cached = functools.lru_cache(maxsize=None)(inner)
+    part = functools.partial(inner, 2)
+    bound = [].append
+    __magic__ = 5
+    _private = inner
+    total = inner(n) + square(n) + part()
+    return total
+
+
+print(outer(3))
+"""
+
+
+@pytest.mark.slow
+async def test_a_frames_functions_classes_and_dunders_are_grouped_as_debugpy_groups_them(tmp_path):
+    """debugpy files a frame's routines (functions, lambdas, builtins, bound methods, an lru_cache
+    wrapper) under "function variables", its classes under "class variables" and its `__dunders__`
+    under "special variables", above the other names; a `_name` stays inline whatever it holds, and
+    a partial is no routine. neural-dap listed them all inline."""
+    from .dual import Plan, differences, run
+
+    path = tmp_path / "grouped.py"
+    path.write_text(GROUPED)
+    plan = Plan(str(path), breakpoints=({"line": 19},), scopes=("Locals",), expand=0, groups=True)
+    ours, theirs = await run(plan, "neural-dap"), await run(plan, "debugpy")
+    assert differences(ours, theirs) == []
+    shown = [v.name for v in ours.views[0].variables["Locals"]]
+    assert shown[:3] == ["special variables", "function variables", "class variables"], shown
+    assert "inner" not in shown and "_private" in shown and "part" in shown
 
 
 @pytest.mark.slow

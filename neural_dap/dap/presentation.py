@@ -125,6 +125,56 @@ class _Node:
     target: object
     evaluate_name: str | None = None
     fallback: _Node | None = None
+    group: str | None = None  # of a scope ("locals", "globals"): only its variables of this group
+
+
+# debugpy's groups of a scope's variables, in its order (pydevd's DAPGrouper; "protected variables",
+# `_names`, are shown inline, as debugpy shows them by default)
+SPECIAL, FUNCTIONS, CLASSES = "special variables", "function variables", "class variables"
+GROUPS = (SPECIAL, FUNCTIONS, CLASSES)
+# the types `inspect.isroutine` holds to be routines (a method descriptor: `__get__` without `__set__`)
+_ROUTINE_TYPES = frozenset(
+    {
+        "function",
+        "builtin_function_or_method",
+        "method",
+        "method-wrapper",
+        "wrapper_descriptor",
+        "method_descriptor",
+        "classmethod_descriptor",
+        "staticmethod",
+        "classmethod",
+        "_lru_cache_wrapper",
+        "partialmethod",
+        "singledispatchmethod",
+        "cached_property",
+        "cython_function_or_method",
+    }
+)
+_ROUTINE_TEXTS = ("<function ", "<built-in function ", "<bound method ", "<built-in method ", "<method-wrapper ")
+
+
+def _top_level(local_reprs: dict[str, str], values: dict[str, Value]) -> int:
+    """How many variables a scope lists at its top: its groups and its names shown inline."""
+    groups = [group_of(name, text, values.get(name)) for name, text in local_reprs.items()]
+    return groups.count(None) + len(set(groups) - {None})
+
+
+def group_of(name: str, text: str, structured: Value | None) -> str | None:
+    """The group debugpy files a scope's variable under (pydevd's `get_var_scope`): a `__dunder__`
+    among the special variables, a routine among the function variables, a class among the class
+    variables; None: shown inline (a `_name` is, whatever it holds). Judged by the recorded type,
+    else by the text (a predicted value has only that)."""
+    if name.startswith("__") and name.endswith("__"):
+        return SPECIAL
+    if name.startswith("_") or name.endswith("__"):
+        return None
+    kind = structured.type if structured is not None else ""
+    if kind in _ROUTINE_TYPES or (not kind and text.startswith(_ROUTINE_TEXTS)):
+        return FUNCTIONS
+    if kind == "type" or text.startswith(("<class '", "<enum '")):
+        return CLASSES
+    return None
 
 
 LEAF_TYPES = frozenset({"int", "float", "complex", "str", "bool", "NoneType"})
@@ -228,7 +278,7 @@ class StopView:
                 variables_reference=ref,
                 expensive=False,
                 presentation_hint="locals",
-                named_variables=len(frame.locals) + len(frame.extras) + len(frame.returned),
+                named_variables=_top_level(frame.locals, frame.values) + len(frame.extras) + len(frame.returned),
             )
         ]
         if frame.module is not None:
@@ -237,7 +287,7 @@ class StopView:
                     name="Globals",
                     variables_reference=self._handle(_Node("globals", frame.module)),
                     expensive=False,
-                    named_variables=len(frame.module.locals),
+                    named_variables=_top_level(frame.module.locals, frame.module.values),
                 )
             )
         return scopes
@@ -251,25 +301,52 @@ class StopView:
         start = max(0, start)
         entries: list[tuple[str, str, Value | None, str | None]]
         if node.kind in ("locals", "globals"):
-            frame: FrameView = node.target  # type: ignore[assignment]
-            depth = self.depth(frame) if self.live else None
-            out = (
-                [self._variable(name, text, None, name) for name, text in frame.extras] if node.kind == "locals" else []
-            )
-            # in debugpy's order: names, then _names, then __names (pydevd's sorted_attributes_key)
-            for name in sorted(frame.locals, key=attribute_order):
-                text = frame.locals[name]
-                live = LiveRef(depth, ("l", name)) if depth is not None else None
-                if live is not None:
-                    text = self.live_texts.get((depth, name), text)  # type: ignore[arg-type]
-                out.append(self._variable(name, text, frame.values.get(name), name, live))
-            if node.kind == "locals":
-                out += [self._variable(name, text, None, name) for name, text in frame.returned]
+            out = self._scope_variables(node)
             return out[start : start + count] if count else out[start:]
         if node.kind == "live":
             node = node.fallback or _Node("parsed", None)
         entries = self._children(node, start, count)
         return [self._variable(name, text, structured, evaluate) for name, text, structured, evaluate in entries]
+
+    def _scope_variables(self, node: _Node) -> list[p.Variable]:
+        """A scope's variables as debugpy lists them: its groups first (special, function and class
+        variables, each opening to its own), then the return values and the other names in debugpy's
+        order (names, `_names`, `__names`: pydevd's sorted_attributes_key). A group's node lists its
+        own names."""
+        frame: FrameView = node.target  # type: ignore[assignment]
+        depth = self.depth(frame) if self.live else None
+        top = node.group is None
+        grouped: dict[str, list[str]] = {}
+        out: list[p.Variable] = (
+            [self._variable(name, text, None, name) for name, text in frame.extras]
+            if node.kind == "locals" and top
+            else []
+        )
+        for name in sorted(frame.locals, key=attribute_order):
+            text = frame.locals[name]
+            structured = frame.values.get(name)
+            group = group_of(name, text, structured)
+            if group != node.group:
+                if top and group is not None:
+                    grouped.setdefault(group, []).append(name)
+                continue
+            live = LiveRef(depth, ("l", name)) if depth is not None else None
+            if live is not None:
+                text = self.live_texts.get((depth, name), text)  # type: ignore[arg-type]
+            out.append(self._variable(name, text, structured, name, live))
+        if node.kind == "locals" and top:
+            out += [self._variable(name, text, None, name) for name, text in frame.returned]
+        groups = [
+            p.Variable(
+                name=group,
+                value="",
+                type="",
+                variables_reference=self._handle(_Node(node.kind, frame, group=group)),
+            )
+            for group in GROUPS
+            if group in grouped
+        ]
+        return groups + out
 
     def depth(self, frame: FrameView) -> int | None:
         """`frame`'s depth on the stop's stack (what a live copy numbers its frames by)."""
@@ -288,7 +365,9 @@ class StopView:
         names = [
             name
             for name, text in frame.locals.items()
-            if text.endswith(TRUNCATION_MARK) and (depth, name) not in self.live_texts
+            if text.endswith(TRUNCATION_MARK)
+            and (depth, name) not in self.live_texts
+            and group_of(name, text, frame.values.get(name)) == node.group
         ]
         return (depth, names) if names else None
 
