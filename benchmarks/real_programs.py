@@ -299,13 +299,17 @@ async def run_to_end(client: DapClient) -> bool:
 
 
 def comparable_locals(local: dict[str, str]) -> tuple[dict[str, str], dict[str, str]]:
-    """Plain locals and `(return) f` values, without what debugpy files under its groups (as
-    tests/test_debugpy_agreement.py compares them)."""
+    """Plain locals and `(return) f` values, without debugpy's groups and what it files under them
+    (as tests/test_debugpy_agreement.py compares them: the peer does not open them)."""
     grouped = ("<function ", "<class ", "<module ")
+    groups = ("special variables", "function variables", "class variables")
     plain = {
         k: v
         for k, v in local.items()
-        if not k.startswith("(") and not (k.startswith("__") and k.endswith("__")) and not v.startswith(grouped)
+        if not k.startswith("(")
+        and not (k.startswith("__") and k.endswith("__"))
+        and not v.startswith(grouped)
+        and k not in groups
     }
     pseudo = {k: v for k, v in local.items() if k.startswith("(return) ")}
     return plain, pseudo

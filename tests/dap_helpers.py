@@ -76,7 +76,9 @@ async def where(client: DapClient) -> tuple[str, int, dict[str, str]]:
     frames = (await client.call("stackTrace", {"threadId": 1}))["stackFrames"]
     scopes = (await client.call("scopes", {"frameId": frames[0]["id"]}))["scopes"]
     variables = (await client.call("variables", {"variablesReference": scopes[0]["variablesReference"]}))["variables"]
-    return frames[0]["name"], frames[0]["line"], {v["name"]: v["value"] for v in variables}
+    # (debugpy's groups, a frame's dunders, functions and classes, left closed)
+    inline = [v for v in variables if v["name"] not in ("special variables", "function variables", "class variables")]
+    return frames[0]["name"], frames[0]["line"], {v["name"]: v["value"] for v in inline}
 
 
 async def step(client: DapClient, command: str) -> tuple[str, tuple[str, int, dict[str, str]]]:

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from neural_dap.core.state import as_traced
 from neural_dap.trace.recorder import Limits, Program, RecorderError, record
 
 
@@ -123,8 +124,14 @@ def test_script_mode_traces_module_and_argv_and_attributes_output_to_states(tmp_
     assert rec.outcome.kind == "finished"
     by_line = {s.line: s for s in rec.states if s.event == "line"}
     assert by_line[4].stdout == "hi bob\n"  # written while line 3 ran: shown at the next stop
-    # an imported module is shown as debugpy shows it; functions, classes and dunders are not
-    assert by_line[4].locals == {"sys": "<module 'sys' (built-in)>", "name": "'bob'"}
+    # the module's imported modules and dunders are recorded, as debugpy shows them (the dunders in a
+    # group); a trace leaves them out (as_traced)
+    assert {k: v for k, v in by_line[4].locals.items() if not k.startswith("__")} == {
+        "sys": "<module 'sys' (built-in)>",
+        "name": "'bob'",
+    }
+    assert by_line[4].locals["__name__"] == "'__main__'"
+    assert as_traced(by_line[4]).locals == {"name": "'bob'"}
     assert rec.stdout == "hi bob\n"
 
 

@@ -78,11 +78,12 @@ async def test_a_function_of_a_script_has_locals_and_the_modules_globals(tmp_pat
         local = await _variables(client, scopes["Locals"]["variablesReference"])
         assert {name: v["value"] for name, v in local.items()} == {"n": "2"}
         module = await _variables(client, scopes["Globals"]["variablesReference"])
-        # functions, classes and dunder names are not variables; an imported module is, as in debugpy
-        assert set(module) == {"LIMIT", "counter", "big", "mid", "k", "os"}
+        # an imported module is a variable, as in debugpy; functions, classes and dunders are in its groups
+        groups = {"special variables", "function variables", "class variables"}
+        assert set(module) == groups | {"LIMIT", "counter", "big", "mid", "k", "os"}
         assert module["os"]["value"].startswith("<module 'os' from ")
         assert (module["LIMIT"]["value"], module["counter"]["value"], module["k"]["value"]) == ("3", "1", "1")
-        assert scopes["Globals"]["namedVariables"] == 6
+        assert scopes["Globals"]["namedVariables"] == 9
         assert module["counter"]["evaluateName"] == "counter"
         # the caller (the module itself) has both scopes too, as in debugpy
         outer = await _scopes(client, 1)

@@ -66,16 +66,58 @@ class State(msgspec.Struct, frozen=True, omit_defaults=True):
 
 
 _MODULE_TEXT = "<module '"
+# the types `inspect.isroutine` holds to be routines (a method descriptor: `__get__` without `__set__`)
+ROUTINE_TYPES = frozenset(
+    {
+        "function",
+        "builtin_function_or_method",
+        "method",
+        "method-wrapper",
+        "wrapper_descriptor",
+        "method_descriptor",
+        "classmethod_descriptor",
+        "staticmethod",
+        "classmethod",
+        "_lru_cache_wrapper",
+        "partialmethod",
+        "singledispatchmethod",
+        "cached_property",
+        "cython_function_or_method",
+    }
+)
+_ROUTINE_TEXTS = ("<function ", "<built-in function ", "<bound method ", "<built-in method ", "<method-wrapper ")
+
+
+def kind_of(text: str, structured: Value | None) -> str | None:
+    """ "routine", "class" or "module" for a value debugpy files apart from the others (pydevd's
+    `get_var_scope`: `inspect.isroutine`, `inspect.isclass`; a module it shows inline), judged by
+    its recorded type, else by its text (a predicted value has only that); None for any other."""
+    kind = structured.type if structured is not None else ""
+    if kind in ROUTINE_TYPES or (not kind and text.startswith(_ROUTINE_TEXTS)):
+        return "routine"
+    if kind == "type" or text.startswith(("<class '", "<enum '")):
+        return "class"
+    if kind == "module" or text.startswith(_MODULE_TEXT):
+        return "module"
+    return None
+
+
+def _traced_name(name: str, text: str, structured: Value | None) -> bool:
+    return not (name.startswith("__") and name.endswith("__")) and kind_of(text, structured) is None
 
 
 def as_traced(state: State) -> State:
-    """The state as a trace shows it: a module's frame without the modules it imported. A debugger
-    shows them among the module's variables (debugpy does); a trace leaves them out, as the traces
-    the neural debugger learned from (and CWM's) do, so a model is neither shown nor asked for them."""
-    if state.function != "<module>" or not any(text.startswith(_MODULE_TEXT) for text in state.locals.values()):
+    """The state as a trace shows it: a module's frame without its dunders, the modules it imported,
+    its functions and its classes. A debugger shows them among the module's variables (debugpy does,
+    in its groups); a trace leaves them out, as the traces the neural debugger learned from (and
+    CWM's) do, so a model is neither shown nor asked for them."""
+    if state.function != "<module>":
         return state
-    kept = {name: text for name, text in state.locals.items() if not text.startswith(_MODULE_TEXT)}
-    return msgspec.structs.replace(state, locals=kept)
+    values = state.values
+    kept = {name: text for name, text in state.locals.items() if _traced_name(name, text, values.get(name))}
+    if len(kept) == len(state.locals):
+        return state
+    return msgspec.structs.replace(state, locals=kept, values={k: v for k, v in values.items() if k in kept})
 
 
 class Frame(msgspec.Struct, frozen=True, omit_defaults=True):

@@ -22,7 +22,7 @@ import os
 from dataclasses import dataclass, field
 
 from neural_dap.core import reprs
-from neural_dap.core.state import TRUNCATION_MARK, Frame, Value
+from neural_dap.core.state import TRUNCATION_MARK, Frame, Value, kind_of
 from neural_dap.core.world import Divergence, LiveChild, Stop
 from neural_dap.dapwire import protocol as p
 
@@ -132,26 +132,6 @@ class _Node:
 # `_names`, are shown inline, as debugpy shows them by default)
 SPECIAL, FUNCTIONS, CLASSES = "special variables", "function variables", "class variables"
 GROUPS = (SPECIAL, FUNCTIONS, CLASSES)
-# the types `inspect.isroutine` holds to be routines (a method descriptor: `__get__` without `__set__`)
-_ROUTINE_TYPES = frozenset(
-    {
-        "function",
-        "builtin_function_or_method",
-        "method",
-        "method-wrapper",
-        "wrapper_descriptor",
-        "method_descriptor",
-        "classmethod_descriptor",
-        "staticmethod",
-        "classmethod",
-        "_lru_cache_wrapper",
-        "partialmethod",
-        "singledispatchmethod",
-        "cached_property",
-        "cython_function_or_method",
-    }
-)
-_ROUTINE_TEXTS = ("<function ", "<built-in function ", "<bound method ", "<built-in method ", "<method-wrapper ")
 
 
 def _top_level(local_reprs: dict[str, str], values: dict[str, Value]) -> int:
@@ -163,18 +143,13 @@ def _top_level(local_reprs: dict[str, str], values: dict[str, Value]) -> int:
 def group_of(name: str, text: str, structured: Value | None) -> str | None:
     """The group debugpy files a scope's variable under (pydevd's `get_var_scope`): a `__dunder__`
     among the special variables, a routine among the function variables, a class among the class
-    variables; None: shown inline (a `_name` is, whatever it holds). Judged by the recorded type,
-    else by the text (a predicted value has only that)."""
+    variables; None: shown inline (a `_name` is, whatever it holds, and so is a module)."""
     if name.startswith("__") and name.endswith("__"):
         return SPECIAL
     if name.startswith("_") or name.endswith("__"):
         return None
-    kind = structured.type if structured is not None else ""
-    if kind in _ROUTINE_TYPES or (not kind and text.startswith(_ROUTINE_TEXTS)):
-        return FUNCTIONS
-    if kind == "type" or text.startswith(("<class '", "<enum '")):
-        return CLASSES
-    return None
+    kind = kind_of(text, structured)
+    return FUNCTIONS if kind == "routine" else CLASSES if kind == "class" else None
 
 
 LEAF_TYPES = frozenset({"int", "float", "complex", "str", "bool", "NoneType"})

@@ -242,6 +242,8 @@ static int starts_with(PyObject *name, Py_UCS4 a, Py_UCS4 b) {
     return b == 0 || (n >= 2 && PyUnicode_ReadChar(name, 1) == b);
 }
 
+/* A module's global whose text is made once for the object it holds (its dunders, functions,
+ * classes, builtins and callable descriptors, which debugpy files in groups). */
 static int hidden_global(PyObject *name, PyObject *value) {
     if (starts_with(name, '_', '_'))
         return 1;
@@ -396,8 +398,6 @@ static PyObject *diff(Tracer *t, Entry *e, PyObject *locals) {
         int atom = is_atom(value);
         PyObject *enc;
         if (atom) {
-            if (e->module_scope && starts_with(name, '_', '_'))
-                continue;
             seen++;
             if (PyDict_GetItemWithError(e->objs, name) == value)
                 continue;
@@ -410,12 +410,11 @@ static PyObject *diff(Tracer *t, Entry *e, PyObject *locals) {
                 Py_DECREF(enc);
                 goto error;
             }
-        } else if (e->module_scope && PyModule_Check(value)) {
-            /* an imported module, shown as debugpy shows it among a module's variables; its text
-             * does not change while the name holds it, so it is made once (and, not being among the
-             * values that change in place, leaves a module's unchanged globals undiffed) */
-            if (starts_with(name, '_', '_'))
-                continue;
+        } else if (e->module_scope && (PyModule_Check(value) || hidden_global(name, value))) {
+            /* a module's imported modules, functions, classes and dunders, shown as debugpy shows
+             * them (a module inline, the others in its groups): made once for the object a name
+             * holds (and, kept out of the values that change in place, leaving a module's
+             * unchanged globals undiffed at every line of every thread) */
             seen++;
             if (PyDict_GetItemWithError(e->objs, name) == value)
                 continue;
@@ -430,8 +429,6 @@ static PyObject *diff(Tracer *t, Entry *e, PyObject *locals) {
             }
         } else {
             if (!t->dotted && starts_with(name, '.', 0))
-                continue;
-            if (e->module_scope && hidden_global(name, value))
                 continue;
             seen++;
             if (same_atom_list(e->snaps, name, value))

@@ -285,9 +285,9 @@ class Recorder:
         """
         objs: dict = {}  # name -> the object last seen
         encs: dict = {}  # name -> its encoding, for objects that can change in place
-        # name -> the object last found hidden (a module's functions, classes and modules): the same
-        # object under the same name is hidden again, without asking at every line (a thread's every
-        # line diffs its module's globals: engines.SharedGlobals)
+        # name -> the object last found fixed (a module's dunders, modules, functions and classes,
+        # encoded once): the same object under the same name is known so again without asking at
+        # every line (a thread's every line diffs its module's globals: engines.SharedGlobals)
         hidden: dict = {}
         # name -> (a small list or dict whose items are all atoms, a shallow copy of it): unchanged
         # while it holds the very same items, compared in C (a thread's list of results re-encoded
@@ -312,18 +312,20 @@ class Recorder:
                 if type(value) in atoms:
                     if objs.get(name, missing) is value:
                         continue
-                    if module_scope and name[:2] == "__":
-                        continue
                     enc = value if type(value) is int and -_SMALL_INT < value < _SMALL_INT else encode_atom(value)
                     objs[name] = value
                     encs.pop(name, None)
                     shallow.pop(name, None)
-                elif module_scope and isinstance(value, module_type):
-                    # an imported module, shown as debugpy shows it among a module's variables:
-                    # its text does not change while the name holds it (made once, and not among
-                    # `encs`, so a module's unchanged globals are not diffed: SharedGlobals)
-                    if objs.get(name, missing) is value or name[:2] == "__":
+                elif module_scope and (
+                    hidden.get(name, missing) is value or isinstance(value, module_type) or _hidden_global(name, value)
+                ):
+                    # a module's imported modules, functions, classes and dunders, shown as debugpy
+                    # shows them (a module inline, the others in its groups): made once for the
+                    # object a name holds (not among `encs`, so a module's unchanged globals are not
+                    # diffed: SharedGlobals)
+                    if objs.get(name, missing) is value:
                         continue
+                    hidden[name] = value
                     enc = encode_object(value, seen)
                     objs[name] = value
                     encs.pop(name, None)
@@ -332,11 +334,6 @@ class Recorder:
                     if name[0] == "." and not dotted:
                         continue
                     if module_scope:
-                        if hidden.get(name, missing) is value:
-                            continue
-                        if _hidden_global(name, value):
-                            hidden[name] = value
-                            continue
                         hidden.pop(name, None)  # (the program's objects are not kept past its own use)
                     kept = shallow.get(name)
                     if kept is not None and kept[0] is value:
