@@ -345,3 +345,17 @@ async def test_headless_neovim_in_an_untrusted_folder_runs_nothing_and_says_why(
     assert any(lens["title"].startswith("Trace total") for lens in seen["lenses"])  # running it stays a click away
     store = trust.store_path({"XDG_STATE_HOME": str(tmp_path / "state")})
     assert "refused" in store.read_text()  # Neovim asked, and the answer is kept for next time
+
+
+def test_a_modules_values_are_its_data_not_its_imports_functions_or_dunders(tmp_path):
+    """The values a run shows in the editor at a module's lines are its data: the recording holds
+    the module's imports, functions, classes and dunders too (a debug session shows them, as debugpy
+    does), and they were shown at every line of the module."""
+    from neural_dap.lsp.runs import _Facts
+
+    path = tmp_path / "script.py"
+    path.write_text("import os\n\n\ndef double(v):\n    return 2 * v\n\n\nx = double(1)\ny = x + len(os.sep)\n")
+    facts = _Facts(str(path))
+    for state in record(Program(str(path))).states:
+        facts.add(state)
+    assert set(facts.lines[9].seen) == {"x"}

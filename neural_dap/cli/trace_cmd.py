@@ -56,6 +56,7 @@ def run(parser: argparse.ArgumentParser, argv: list[str]) -> int:
     opts = parse_with_program(parser, argv, OPTIONS_WITH_VALUE)
     from neural_dap.core.actions import STEP_INTO
     from neural_dap.core.source import SourceInfo
+    from neural_dap.core.state import as_traced
     from neural_dap.format.settrace import as_settrace
     from neural_dap.format.trace import render_trace
     from neural_dap.trace.recorder import Limits, Program, RecorderError, record
@@ -82,7 +83,7 @@ def run(parser: argparse.ArgumentParser, argv: list[str]) -> int:
                 "function": state.function,
                 "depth": state.depth,
                 "invocation": state.invocation,
-                "locals": state.locals,
+                "locals": as_traced(state).locals,  # (as the text trace: a module's data only)
                 "value": state.value,
             }
             if state.path:

@@ -110,7 +110,8 @@ def as_traced(state: State) -> State:
     """The state as a trace shows it: a module's frame without its dunders, the modules it imported,
     its functions and its classes. A debugger shows them among the module's variables (debugpy does,
     in its groups); a trace leaves them out, as the traces the neural debugger learned from (and
-    CWM's) do, so a model is neither shown nor asked for them."""
+    CWM's) do, so a model is neither shown nor asked for them; so do the summaries of a run for
+    agents (MCP) and for the editor (the language server's values), which show a module's data."""
     if state.function != "<module>":
         return state
     values = state.values

@@ -17,7 +17,7 @@ import msgspec
 
 from neural_dap.core.actions import Action, ActionKind
 from neural_dap.core.calls import call_text, same_literal
-from neural_dap.core.state import State
+from neural_dap.core.state import State, as_traced
 from neural_dap.core.world import Divergence, LaunchSpec, Stop, WorldError, WorldModel
 from neural_dap.debugger.core import Debugger
 from neural_dap.lsp.entries import EntryCall
@@ -115,6 +115,7 @@ class _Facts:
         return facts
 
     def add(self, state: State, divergences: tuple[Divergence, ...] = ()) -> None:
+        state = as_traced(state)  # (a module's data: not its dunders, imports, functions and classes)
         mine = not state.path or state.path == self.path
         running = self.open_line.get(state.invocation)
         if running is not None and mine:

@@ -12,7 +12,7 @@ import re
 from typing import Any
 
 from neural_dap.core.source import read_source
-from neural_dap.core.state import TRUNCATION_MARK
+from neural_dap.core.state import TRUNCATION_MARK, as_traced
 from neural_dap.core.world import Stop
 from neural_dap.debugger.core import Debugger, Report
 from neural_dap.format.confidence import UNCERTAIN_BELOW
@@ -149,7 +149,8 @@ class Viewer:
         if state.caught:
             out["caught"] = self.cut(state.caught)
         if locals_:
-            shown, left = bounded_reprs(dict(state.locals), self.max_repr)
+            # (a module's data: its dunders, imports, functions and classes are not shown to agents)
+            shown, left = bounded_reprs(dict(as_traced(state).locals), self.max_repr)
             out["locals"] = shown
             if left:
                 out["locals_left_out"] = left
