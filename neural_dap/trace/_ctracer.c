@@ -397,30 +397,18 @@ static PyObject *diff(Tracer *t, Entry *e, PyObject *locals) {
             continue;
         int atom = is_atom(value);
         PyObject *enc;
-        if (atom) {
+        /* by identity: an atom, and a module's imported modules, functions, classes and dunders
+         * (shown as debugpy shows them: a module inline, the others in its groups), made once for
+         * the object a name holds and kept out of the values that change in place, so a module's
+         * unchanged globals stay undiffed at every line of every thread */
+        int fixed = !atom && e->module_scope && (PyModule_Check(value) || hidden_global(name, value));
+        if (atom || fixed) {
             seen++;
             if (PyDict_GetItemWithError(e->objs, name) == value)
                 continue;
             if (PyErr_Occurred())
                 goto error;
-            enc = encode(t, value, 1);
-            if (enc == NULL)
-                goto error;
-            if (PyDict_SetItem(e->objs, name, value) < 0 || forget(e->encs, name) < 0 || forget(e->snaps, name) < 0) {
-                Py_DECREF(enc);
-                goto error;
-            }
-        } else if (e->module_scope && (PyModule_Check(value) || hidden_global(name, value))) {
-            /* a module's imported modules, functions, classes and dunders, shown as debugpy shows
-             * them (a module inline, the others in its groups): made once for the object a name
-             * holds (and, kept out of the values that change in place, leaving a module's
-             * unchanged globals undiffed at every line of every thread) */
-            seen++;
-            if (PyDict_GetItemWithError(e->objs, name) == value)
-                continue;
-            if (PyErr_Occurred())
-                goto error;
-            enc = encode(t, value, 0);
+            enc = encode(t, value, atom);
             if (enc == NULL)
                 goto error;
             if (PyDict_SetItem(e->objs, name, value) < 0 || forget(e->encs, name) < 0 || forget(e->snaps, name) < 0) {
