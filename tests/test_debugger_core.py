@@ -67,6 +67,8 @@ def test_the_next_hit_a_hit_condition_can_stop_at_is_the_first_it_is_met_at() ->
         for after in range(30):
             met = [n for n in range(after + 1, 60) if hit_condition_met(condition, n)]
             assert next_hit_met(condition, after) == (met[0] if met else None), (condition, after)
+    # a count of 5000 digits from a client is unreadable (never hides a stop), not an error
+    assert hit_condition_met(">" + "9" * 5000, 3) is True and next_hit_met(">" + "9" * 5000, 3) == 4
 
 
 @pytest.mark.parametrize("recording", ["full", "skeleton"])

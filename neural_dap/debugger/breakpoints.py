@@ -20,7 +20,9 @@ from neural_dap.core.evaluator import EvaluationError
 from neural_dap.core.reprs import show
 from neural_dap.core.source import SourceInfo
 
-_HIT = re.compile(r"^\s*(==|>=|>|<=|<|%)?\s*(\d+)\s*$")
+# (a count of at most 18 digits: a longer one is unreadable, as a hit never reaches it, and int() of
+# thousands of digits from a client raises)
+_HIT = re.compile(r"^\s*(==|>=|>|<=|<|%)?\s*(\d{1,18})\s*$")
 _MOVE_WINDOW = 5
 
 
