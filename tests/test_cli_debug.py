@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 
@@ -155,3 +156,27 @@ def test_run_with_a_script_sets_its_breakpoints_before_the_program_runs(tmp_path
     assert out.returncode == 0, out.stderr
     stops = [line for line in out.stdout.splitlines() if line.startswith("[")]
     assert stops[:2] == ["[breakpoint] loop.py:3 in <module>", "[breakpoint] loop.py:3 in <module>"]
+
+
+def test_numpy_loads_without_spinning_threads_and_the_program_keeps_the_users_environment(tmp_path):
+    """OpenBLAS's idle threads spun a core at every launch; the one-thread setting that stops them
+    lives only while numpy loads, so the program debugged sees the environment as the user set it."""
+    program = tmp_path / "env.py"
+    program.write_text("import os\nprint('blas', os.environ.get('OPENBLAS_NUM_THREADS'))\n")
+    for users in (None, "3"):
+        env = {k: v for k, v in os.environ.items() if k != "OPENBLAS_NUM_THREADS"}
+        if users is not None:
+            env["OPENBLAS_NUM_THREADS"] = users
+        out = subprocess.run(
+            [sys.executable, "-m", "neural_dap", "debug", str(program), "--do", "c"],
+            capture_output=True, text=True, timeout=120, env=env,
+        )  # fmt: skip
+        assert f"blas {users}" in out.stdout, out.stdout + out.stderr
+    if (os.cpu_count() or 1) > 1:  # (one core: OpenBLAS starts no thread either way)
+        threads = (
+            "from neural_dap.cli.main import load_numpy_with_one_blas_thread as load; load();"
+            " import os; print(len(os.listdir('/proc/self/task')))"
+        )
+        env = {k: v for k, v in os.environ.items() if k != "OPENBLAS_NUM_THREADS"}
+        out = subprocess.run([sys.executable, "-c", threads], capture_output=True, text=True, timeout=60, env=env)
+        assert out.stdout.split() == ["1"], out.stdout + out.stderr

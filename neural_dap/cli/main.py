@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import sys
 
 COMMANDS = {
@@ -19,6 +20,30 @@ COMMANDS = {
     "export": ("neural_dap.cli.export_cmd", "record a program and write its calls as a Perfetto (Chrome) trace"),
     "eval": ("neural_dap.cli.eval_cmd", "measure a world model: next-state accuracy, CRUXEval-O/-I"),
 }
+
+
+# numpy's OpenBLAS starts a thread per core when it loads, and each spins for about 0.1 s of a core
+# waiting for work that never comes (neural-dap does no linear algebra with numpy); on a two-core
+# machine that is the core a recording child needs at launch (a whole `debug` took ~40 ms longer)
+_BLAS_THREADS = "OPENBLAS_NUM_THREADS"
+
+
+def load_numpy_with_one_blas_thread() -> None:
+    """numpy, loaded with OpenBLAS's pool at one thread. The setting lives only while numpy loads
+    (OpenBLAS reads it then): the programs debugged inherit the environment as the user set it."""
+    if "numpy" in sys.modules:
+        return
+    saved = os.environ.get(_BLAS_THREADS)
+    os.environ[_BLAS_THREADS] = "1"
+    try:
+        import numpy  # noqa: F401
+    except ImportError:
+        pass
+    finally:
+        if saved is None:
+            del os.environ[_BLAS_THREADS]
+        else:
+            os.environ[_BLAS_THREADS] = saved
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -38,6 +63,7 @@ def main(argv: list[str] | None = None) -> int:
     if name not in COMMANDS:
         print(f"neural-dap: unknown command {name!r}; one of: {', '.join(COMMANDS)}", file=sys.stderr)
         return 2
+    load_numpy_with_one_blas_thread()
     module = importlib.import_module(COMMANDS[name][0])
     parser = argparse.ArgumentParser(prog=f"neural-dap {name}", description=COMMANDS[name][1])
     module.add_arguments(parser)
