@@ -152,12 +152,44 @@ async def main():
 print(asyncio.run(main()))
 """
 
+# tasks whose `await`s pause them while the others run: a `next` over an `await` goes on to that
+# task's next line once it resumes, or stops at another task's breakpoint on the way (a live session
+# stopped at the first line of the next task run, and, over a `return`, ran the program to its end)
+TASKS = """\
+import asyncio
+
+
+async def worker(name, n):
+    for i in range(n):
+        x = i * 2
+        await asyncio.sleep(0)
+        x += 1
+    return name, n
+
+
+async def other(n):
+    total = 0
+    for i in range(n):
+        total += i
+        await asyncio.sleep(0)
+    return total
+
+
+async def main():
+    results = await asyncio.gather(worker("a", 2), other(3), worker("b", 3))
+    print(results)
+
+
+asyncio.run(main())
+"""
+
 CONCURRENT = {
     # (program, breakpoint lines, commands): a worker's breakpoint, steps in the worker, continue to
     # the next hit and into the second worker
     "threads": (THREADED, (7,), ["next"] * 3 + ["continue"] + ["next"] * 2 + ["continue"] * 4),
     # next over each `await`, in one coroutine and in two tasks whose suspensions interleave
     "asyncio": (ASYNCIO, (5,), ["next"] * 4 + ["continue"] + ["next"] * 3 + ["continue"] + ["next"] * 3),
+    "tasks": (TASKS, (6,), ["next"] * 9 + ["continue"] + ["next"] * 4),
 }
 
 

@@ -127,6 +127,7 @@ typedef struct {
 } CallRecord;
 #pragma pack(pop)
 #define LIBRARY_CALL 0x40
+#define SUSPENDED 0x20 /* on an exit: a generator or coroutine pausing (a yield, an await), not returning */
 
 /* What the tracer knows of a code object, found by its address: a dict keyed by code objects
  * would hash the code's contents (its constants, names, bytecode) at every lookup, which costs
@@ -203,6 +204,7 @@ typedef struct {
     long long stop_at;        /* stop at this event (-1: no) */
     long long stop_depth;     /* stop at the first line or exit at this place on the stack or below (-1: no) */
     long long stop_exit_inv;  /* stop where this invocation exits (-1: no) */
+    long long stop_resume_of; /* stop where a run that continues this suspended invocation starts (-1: no) */
     int stop_exceptions;      /* stop where an exception leaves a frame, and at a line that caught one */
     PyObject *breakpoints;    /* dict: filename -> frozenset of breakpoint lines; NULL: none */
     int stop_reason;          /* why the hook is called now: 0 not a stop, else a STOP_* */
@@ -986,7 +988,6 @@ static int call_event(Tracer *t, PyFrameObject *frame, CodeInfo *info, int line)
     if (code_id == -1 && PyErr_Occurred())
         return -1;
     live_call(t);
-    int capture = capturing(t);
     long long resumes = -1;
     int direct = 1;
     if (info->resumable && t->resumed != NULL) {
@@ -1005,6 +1006,10 @@ static int call_event(Tracer *t, PyFrameObject *frame, CodeInfo *info, int line)
                 resumes = -2;
         }
     }
+    /* a live step over an `await` that suspended its coroutine ends where the coroutine resumes */
+    if (t->live && t->stop_resume_of >= 0 && resumes == t->stop_resume_of && t->stop_reason == 0)
+        live_stop(t, STOP_STEP);
+    int capture = capturing(t);
     /* a task's coroutine is run by the event loop, not by the user's code below it: an entry of its own */
     Py_ssize_t depth = direct ? t->depth : 0;
     /* sys.monitoring: the traced frame below called this very function (its CALL event named it),
@@ -1055,7 +1060,8 @@ static int call_event(Tracer *t, PyFrameObject *frame, CodeInfo *info, int line)
     return t->skeleton ? counted(t) : 0;
 }
 
-/* A generator's or coroutine's frame leaves: the helper keeps a suspended one to link its resume. */
+/* A generator's or coroutine's frame leaves: the helper keeps a suspended one to link its resume.
+ * 1: it paused (a yield, an await) and may resume; 0: it left for good, or is no generator's. */
 static int left_event(Tracer *t, Entry *e, int raised) {
     if (!e->resumable || t->left == NULL)
         return 0;
@@ -1067,8 +1073,9 @@ static int left_event(Tracer *t, Entry *e, int raised) {
     leave_context(previous);
     if (rc == NULL)
         return -1;
+    int paused = rc == Py_True;
     Py_DECREF(rc);
-    return 0;
+    return paused;
 }
 
 static int line_event(Tracer *t, Entry *e, int line) {
@@ -1117,14 +1124,15 @@ static int leave_event(Tracer *t, int line, PyObject *value, PyObject *raised) {
     Entry *e = &t->stack[t->depth - 1];
     live_exit(t, raised != NULL);
     int capture = capturing(t);
+    int paused = left_event(t, e, raised != NULL);
+    if (paused < 0)
+        return -1;
     if (t->skeleton) {
-        if (record_event(t, e->inv, line, raised != NULL ? 3 : 2) < 0)
+        if (record_event(t, e->inv, line, raised != NULL ? 3 : paused ? 2 | SUSPENDED : 2) < 0)
             return -1;
         e->last = t->count;
     }
     int rc = 0;
-    if (left_event(t, e, raised != NULL) < 0)
-        return -1;
     if (capture) {
         if (begin_event(t) < 0)
             return -1;
@@ -1600,15 +1608,15 @@ static PyObject *tracer_next_invocation(PyObject *self, PyObject *Py_UNUSED(igno
     return PyLong_FromLongLong(*((Tracer *)self)->next_inv_p);
 }
 
-/* live(stop_at, stop_depth, stop_exit_inv, stop_exceptions, breakpoints): where the running program
- * stops next (-1: not by that); `breakpoints`: {filename: frozenset(lines)} or None. Each code's and
- * each stacked entry's lines are looked up again. */
+/* live(stop_at, stop_depth, stop_exit_inv, stop_exceptions, breakpoints[, stop_resume_of]): where the
+ * running program stops next (-1: not by that); `breakpoints`: {filename: frozenset(lines)} or None.
+ * Each code's and each stacked entry's lines are looked up again. */
 static PyObject *tracer_live(PyObject *self, PyObject *args) {
     Tracer *t = (Tracer *)self;
-    long long stop_at, stop_depth, stop_exit_inv;
+    long long stop_at, stop_depth, stop_exit_inv, stop_resume_of = -1;
     int stop_exceptions;
     PyObject *breakpoints;
-    if (!PyArg_ParseTuple(args, "LLLpO", &stop_at, &stop_depth, &stop_exit_inv, &stop_exceptions, &breakpoints))
+    if (!PyArg_ParseTuple(args, "LLLpO|L", &stop_at, &stop_depth, &stop_exit_inv, &stop_exceptions, &breakpoints, &stop_resume_of))
         return NULL;
     if (breakpoints != Py_None && !PyDict_Check(breakpoints)) {
         PyErr_SetString(PyExc_TypeError, "breakpoints: a dict or None");
@@ -1645,6 +1653,7 @@ static PyObject *tracer_live(PyObject *self, PyObject *args) {
     t->stop_at = stop_at;
     t->stop_depth = stop_depth;
     t->stop_exit_inv = stop_exit_inv;
+    t->stop_resume_of = stop_resume_of;
     t->stop_exceptions = stop_exceptions;
     t->stop_reason = 0;
     t->live = 1;
@@ -1678,7 +1687,7 @@ static int tracer_init(Tracer *self, PyObject *args, PyObject *kwargs) {
                                      &judge_, &PyDict_Type, &code_ids, &code_id, &encode_atom, &encode_object, &value_repr, &bounded,
                                      &dotted))
         return -1;
-    self->stop_at = self->stop_depth = self->stop_exit_inv = -1;
+    self->stop_at = self->stop_depth = self->stop_exit_inv = self->stop_resume_of = -1;
     self->dotted = dotted;
     self->next_inv_p = &self->next_inv;
     PyObject **slots[] = {&self->events, &self->user_cache, &self->judge, &self->code_ids, &self->code_id,
@@ -1742,7 +1751,7 @@ static PyMethodDef tracer_methods[] = {
     {"invocations", tracer_invocations, METH_NOARGS, "invocations(): the invocations on the stack, outermost first."},
     {"next_invocation", tracer_next_invocation, METH_NOARGS, "The id the next invocation gets."},
     {"live", tracer_live, METH_VARARGS,
-     "live(stop_at, stop_depth, stop_exit_inv, stop_exceptions, breakpoints): where the running program stops next."},
+     "live(stop_at, stop_depth, stop_exit_inv, stop_exceptions, breakpoints[, stop_resume_of]): where the running program stops next."},
     {"stop_reason", tracer_stop_reason, METH_NOARGS, "Why the hook is called now (0: not a live stop); clears it."},
     {"stop_at", tracer_stop_at, METH_O, "stop_at(count): stop at that event (a pause: the next one)."},
     {NULL, NULL, 0, NULL},

@@ -265,6 +265,10 @@ class SkeletonExecution:
     def semantics(self) -> ActionSemantics:
         return self.tree.semantics
 
+    def paused(self, inv: int) -> bool:
+        """Invocation `inv` left by a pause (a yield, an await: it may resume), not for good."""
+        return self.recording.log.columns.paused_at_exit(inv)
+
     def apply(self, i: int, action: Action) -> int:
         return self.tree.apply(i, action)
 

@@ -73,10 +73,12 @@ class LiveControl:
         exit_inv: int = -1,
         exceptions: bool = False,
         breakpoints: dict[str, list] | None = None,
+        resumes: int = -1,
     ) -> None:
         """Let the held program run on until the next of these (-1: not by that): event `at`, the
         next line or exit of invocation `within` or of one it runs under, the exit of `exit_inv`, an
-        exception, a breakpoint line (a line, or [line, hits to run past before stopping there])."""
+        exception, a breakpoint line (a line, or [line, hits to run past before stopping there]),
+        the resume of paused generator or coroutine invocation `resumes`."""
         self._send(
             {
                 "run": {
@@ -85,6 +87,7 @@ class LiveControl:
                     "exit": exit_inv,
                     "exceptions": exceptions,
                     "breakpoints": breakpoints or {},
+                    "resumes": resumes,
                 }
             }
         )

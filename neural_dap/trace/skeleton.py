@@ -38,9 +38,11 @@ from neural_dap.trace.collector_pause import paused_collector
 from neural_dap.trace.rolling import RollingEvents
 
 # per event: its invocation, line and kind byte (the kind | CAUGHT on a line right after a handled
-# exception, | LIBRARY_CALL on a call made by library code; see child/skeleton.py)
+# exception, | LIBRARY_CALL on a call made by library code, | SUSPENDED on a return that is a
+# generator's or coroutine's pause; see child/skeleton.py)
 EVENT_DTYPE = np.dtype([("inv", "<u4"), ("line", "<i4"), ("kind", "u1"), ("pad", "V3")])
-CAUGHT, LIBRARY_CALL = 0x80, 0x40
+CAUGHT, LIBRARY_CALL, SUSPENDED = 0x80, 0x40, 0x20
+_KIND = 0x1F  # the kind byte less its flags
 # per call: its code, its caller's latest event (-1: none), the invocation a resumed generator or
 # coroutine continues (-1: none; see child/coroutines.py)
 CALL_DTYPE = np.dtype([("code", "<u4"), ("caller_last", "<i4"), ("resumes", "<i4")])
@@ -135,11 +137,22 @@ class EventColumns:
         self.caller_last = _column(np.int64, size)
         self.resumes = _column(np.int64, size)
         self.library = _column(np.bool_, size)
+        self.paused = _column(np.bool_, size)  # its exit was a pause (a yield, an await), not a return
         self._zero: list[np.ndarray] = []  # a call or exit at line 0 (a module's: see SkeletonRecording)
         self._lock = threading.Lock()  # (the pipe's thread and a tree read at a stop may both extend)
         self.broken = False  # a record named an invocation not called yet: nothing after it is read
 
-    _PER_INVOCATION = ("call_pos", "depth", "end_index", "parent", "code_of", "caller_last", "resumes", "library")
+    _PER_INVOCATION = (
+        "call_pos",
+        "depth",
+        "end_index",
+        "parent",
+        "code_of",
+        "caller_last",
+        "resumes",
+        "library",
+        "paused",
+    )
 
     def _grow(self, capacity: int) -> None:
         n = self.count
@@ -179,13 +192,13 @@ class EventColumns:
                     # every event belongs to an invocation whose call came at it or before (the
                     # child numbers them so): a record that says otherwise is corrupt, and the
                     # columns end before it (they index per invocation with it)
-                    called = self.invocations + np.cumsum((kinds & 0x3F) == CALL)
+                    called = self.invocations + np.cumsum((kinds & _KIND) == CALL)
                     wrong = np.flatnonzero(chunk["inv"] >= called)
                     if len(wrong):
                         self.broken = True
                         chunk, b = chunk[: wrong[0]], a + int(wrong[0])
                         kinds = chunk["kind"]
-                    np.bitwise_and(kinds, 0x3F, out=self.kinds[a:b])
+                    np.bitwise_and(kinds, _KIND, out=self.kinds[a:b])
                     np.greater_equal(kinds, CAUGHT, out=self.caught[a:b])
                     self.lines[a:b] = chunk["line"]
                     self.invs[a:b] = chunk["inv"]
@@ -211,11 +224,13 @@ class EventColumns:
             for name in ("end_index", "parent", "code_of", "caller_last", "resumes"):
                 getattr(self, name)[m : m + k] = -1
             self.library[m : m + k] = False
+            self.paused[m : m + k] = False
             self.invocations = m + k
         if len(ends):
             ended = invs[ends].astype(np.int64)
             ok = ended < self.invocations  # (a corrupt record naming an invocation never called: no end)
             self.end_index[ended[ok]] = ends[ok] + a  # (a generator's last end is its terminal)
+            self.paused[ended[ok]] = (raw_kinds[ends[ok]] & SUSPENDED) != 0
             self.terminals += len(ends)
         library = np.flatnonzero(raw_kinds & LIBRARY_CALL)
         if len(library):
@@ -251,6 +266,11 @@ class EventColumns:
         self.max_code = max(self.max_code, int(code.max()))
         self.any_resumes = self.any_resumes or bool((resumes >= 0).any())
         self.calls_read = upto
+
+    def paused_at_exit(self, inv: int) -> bool:
+        """Invocation `inv` left by a pause (a yield, an await: it may resume), not for good."""
+        with self._lock:
+            return 0 <= inv < self.invocations and bool(self.paused[inv])
 
     def view(self, count: int, calls: int) -> TreeView:
         """The first `count` records and `calls` call records, read and indexed: views of the

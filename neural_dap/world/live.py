@@ -24,7 +24,7 @@ import numpy as np
 
 from neural_dap.core.actions import Action, Target
 from neural_dap.core.world import HitFilter
-from neural_dap.trace.actions import CALL, RETURN
+from neural_dap.trace.actions import CALL, LINE, RETURN
 from neural_dap.trace.execution import SkeletonExecution
 from neural_dap.trace.live_recording import LiveControl
 from neural_dap.trace.program import Outcome
@@ -189,7 +189,14 @@ def run_request(
     if kind == "step_into":
         request["at"] = frontier + 1
     elif kind == "step_over" and owner >= 0:
-        request["within"] = _recorder_invocation(execution, owner)
+        answer = semantics.step_over(start)
+        waiting = awaiting_resume(execution, answer)
+        if waiting >= 0:  # over an `await` that paused the coroutine: on to where it resumes
+            request["resumes"] = _recorder_invocation(execution, waiting)
+        elif semantics.resumes_here(answer):  # resumed, no line of it yet: its next line or exit
+            request["within"] = _recorder_invocation(execution, int(columns.invs[answer]))
+        else:
+            request["within"] = _recorder_invocation(execution, owner)
     elif kind == "step_return" and owner >= 0:
         request["exit_inv"] = _recorder_invocation(execution, owner)
     return request
@@ -216,11 +223,13 @@ def decided_at_frontier(execution: SkeletonExecution, start: int, action: Action
         if owner < 0:
             return False
         end = int(columns.end_index[owner])
-        if 0 <= end <= frontier and semantics.kind(end) == RETURN and _resumable(execution, owner):
-            # over an `await` (a `yield`) that suspended the coroutine: the step ends on its next
-            # line once it resumes, which the program has not reached while no continuation ran
-            later = semantics.continued_by(owner)
-            return later >= 0 and frontier > int(columns.call_index[later])
+        if 0 <= end <= frontier and semantics.kind(end) == RETURN and execution.paused(owner):
+            # over an `await` (a `yield`) that paused the coroutine: the step ends on its next line
+            # once it resumes, which the program has not reached while no continuation ran
+            answer = semantics.step_over(start)
+            if awaiting_resume(execution, answer) >= 0:
+                return False
+            return answer < frontier or (answer == frontier and semantics.kind(answer) == LINE)
         if here == owner:
             return semantics.kind(frontier) < RETURN  # (an exit: decided by the event after it)
         return _runs_under(columns, owner, here) is False
@@ -230,10 +239,18 @@ def decided_at_frontier(execution: SkeletonExecution, start: int, action: Action
     return False  # (a breakpoint hit the session accepted is a stop by itself; continue runs to the end)
 
 
-def _resumable(execution: SkeletonExecution, inv: int) -> bool:
-    """A generator's or coroutine's invocation (its first run says -2, a resumed one what it continues)."""
-    resumes = execution.tree.resumes
-    return inv < len(resumes) and int(resumes[inv]) != -1
+def awaiting_resume(execution: SkeletonExecution, i: int) -> int:
+    """The invocation whose resume a step's answer `i` waits for: event i is the exit of a
+    generator's or coroutine's run that paused (an `await`, a `yield`: the skeleton's exit record
+    says so) and nothing has resumed it yet (asked while the program runs); -1 else (a run that
+    returned for good is an answer by itself)."""
+    semantics = execution.semantics
+    if not 0 <= i <= execution.last or semantics.kind(i) != RETURN:
+        return -1
+    inv = int(semantics.columns.invs[i])
+    if not execution.paused(inv) or semantics.continued_by(inv) >= 0:
+        return -1
+    return inv
 
 
 def _runs_under(columns: Any, owner: int, inv: int) -> bool | None:

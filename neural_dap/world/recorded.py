@@ -54,7 +54,7 @@ from neural_dap.trace.recorder import (
 )
 from neural_dap.trace.skeleton import DivergenceError, SkeletonRecording
 from neural_dap.world.branches import WhatIf
-from neural_dap.world.live import LiveRun, decided_at_frontier, run_request
+from neural_dap.world.live import LiveRun, awaiting_resume, decided_at_frontier, run_request
 
 LIMIT_KEYS = {
     "maxEvents": "max_events",
@@ -451,6 +451,13 @@ class RecordedWorld:
             natural = 0
         else:
             natural = execution.apply(start, action)
+            if action.kind == "step_over" and self._running is not None and self.live:
+                assert isinstance(execution, SkeletonExecution)
+                if awaiting_resume(execution, natural) >= 0:
+                    # over an `await` that paused the coroutine, which has not resumed yet: the
+                    # step goes on past what is recorded (the other tasks run meanwhile, and a
+                    # breakpoint of theirs on the way stops it, as in debugpy)
+                    natural = execution.last
         forward = natural > start
         if self._exited_cleanly():
             # sys.exit(0) / sys.exit() ends the program with SystemExit, which is no error: debugpy

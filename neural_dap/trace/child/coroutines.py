@@ -38,12 +38,15 @@ class Suspensions:
         back = frame.f_back
         return resumes, back is not None and self._is_user(back.f_code)
 
-    def left(self, frame, inv: int, raised: bool) -> None:
-        """The frame of invocation `inv` leaves: by a yield (kept, to be resumed), or for good."""
+    def left(self, frame, inv: int, raised: bool) -> bool:
+        """The frame of invocation `inv` leaves: by a yield or an await (kept, to be resumed: True),
+        or for good (False). The skeleton's exit record says which (SUSPENDED): a live step over an
+        `await` waits for the resume, a step over a return does not."""
         if raised or _returned(frame):
             self._by_frame.pop(id(frame), None)
-        else:
-            self._by_frame[id(frame)] = (frame.f_code, inv)
+            return False
+        self._by_frame[id(frame)] = (frame.f_code, inv)
+        return True
 
 
 def _returned(frame) -> bool:

@@ -12,11 +12,13 @@ event, with the frames already on the stack), then the recorder's hook calls `st
   - says ["stopped", count, reason], and holds the program until the adapter's next command.
 
 Commands come on a pipe of their own, one JSON object a line, read by a thread of the recorder's:
-  {"run": {"at": N, "within": INV, "exit": INV, "exceptions": bool, "breakpoints": {path: [lines]}}}
+  {"run": {"at": N, "within": INV, "exit": INV, "exceptions": bool, "breakpoints": {path: [lines]},
+           "resumes": INV}}
         go on until the next of those (-1: not by that): event N, the next line or exit of invocation
         INV or of one under which it runs (`within`: where a step over lands), the exit of INV, an
         exception, a breakpoint line (a line is a number, or [number, skip]: run past its next
-        `skip` hits, which a hit condition rules out); held: the program resumes
+        `skip` hits, which a hit condition rules out), the start of the run that resumes paused
+        invocation INV (a step over an `await`); held: the program resumes
   {"breakpoints": {path: [lines]}}   while it runs: the lines to stop at from now on
   {"end": true}                      end the recording here (the adapter ends what is left)
 A pause is the real-time signal PAUSE_SIGNAL, handled in the main thread between two bytecodes of
@@ -101,11 +103,12 @@ class Frontier:
         del reader
 
     def _set_breakpoints(self, breakpoints: dict | None, keep=None) -> None:
-        """The lines to stop at, keeping the other predicates (`keep`: (at, depth, exit, exceptions))."""
+        """The lines to stop at, keeping the other predicates (`keep`: (at, depth, exit, exceptions,
+        resumes))."""
         lines = {str(path): _lines(numbers) for path, numbers in (breakpoints or {}).items()}
-        at, depth, exit_, exceptions = keep if keep is not None else self.predicates
+        at, depth, exit_, exceptions, resumes = keep if keep is not None else self.predicates
         self.breakpoints = lines or None
-        self.tracer.live(at, depth, exit_, exceptions, self.breakpoints)
+        self.tracer.live(at, depth, exit_, exceptions, self.breakpoints, resumes)
 
     def _depth_of(self, inv: int) -> int:
         """The place on the stack of invocation `inv` (-1: not on it, so no stop by that)."""
@@ -117,7 +120,7 @@ class Frontier:
                 return place
         return -1
 
-    predicates: tuple = (-1, -1, -1, False)
+    predicates: tuple = (-1, -1, -1, False, -1)
     breakpoints: dict | None = None
 
     def stop(self, count: int, reason_code: int) -> str | None:
@@ -154,6 +157,7 @@ class Frontier:
                     self._depth_of(int(run.get("within", -1))),
                     int(run.get("exit", -1)),
                     bool(run.get("exceptions", False)),
+                    int(run.get("resumes", -1)),
                 )
                 self._set_breakpoints(run.get("breakpoints"), self.predicates)
                 return None

@@ -20,6 +20,7 @@ from neural_dap.trace.child.wire import call_event
 
 BUFFER = 65536  # events per flushed batch
 LIBRARY_CALL = 0x40  # the kind byte's flag on a call event: a call by library code (see child.skeleton)
+SUSPENDED = 0x20  # ... on a return event: a generator or coroutine pausing (a yield, an await)
 
 
 class _Entry:
@@ -164,10 +165,11 @@ class _Skeleton:
         """A return (value) or an exit by exception (raised)."""
         index = self.n
         capture = self._capturing()
-        self._record(entry.inv, line, 3 if raised is not None else 2)
+        paused = bool(entry.frame.f_code.co_flags & RESUMABLE) and self.rec.suspensions.left(
+            entry.frame, entry.inv, raised is not None
+        )
+        self._record(entry.inv, line, 3 if raised is not None else 2 | SUSPENDED if paused else 2)
         entry.last = index
-        if entry.frame.f_code.co_flags & RESUMABLE:
-            self.rec.suspensions.left(entry.frame, entry.inv, raised is not None)
         if capture:
             self._snapshot(len(self.stack))
             if entry.diff is not None:  # the last statement's effect shows at the exit event

@@ -3,7 +3,8 @@
 While the program runs, the engine writes fixed-size binary records (no locals, no reprs):
   event  12 bytes  <u4 invocation, i4 line, u1 kind (0 call, 1 line, 2 return, 3 exception;
                    | 0x80 a line right after a handled exception; | 0x40 a call made by library
-                   code: the frame under it is not the traced frame below it), 3 bytes padding>
+                   code: the frame under it is not the traced frame below it; | 0x20 a return
+                   that is a generator's or coroutine's pause, a yield or an await), 3 bytes padding>
   call   12 bytes  <u4 code id, i4 the caller's latest event index (-1: none), i4 the invocation a
                    resumed generator or coroutine continues (-1: none)>, one per call event
 and every so many events (and every so many seconds) the recording process forks a *checkpoint*:
