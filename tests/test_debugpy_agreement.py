@@ -183,6 +183,26 @@ async def main():
 asyncio.run(main())
 """
 
+TWO_TASKS = """\
+import asyncio
+
+
+async def worker(n):
+    for i in range(n):
+        x = i * 2
+        await asyncio.sleep(0)
+        x += 1
+    return n
+
+
+async def main():
+    results = await asyncio.gather(worker(2), worker(3))
+    print(results)
+
+
+asyncio.run(main())
+"""
+
 CONCURRENT = {
     # (program, breakpoint lines, commands): a worker's breakpoint, steps in the worker, continue to
     # the next hit and into the second worker
@@ -190,6 +210,9 @@ CONCURRENT = {
     # next over each `await`, in one coroutine and in two tasks whose suspensions interleave
     "asyncio": (ASYNCIO, (5,), ["next"] * 4 + ["continue"] + ["next"] * 3 + ["continue"] + ["next"] * 3),
     "tasks": (TASKS, (6,), ["next"] * 9 + ["continue"] + ["next"] * 4),
+    # next off a task's `return`: on at the next line of the task that resumes (3.12+: not at its
+    # `await`, as debugpy takes no PY_RESUME event)
+    "task returns": (TWO_TASKS, (9,), ["next"] * 7),
 }
 
 

@@ -101,7 +101,6 @@ class Stop(msgspec.Struct, frozen=True, omit_defaults=True):
     hit_exception: bool = False  # stopped because of an exception filter
     hit_breakpoint: bool = False  # stopped at one of the breakpoint targets
     note: str = ""  # something the user should know about this stop
-    resumed: bool = False  # a coroutine (or generator) resumes here, at the line that suspended it
     suspends: bool = False  # the exit of a generator (or coroutine) that pauses here: it resumes later
     # A return a step passed on its way here, shown in the stop's frame as debugpy (3.11) shows it
     # after a step over the return: ("(return) f", value)

@@ -165,7 +165,7 @@ async def drive(
         raise UnknownExecution(f"unknown execution {kind}")
     if kind in ("next", "stepIn", "stepOut"):
         stop = await _on_through_library(stop, act)
-        stop = await _on_to_user_code(stop, act, returns_stop_in_caller)
+        stop = await _on_to_user_code(stop, act)
     return Outcome(stop, _reason(kind, stop, reason), finished=_finishes(kind, stop, stop_at_end))
 
 
@@ -279,18 +279,19 @@ def _left_user_code(stop: Stop) -> bool:
     )
 
 
-async def _on_to_user_code(stop: Stop, act: Act, at_resumes: bool = False) -> Stop:
+async def _on_to_user_code(stop: Stop, act: Act) -> Stop:
     """As debugpy steps with justMyCode: stepping out of the user's code into a library runs on to
     the next line of the user's code, wherever it is (the next test, the next task), rather than
-    stopping at a return nobody traced will see. `at_resumes`: a coroutine resuming at its `await`
-    is such a line (debugpy on 3.12+)."""
+    stopping at a return nobody traced will see. A coroutine resuming at its `await` is no such
+    line: debugpy (3.12+) takes no PY_RESUME event, and a task resumed after `asyncio.sleep(0)`
+    stops at its next line (it stopped at the `await` here, and a `next` off another task's
+    `return` showed the resumed task one line early)."""
     while _left_user_code(stop):
         stop = await act(Action("step_into"), True)
         # through the calls that resume a chain of coroutines (a task's `main` resuming its `fetch`)
         # to the first line: debugpy never stops at a call
         for _ in range(64):
-            resumes_here = at_resumes and stop.resumed
-            if stop.state.event != "call" or stop.hit_breakpoint or stop.hit_exception or resumes_here:
+            if stop.state.event != "call" or stop.hit_breakpoint or stop.hit_exception:
                 break
             stop = await act(Action("step_into"), True)
     return stop

@@ -525,7 +525,6 @@ class RecordedWorld:
             if before < i:
                 exception_line = int(execution.semantics.columns.lines[before])
         semantics = execution.semantics
-        resumed = semantics.resumes_here(i)
         suspends = state.event == "return" and semantics.continued_by(int(semantics.columns.invs[i])) >= 0
         by_library = semantics.called_by_library(i)
         return Stop(
@@ -538,7 +537,6 @@ class RecordedWorld:
             output=output,
             hit_exception=hit_exception,
             hit_breakpoint=hit_breakpoint,
-            resumed=resumed,
             suspends=suspends,
             called_by_library=by_library,
             library_calls_next=by_library and state.terminal and semantics.library_calls_next(i),
