@@ -614,6 +614,69 @@ async def test_a_frames_functions_classes_and_dunders_are_grouped_as_debugpy_gro
     assert "inner" not in shown and "_private" in shown and "part" in shown
 
 
+NESTED = """\
+conf = {"db": {"hosts": [{"name": "a", "port": 1}], "retry": (1, (2, (3,)))}, "tags": set()}
+rows = [[[1, 2], [3]], [[4]], list(range(25))]
+wide = list(range(70))
+quotes = ["it's " * 40, 'say "hi" ' * 20]
+empty = set()
+print(len(conf), len(rows))
+"""
+
+
+@pytest.mark.slow
+async def test_nested_containers_and_the_consoles_none_read_as_in_debugpy(tmp_path):
+    """debugpy shows pydevd's SafeRepr, not repr(): containers three deep read `{...}`, 59 items at
+    the top and 19 one level down, a long string inside a container cut in the middle, an empty
+    set `{}`; and the console answers nothing for None. neural-dap showed repr() whole, and None."""
+    from .dual import Plan, differences, run
+
+    path = tmp_path / "nested.py"
+    path.write_text(NESTED)
+    plan = Plan(str(path), breakpoints=({"line": 6},), expand=1, evaluate=("conf", "rows[0]", "None", "quotes"))
+    ours, theirs = await run(plan, "neural-dap"), await run(plan, "debugpy")
+    assert differences(ours, theirs) == []
+    values = {v.name: v.value for v in ours.views[0].variables["Locals"]}
+    assert values["rows"].startswith("[[[...], [...]], [[...]], [0, 1, 2,") and values["empty"] == "{}"
+    assert ours.views[0].evaluated["None"] == ""
+
+
+AFTER_A_THREAD = """\
+import threading
+
+t = threading.Thread(target=print, args=("hi",))
+t.start()
+t.join()
+items = [1, (2, 3)]
+empty = []
+no = {}
+pair = {"a": [1]}
+done = True
+"""
+
+
+@pytest.mark.slow
+async def test_containers_open_as_in_debugpy_once_a_program_has_run_a_thread(tmp_path):
+    """A program that has run a thread is travelled in its recording (no process to ask): its lists,
+    tuples and dicts open with debugpy's last `len()` child, and an empty one opens too. They had
+    neither (found by a user trial)."""
+    from .dual import Plan, run
+
+    path = tmp_path / "after_a_thread.py"
+    path.write_text(AFTER_A_THREAD)
+    plan = Plan(str(path), breakpoints=({"line": 11},), expand=2, expand_names=("items", "empty", "no", "pair"))
+    ours, theirs = await run(plan, "neural-dap"), await run(plan, "debugpy")
+
+    def opened(session) -> dict:
+        def tree(var) -> object:
+            return (var.value, [(c.name, tree(c)) for c in var.children or []])
+
+        return {v.name: tree(v) for v in session.views[0].variables["Locals"] if v.name in plan.expand_names}
+
+    assert opened(ours) == opened(theirs)
+    assert opened(ours)["empty"] == ("[]", [("len()", ("0", []))])
+
+
 @pytest.mark.slow
 async def test_a_worker_thread_shows_and_evaluates_its_globals_as_debugpy_does(tmp_path):
     """At a breakpoint in a pool's worker: Locals and Globals, the globals as they are at that moment

@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import math
+import sys
+from pathlib import Path
 
 import pytest
 
 from neural_dap.core.evaluator import Budget, EvaluationError, evaluate
 from neural_dap.core.reprs import ObjectRepr, Opaque, bounded_repr, children, has_children, parse_repr, show, type_name
 from neural_dap.core.state import TRUNCATION_MARK
+from neural_dap.debugger.shown import shown
 
 
 @pytest.mark.parametrize(
@@ -98,3 +101,53 @@ def test_expressions_that_would_act_or_explode_are_evaluation_errors(expression,
 def test_the_budget_bounds_steps():
     with pytest.raises(EvaluationError, match="too many steps"):
         evaluate("[i for i in range(50000) for j in range(3)]", {}, Budget(steps=1000))
+
+
+def _safe_repr():
+    """debugpy's own SafeRepr (pydevd, vendored in the debugpy package this project depends on)."""
+    import debugpy
+
+    pydevd = str(Path(debugpy.__file__).parent / "_vendored" / "pydevd")
+    if pydevd not in sys.path:
+        sys.path.append(pydevd)
+    from _pydevd_bundle.pydevd_safe_repr import SafeRepr  # type: ignore[import-not-found]
+
+    return SafeRepr()
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        {"a": {"b": {"c": 1}}},
+        [[[1, 2], [3]], [[4]]],
+        ("-", ("/", ("+", 4, 6), 2), 1),
+        ((1,),),
+        list(range(59)),
+        list(range(60)),
+        [list(range(19)), list(range(20))],
+        {i: {j: [j] for j in range(21)} for i in range(61)},
+        ["x" * 200, b"y" * 129, "it's " * 30, 'say "hi" ' * 20, "q" * 128],
+        [10**150, 2.5, None, True, -3],
+        [set(), frozenset(), frozenset({1}), {}, [], ()],
+        {"k": [set(), {"z": (1, 2)}]},
+        [[]],
+        [[[]]],
+        set(),
+        frozenset({(1, (2, (3,)))}),
+    ],
+)
+def test_a_containers_value_reads_as_debugpys_saferepr(value):
+    """The Variables view shows what debugpy's SafeRepr makes of the value, rebuilt from repr()."""
+    expected = _safe_repr()(value)
+    assert shown(repr(value), type(value).__name__) == expected
+    assert shown(expected, type(value).__name__) == expected  # (a live session's text is SafeRepr's already)
+
+
+def test_text_that_is_no_literal_container_reads_as_it_is():
+    for text, kind in [
+        ("[<object at 0x1>, 2]", "list"),
+        ("[1, 2\u2026", "list"),
+        ("Point(x=1)", "Point"),
+        ("{1: 2}", "str"),
+    ]:
+        assert shown(text, kind) == text

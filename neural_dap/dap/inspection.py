@@ -18,6 +18,7 @@ from neural_dap.dap.presentation import LEAF_TYPES, LiveRef
 from neural_dap.dapwire import protocol as p
 from neural_dap.debugger import asking
 from neural_dap.debugger.core import MAIN_THREAD, is_plain_reference
+from neural_dap.debugger.shown import shown
 
 log = logging.getLogger("neural_dap.dap")
 
@@ -99,7 +100,10 @@ class InspectionRequests(Connection):
         else:
             value = result.value if not result.live else reprs.parse_repr(result.text)  # expandable where it parses
             reference = view.expandable(value, args.expression)
-        await self.respond(request, {"result": result.text, "type": result.type, "variablesReference": reference})
+        text = shown(result.text, result.type)
+        if args.context == "repl" and result.type == "NoneType" and not reference:
+            text = ""  # (the console answers nothing for None, as Python's REPL and debugpy do)
+        await self.respond(request, {"result": text, "type": result.type, "variablesReference": reference})
 
     async def on_source(self, request: p.Request) -> None:
         args = self._args(request, p.SourceArguments)

@@ -25,11 +25,14 @@ from neural_dap.core import reprs
 from neural_dap.core.state import TRUNCATION_MARK, Frame, Value, kind_of
 from neural_dap.core.world import Divergence, LiveChild, Stop
 from neural_dap.dapwire import protocol as p
+from neural_dap.debugger.shown import shown
 
 PAGE_HINT = 100  # containers longer than this are announced with a count so clients page them
 _SEQUENCES = ("list", "tuple")  # recorded structures whose children are items 0, 1, ... (paged)
 _MAPPINGS = ("dict",)  # children named by their keys' reprs
 _SETS = ("set", "frozenset")  # children numbered in iteration order: no expression reaches one
+# parsed values whose children debugpy lists with a last `len()` (expandable when empty too)
+_CONTAINERS = (list, tuple, dict, set, frozenset)
 
 
 @dataclass
@@ -365,7 +368,7 @@ class StopView:
             out.append(
                 p.Variable(
                     name=child.name,
-                    value=child.value,
+                    value=child.value,  # (the program's SafeRepr already: child/resolvers.py)
                     variables_reference=ref,
                     type=child.type or None,
                     evaluate_name=evaluate,
@@ -411,7 +414,8 @@ class StopView:
                 out.append(("...", note, None, None))
             return out
         parsed = node.target
-        for name, item in reprs.children(parsed)[start:end]:
+        items = reprs.children(parsed)
+        for name, item in items[start:end]:
             if isinstance(parsed, dict):
                 evaluate = f"{base}[{name}]" if base else None
             elif isinstance(parsed, reprs.ObjectRepr) and not name.isdigit():
@@ -421,6 +425,9 @@ class StopView:
             else:
                 evaluate = None
             out.append((name, reprs.show(item), None, evaluate))
+        if isinstance(parsed, _CONTAINERS) and len(items) <= PAGE_HINT and (end is None or end >= len(items)):
+            # (debugpy's last child of a container, an empty one's only)
+            out.append(("len()", str(len(parsed)), None, f"len({base})" if base else None))
         return out
 
     def _variable(
@@ -439,7 +446,7 @@ class StopView:
         else:
             parsed = reprs.parse_repr(text)
             kind = structured.type if structured is not None and structured.type else reprs.type_name(parsed)
-            if reprs.has_children(parsed):
+            if reprs.has_children(parsed) or isinstance(parsed, _CONTAINERS):
                 ref = self._handle(_Node("parsed", parsed, evaluate_name))
                 size = len(reprs.children(parsed))
                 if isinstance(parsed, (list, tuple)) and size > PAGE_HINT:
@@ -449,7 +456,7 @@ class StopView:
             fallback = self.handles.pop(ref) if ref else None
             ref = self._handle(_Node("live", live, evaluate_name, fallback))
             indexed = named = None
-        value = self._with_confidence(name, text, evaluate_name)
+        value = self._with_confidence(name, shown(text, kind), evaluate_name)
         hint = None
         mark = self.marked.get(name)
         if mark is not None:
@@ -490,6 +497,6 @@ class StopView:
         return self._handle(_Node("live", ref, evaluate_name))
 
     def expandable(self, value: object, evaluate_name: str | None) -> int:
-        if reprs.has_children(value):
+        if reprs.has_children(value) or isinstance(value, _CONTAINERS):
             return self._handle(_Node("parsed", value, evaluate_name))
         return 0

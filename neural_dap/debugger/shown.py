@@ -1,0 +1,122 @@
+"""How a value reads in the Variables view and in evaluate's answers: as debugpy shows it.
+
+debugpy does not show a container's `repr()` but pydevd's SafeRepr of it: a builtin list, tuple,
+dict, set or frozenset nested three deep reads `[...]` (`{'a': {'b': {...}}}`), at most 59 items
+show at the top level and 19 one level down (then `...`), and a string or another object's repr
+inside a container that is longer than 128 characters is cut in the middle. An empty set reads `{}`.
+The recording keeps `repr()` (what a trace holds and the model learns); this is only how the text
+reads, rebuilt from it: parsed, never evaluated, never longer than it. Text that does not parse as
+a literal container (an object's `<...>` repr inside, a repr cut by the recorder) reads as it is;
+so does text SafeRepr made already (a live session's answers from the program: child/resolvers.py),
+on which the rules change nothing.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterator
+
+from neural_dap.core.reprs import MAX_REPR_TEXT
+from neural_dap.core.state import TRUNCATION_MARK
+
+MAX_ITEMS = (60, 20)  # pydevd's SafeRepr.maxcollection: items per nesting level (one fewer shows)
+INNER_LIMIT = 128  # SafeRepr.maxstring_inner / maxother_inner: a repr inside a container, at most
+_COLLECTIONS = frozenset(("list", "tuple", "dict", "set", "frozenset"))
+
+
+def shown(text: str, type_name: str | None) -> str:
+    """The text debugpy shows for a value of type `type_name` whose repr is `text`."""
+    if type_name not in _COLLECTIONS or not text or text.endswith(TRUNCATION_MARK) or len(text) > MAX_REPR_TEXT:
+        return text
+    if type_name == "set" and text == "set()":
+        return "{}"
+    try:
+        node = ast.parse(text, mode="eval").body
+        if _collection(node) is None or any(_is_ellipsis(part) for part in ast.walk(node)):
+            # (`...` in a repr: a container that holds itself, or text SafeRepr made already, such
+            # as the program's own answer in a live session: it reads as it is)
+            return text
+        return "".join(_render(node, text, 0))
+    except (SyntaxError, ValueError, MemoryError, RecursionError):
+        return text
+
+
+def _is_ellipsis(node: ast.AST) -> bool:
+    return isinstance(node, ast.Constant) and node.value is Ellipsis
+
+
+def _collection(node: ast.AST) -> tuple[str, str, list, bool] | None:
+    """A builtin container's (prefix, suffix, items, is a dict), as SafeRepr writes it; else None."""
+    if isinstance(node, ast.List):
+        return "[", "]", node.elts, False
+    if isinstance(node, ast.Tuple):
+        return "(", ")", node.elts, False
+    if isinstance(node, ast.Set):
+        return "{", "}", node.elts, False
+    if isinstance(node, ast.Dict):
+        if any(key is None for key in node.keys):
+            raise ValueError("not a repr: dict unpacking")
+        return "{", "}", list(zip(node.keys, node.values, strict=True)), True
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and not node.keywords:
+        if node.func.id == "set" and not node.args:
+            return "{", "}", [], False
+        if node.func.id == "frozenset" and not node.args:
+            return "frozenset({", "})", [], False
+        if node.func.id == "frozenset" and len(node.args) == 1 and isinstance(node.args[0], ast.Set):
+            return "frozenset({", "})", node.args[0].elts, False
+    return None
+
+
+def _render(node: ast.AST, text: str, level: int) -> Iterator[str]:
+    """pydevd's `_repr` of the value `node` stands for, at nesting `level`."""
+    found = _collection(node)
+    if found is None:
+        yield _atom(node, text, level)
+        return
+    prefix, suffix, items, is_dict = found
+    if is_dict and not items:
+        yield prefix + suffix
+        return
+    yield prefix
+    if level >= len(MAX_ITEMS):
+        yield "..."
+        yield suffix
+        return
+    count = MAX_ITEMS[level]
+    for k, item in enumerate(items):
+        if k:
+            yield ", "
+        count -= 1
+        if count <= 0:
+            yield "..."
+            break
+        if is_dict:
+            yield from _render(item[0], text, level + 1)
+            yield ": "
+            yield from _render(item[1], text, level + 1)
+        else:
+            yield from _render(item, text, level + 1)
+    else:
+        if isinstance(node, ast.Tuple) and len(items) == 1:
+            yield ","
+    yield suffix
+
+
+def _atom(node: ast.AST, text: str, level: int) -> str:
+    """A value that is no builtin container: its repr as written, cut in the middle inside one."""
+    written = ast.get_source_segment(text, node)
+    if written is None:
+        raise ValueError("no text for a part of the repr")
+    if level == 0:
+        return written
+    value = node.value if isinstance(node, ast.Constant) else None
+    if isinstance(value, (str, bytes)):
+        if len(value) <= INNER_LIMIT:
+            return written
+        # (pydevd's cut, to the letter: it looks for a single quote, whichever quote repr chose)
+        left, right = repr(value[: 2 * INNER_LIMIT // 3]), repr(value[-(INNER_LIMIT // 3) :])
+        if "'" in left and "'" in right:
+            return left[: left.rindex("'")] + "..." + right[right.index("'") + 1 :]
+    if len(written) <= INNER_LIMIT:
+        return written
+    return written[: 2 * INNER_LIMIT // 3] + "..." + written[-(INNER_LIMIT // 3) :]
