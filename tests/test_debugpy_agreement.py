@@ -377,6 +377,36 @@ async def test_next_off_a_return_goes_where_debugpy_goes(tmp_path, version):
     assert ("g", 6) in stops or version != "3.11", stops
 
 
+THROWN_INTO = """\
+def gen(k):
+    try:
+        yield k
+    finally:
+        print("end", k)
+
+
+for k in range(2):
+    g = gen(k)
+    next(g)
+    try:
+        g.throw(KeyError(k))
+    except KeyError:
+        print("caught", k)
+"""
+
+
+@pytest.mark.slow
+async def test_next_off_a_generator_an_exception_leaves_goes_to_the_callers_except(tmp_path):
+    """`next` off a generator's `finally` that re-raises what `throw` put into it goes on to the
+    caller's `except`, as debugpy does on 3.11. The recorder took that exit for a pause, and the
+    next generator of the function (its frame at the same address) for its resume: the step
+    landed in that other generator, skipping the caller's lines (found by a user trial)."""
+    path = tmp_path / "thrown_into.py"
+    path.write_text(THROWN_INTO)
+    stops = await _stops_beside_debugpy(path, (5,), ["next"] * 3, "3.11", "thrown")
+    assert stops[1:] == [("<module>", 13), ("<module>", 14), ("<module>", 8)]
+
+
 async def _stops_beside_debugpy(
     path, lines: tuple[int, ...], commands: list[str], version: str, plan: str, **launch_keys
 ) -> list[tuple[str, int]]:

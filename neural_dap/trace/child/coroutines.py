@@ -17,9 +17,11 @@ from collections.abc import Callable
 # CO_GENERATOR | CO_COROUTINE | CO_ITERABLE_COROUTINE | CO_ASYNC_GENERATOR (as inspect names them;
 # inspect itself is not imported: the program sees the modules it imported, not ours)
 RESUMABLE = 0x20 | 0x80 | 0x100 | 0x200
-# a frame leaving on one of these has returned for good; any other instruction is a yield (3.11-3.12:
-# YIELD_VALUE; 3.13 reports the RESUME after it)
-_FINAL = frozenset(opcode.opmap[name] for name in ("RETURN_VALUE", "RETURN_CONST") if name in opcode.opmap)
+# a frame pauses at a yield (and an await) on YIELD_VALUE (3.11-3.12), or on the RESUME right after it
+# (3.13 reports that one); on any other instruction it left for good: a return, or an exception that
+# a `finally` re-raises (RERAISE: 3.11's settrace reports it as a return with nothing pending)
+_YIELD_VALUE = opcode.opmap["YIELD_VALUE"]
+_RESUME = opcode.opmap.get("RESUME", -1)
 
 
 class Suspensions:
@@ -50,6 +52,12 @@ class Suspensions:
 
 
 def _returned(frame) -> bool:
+    """The frame left for good: it did not pause at a yield. (Taking every exit but a return for a
+    pause linked a new generator of the same function, whose frame reused the address of one that
+    an exception had left, as that one's resume: a step over the exit landed in the new one.)"""
     lasti = frame.f_lasti
     code = frame.f_code.co_code
-    return not 0 <= lasti < len(code) or code[lasti] in _FINAL
+    if not 0 <= lasti < len(code):
+        return True
+    op = code[lasti]
+    return not (op == _YIELD_VALUE or (op == _RESUME and lasti >= 2 and code[lasti - 2] == _YIELD_VALUE))
