@@ -407,6 +407,47 @@ async def test_next_off_a_generator_an_exception_leaves_goes_to_the_callers_exce
     assert stops[1:] == [("<module>", 13), ("<module>", 14), ("<module>", 8)]
 
 
+CONTEXT_MANAGER_RERAISES = """\
+import contextlib
+
+
+@contextlib.contextmanager
+def ctx():
+    try:
+        yield
+    finally:
+        x = 1
+
+
+try:
+    with ctx():
+        raise KeyError("k")
+except KeyError:
+    pass
+print("done")
+"""
+
+
+@pytest.mark.slow
+async def test_next_that_takes_an_exception_out_of_a_context_manager_stops_as_user_unhandled(tmp_path):
+    """On 3.11 a `finally` that re-raises reaches settrace as a return with nothing pending: the
+    recorder took the generator's exit for a return, and a `next` from the `finally` stepped on
+    where debugpy stops for "User Uncaught Exceptions" (the exception leaves the user's generator
+    into contextlib). The exit is now the exception (its last instruction is RERAISE)."""
+    from .dual import Plan, run
+
+    path = tmp_path / "context_reraises.py"
+    path.write_text(CONTEXT_MANAGER_RERAISES)
+    plan = Plan(
+        str(path), breakpoints=({"line": 9},), exception_filters=("uncaught", "userUnhandled"), commands=("next",)
+    )
+    ours, theirs = await run(plan, "neural-dap"), await run(plan, "debugpy")
+    # (debugpy's text goes on with a note on where the trace is shown; its first word is the type)
+    theirs_stops = [(v.reason, v.text.split(" ", 1)[0]) for v in theirs.views[:2]]
+    assert [(v.reason, v.text) for v in ours.views[:2]] == theirs_stops
+    assert ours.views[1].reason == "exception"
+
+
 async def _stops_beside_debugpy(
     path, lines: tuple[int, ...], commands: list[str], version: str, plan: str, **launch_keys
 ) -> list[tuple[str, int]]:

@@ -82,6 +82,8 @@ typedef struct {
     PyObject *snaps;      /* name -> (list, its items): a small list of atoms as last encoded */
     PyObject *globals;    /* a <module> entry of a recording of every thread: its globals (see module_update) */
     PyObject *pending;    /* an exception raised in this frame and not yet handled */
+    PyObject *seen;       /* the latest exception raised in this frame, handled or not (settrace: what a
+                           * `finally` that re-raises takes out of it, with nothing pending) */
     int module_scope;
     long long last;       /* index of this invocation's latest event */
     int line;             /* ... and its line (a snapshot's: the frame as its events left it) */
@@ -919,6 +921,7 @@ static Entry *push(Tracer *t, PyObject *code, PyFrameObject *frame) {
     e->snaps = NULL;
     e->globals = NULL;
     e->pending = NULL;
+    e->seen = NULL;
     e->module_scope = 0;
     e->last = t->count;
     e->code_id = 0;
@@ -936,6 +939,7 @@ static void pop(Tracer *t) {
     Py_CLEAR(e->snaps);
     Py_CLEAR(e->globals);
     Py_CLEAR(e->pending);
+    Py_CLEAR(e->seen);
     Py_CLEAR(e->frame);
     Py_CLEAR(e->code);
 }
@@ -1185,6 +1189,45 @@ static int leave_event(Tracer *t, int line, PyObject *value, PyObject *raised) {
 static void set_pending(Entry *e, PyObject *exc) {
     Py_INCREF(exc);
     SET_REF(e->pending, exc);
+    Py_INCREF(exc);
+    SET_REF(e->seen, exc);
+}
+
+/* settrace: the frame's exit is an exception that a `finally` (or a `with`'s exit) re-raises, the
+ * handled exception of the line events before it no longer pending: its last instruction is
+ * RERAISE. (sys.monitoring says PY_UNWIND.) 1, 0, or -1: error. */
+static int RERAISE_OP = -1;
+static int exits_by_reraise(PyFrameObject *frame) {
+    if (RERAISE_OP < 0) {
+        PyObject *opcode = PyImport_ImportModule("opcode");
+        PyObject *opmap = opcode == NULL ? NULL : PyObject_GetAttrString(opcode, "opmap");
+        PyObject *op = opmap == NULL ? NULL : PyMapping_GetItemString(opmap, "RERAISE");
+        Py_XDECREF(opcode);
+        Py_XDECREF(opmap);
+        if (op == NULL)
+            return -1;
+        RERAISE_OP = (int)PyLong_AsLong(op);
+        Py_DECREF(op);
+        if (RERAISE_OP < 0)
+            return -1;
+    }
+    /* (attributes: the limited API has no PyFrame_GetLasti; this runs only at an exit with nothing
+     * pending of a frame that saw an exception) */
+    PyObject *lasti_obj = PyObject_GetAttrString((PyObject *)frame, "f_lasti");
+    PyObject *code = PyObject_GetAttrString((PyObject *)frame, "f_code");
+    PyObject *bytes = code == NULL ? NULL : PyObject_GetAttrString(code, "co_code");
+    Py_XDECREF(code);
+    long lasti = lasti_obj == NULL ? -1 : PyLong_AsLong(lasti_obj);
+    Py_XDECREF(lasti_obj);
+    if (bytes == NULL || PyErr_Occurred()) {
+        Py_XDECREF(bytes);
+        return -1;
+    }
+    char *raw = PyBytes_AsString(bytes);
+    Py_ssize_t size = PyBytes_Size(bytes);
+    int found = raw != NULL && lasti >= 0 && lasti < size && (unsigned char)raw[lasti] == RERAISE_OP;
+    Py_DECREF(bytes);
+    return found;
 }
 
 /* The entry of `frame` when it is the top of our stack, in the traced thread; else NULL. */
@@ -1302,8 +1345,14 @@ static int trace(PyObject *self, PyFrameObject *frame, int what, PyObject *arg) 
         return line_event(t, e, PyFrame_GetLineNumber(frame));
     if (what == TRACE_RETURN) {
         int line = PyFrame_GetLineNumber(frame);
-        if (e->pending != NULL && (arg == NULL || arg == Py_None)) {
-            PyObject *raised = e->pending;
+        int reraised = 0;
+        if (e->pending == NULL && e->seen != NULL && (arg == NULL || arg == Py_None)) {
+            reraised = exits_by_reraise(frame);
+            if (reraised < 0)
+                return -1;
+        }
+        if ((e->pending != NULL || reraised) && (arg == NULL || arg == Py_None)) {
+            PyObject *raised = e->pending != NULL ? e->pending : e->seen;
             Py_INCREF(raised);
             int rc = leave_event(t, line, NULL, raised);
             Py_DECREF(raised);
