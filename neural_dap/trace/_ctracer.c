@@ -82,8 +82,11 @@ typedef struct {
     PyObject *snaps;      /* name -> (list, its items): a small list of atoms as last encoded */
     PyObject *globals;    /* a <module> entry of a recording of every thread: its globals (see module_update) */
     PyObject *pending;    /* an exception raised in this frame and not yet handled */
-    PyObject *seen;       /* the latest exception raised in this frame, handled or not (settrace: what a
-                           * `finally` that re-raises takes out of it, with nothing pending) */
+    PyObject *seen;       /* a generator's or coroutine's run: the latest exception raised in it, handled
+                           * or not (settrace: what a `finally` that re-raises takes out of it, with
+                           * nothing pending). Only a run's: an entry lives until the next pause, so
+                           * this never keeps an exception the program dropped alive for long (a
+                           * module's frame would, for the whole run, with its traceback's frames) */
     int module_scope;
     long long last;       /* index of this invocation's latest event */
     int line;             /* ... and its line (a snapshot's: the frame as its events left it) */
@@ -1189,8 +1192,10 @@ static int leave_event(Tracer *t, int line, PyObject *value, PyObject *raised) {
 static void set_pending(Entry *e, PyObject *exc) {
     Py_INCREF(exc);
     SET_REF(e->pending, exc);
-    Py_INCREF(exc);
-    SET_REF(e->seen, exc);
+    if (e->resumable) {
+        Py_INCREF(exc);
+        SET_REF(e->seen, exc);
+    }
 }
 
 /* settrace: the frame's exit is an exception that a `finally` (or a `with`'s exit) re-raises, the
