@@ -228,6 +228,45 @@ async def test_the_live_program_runs_past_the_hits_a_hit_condition_rules_out(tmp
         assert time.monotonic() - started < 60
 
 
+STEPPED_OFF = textwrap.dedent(
+    """\
+    import pathlib
+    import sys
+
+
+    def job(n):
+        return n * 2
+
+
+    print(job(1))
+    pathlib.Path(sys.argv[1]).write_text("ran")
+    print("end")
+    """
+)
+
+
+@pytest.mark.parametrize("command", ["next", "stepOut"])
+async def test_a_step_off_a_return_stops_before_the_callers_next_line_runs(tmp_path: Path, command: str) -> None:
+    """The step off a function's exit is decided by the event after it; the held program had left
+    the frame, so it was asked to stop on a frame that was gone and ran on: the caller's next line
+    (here, writing a file) ran before the stop there was shown."""
+    from .dap_helpers import step
+
+    program, written = tmp_path / "stepped_off.py", tmp_path / "written.txt"
+    program.write_text(STEPPED_OFF)
+    async with adapter() as client:
+        await _launch(client, {"program": str(program), "args": [str(written)]}, {str(program): [{"line": 6}]})
+        await client.wait_event("stopped", timeout=60)
+        _reason, (name, line, _local) = await step(client, command)
+        if (name, line) == ("<module>", 9):  # (a step out shows the return at the call)
+            assert not written.exists()
+            _reason, (name, line, _local) = await step(client, "next")
+        assert (name, line) == ("<module>", 10)
+        assert not written.exists()  # (the line is about to run)
+        await step(client, "next")
+        assert written.read_text() == "ran"
+
+
 async def test_live_false_records_to_the_end_first(tmp_path: Path) -> None:
     program = tmp_path / "short.py"
     program.write_text("total = 0\nfor i in range(3):\n    total += i\nprint(total)\n")

@@ -195,11 +195,25 @@ def run_request(
             request["resumes"] = _recorder_invocation(execution, waiting)
         elif semantics.resumes_here(answer):  # resumed, no line of it yet: its next line or exit
             request["within"] = _recorder_invocation(execution, int(columns.invs[answer]))
+        elif _exited(columns, owner, frontier):
+            request["at"] = frontier + 1
         else:
             request["within"] = _recorder_invocation(execution, owner)
     elif kind == "step_return" and owner >= 0:
-        request["exit_inv"] = _recorder_invocation(execution, owner)
+        if _exited(columns, owner, frontier):
+            request["at"] = frontier + 1
+        else:
+            request["exit_inv"] = _recorder_invocation(execution, owner)
     return request
+
+
+def _exited(columns: Any, owner: int, frontier: int) -> bool:
+    """The owner's exit is the frontier (or before it): the event after it decides the step. The
+    held program has left the frame already (the stop is made once the exit is recorded), so a
+    predicate on that frame would never hold, and the program ran on (a `next` off a return ran the
+    caller's next line, a 3 s sleep, before it stopped there)."""
+    end = int(columns.end_index[owner])
+    return 0 <= end <= frontier
 
 
 def decided_at_frontier(execution: SkeletonExecution, start: int, action: Action) -> bool:
