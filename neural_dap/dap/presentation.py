@@ -25,7 +25,7 @@ from neural_dap.core import reprs
 from neural_dap.core.state import TRUNCATION_MARK, Frame, Value, kind_of
 from neural_dap.core.world import Divergence, LiveChild, Stop
 from neural_dap.dapwire import protocol as p
-from neural_dap.debugger.shown import shown
+from neural_dap.debugger.shown import returning_name, shown
 
 PAGE_HINT = 100  # containers longer than this are announced with a count so clients page them
 _SEQUENCES = ("list", "tuple")  # recorded structures whose children are items 0, 1, ... (paged)
@@ -202,7 +202,8 @@ class StopView:
             elif state.event == "return" and state.function == "<module>":
                 pass  # a module returns nothing anyone gets (debugpy shows no value at its end either)
             else:
-                extras.append((f"{label} {state.function}", state.value or "None"))
+                name = returning_name(state.function, dict(stack[0].locals)) if stack else state.function
+                extras.append((f"{label} {name}", state.value or "None"))
             if len(stack) > 1:
                 stack = stack[1:]  # back in the caller, at the call line
         # (the frames below, where library code runs the stack: an event loop's task under

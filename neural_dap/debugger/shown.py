@@ -120,3 +120,20 @@ def _atom(node: ast.AST, text: str, level: int) -> str:
     if len(written) <= INNER_LIMIT:
         return written
     return written[: 2 * INNER_LIMIT // 3] + "..." + written[-(INNER_LIMIT // 3) :]
+
+
+def returning_name(function: str, local_reprs: dict[str, str]) -> str:
+    """The name debugpy gives a return value, `(return) NAME`: a method's with its class
+    (`Box.get`, the class of `self` as the program has it, a subclass's for an inherited method;
+    `cls` itself for a classmethod), a function's alone. pydevd asks whether the first parameter's
+    class has that method; the recording has the first parameter's repr, so its name says."""
+    first = next(iter(local_reprs), None)
+    text = local_reprs.get(first or "", "")
+    owner = ""
+    if first == "cls" and text.startswith("<class '") and text.endswith("'>"):
+        owner = text[len("<class '") : -2].rsplit(".", 1)[-1]
+    elif first == "self" and text.startswith("<") and " " in text:
+        owner = text[1:].split(" ", 1)[0].rsplit(".", 1)[-1]
+    elif first == "self" and "(" in text and text[0].isidentifier():
+        owner = text.split("(", 1)[0].rsplit(".", 1)[-1]  # (a repr of the dataclass kind: `Box(x=1)`)
+    return f"{owner}.{function}" if owner.isidentifier() else function

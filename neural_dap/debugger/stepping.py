@@ -44,6 +44,7 @@ import msgspec
 
 from neural_dap.core.actions import Action, Target
 from neural_dap.core.world import Stop
+from neural_dap.debugger.shown import returning_name
 
 _YIELD = re.compile(r"\byield\b")
 _GENERATOR_RUNS = 32  # a generator's pauses one step out runs through (two actions each)
@@ -195,7 +196,8 @@ def _showing_the_return(left: Stop, stop: Stop) -> Stop:
         return stop
     if stop.state.terminal or stop.stack[0].invocation != left.stack[1].invocation:
         return stop
-    return msgspec.structs.replace(stop, returned=((f"(return) {state.function}", state.value or "None"),))
+    name = returning_name(state.function, dict(left.stack[0].locals))
+    return msgspec.structs.replace(stop, returned=((f"(return) {name}", state.value or "None"),))
 
 
 def _yields(stop: Stop) -> bool:

@@ -223,7 +223,11 @@ class ReconciledWorld:
             caller = stop.stack[1]
             where = (caller.function, caller.line)
             if state.event == "return":
-                real = snapshot.returns.get(f"(return) {state.function}")
+                # (debugpy names a method's value with its class: `(return) Box.get`)
+                real = next(
+                    (v for k, v in snapshot.returns.items() if k.rsplit(".", 1)[-1].split(" ")[-1] == state.function),
+                    None,
+                )
                 if normalize(real) != normalize(state.value):
                     out.append(Divergence("value", name=state.function, predicted=state.value, actual=real))
             local_reprs = caller.locals
