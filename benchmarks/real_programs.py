@@ -357,10 +357,9 @@ def compare(ours: tuple[str, int, str, dict[str, str]], real: Snapshot) -> str:
     if diff:
         shown = "; ".join(f"{k}: ours {plain.get(k)!r:.60} debugpy {real.locals.get(k)!r:.60}" for k in diff[:3])
         return f"at {name}:{line} locals differ ({shown})"
-    returns = {f"(return) {k.split(' ', 1)[1].rsplit('.', 1)[-1]}": v for k, v in real.returns.items()}
-    for key, value in pseudo.items():
-        if not same_value(value, returns.get(key)):
-            return f"at {name}:{line} {key}: ours {value!r:.60} debugpy {returns.get(key)!r:.60}"
+    for key, value in pseudo.items():  # (a method's named with its class, as debugpy names it: `Box.get`)
+        if not same_value(value, real.returns.get(key)):
+            return f"at {name}:{line} {key}: ours {value!r:.60} debugpy {real.returns.get(key)!r:.60}"
     return ""
 
 
