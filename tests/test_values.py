@@ -151,3 +151,6 @@ def test_text_that_is_no_literal_container_reads_as_it_is():
         ("{1: 2}", "str"),
     ]:
         assert shown(text, kind) == text
+    # (hostile text from a recording: nesting past the parser's depth reads as it is, never longer)
+    for deep in ("[" * 100_000 + "]" * 100_000, "(" * 5000 + ")" * 5000):
+        assert shown(deep, "list") == deep
