@@ -129,6 +129,33 @@ for i in range(2):
 print(results)
 """
 
+# a worker thread that runs on while the session steps in it (the live program, every thread held
+# at each stop): steps in, over and out of its calls, and continues to the next round's breakpoint
+WORKER = """\
+import threading
+import time
+
+
+def work(n):
+    total = 0
+    for k in range(n):
+        total += k
+    return total
+
+
+def serve(rounds, out):
+    for r in range(rounds):
+        out.append(work(r + 2))
+        time.sleep(0.01)
+
+
+results = []
+t = threading.Thread(target=serve, args=(3, results), name="server")
+t.start()
+t.join()
+print(results)
+"""
+
 ASYNCIO = """\
 import asyncio
 
@@ -204,6 +231,14 @@ CONCURRENT = {
     # (program, breakpoint lines, commands): a worker's breakpoint, steps in the worker, continue to
     # the next hit and into the second worker
     "threads": (THREADED, (7,), ["next"] * 3 + ["continue"] + ["next"] * 2 + ["continue"] * 4),
+    "worker": (
+        WORKER,
+        (7,),
+        [
+            *("next", "next", "stepOut", "next", "stepIn", "next", "continue", "stepOut", "stepIn", "stepIn"),
+            *("next", "next", "next", "stepOut", "stepOut", "next"),
+        ],
+    ),
     # next over each `await`, in one coroutine and in two tasks whose suspensions interleave
     "asyncio": (ASYNCIO, (5,), ["next"] * 4 + ["continue"] + ["next"] * 3 + ["continue"] + ["next"] * 3),
     "tasks": (TASKS, (6,), ["next"] * 9 + ["continue"] + ["next"] * 4),

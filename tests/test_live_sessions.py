@@ -148,6 +148,116 @@ async def test_a_server_stops_in_its_handler_as_a_request_arrives_and_serves_on(
             await anyio.sleep(0.1)
 
 
+async def test_a_server_with_a_thread_per_request_stops_in_each_requests_thread(tmp_path: Path) -> None:
+    """Every thread is recorded once a second one runs, and the program still stops while it runs:
+    a breakpoint in a handler stops the request's own thread (every other thread held), steps go
+    on in that thread, and the server answers once continued. (Before, a program that had started
+    a second thread ran to its end before it could stop: a server never stopped.)"""
+    program = tmp_path / "threaded_server.py"
+    program.write_text(SERVER.replace("http.server.HTTPServer(", "http.server.ThreadingHTTPServer("))
+    port = _free_port()
+    answers: list[str] = []
+
+    def request(name: str) -> None:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/{name}", timeout=60) as response:
+            answers.append(response.read().decode())
+
+    async with adapter() as client:
+        await _launch(
+            client, {"program": str(program), "args": [str(port)]}, {str(program): [{"line": HANDLER_NAME_LINE}]}
+        )
+        for _ in range(100):
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
+                break
+            except OSError:
+                await anyio.sleep(0.1)
+        threads_stopped = []
+        for served, name in enumerate(("ada", "bob"), start=1):
+            threading.Thread(target=request, args=(name,), daemon=True).start()
+            stopped = await client.wait_event("stopped", timeout=30)
+            assert stopped["body"]["reason"] == "breakpoint"
+            thread = stopped["body"]["threadId"]
+            threads_stopped.append(thread)
+            names = {t["id"]: t["name"] for t in (await client.call("threads"))["threads"]}
+            assert "process_request_thread" in names[thread]  # the request's own thread
+            frames = (await client.call("stackTrace", {"threadId": thread}))["stackFrames"]
+            assert (frames[0]["name"], frames[0]["line"]) == ("do_GET", HANDLER_NAME_LINE)
+            path = await client.call(
+                "evaluate", {"expression": "self.path", "frameId": frames[0]["id"], "context": "watch"}
+            )
+            assert path["result"] == f"'/{name}'"
+            for command, line in (("next", HANDLER_NAME_LINE + 1), ("stepBack", HANDLER_NAME_LINE), ("next", 12)):
+                await client.call(command, {"threadId": thread})
+                assert (await client.wait_event("stopped", timeout=30))["body"]["threadId"] == thread
+                frames = (await client.call("stackTrace", {"threadId": thread}))["stackFrames"]
+                assert frames[0]["line"] == line, command
+            assert answers == [f"hello {n} #{k}" for k, n in enumerate(("ada", "bob")[: served - 1], start=1)]
+            await client.call("continue", {"threadId": thread})
+            with anyio.fail_after(30):
+                while len(answers) < served:
+                    await anyio.sleep(0.05)
+            assert answers[-1] == f"hello {name} #{served}"
+        assert threads_stopped[0] != threads_stopped[1]
+        await client.call("setBreakpoints", {"source": {"path": str(program)}, "breakpoints": []})
+        threading.Thread(target=request, args=("cy",), daemon=True).start()
+        with anyio.fail_after(30):
+            while len(answers) < 3:
+                await anyio.sleep(0.05)
+        await client.call("pause", {"threadId": 1})
+        paused = await client.wait_event("stopped", timeout=30)
+        assert paused["body"]["reason"] == "pause"
+        assert (await where(client))[2]["served"] == "3"
+
+
+THREADED_LOOP = textwrap.dedent(
+    """\
+    import threading
+    import time
+
+    total = 0
+
+
+    def count():
+        global total
+        for i in range(12000):
+            total += i
+            time.sleep(0.01)
+
+
+    worker = threading.Thread(target=count, name="counter")
+    worker.start()
+    worker.join()
+    """
+)
+
+
+@pytest.mark.parametrize(
+    ("text", "line", "thread_name"), [(LOOP, LOOP_LINE, "MainThread"), (THREADED_LOOP, 10, "counter")]
+)
+async def test_a_breakpoint_set_while_the_program_runs_stops_it(
+    tmp_path: Path, text: str, line: int, thread_name: str
+) -> None:
+    """The breakpoint an editor sets while the program runs (no breakpoint at the launch) stops it
+    at its next hit, in the thread that hits it. (Before, the continue in flight kept the lines it
+    began with: the program stopped there and was at once sent on, as if by nobody.)"""
+    program = tmp_path / "counting.py"
+    program.write_text(text)
+    async with adapter() as client:
+        await _launch(client, {"program": str(program)}, {})
+        await anyio.sleep(0.5)
+        await client.call("setBreakpoints", {"source": {"path": str(program)}, "breakpoints": [{"line": line}]})
+        stopped = await client.wait_event("stopped", timeout=30)
+        assert stopped["body"]["reason"] == "breakpoint"
+        thread = stopped["body"]["threadId"]
+        names = {t["id"]: t["name"] for t in (await client.call("threads"))["threads"]}
+        assert names[thread] == thread_name
+        frames = (await client.call("stackTrace", {"threadId": thread}))["stackFrames"]
+        assert frames[0]["line"] == line
+        await client.call("continue", {"threadId": thread})  # and the next hit, one round later
+        assert (await client.wait_event("stopped", timeout=30))["body"]["reason"] == "breakpoint"
+
+
 async def test_a_hit_count_stops_a_long_loop_at_once_and_travels_both_ways(tmp_path: Path) -> None:
     program = tmp_path / "loop.py"
     program.write_text(LOOP)

@@ -150,3 +150,22 @@ def test_a_hit_number_counts_the_runs_of_a_line_up_to_its_event(seed):
         seen[(s.path, s.line)] = seen.get((s.path, s.line), 0) + 1
         assert tree.semantics.hit_number(k) == seen[(s.path, s.line)]
         assert tree.semantics.nth_hit((s.path, s.line), seen[(s.path, s.line)]) == k
+
+
+@settings(max_examples=60, deadline=None)
+@given(programs, st.data())
+def test_a_tree_grown_in_steps_answers_as_one_built_at_once(seed, data):
+    """A live recording of threads grows its tree at each stop (StateTree.extend) rather than
+    building it again: every action from every state must land where the whole tree's does."""
+    whole = tree_for(seed)
+    states = whole.states
+    cuts = sorted(set(data.draw(st.lists(st.integers(1, len(states) - 1), max_size=3))))
+    grown = StateTree(states[: cuts[0]] if cuts else states)
+    for a, b in zip(cuts, [*cuts[1:], len(states)], strict=False):
+        grown.extend(states[a:b], {}, ())
+    assert len(grown) == len(whole)
+    kinds = ("step_into", "step_over", "step_return", "inv_step_into", "inv_step_over", "inv_step_return")
+    for i in range(len(states)):
+        for kind in kinds:
+            assert grown.apply(i, Action(kind)) == whole.apply(i, Action(kind)), (i, kind)
+        assert grown.stack(i) == whole.stack(i)

@@ -652,6 +652,11 @@ static int counted(Tracer *t) {
     return 0;
 }
 
+/* every thread in full (the group below): a thread waits at its events while another is stopped for
+ * the adapter, and a stop is made once its event is recorded */
+static int wait_if_held(Tracer *t);
+static int group_stopped(Tracer *t);
+
 /* A live recording: make a stop at the event about to be recorded (number t->count): capture it in
  * full and call the hook right after it. */
 static void live_stop(Tracer *t, int reason) {
@@ -659,6 +664,8 @@ static void live_stop(Tracer *t, int reason) {
     t->capture_from = t->capture_to = t->count;
     t->snapshotted = 0;
     t->hook_at = t->count + 1;
+    if (t->group != NULL)
+        return; /* (every thread in full: each event is whole already, the group's on_stop follows it) */
     /* every frame on the stack is sent whole (its locals as they are now), not as changes since an
      * earlier stop's capture: each stop's window stands alone */
     for (Py_ssize_t d = 0; d < t->depth; d++) {
@@ -990,6 +997,8 @@ static int called_by_library(Tracer *t, PyFrameObject *started, Entry *below) {
  * (sys.monitoring): then the frame that starts is asked for when it is needed (a traced caller
  * below it, a capture). */
 static int call_event(Tracer *t, PyFrameObject *frame, CodeInfo *info, int line) {
+    if (t->group != NULL && wait_if_held(t) < 0)
+        return -1;
     PyObject *code = info->code;
     long code_id = code_id_of(t, info);
     if (code_id == -1 && PyErr_Occurred())
@@ -1064,7 +1073,7 @@ static int call_event(Tracer *t, PyFrameObject *frame, CodeInfo *info, int line)
         if (emit(t, event) < 0)
             return -1;
     }
-    return t->skeleton ? counted(t) : 0;
+    return t->skeleton ? counted(t) : group_stopped(t);
 }
 
 /* A generator's or coroutine's frame leaves: the helper keeps a suspended one to link its resume.
@@ -1086,6 +1095,8 @@ static int left_event(Tracer *t, Entry *e, int raised) {
 }
 
 static int line_event(Tracer *t, Entry *e, int line) {
+    if (t->group != NULL && wait_if_held(t) < 0)
+        return -1;
     e->calling = NULL; /* (a call that started no frame, a generator's, is over) */
     live_line(t, e, line, e->pending != NULL);
     int capture = capturing(t);
@@ -1123,11 +1134,13 @@ static int line_event(Tracer *t, Entry *e, int line) {
     }
     Py_CLEAR(e->pending);
     e->line = line;
-    return t->skeleton ? counted(t) : 0;
+    return t->skeleton ? counted(t) : group_stopped(t);
 }
 
 /* The top frame returns `value`, or exits by the exception `raised` (not NULL). */
 static int leave_event(Tracer *t, int line, PyObject *value, PyObject *raised) {
+    if (t->group != NULL && wait_if_held(t) < 0)
+        return -1;
     Entry *e = &t->stack[t->depth - 1];
     live_exit(t, raised != NULL);
     int capture = capturing(t);
@@ -1186,7 +1199,7 @@ static int leave_event(Tracer *t, int line, PyObject *value, PyObject *raised) {
         end_event(t);
     if (rc < 0)
         return -1;
-    return t->skeleton ? counted(t) : 0;
+    return t->skeleton ? counted(t) : group_stopped(t);
 }
 
 static void set_pending(Entry *e, PyObject *exc) {
@@ -1852,7 +1865,48 @@ struct Group {
     long long next_inv;
     int monitoring;
     int stopped;         /* no thread is recorded any more (a thread's first event after it gets no tracer) */
+    /* a live recording (child/frontier.py): a thread stopped for the adapter calls on_stop(reason)
+     * right after its event is recorded, and holds every other thread meanwhile: each calls hold()
+     * at its next event, which returns once the stopped thread has been told to go on (release) */
+    PyObject *on_stop;   /* callable(reason) or NULL */
+    PyObject *hold;      /* callable() or NULL */
+    volatile int held;   /* a thread is stopped: the others wait at their next event */
+    Tracer *holder;      /* (borrowed) the stopped thread's tracer */
 };
+
+static int wait_if_held(Tracer *t) {
+    Group *g = t->group;
+    if (!g->held || g->holder == t || g->hold == NULL)
+        return 0;
+    PyObject *rc = call_ours(g->hold, Py_None);
+    if (rc == NULL)
+        return -1;
+    Py_DECREF(rc);
+    return 0;
+}
+
+static int group_stopped(Tracer *t) {
+    Group *g = t->group;
+    if (g == NULL || t->stop_reason == 0)
+        return 0;
+    int reason = t->stop_reason;
+    t->stop_reason = 0;
+    if (g->on_stop == NULL)
+        return 0;
+    PyObject *arg = PyLong_FromLong(reason);
+    if (arg == NULL)
+        return -1;
+    g->holder = t;
+    g->held = 1;
+    PyObject *rc = call_ours(g->on_stop, arg);
+    Py_DECREF(arg);
+    g->held = 0; /* (released already, unless on_stop failed) */
+    g->holder = NULL;
+    if (rc == NULL)
+        return -1;
+    Py_DECREF(rc);
+    return 0;
+}
 
 static PyObject *TRACER_TYPE;
 static __thread Group *tls_group;   /* the group the calling thread's tracer is in ... */
@@ -1934,7 +1988,6 @@ static void join_group(Group *g, Tracer *t) {
     t->next_inv_p = &g->next_inv;
     t->thread = pthread_self();
     t->skeleton = 0; /* every event in full */
-    t->live = 0;
     pthread_setspecific(gone_key, t);
     tls_group = g;
     tls_tracer = t;
@@ -2123,6 +2176,11 @@ static PyObject *group_adopt(PyObject *self, PyObject *arg) {
     if (PyList_Append(g->tracers, arg) < 0)
         return NULL;
     join_group(g, t);
+    /* the predicates of the single-threaded recording count events, which no tracer of the group
+     * counts: a live recording sets the group's anew (child/frontier.py) */
+    t->live = 0;
+    t->stop_at = t->stop_depth = t->stop_exit_inv = t->stop_resume_of = -1;
+    t->stop_reason = 0;
     g->current = t; /* (the thread table numbers this thread 0: its events need no record first) */
     /* Not in a callback (the main thread's signal handler): the reprs the snapshots make are the
      * program's code and would be events of this very tracer, pushing frames that may move its
@@ -2189,6 +2247,52 @@ static PyObject *group_stop(PyObject *self, PyObject *Py_UNUSED(ignored)) {
     Py_RETURN_NONE;
 }
 
+/* live(on_stop, hold): stop threads for the adapter (see Group); (None, None): no more. */
+static PyObject *group_live(PyObject *self, PyObject *args) {
+    Group *g = (Group *)self;
+    PyObject *on_stop, *hold;
+    if (!PyArg_ParseTuple(args, "OO", &on_stop, &hold))
+        return NULL;
+    PyObject *old_stop = g->on_stop, *old_hold = g->hold;
+    g->on_stop = on_stop == Py_None ? NULL : Py_NewRef(on_stop);
+    g->hold = hold == Py_None ? NULL : Py_NewRef(hold);
+    Py_XDECREF(old_stop);
+    Py_XDECREF(old_hold);
+    Py_RETURN_NONE;
+}
+
+static PyObject *group_held(PyObject *self, PyObject *Py_UNUSED(ignored)) {
+    return PyBool_FromLong(((Group *)self)->held);
+}
+
+/* stop_here(tracer): the calling thread (whose tracer it is) is stopped now, between two events (a
+ * pause in the main thread's signal handler): the others wait at their next event until release. */
+static PyObject *group_stop_here(PyObject *self, PyObject *arg) {
+    Group *g = (Group *)self;
+    if ((PyObject *)Py_TYPE(arg) != TRACER_TYPE) {
+        PyErr_SetString(PyExc_TypeError, "stop_here: a Tracer");
+        return NULL;
+    }
+    g->holder = (Tracer *)arg;
+    g->held = 1;
+    Py_RETURN_NONE;
+}
+
+static PyObject *group_release(PyObject *self, PyObject *Py_UNUSED(ignored)) {
+    Group *g = (Group *)self;
+    g->held = 0;
+    g->holder = NULL;
+    Py_RETURN_NONE;
+}
+
+/* The tracers of the threads alive (a copy of the list). */
+static PyObject *group_tracers(PyObject *self, PyObject *Py_UNUSED(ignored)) {
+    Group *g = (Group *)self;
+    if (prune(g) < 0)
+        return NULL;
+    return PyList_GetSlice(g->tracers, 0, PyList_Size(g->tracers));
+}
+
 static PyObject *group_next_invocation(PyObject *self, PyObject *Py_UNUSED(ignored)) {
     return PyLong_FromLongLong(((Group *)self)->next_inv);
 }
@@ -2219,6 +2323,8 @@ static void group_dealloc(Group *self) {
     Py_XDECREF(self->factory);
     Py_XDECREF(self->marker);
     Py_XDECREF(self->tracers);
+    Py_XDECREF(self->on_stop);
+    Py_XDECREF(self->hold);
     PyTypeObject *type = Py_TYPE((PyObject *)self);
     freefunc free_ = (freefunc)PyType_GetSlot(type, Py_tp_free);
     free_(self);
@@ -2230,6 +2336,11 @@ static PyMethodDef group_methods[] = {
     {"take", group_take, METH_VARARGS, "take(frame[, event, arg]): the calling thread's events come to its tracer from now on."},
     {"stop", group_stop, METH_NOARGS, "Stop tracing every thread."},
     {"next_invocation", group_next_invocation, METH_NOARGS, "The id the next invocation gets."},
+    {"live", group_live, METH_VARARGS, "live(on_stop, hold): a thread stopped for the adapter calls on_stop(reason), the others hold()."},
+    {"held", group_held, METH_NOARGS, "Whether a thread is stopped (the others wait)."},
+    {"release", group_release, METH_NOARGS, "The stopped thread goes on: the others may too."},
+    {"stop_here", group_stop_here, METH_O, "stop_here(tracer): the calling thread is stopped now; the others wait."},
+    {"tracers", group_tracers, METH_NOARGS, "The tracers of the threads alive."},
     {"threads", group_threads, METH_NOARGS, "How many threads' tracers are kept (those ended are dropped)."},
     {"on_start", (PyCFunction)(void (*)(void))group_on_start, METH_FASTCALL, "PY_START / PY_RESUME callback."},
     {"on_line", (PyCFunction)(void (*)(void))group_on_line, METH_FASTCALL, "LINE callback."},

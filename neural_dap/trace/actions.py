@@ -194,6 +194,12 @@ class ActionSemantics:
 
         return first_where(matches, start, stop) if forward else last_where(matches, start, stop)
 
+    def next_of_thread(self, thread: int, i: int) -> int:
+        """The first event of `thread` after event i, else -1."""
+        if self.columns.thread_of is None:
+            return i + 1 if thread == 0 and i + 1 < self.n else -1
+        return self._in_thread(thread, i + 1, self.n, forward=True)
+
     def last_of_thread(self, thread: int, i: int) -> int:
         """The latest event of `thread` at or before event i, else -1."""
         if self.columns.thread_of is None:

@@ -357,32 +357,40 @@ class StateList(Sequence[State]):
         return self._log.state(index)
 
     def __iter__(self) -> Iterator[State]:
-        log = self._log
-        running: dict[int, tuple[dict[str, str], dict[str, Value]]] = {}
-        for index in range(len(log)):
-            inv_id = log.invs[index]
-            found = running.get(inv_id)
-            if found is None:
-                # a frame known first by its snapshot (a window's or a cut's start: trace/threaded.py)
-                # starts from the locals it had there, as `state(index)` does
-                snapshot = log.snapshots.get(inv_id)
-                found = ({}, {}) if snapshot is None else _snapshot_locals(snapshot)
-            local_reprs, values = found
-            changes = log.changes[index]
-            if changes:
-                local_reprs, values = dict(local_reprs), dict(values)
-                for i in range(0, len(changes), 2):
-                    name, enc = changes[i], changes[i + 1]
-                    values.pop(name, None)
-                    if type(enc) is list and not enc:
-                        local_reprs.pop(name, None)
-                    elif type(enc) is list:
-                        values[name] = decode_value(enc)
-                        local_reprs[name] = values[name].repr
-                    else:
-                        local_reprs[name] = decode_repr(enc)
-            running[inv_id] = (local_reprs, values)
-            yield log.make_state(index, local_reprs, values)
+        return states_from(self._log, 0, {})
+
+
+Running = dict[int, tuple[dict[str, str], dict[str, Value]]]  # each invocation's locals so far
+
+
+def states_from(log: EventLog, start: int, running: Running) -> Iterator[State]:
+    """The states of `log` from index `start`, built in order: `running` holds each invocation's
+    locals before `start` (empty from 0) and is kept up to date, so a log that grows (a live
+    recording of threads, trace/threaded.py) is read on from where the last reading ended."""
+    for index in range(start, len(log)):
+        inv_id = log.invs[index]
+        found = running.get(inv_id)
+        if found is None:
+            # a frame known first by its snapshot (a window's or a cut's start: trace/threaded.py)
+            # starts from the locals it had there, as `state(index)` does
+            snapshot = log.snapshots.get(inv_id)
+            found = ({}, {}) if snapshot is None else _snapshot_locals(snapshot)
+        local_reprs, values = found
+        changes = log.changes[index]
+        if changes:
+            local_reprs, values = dict(local_reprs), dict(values)
+            for i in range(0, len(changes), 2):
+                name, enc = changes[i], changes[i + 1]
+                values.pop(name, None)
+                if type(enc) is list and not enc:
+                    local_reprs.pop(name, None)
+                elif type(enc) is list:
+                    values[name] = decode_value(enc)
+                    local_reprs[name] = values[name].repr
+                else:
+                    local_reprs[name] = decode_repr(enc)
+        running[inv_id] = (local_reprs, values)
+        yield log.make_state(index, local_reprs, values)
 
 
 def _snapshot_locals(snapshot: tuple[dict[str, str], dict[str, list], int]) -> tuple[dict[str, str], dict[str, Value]]:

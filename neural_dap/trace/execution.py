@@ -76,7 +76,9 @@ class Execution(Protocol):
 
 
 class FullExecution:
-    def __init__(self, recording: Recording) -> None:
+    def __init__(self, recording: Recording, states: list[State] | None = None) -> None:
+        """`states`: the recording's states, where they were built already (trace/threaded.py's
+        Joiner builds a live recording's once each, across its stops)."""
         if not len(recording.states):
             outcome = recording.outcome
             why = f": {outcome.message}" if outcome.message else f" (it {outcome.kind})"
@@ -84,9 +86,22 @@ class FullExecution:
         self.recording = recording
         log = recording.log
         self.opened = log.open_before()  # (the frames on the stacks where the states begin)
-        self.tree = StateTree(list(recording.states), log.resumes, log.library, self.opened)
-        states = self.tree.states
-        self.raised = [i for i, s in enumerate(states) if s.event == "exception" or s.caught]
+        self.tree = StateTree(
+            list(recording.states) if states is None else states, log.resumes, log.library, self.opened
+        )
+        self.raised = [i for i, s in enumerate(self.tree.states) if s.event == "exception" or s.caught]
+
+    def grow(self, recording: Recording, states: list[State]) -> None:
+        """The same run, longer: `recording` is its log with more events fed, `states` every state
+        of it (those before built already): a live recording of threads at its next stop
+        (trace/threaded.py's Joiner). What is known of the old states stays; only the new are read."""
+        start = len(self.tree)
+        self.recording = recording
+        log = recording.log
+        self.tree.extend(states[start:], log.resumes, log.library)
+        self.raised += [start + k for k, s in enumerate(states[start:]) if s.event == "exception" or s.caught]
+        for name in ("_ends_by_exception", "uncaught", "user_unhandled", "_thread_spans"):
+            self.__dict__.pop(name, None)  # (cached over the shorter run)
 
     @functools.cached_property
     def _ends_by_exception(self) -> bool:
@@ -159,11 +174,14 @@ class FullExecution:
     @functools.cached_property
     def _thread_spans(self) -> dict[int, tuple[int, int]]:
         """Per thread: its first and last event."""
-        spans: dict[int, tuple[int, int]] = {}
-        for k, s in enumerate(self.tree.states):
-            first, _ = spans.get(s.thread, (k, k))
-            spans[s.thread] = (first, k)
-        return spans
+        columns = self.tree.semantics.columns
+        if columns.thread_of is None:
+            return {0: (0, len(self.tree) - 1)}
+        threads = columns.thread_of[columns.invs]
+        numbers, firsts = np.unique(threads, return_index=True)
+        _, lasts = np.unique(threads[::-1], return_index=True)
+        n = len(threads)
+        return {int(t): (int(f), n - 1 - int(b)) for t, f, b in zip(numbers, firsts, lasts, strict=True)}
 
     def threads(self, i: int) -> list[tuple[int, str]]:
         names = self.recording.log.thread_names
@@ -207,8 +225,12 @@ class FullExecution:
 
     def _after_last_state(self) -> list[tuple[str, str]]:
         rec = self.recording
-        shown_out = "".join(s.stdout for s in rec.states)
-        shown_err = "".join(s.stderr for s in rec.states)
+        # (what the states carry, from the log's own index: building every state again to read it
+        # cost a live recording of threads seconds at each stop)
+        log = rec.log
+        log.materialize()
+        shown_out = "".join(log.stdout_at[k] for k in sorted(log.stdout_at))
+        shown_err = "".join(log.stderr_at[k] for k in sorted(log.stderr_at))
         out = []
         if len(rec.stdout) > len(shown_out) and rec.stdout.startswith(shown_out):
             out.append(("stdout", rec.stdout[len(shown_out) :]))

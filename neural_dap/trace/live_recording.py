@@ -74,23 +74,25 @@ class LiveControl:
         exceptions: bool = False,
         breakpoints: dict[str, list] | None = None,
         resumes: int = -1,
+        thread: int | None = None,
     ) -> None:
         """Let the held program run on until the next of these (-1: not by that): event `at`, the
         next line or exit of invocation `within` or of one it runs under, the exit of `exit_inv`, an
         exception, a breakpoint line (a line, or [line, hits to run past before stopping there]),
-        the resume of paused generator or coroutine invocation `resumes`."""
-        self._send(
-            {
-                "run": {
-                    "at": at,
-                    "within": within,
-                    "exit": exit_inv,
-                    "exceptions": exceptions,
-                    "breakpoints": breakpoints or {},
-                    "resumes": resumes,
-                }
-            }
-        )
+        the resume of paused generator or coroutine invocation `resumes`. Once every thread is
+        recorded, `thread` names the stepping thread: `at` (any number) is then its next event,
+        and `within` and `exit_inv` are invocations on its stack."""
+        run: dict = {
+            "at": at,
+            "within": within,
+            "exit": exit_inv,
+            "exceptions": exceptions,
+            "breakpoints": breakpoints or {},
+            "resumes": resumes,
+        }
+        if thread is not None:
+            run["thread"] = thread
+        self._send({"run": run})
 
     def set_breakpoints(self, breakpoints: dict[str, list[int]]) -> None:
         """While it runs: the lines it stops at from now on."""

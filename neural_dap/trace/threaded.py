@@ -13,8 +13,9 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+from neural_dap.core.state import State
 from neural_dap.trace.collector_pause import paused_collector
-from neural_dap.trace.eventlog import EventLog
+from neural_dap.trace.eventlog import EventLog, Running, states_from
 from neural_dap.trace.program import Program
 from neural_dap.trace.recorder import Recording
 from neural_dap.trace.skeleton import DivergenceError, SkeletonRecording
@@ -27,40 +28,98 @@ _STATES = frozenset(("c", "l", "r", "x"))
 def join(skeleton: SkeletonRecording) -> tuple[Recording, int]:
     """The whole run as one full recording, and the index (in it) of the first event after the
     switch. Raises DivergenceError where a replay of the prefix does not follow the recording."""
-    switched = skeleton.log.switched_at
-    assert switched is not None
-    # events since the switch dropped past the budget (trace/rolling.py): the recording starts at
-    # the cut, its frames as snapshots there, and nothing of the prefix is rebuilt
-    first = switched if skeleton.log.threaded.dropped else max(0, switched - PREFIX_LIMIT)
-    program = skeleton.program or Program(skeleton.main_path)
-    log = EventLog(program, skeleton.main_path)
-    log.codes.update(skeleton.log.codes)
-    log.sources.update(skeleton.sources)
-    log.source_lines.update(skeleton.source_lines)
-    # in the order written, by event: a stable sort on the event alone (print() writes its text and
-    # its newline at one event: sorting on the text too put the newline first)
-    by_event = sorted(skeleton.log.outputs, key=lambda output: output[0])
-    outputs = [(count, stream, text) for count, stream, text in by_event if first <= count]
-    if skeleton.log.threaded.dropped:  # (the output before the switch comes first, with the cut's)
-        outputs = [(first, stream, text) for _, stream, text in by_event]
-    feeder = _Feeder(log, outputs, first)
-    for a in range(first, switched, WINDOW):
-        b = min(switched, a + WINDOW) - 1
-        window = skeleton._materialise(_checkpoint_before(skeleton, a), a, b)  # (replayed, checked)
-        if skeleton.diverged_at is not None and skeleton.diverged_at <= b:
-            raise DivergenceError(skeleton.divergence_message())
-        feeder.feed(window.raw_events)
-    if skeleton.log.threaded.dropped:
-        feeder.flush_outputs(first)  # (before the cut's own: it came earlier)
-    with paused_collector():  # (up to 2M events of every thread indexed: see collector_pause.py)
-        feeder.feed(skeleton.log.threaded)
-    feeder.flush_outputs(first + len(log.kinds) + 1)
-    log.engine, log.python = skeleton.log.engine, skeleton.log.python
-    log.refused = skeleton.log.refused
-    outcome = skeleton.outcome
-    full = Recording(program, log, outcome, skeleton.fd_stdout, skeleton.fd_stderr, skeleton.seconds)
-    full.module_file = skeleton.main_path if program.module else None
-    return full, switched - first
+    joiner = Joiner(skeleton)
+    return joiner.recording(), joiner.switched_index
+
+
+class Joiner:
+    """The joined recording of a program that still runs (a live session, world/live.py), made again
+    at each of its stops: the prefix is rebuilt once, and each time only the events that came
+    since the last are fed (and their states built), unless the oldest were dropped meanwhile
+    (trace/rolling.py: then it starts again at the new cut)."""
+
+    def __init__(self, skeleton: SkeletonRecording) -> None:
+        self.skeleton = skeleton
+        self._begin()
+
+    def _begin(self) -> None:
+        skeleton = self.skeleton
+        switched = skeleton.log.switched_at
+        assert switched is not None
+        threaded = skeleton.log.threaded
+        self.dropped = threaded.dropped
+        # events since the switch dropped past the budget (trace/rolling.py): the recording starts at
+        # the cut, its frames as snapshots there, and nothing of the prefix is rebuilt
+        first = switched if self.dropped else max(0, switched - PREFIX_LIMIT)
+        self.first = first
+        self.switched_index = switched - first
+        program = skeleton.program or Program(skeleton.main_path)
+        log = self.log = EventLog(program, skeleton.main_path)
+        log.codes.update(skeleton.log.codes)
+        log.sources.update(skeleton.sources)
+        log.source_lines.update(skeleton.source_lines)
+        # in the order written, by event: a stable sort on the event alone (print() writes its text
+        # and its newline at one event: sorting on the text too put the newline first)
+        by_event = sorted(skeleton.log.outputs, key=lambda output: output[0])
+        outputs = [(count, stream, text) for count, stream, text in by_event if first <= count]
+        if self.dropped:  # (the output before the switch comes first, with the cut's)
+            outputs = [(first, stream, text) for _, stream, text in by_event]
+        feeder = self.feeder = _Feeder(log, outputs, first)
+        for a in range(first, switched, WINDOW):
+            b = min(switched, a + WINDOW) - 1
+            window = skeleton._materialise(_checkpoint_before(skeleton, a), a, b)  # (replayed, checked)
+            if skeleton.diverged_at is not None and skeleton.diverged_at <= b:
+                raise DivergenceError(skeleton.divergence_message())
+            feeder.feed(window.raw_events)
+        if self.dropped:
+            feeder.flush_outputs(first)  # (before the cut's own: it came earlier)
+        self.fed = 0  # of the events since the switch (after the cut's snapshots)
+        self.states: list[State] = []
+        self._running: Running = {}
+        self._feed()
+
+    def _feed(self) -> None:
+        # (a copy: the recorder's collector may append while this runs, a live program's thread
+        # finishing an event it had begun as another stopped)
+        threaded = self.skeleton.log.threaded
+        events = list(threaded) if not self.fed else threaded.events[self.fed - len(threaded.base) :]
+        # the codes first run since (their sources read as the log reads them)
+        known = self.log.codes
+        self.log.feed([["k", cid, *code] for cid, code in list(self.skeleton.log.codes.items()) if cid not in known])
+        with paused_collector():  # (up to 2M events of every thread indexed: see collector_pause.py)
+            self.feeder.feed(events)
+        self.fed += len(events)
+        self.feeder.flush_outputs(self.first + len(self.log.kinds) + 1)
+
+    def update(self) -> bool:
+        """Take in the events that came since (a later stop of the same program). True where the
+        recording starts again (the oldest were dropped meanwhile: it starts at the new cut)."""
+        if self.skeleton.log.threaded.dropped != self.dropped:
+            self._begin()
+            return True
+        self._feed()
+        return False
+
+    @property
+    def base(self) -> int:
+        """The index, in the whole run, of the joined recording's event 0."""
+        switched = self.skeleton.log.switched_at
+        assert switched is not None
+        return switched + self.dropped if self.dropped else self.first
+
+    def recording(self) -> Recording:
+        skeleton, log = self.skeleton, self.log
+        log.engine, log.python = skeleton.log.engine, skeleton.log.python
+        log.refused = skeleton.log.refused
+        program = skeleton.program or Program(skeleton.main_path)
+        full = Recording(program, log, skeleton.outcome, skeleton.fd_stdout, skeleton.fd_stderr, skeleton.seconds)
+        full.module_file = skeleton.main_path if program.module else None
+        return full
+
+    def state_list(self) -> list[State]:
+        """Every state so far, built once each (in order: the ones since the last call now)."""
+        self.states.extend(states_from(self.log, len(self.states), self._running))
+        return self.states
 
 
 def _checkpoint_before(skeleton: SkeletonRecording, index: int) -> int:

@@ -14,6 +14,7 @@ caller (as a debugger shows it: back in the caller, with the return value). Brea
 
 from __future__ import annotations
 
+import itertools
 from bisect import bisect_right
 from collections.abc import Collection, Mapping, Sequence
 
@@ -40,7 +41,7 @@ class StateTree:
         of what runs in them (a frame without a state yet has none in `stack`)."""
         if not states:
             raise ValueError("a state tree needs at least one state")
-        self.states = states
+        self.states = list(states)
         self.resumes = dict(resumes or {})
         self.library = frozenset(library)
         self.by_invocation: dict[int, list[int]] = {}
@@ -48,13 +49,39 @@ class StateTree:
         self.end_index: dict[int, int] = {}
         self.parent: dict[int, int | None] = {}
         self.thread_of: dict[int, int] = {}
-        open_stacks: dict[int, list[int]] = {}  # per thread: its open invocations, innermost last
-        opened = open_before or {}
-        for inv, (thread, depth) in opened.items():
-            below = open_stacks.setdefault(thread, [])
+        self._open_stacks: dict[int, list[int]] = {}  # per thread: its open invocations, innermost last
+        self._opened = open_before or {}
+        for inv, (thread, depth) in self._opened.items():
+            below = self._open_stacks.setdefault(thread, [])
             self.parent[inv] = below[-1] if below and depth > 0 else None
             below.append(inv)
-        for i, state in enumerate(states):
+        # the columns so far (grown by `extend`): invocations numbered in order of first appearance
+        self._ids: list[int] = []
+        self._number: dict[int, int] = {}
+        self._codes: dict[tuple[str, str], int] = {}
+        self._code_of: list[int] = []
+        self._kinds = np.zeros(0, dtype=np.uint8)
+        self._lines = np.zeros(0, dtype=np.int32)
+        self._invs = np.zeros(0, dtype=np.int64)
+        self._walk(0)
+        self.semantics = ActionSemantics(self._columns(0))
+
+    def extend(self, states: Sequence[State], resumes: Mapping[int, int], library: Collection[int]) -> None:
+        """More states of the same run after these (a live recording of threads, at its next stop):
+        the walk goes on from where it ended and the columns grow, so a stop costs what came since,
+        not the whole run again. `resumes` and `library`: the recording's, as they are now."""
+        start = len(self.states)
+        self.states.extend(states)
+        self.resumes = dict(resumes)
+        self.library = frozenset(library)
+        self._walk(start)
+        self.semantics = ActionSemantics(self._columns(start))
+
+    def _walk(self, start: int) -> None:
+        """Each state's invocation from `start` on: its call, its caller, its end."""
+        open_stacks, opened = self._open_stacks, self._opened
+        for i in range(start, len(self.states)):
+            state = self.states[i]
             inv = state.invocation
             open_stack = open_stacks.get(state.thread)
             if open_stack is None:
@@ -77,29 +104,33 @@ class StateTree:
                     open_stack.pop()
                 elif inv in open_stack:
                     del open_stack[open_stack.index(inv) :]
-        self.semantics = ActionSemantics(self._columns())
 
-    def _columns(self) -> Columns:
+    def _columns(self, start: int) -> Columns:
         """The columns the actions read, from the states and the walk above (numbered in order of
-        first appearance; an invocation's code is its first state's function and path)."""
+        first appearance; an invocation's code is its first state's function and path); those of
+        the states before `start` were made already."""
         states = self.states
-        ids = list(self.call_index)  # the recorder's invocation ids, in order of first appearance
-        number = {inv: k for k, inv in enumerate(ids)}
-        raw = np.fromiter((s.invocation for s in states), dtype=np.int64, count=len(states))
-        known = np.array(ids, dtype=np.int64)
-        order = np.argsort(known)
-        codes: dict[tuple[str, str], int] = {}
-        code_of = [codes.setdefault((states[i].function, states[i].path), len(codes)) for i in self.call_index.values()]
+        new = states[start:]
+        for inv, i in itertools.islice(self.call_index.items(), len(self._ids), None):
+            self._number[inv] = len(self._ids)
+            self._ids.append(inv)
+            self._code_of.append(self._codes.setdefault((states[i].function, states[i].path), len(self._codes)))
+        number, ids = self._number, self._ids
+        self._kinds = np.concatenate([self._kinds, np.array([KIND_CODES[s.event] for s in new], dtype=np.uint8)])
+        self._lines = np.concatenate([self._lines, np.fromiter((s.line for s in new), dtype=np.int32, count=len(new))])
+        self._invs = np.concatenate(
+            [self._invs, np.fromiter((number[s.invocation] for s in new), dtype=np.int64, count=len(new))]
+        )
         parents = (self.parent[inv] for inv in ids)
         return Columns(
-            kinds=np.array([KIND_CODES[s.event] for s in states], dtype=np.uint8),
-            lines=np.fromiter((s.line for s in states), dtype=np.int32, count=len(states)),
-            invs=order[np.searchsorted(known, raw, sorter=order)],
+            kinds=self._kinds,
+            lines=self._lines,
+            invs=self._invs,
             call_index=np.fromiter(self.call_index.values(), dtype=np.int64, count=len(ids)),
             end_index=np.array([self.end_index.get(inv, -1) for inv in ids], dtype=np.int64),
             parent=np.array([number.get(p, -1) if p is not None else -1 for p in parents], dtype=np.int64),
-            code_of=np.array(code_of, dtype=np.int64),
-            codes=tuple(codes),
+            code_of=np.array(self._code_of, dtype=np.int64),
+            codes=tuple(self._codes),
             thread_of=np.array([self.thread_of[inv] for inv in ids], dtype=np.int32)
             if any(self.thread_of.values())
             else None,

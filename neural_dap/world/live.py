@@ -9,8 +9,11 @@ target, an exception), and is answered again over the longer recording. A pause 
 program at its next event. The child's side is trace/child/frontier.py; the channel to it
 trace/live_recording.py.
 
-One thread only, in this first landing: once a second thread runs (child/switch.py) the program
-runs to its end, or to a pause, which ends the recording there.
+Once a second thread runs (child/switch.py), every thread is recorded in full and the program still
+stops for the session: at the breakpoints and exceptions of any thread, at a pause, and where the
+stepping thread's step ends (`threaded_request`); every other thread waits at its next event
+meanwhile. At each such stop the recording so far is joined into one full recording of every
+thread (trace/threaded.py) and travelled as any.
 """
 
 from __future__ import annotations
@@ -24,8 +27,8 @@ import numpy as np
 
 from neural_dap.core.actions import Action, Target
 from neural_dap.core.world import HitFilter
-from neural_dap.trace.actions import CALL, LINE, RETURN
-from neural_dap.trace.execution import SkeletonExecution
+from neural_dap.trace.actions import CALL, LINE, RETURN, first_equal
+from neural_dap.trace.execution import FullExecution, SkeletonExecution
 from neural_dap.trace.live_recording import LiveControl
 from neural_dap.trace.program import Outcome
 from neural_dap.trace.skeleton import SkeletonRecording
@@ -144,7 +147,9 @@ def breakpoint_lines(targets: tuple[Target, ...]) -> dict[str, list[int]]:
     return lines
 
 
-def counted_lines(execution: SkeletonExecution, targets: tuple[Target, ...], hits: HitFilter) -> dict[str, list]:
+def counted_lines(
+    execution: SkeletonExecution | FullExecution, targets: tuple[Target, ...], hits: HitFilter
+) -> dict[str, list]:
     """The breakpoint lines for a run from the frontier, each with the hits the program runs past
     before it can stop there ([line, skip]; a line no hit can stop at again is left out): the child
     counts them down itself, where one stop a hit (a round trip to the adapter, to rule it out by
@@ -163,6 +168,79 @@ def counted_lines(execution: SkeletonExecution, targets: tuple[Target, ...], hit
         skip = after - so_far - 1
         lines.setdefault(path, []).append([line, skip] if skip > 0 else line)
     return lines
+
+
+def threaded_request(
+    execution: FullExecution,
+    start: int,
+    action: Action,
+    answer: int,
+    breakpoints: tuple[Target, ...],
+    exceptions: bool,
+    hits: HitFilter | None = None,
+) -> dict | None:
+    """Every thread recorded in full, the program held: what it must run to for `action` from
+    event `start`, whose answer over what is recorded is `answer`; None where that answer stands (a
+    step's own end, not where the recording runs out). A step's predicates are the stepping
+    thread's: its next event, the next line or exit at its frame's place or below, its frame's
+    exit; the breakpoints and exceptions stop every thread."""
+    semantics = execution.semantics
+    columns = semantics.columns
+    last = execution.last
+    kind = action.kind
+    targets = action.targets if kind == "breakpoint" else breakpoints
+    lines = breakpoint_lines(targets) if hits is None else counted_lines(execution, targets, hits)
+    request: dict = {"breakpoints": lines, "exceptions": exceptions}
+    if kind in ("breakpoint", "continue"):
+        return request if answer >= last else None
+    if kind not in ("step_into", "step_over", "step_return"):
+        return None
+    thread = semantics.thread(start)
+    owner = _owner(semantics, start)
+    if _step_ends_at(semantics, start, kind, owner, answer, thread):
+        return None
+    request["thread"] = thread
+    end = int(columns.end_index[owner]) if owner >= 0 else -1
+    if kind == "step_into" or owner < 0 or 0 <= end <= last:
+        request["at"] = 0  # (its next event: the step's own answer, or the event after an exit)
+    elif kind == "step_over":
+        request["within"] = _child_invocation(execution, owner)
+    else:
+        request["exit_inv"] = _child_invocation(execution, owner)
+    return request
+
+
+def _owner(semantics: Any, start: int) -> int:
+    """The frame a step over or out from event `start` moves through (-1: none)."""
+    inv = int(semantics.columns.invs[start])
+    return int(semantics.columns.parent[inv]) if semantics.kind(start) >= RETURN else inv
+
+
+def _step_ends_at(semantics: Any, start: int, kind: str, owner: int, answer: int, thread: int) -> bool:
+    """Whether `answer` is the step's own end: not where the recording runs out (the semantics
+    answer the last event there), and not an exit whose thread has no event after it yet (the
+    event after an exit decides where a step goes: library code may call the user's code again)."""
+    last = semantics.last
+    if answer <= start:
+        return False
+    if answer == last:
+        if semantics.thread(last) != thread:
+            return False
+        inv = int(semantics.columns.invs[last])
+        if kind == "step_over" and inv != owner:
+            return False
+        if kind == "step_return" and not (owner >= 0 and int(semantics.columns.end_index[owner]) == last):
+            return False
+    if semantics.kind(answer) >= RETURN:
+        return semantics.next_of_thread(thread, answer) >= 0
+    return True
+
+
+def _child_invocation(execution: FullExecution, inv: int) -> int:
+    """The recording child's id of the tree's invocation `inv` (its states carry it)."""
+    columns = execution.semantics.columns
+    index = first_equal(columns.invs, inv, 0, len(columns.invs))
+    return execution.state(index).invocation if index >= 0 else -1
 
 
 def run_request(

@@ -54,7 +54,7 @@ from neural_dap.trace.recorder import (
 )
 from neural_dap.trace.skeleton import DivergenceError, SkeletonRecording
 from neural_dap.world.branches import WhatIf
-from neural_dap.world.live import LiveRun, awaiting_resume, decided_at_frontier, run_request
+from neural_dap.world.live import LiveRun, awaiting_resume, decided_at_frontier, run_request, threaded_request
 
 LIMIT_KEYS = {
     "maxEvents": "max_events",
@@ -151,7 +151,13 @@ class RecordedWorld:
         self.notices: list[str] = []  # what the user should read about how the program was recorded
         self.threads_joined = False  # a second thread ran: every thread recorded in full, no copies
         self._running: LiveRun | None = None  # the program still runs (debug while it runs: world/live.py)
+        # ... and ran a second thread: the recording so far joined into one full recording at its
+        # latest stop, and the index (in the whole run) of that recording's event 0
+        self._joined: FullExecution | None = None
+        self._joiner: threaded.Joiner | None = None  # (it joins only what came since the last stop)
+        self._base = 0
         self._extending = False  # ... and runs on now (an action waits for its next stop)
+        self._targets_set: tuple[Target, ...] | None = None  # breakpoints the user set meanwhile
         self._live_lock = anyio.Lock()  # the live copy answers one question at a time
 
     async def start(self, launch: LaunchSpec) -> Stop:
@@ -295,12 +301,15 @@ class RecordedWorld:
         """The program still runs (its recording grows as it goes on), and the session stands on its
         recording (not on a what-if branch made of it)."""
         running = self._running
-        return running is not None and running.running and self.execution is running.execution
+        if running is None or not running.running:
+            return False
+        return self.execution is running.execution or (self._joined is not None and self.execution is self._joined)
 
     def breakpoints_changed(self, targets: tuple[Target, ...]) -> None:
         """While the program runs: the lines it stops at from now on."""
         if self._running is not None:
             self._running.set_breakpoints(targets)
+            self._targets_set = targets
 
     async def _opened(self, rec: Recording | SkeletonRecording, execution: Execution) -> Stop:
         self.what_if.keep_journal(rec.journal_file if isinstance(rec, SkeletonRecording) else None)
@@ -368,18 +377,35 @@ class RecordedWorld:
     ) -> Stop:
         start = self.index
         seen = start  # breakpoint hits up to here were put to `accept` already
+        # the breakpoints set while the program runs on are this action's too (the program stops at
+        # them, and the stop must be recognised as theirs, not run past with the lines it began with)
+        follows_table = bool(breakpoints) or action.kind == "continue"
+        self._targets_set = None
         while True:
+            if follows_table and self._targets_set is not None:
+                breakpoints = self._targets_set
             stop = await self._act_recorded(action, start, seen, exceptions, breakpoints, accept, hits)
             live = self._running
             if live is None or not self.live or action.inverse:
                 return stop
             execution = self._require()
             frontier = execution.last
-            assert isinstance(execution, SkeletonExecution)
-            if stop.hit_exception and stop.index == frontier and _leaves_the_traced_code(execution, frontier):
+            wants_exceptions = bool(exceptions - {"uncaught"})
+            request: dict | None
+            if isinstance(execution, FullExecution):  # every thread, in full, since a second one ran
+                request = None
+                if not (stop.hit_breakpoint or stop.hit_exception):
+                    request = threaded_request(
+                        execution, start, action, stop.index, breakpoints, wants_exceptions, hits
+                    )
+                if request is None:
+                    return stop
+            elif not isinstance(execution, SkeletonExecution):
+                return stop
+            elif stop.hit_exception and stop.index == frontier and _leaves_the_traced_code(execution, frontier):
                 # an exception leaves the user's code here: whether it ends the program ("uncaught")
                 # or library code catches it ("userUnhandled") shows at the next event
-                request: dict = {"at": frontier + 1}
+                request = {"at": frontier + 1}
             elif stop.index == frontier and stop.called_by_library and stop.state.terminal and not stop.at_end:
                 # the exit of a function library code called: whether that code calls the user's
                 # code again before it returns (where a step goes on to) shows at the next event
@@ -394,8 +420,9 @@ class RecordedWorld:
             else:
                 # the answer lies past what is recorded: the held program runs on to the first event
                 # that can be it, and the action is answered again over the longer recording
-                request = run_request(execution, start, action, breakpoints, bool(exceptions - {"uncaught"}), hits)
+                request = run_request(execution, start, action, breakpoints, wants_exceptions, hits)
             self._extending = True
+            targets_before = self._targets_set
             try:
                 went_on = await anyio.to_thread.run_sync(live.extend, request)
             finally:
@@ -403,31 +430,73 @@ class RecordedWorld:
             self._queries = None  # (their indexes are of the shorter recording)
             seen = frontier
             self.index = start
+            skeleton = live.execution
+            assert skeleton is not None
             if not went_on:
-                execution.keep_open = False
+                skeleton.keep_open = False
                 self._running = None  # the program ended: its recording is whole
-                self.outcome = execution.recording.outcome
-                if execution.recording.log.switched_at is not None:
-                    await self._join_threads(execution)
+                self.outcome = skeleton.recording.outcome
+                if skeleton.recording.log.switched_at is not None:
+                    before = self._base
+                    await self._join_threads(skeleton)
+                    start, seen = self._rebased(start, before), self._rebased(seen, before)
+                    self.index = start
                 continue
+            if skeleton.recording.log.switched_at is not None:
+                # every thread is recorded in full now, and the program is held: the recording so
+                # far becomes one full recording, travelled as any (world/live.py)
+                before = self._base
+                await self._join_threads(skeleton, running=True)
+                start, seen = self._rebased(start, before), self._rebased(seen, before)
+                self.index = start
+            if follows_table and live.reason == "breakpoint" and self._targets_set is not targets_before:
+                # stopped by a breakpoint set while the program ran: at the first hit after it was
+                # set (the latest recorded), not at a hit it had run past before (a past moment
+                # shown as if the program were there)
+                execution = self._require()
+                assert self._targets_set is not None
+                found = execution.hits(seen, execution.last, self._targets_set)
+                if found:
+                    seen = max(seen, found[-1] - 1)
             if live.reason == "pause":
-                self.index = execution.last
-                output = execution.output(start, execution.last)
-                stop = await self._stop(execution.last, output=output)
+                # shown at the latest event (of whichever thread: the others' stacks as they are there)
+                execution = self._require()
+                at = execution.last
+                self.index = at
+                stop = await self._stop(at, output=execution.output(start, at))
                 return msgspec.structs.replace(stop, paused=True)
 
-    async def _join_threads(self, execution: SkeletonExecution) -> None:
-        """A live program started a second thread (child/switch.py) and has ended: the recording
-        becomes one full recording of every thread (trace/threaded.py), to be travelled as any."""
+    def _rebased(self, index: int, before: int) -> int:
+        """An index of the recording whose event 0 was event `before` of the run, in the one
+        travelled now (0 where that event was dropped from it)."""
+        return max(0, index + before - self._base)
+
+    async def _join_threads(self, execution: SkeletonExecution, running: bool = False) -> None:
+        """A live program started a second thread (child/switch.py): the recording becomes one full
+        recording of every thread (trace/threaded.py), to be travelled as any: once the program
+        has ended, or (`running`) at each stop while it runs on (held, every thread waiting)."""
         skeleton = execution.recording
+
+        def joined() -> tuple[FullExecution, int]:
+            joiner, full = self._joiner, self._joined
+            if joiner is None or joiner.skeleton is not skeleton:
+                joiner = self._joiner = threaded.Joiner(skeleton)
+            elif not joiner.update() and full is not None:
+                full.grow(joiner.recording(), joiner.state_list())  # (only what came since is read)
+                return full, joiner.base
+            return FullExecution(joiner.recording(), joiner.state_list()), joiner.base
+
         try:
-            joined, _switched = await anyio.to_thread.run_sync(lambda: threaded.join(skeleton))
+            full, self._base = await anyio.to_thread.run_sync(joined)
         except DivergenceError as exc:
             raise WorldError(f"the recording's first part could not be rebuilt: {exc}") from None
-        execution.close()
-        self.execution = FullExecution(joined)
+        if not running:
+            execution.close()
+            self._joiner = None
+        self.execution = full
+        self._joined = full if running else None
         self.threads_joined = True
-        self.outcome = joined.outcome
+        self.outcome = full.recording.outcome
 
     async def _act_recorded(
         self,
@@ -451,13 +520,16 @@ class RecordedWorld:
             natural = 0
         else:
             natural = execution.apply(start, action)
-            if action.kind == "step_over" and self._running is not None and self.live:
-                assert isinstance(execution, SkeletonExecution)
-                if awaiting_resume(execution, natural) >= 0:
-                    # over an `await` that paused the coroutine, which has not resumed yet: the
-                    # step goes on past what is recorded (the other tasks run meanwhile, and a
-                    # breakpoint of theirs on the way stops it, as in debugpy)
-                    natural = execution.last
+            if (
+                action.kind == "step_over"
+                and self.live
+                and isinstance(execution, SkeletonExecution)
+                and awaiting_resume(execution, natural) >= 0
+            ):
+                # over an `await` that paused the coroutine, which has not resumed yet: the step
+                # goes on past what is recorded (the other tasks run meanwhile, and a breakpoint of
+                # theirs on the way stops it, as in debugpy)
+                natural = execution.last
         forward = natural > start
         if self._exited_cleanly():
             # sys.exit(0) / sys.exit() ends the program with SystemExit, which is no error: debugpy

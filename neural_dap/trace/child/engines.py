@@ -6,6 +6,7 @@ from __future__ import annotations
 import sys
 import threading
 from _thread import get_ident
+from collections.abc import Callable
 
 from neural_dap.trace.child.coroutines import RESUMABLE
 from neural_dap.trace.child.monitoring import (
@@ -548,8 +549,12 @@ class CThreads:
         self.main = main  # CMonitoring (3.12+), or the 3.11 Tracer itself (a settrace function)
         self.monitoring = isinstance(main, CMonitoring)
         self.group = Threads(self._tracer, threads.mark, self.monitoring)
+        self.table = threads
         self.take = self.group.take
         self.next_invocation = self.group.next_invocation
+        self.main_tracer = main.tracer if self.monitoring else main
+        self.by_ident: dict[int, object] = {}  # each thread's tracer (a live recording steps one thread)
+        self.armed: Callable | None = None  # a live recording: sets a new thread's stops (child/frontier.py)
 
     def _tracer(self):
         """In a thread's first event: its tracer; None for the recorder's own threads."""
@@ -558,7 +563,15 @@ class CThreads:
         tracer = c_tracer(self.rec)
         if self.monitoring:
             self.main.configure(tracer)
+        self.by_ident[threading.get_ident()] = tracer
+        if self.armed is not None:
+            self.armed(tracer)
         return tracer
+
+    def tracer_of(self, number: int):
+        """The tracer of the thread the table numbers `number`, else None."""
+        ident = self.table.idents.get(number)
+        return None if ident is None else self.by_ident.get(ident)
 
     def adopt(self) -> None:
         """In the main thread (right before it starts a thread, or between two bytecodes at a
@@ -566,7 +579,8 @@ class CThreads:
         events reach the group from now on: sys.monitoring's callbacks are the group's (threads
         started from now on need no trace function), or, on 3.11, each thread `threading` starts
         installs its tracer at its first call."""
-        self.group.adopt(self.main.tracer if self.monitoring else self.main)
+        self.group.adopt(self.main_tracer)
+        self.by_ident[threading.get_ident()] = self.main_tracer
         if self.monitoring:
             self.main.register(self.group)
             threading.settrace(None)  # type: ignore[arg-type]

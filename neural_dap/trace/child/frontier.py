@@ -21,6 +21,15 @@ Commands come on a pipe of their own, one JSON object a line, read by a thread o
         invocation INV (a step over an `await`); held: the program resumes
   {"breakpoints": {path: [lines]}}   while it runs: the lines to stop at from now on
   {"end": true}                      end the recording here (the adapter ends what is left)
+Once a second thread runs, every thread is recorded in full by a C tracer of its own (child/switch.py,
+the `Threads` group of _ctracer.c), and the program goes on stopping for the adapter (`threaded`):
+every thread stops at the breakpoint lines and exceptions, a step's predicates are set on the
+stepping thread's tracer (a run command names it: "thread"; "at" is then its next event, "within"
+and "exit" invocations on its stack), the thread that stops sends ["stopped", -1, reason, its
+number] once its event is recorded, and every other thread waits at its next event until the
+adapter tells the stopped one to go on (a thread blocked in C code runs on until it returns to
+Python code, as with debugpy). No checkpoint is taken there (a fork copies one thread): the adapter
+joins the recording so far into one full recording and answers from it.
 A pause is the real-time signal PAUSE_SIGNAL, handled in the main thread between two bytecodes of
 whatever it runs (library code too; a call blocked in C code stops when it returns, as with
 debugpy): the program stops right there, shown at its latest event in the user's code (the library
@@ -35,6 +44,7 @@ import queue
 import select
 import signal
 import threading
+from typing import Any
 
 from neural_dap.trace.child.journal import mark_thread, plumbing
 
@@ -52,6 +62,11 @@ class Frontier:
         self.paused = False  # the next stop is a pause
         self.holding = False  # the program is held at a stop
         self.stops = 0
+        # every thread recorded in full (`threaded`): their tracers (engines.CThreads), the stepping
+        # thread's tracer and its predicates (at, depth, exit, resumes), and where the held threads wait
+        self.cthreads: Any = None
+        self.step: tuple[Any, tuple[int, int, int, int]] | None = None
+        self.released = threading.Condition()
 
     def start(self) -> None:
         """The command reader, and the pause signal; the program stops at its first event."""
@@ -61,6 +76,14 @@ class Frontier:
         self.tracer.live(0, -1, -1, False, None)  # the first event: the adapter opens the session there
 
     def _on_pause(self, _signum, _frame) -> None:
+        if self.cthreads is not None:
+            # every thread in full: the main thread stops right here, at its latest event in the
+            # user's code (a server's main thread waits in library code), the others at their next
+            if not self.holding:
+                self.paused = True
+                self.cthreads.group.stop_here(self.cthreads.main_tracer)
+                self._stop_thread(0)
+            return
         if self.skeleton.switched:
             # every thread is recorded in full since a second one started (child/switch.py): no
             # thread is held alone, so a pause ends the recording here (the session opens on it)
@@ -108,7 +131,82 @@ class Frontier:
         lines = {str(path): _lines(numbers) for path, numbers in (breakpoints or {}).items()}
         at, depth, exit_, exceptions, resumes = keep if keep is not None else self.predicates
         self.breakpoints = lines or None
+        if self.cthreads is not None:
+            self._arm_threads()
+            return
         self.tracer.live(at, depth, exit_, exceptions, self.breakpoints, resumes)
+
+    # -- every thread in full ----------------------------------------------------------------------
+    def threaded(self, cthreads: Any) -> None:
+        """A second thread runs (child/switch.py; in the main thread, between bytecodes): every
+        thread's tracer stops at the breakpoints and exceptions from now on, and a step in flight
+        goes on in the main thread (its place on the stack holds; an event number is its next event)."""
+        at, depth, exit_, _exceptions, resumes = self.predicates
+        self.cthreads = cthreads
+        cthreads.group.live(self._stop_thread, self._wait_while_held)
+        cthreads.armed = self._arm
+        if at >= 0 or depth >= 0 or exit_ >= 0 or resumes >= 0:
+            self.step = (cthreads.main_tracer, (0 if at >= 0 else -1, depth, exit_, resumes))
+        self._arm_threads()
+
+    def _arm(self, tracer: Any) -> None:
+        """A thread's tracer: the breakpoints and exceptions, and the step's predicates where it is
+        the stepping thread's."""
+        exceptions = self.predicates[3]
+        if self.step is not None and self.step[0] is tracer:
+            at, depth, exit_, resumes = self.step[1]
+            tracer.live(at, depth, exit_, exceptions, self.breakpoints, resumes)
+        else:
+            tracer.live(-1, -1, -1, exceptions, self.breakpoints, -1)
+
+    def _arm_threads(self) -> None:
+        for tracer in self.cthreads.group.tracers():
+            self._arm(tracer)
+
+    def _wait_while_held(self, _arg=None) -> None:
+        """In a thread's event while another is stopped: wait until it goes on."""
+        group = self.cthreads.group
+        with self.released:
+            while group.held():
+                self.released.wait()
+
+    def _stop_thread(self, reason_code: int) -> None:
+        """In the thread that stopped, its event recorded: hand everything over, hold the program
+        (every other thread waits at its next event) until told to run."""
+        with plumbing():
+            reason = "pause" if self.paused else REASONS.get(reason_code, "step")
+            self.paused = False
+            self.holding = True
+            try:
+                self.skeleton.flush_journal()
+                self.channel.events.append(["stopped", -1, reason, self.cthreads.table.number()])
+                self.channel.flush()
+                self.stops += 1
+                command = self.commands.get()
+                while not command.get("end") and not isinstance(command.get("run"), dict):
+                    command = self.commands.get()
+                if command.get("end"):
+                    self.skeleton.finish("paused", "the debug session ended while the program ran")
+                    return
+                self._run_threads(command["run"])
+            finally:
+                self.holding = False
+                self.cthreads.group.release()
+                with self.released:
+                    self.released.notify_all()
+
+    def _run_threads(self, run: dict) -> None:
+        """A run command while every thread is recorded: the step's predicates go to its thread."""
+        exceptions = bool(run.get("exceptions", False))
+        self.predicates = (-1, -1, -1, exceptions, -1)
+        self.step = None
+        number = run.get("thread")
+        tracer = self.cthreads.tracer_of(int(number)) if isinstance(number, int) else None
+        if tracer is not None:
+            at = 0 if int(run.get("at", -1)) >= 0 else -1
+            depth = _place_of(tracer, int(run.get("within", -1)))
+            self.step = (tracer, (at, depth, int(run.get("exit", -1)), int(run.get("resumes", -1))))
+        self._set_breakpoints(run.get("breakpoints"), self.predicates)
 
     def _depth_of(self, inv: int) -> int:
         """The place on the stack of invocation `inv` (-1: not on it, so no stop by that)."""
@@ -161,6 +259,16 @@ class Frontier:
                 )
                 self._set_breakpoints(run.get("breakpoints"), self.predicates)
                 return None
+
+
+def _place_of(tracer: Any, inv: int) -> int:
+    """The place of invocation `inv` on `tracer`'s stack (-1: not on it)."""
+    if inv < 0:
+        return -1
+    for place, number in enumerate(tracer.invocations()):
+        if number == inv:
+            return place
+    return -1
 
 
 def _lines(numbers: list) -> dict[int, int]:

@@ -340,6 +340,8 @@ def record_here(
                 channel.events.append(["switch", first])
                 in_c.adopt()
                 current[0] = in_c
+                if skeleton is not None and skeleton.frontier is not None:
+                    skeleton.frontier.threaded(in_c)  # a live recording stops every thread from now on
                 return in_c.take
             entries = old.entries() if hasattr(old, "entries") else []
             next_invocation = old.next_invocation() if hasattr(old, "next_invocation") else rec.next_invocation

@@ -49,6 +49,7 @@ class ThreadTable:
         self._local = _thread._local()
         self._named: set[int] = set()  # numbers sent with their thread's name
         self._count = 0
+        self.idents: dict[int, int] = {}  # number -> the ident of its thread (a live recording's steps)
         self._current = -1
         self._unnamed = False  # the current thread's name is not known yet: look again at each event
         self.begin()
@@ -83,6 +84,7 @@ class ThreadTable:
         if number is None:
             number = self._local.number = self._count
             self._count += 1
+            self.idents[number] = ident
         self._unnamed = False
         if number in self._named:
             return ["t", number] if switched else None
@@ -94,6 +96,10 @@ class ThreadTable:
             return ["t", number, f"Thread-{number}"] if switched else None
         self._named.add(number)
         return ["t", number, thread.name]
+
+    def number(self) -> int | None:
+        """The calling thread's number (None: it has run no traced code yet)."""
+        return getattr(self._local, "number", None)
 
     def begin(self) -> None:
         """The program starts in this thread: thread 0, whose events need no record before them."""
