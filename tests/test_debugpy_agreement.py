@@ -1046,6 +1046,53 @@ async def test_asyncio_exceptions_stop_where_debugpy_stops(tmp_path, filters):
         assert len(shown) == 1  # the entry
 
 
+THREAD_FAILURES = """\
+import threading
+
+
+def risky(n):
+    if n % 2:
+        raise ValueError(f"odd {n}")
+    return n
+
+
+def work(out):
+    for n in range(4):
+        try:
+            out.append(risky(n))
+        except ValueError as exc:
+            out.append(str(exc))
+    raise RuntimeError("worker done badly")
+
+
+results = []
+t = threading.Thread(target=work, args=(results,), name="worker")
+t.start()
+t.join()
+print(results)
+"""
+
+
+@pytest.mark.slow
+async def test_an_exception_that_ends_a_thread_stops_where_debugpy_stops(tmp_path):
+    """debugpy's "Uncaught Exceptions" stops where an exception that ends a worker thread was raised
+    (threading prints it and the program runs on); the program runs live with every thread held at
+    each stop (neural-dap stopped nowhere: only an exception that ended the program was uncaught)."""
+    from .dual import Plan, run
+
+    path = tmp_path / "thread_failures.py"
+    path.write_text(THREAD_FAILURES)
+    plan = Plan(
+        str(path), breakpoints=({"line": 11},), commands=("continue",) * 8, exception_filters=("uncaught",), expand=0
+    )
+    ours, theirs = await run(plan, "neural-dap"), await run(plan, "debugpy")
+    shown = [(v.reason, v.thread, v.stack, v.text) for v in theirs.views]
+    assert [(v.reason, v.thread, v.stack, v.text) for v in ours.views][: len(shown)] == shown
+    assert shown[-1][:3] == ("exception", "worker", [("work", 16)])
+    assert "RuntimeError" in shown[-1][3]
+    assert ours.views[len(shown)].reason == "end"
+
+
 BLANK_LINES = """\
 import os
 

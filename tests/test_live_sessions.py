@@ -157,6 +157,7 @@ async def test_a_server_with_a_thread_per_request_stops_in_each_requests_thread(
     program.write_text(SERVER.replace("http.server.HTTPServer(", "http.server.ThreadingHTTPServer("))
     port = _free_port()
     answers: list[str] = []
+    before = set(_children())
 
     def request(name: str) -> None:
         with urllib.request.urlopen(f"http://127.0.0.1:{port}/{name}", timeout=60) as response:
@@ -208,6 +209,9 @@ async def test_a_server_with_a_thread_per_request_stops_in_each_requests_thread(
         paused = await client.wait_event("stopped", timeout=30)
         assert paused["body"]["reason"] == "pause"
         assert (await where(client))[2]["served"] == "3"
+    with anyio.fail_after(10):  # the held program (every thread waiting) ends with the session
+        while set(_children()) - before:
+            await anyio.sleep(0.1)
 
 
 THREADED_LOOP = textwrap.dedent(
@@ -243,19 +247,27 @@ async def test_a_breakpoint_set_while_the_program_runs_stops_it(
     began with: the program stopped there and was at once sent on, as if by nobody.)"""
     program = tmp_path / "counting.py"
     program.write_text(text)
+
+    async def round_here(thread: int) -> int:
+        frames = (await client.call("stackTrace", {"threadId": thread}))["stackFrames"]
+        assert frames[0]["line"] == line
+        answer = await client.call("evaluate", {"expression": "i", "frameId": frames[0]["id"], "context": "watch"})
+        return int(answer["result"])
+
     async with adapter() as client:
         await _launch(client, {"program": str(program)}, {})
-        await anyio.sleep(0.5)
+        await anyio.sleep(1.0)  # (about 90 rounds of 10 ms: the program runs, no breakpoint yet)
         await client.call("setBreakpoints", {"source": {"path": str(program)}, "breakpoints": [{"line": line}]})
         stopped = await client.wait_event("stopped", timeout=30)
         assert stopped["body"]["reason"] == "breakpoint"
         thread = stopped["body"]["threadId"]
         names = {t["id"]: t["name"] for t in (await client.call("threads"))["threads"]}
         assert names[thread] == thread_name
-        frames = (await client.call("stackTrace", {"threadId": thread}))["stackFrames"]
-        assert frames[0]["line"] == line
+        first = await round_here(thread)
+        assert first >= 10  # the hit after the breakpoint was set, not the first of the run (round 0)
         await client.call("continue", {"threadId": thread})  # and the next hit, one round later
         assert (await client.wait_event("stopped", timeout=30))["body"]["reason"] == "breakpoint"
+        assert await round_here(thread) == first + 1
 
 
 async def test_a_hit_count_stops_a_long_loop_at_once_and_travels_both_ways(tmp_path: Path) -> None:

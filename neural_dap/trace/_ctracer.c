@@ -210,7 +210,8 @@ typedef struct {
     long long stop_depth;     /* stop at the first line or exit at this place on the stack or below (-1: no) */
     long long stop_exit_inv;  /* stop where this invocation exits (-1: no) */
     long long stop_resume_of; /* stop where a run that continues this suspended invocation starts (-1: no) */
-    int stop_exceptions;      /* stop where an exception leaves a frame, and at a line that caught one */
+    int stop_exceptions;      /* 1: stop where an exception leaves a frame, and at a line that caught one;
+                               * 2: only where one leaves the thread's outermost traced frame (ends a thread) */
     PyObject *breakpoints;    /* dict: filename -> frozenset of breakpoint lines; NULL: none */
     int stop_reason;          /* why the hook is called now: 0 not a stop, else a STOP_* */
     PyObject *seen;           /* an event's reprs of objects (id -> (object, text)), shared by every value
@@ -723,7 +724,7 @@ static void live_line(Tracer *t, Entry *e, int line, int caught) {
         live_stop(t, STOP_BREAKPOINT);
     else if (t->stop_depth >= 0 && t->depth - 1 <= t->stop_depth)
         live_stop(t, STOP_STEP);
-    else if (caught && t->stop_exceptions)
+    else if (caught && t->stop_exceptions == 1)
         live_stop(t, STOP_EXCEPTION);
 }
 
@@ -734,7 +735,7 @@ static void live_exit(Tracer *t, int raised) {
     Entry *e = &t->stack[t->depth - 1];
     if (t->stop_at >= 0 && t->count >= t->stop_at)
         live_stop(t, STOP_AT);
-    else if (raised && t->stop_exceptions)
+    else if (raised && (t->stop_exceptions == 1 || (t->stop_exceptions == 2 && t->depth == 1)))
         live_stop(t, STOP_EXCEPTION);
     else if ((t->stop_depth >= 0 && t->depth - 1 <= t->stop_depth) || (t->stop_exit_inv >= 0 && e->inv == t->stop_exit_inv))
         live_stop(t, STOP_STEP);
@@ -1683,7 +1684,7 @@ static PyObject *tracer_live(PyObject *self, PyObject *args) {
     long long stop_at, stop_depth, stop_exit_inv, stop_resume_of = -1;
     int stop_exceptions;
     PyObject *breakpoints;
-    if (!PyArg_ParseTuple(args, "LLLpO|L", &stop_at, &stop_depth, &stop_exit_inv, &stop_exceptions, &breakpoints, &stop_resume_of))
+    if (!PyArg_ParseTuple(args, "LLLiO|L", &stop_at, &stop_depth, &stop_exit_inv, &stop_exceptions, &breakpoints, &stop_resume_of))
         return NULL;
     if (breakpoints != Py_None && !PyDict_Check(breakpoints)) {
         PyErr_SetString(PyExc_TypeError, "breakpoints: a dict or None");

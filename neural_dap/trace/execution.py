@@ -109,10 +109,35 @@ class FullExecution:
 
     @functools.cached_property
     def uncaught(self) -> list[int]:
-        if not self._ends_by_exception:
+        states = self.tree.states
+        ends = _uncaught(lambda k: states[k].event, lambda k: states[k].depth, len(states))
+        return sorted(set(self._threads_ended_by_exceptions() + (ends if self._ends_by_exception else [])))
+
+    def _threads_ended_by_exceptions(self) -> list[int]:
+        """Where each exception that ended a thread other than the main one was raised (debugpy's
+        "uncaught" stops there; threading prints it and the program runs on): the start of the run
+        of exception exits that ends the thread's events, each one level out from the one before.
+        A SystemExit ends a thread quietly: no stop."""
+        semantics = self.tree.semantics
+        columns = semantics.columns
+        if columns.thread_of is None:
             return []
         states = self.tree.states
-        return _uncaught(lambda k: states[k].event, lambda k: states[k].depth, len(states))
+        out = []
+        for thread, (_first, last) in self._thread_spans.items():
+            top = states[last]
+            if thread == 0 or top.event != "exception" or int(columns.parent[columns.invs[last]]) >= 0:
+                continue
+            if (top.value or "").startswith("SystemExit"):
+                continue
+            k = last
+            while True:
+                before = semantics.last_of_thread(thread, k - 1) if k > 0 else -1
+                if before < 0 or states[before].event != "exception" or states[before].depth != states[k].depth + 1:
+                    break
+                k = before
+            out.append(k)
+        return out
 
     @functools.cached_property
     def user_unhandled(self) -> list[int]:

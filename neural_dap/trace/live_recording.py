@@ -75,13 +75,15 @@ class LiveControl:
         breakpoints: dict[str, list] | None = None,
         resumes: int = -1,
         thread: int | None = None,
+        uncaught: bool = False,
     ) -> None:
         """Let the held program run on until the next of these (-1: not by that): event `at`, the
         next line or exit of invocation `within` or of one it runs under, the exit of `exit_inv`, an
         exception, a breakpoint line (a line, or [line, hits to run past before stopping there]),
         the resume of paused generator or coroutine invocation `resumes`. Once every thread is
         recorded, `thread` names the stepping thread: `at` (any number) is then its next event,
-        and `within` and `exit_inv` are invocations on its stack."""
+        and `within` and `exit_inv` are invocations on its stack; `uncaught`: stop where an exception
+        ends a thread (the "uncaught" filter: it does not end the program)."""
         run: dict = {
             "at": at,
             "within": within,
@@ -92,6 +94,8 @@ class LiveControl:
         }
         if thread is not None:
             run["thread"] = thread
+        if uncaught:
+            run["uncaught"] = True
         self._send({"run": run})
 
     def set_breakpoints(self, breakpoints: dict[str, list[int]]) -> None:

@@ -421,6 +421,8 @@ class RecordedWorld:
                 # the answer lies past what is recorded: the held program runs on to the first event
                 # that can be it, and the action is answered again over the longer recording
                 request = run_request(execution, start, action, breakpoints, wants_exceptions, hits)
+            if "uncaught" in exceptions:
+                request["uncaught"] = True  # (an exception that ends a thread: once threads run)
             self._extending = True
             targets_before = self._targets_set
             try:

@@ -67,6 +67,7 @@ class Frontier:
         self.cthreads: Any = None
         self.step: tuple[Any, tuple[int, int, int, int]] | None = None
         self.released = threading.Condition()
+        self.uncaught = False  # (every thread in full) stop where an exception ends a thread
 
     def start(self) -> None:
         """The command reader, and the pause signal; the program stops at its first event."""
@@ -151,8 +152,9 @@ class Frontier:
 
     def _arm(self, tracer: Any) -> None:
         """A thread's tracer: the breakpoints and exceptions, and the step's predicates where it is
-        the stepping thread's."""
-        exceptions = self.predicates[3]
+        the stepping thread's. (Exceptions: every one, or, for the "uncaught" filter alone, one that
+        ends a thread other than the main one: debugpy stops there; the main thread's ends the program.)"""
+        exceptions = int(self.predicates[3]) or (2 if self.uncaught and tracer is not self.cthreads.main_tracer else 0)
         if self.step is not None and self.step[0] is tracer:
             at, depth, exit_, resumes = self.step[1]
             tracer.live(at, depth, exit_, exceptions, self.breakpoints, resumes)
@@ -198,6 +200,7 @@ class Frontier:
     def _run_threads(self, run: dict) -> None:
         """A run command while every thread is recorded: the step's predicates go to its thread."""
         exceptions = bool(run.get("exceptions", False))
+        self.uncaught = bool(run.get("uncaught", False))
         self.predicates = (-1, -1, -1, exceptions, -1)
         self.step = None
         number = run.get("thread")
@@ -257,6 +260,7 @@ class Frontier:
                     bool(run.get("exceptions", False)),
                     int(run.get("resumes", -1)),
                 )
+                self.uncaught = bool(run.get("uncaught", False))
                 self._set_breakpoints(run.get("breakpoints"), self.predicates)
                 return None
 
