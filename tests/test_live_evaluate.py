@@ -112,9 +112,11 @@ async def test_a_full_recording_keeps_values_and_answers_with_the_safe_evaluator
 
 
 async def test_where_threads_ran_an_expression_the_values_cannot_answer_says_why(tmp_path: Path) -> None:
-    """A threaded run is recorded in full (a copy of the program would hold one thread): a module, a
-    call or `locals()` cannot be answered at its stops, and the error says so: the module is shown
-    (as debugpy shows it among the module's globals), but only as its text."""
+    """A threaded run recorded to its end (`"live": false`) is a full recording, with no program at
+    its stops (a copy would hold one thread): a module, a call or `locals()` cannot be answered
+    there, and the error says so: the module is shown (as debugpy shows it among the module's
+    globals), but only as its text. (Where a live program is held at a stop, a copy of it made there
+    answers: tests/test_live_sessions.py.)"""
     program = tmp_path / "worker.py"
     program.write_text(
         textwrap.dedent(
@@ -137,7 +139,9 @@ async def test_where_threads_ran_an_expression_the_values_cannot_answer_says_why
     )
     answers = {}
     async with adapter() as client:
-        stopped = await start(client, {"program": str(program)}, breakpoints={str(program): [{"line": 8}]})
+        stopped = await start(
+            client, {"program": str(program), "live": False}, breakpoints={str(program): [{"line": 8}]}
+        )
         thread = stopped["body"]["threadId"]
         frames = (await client.call("stackTrace", {"threadId": thread}))["stackFrames"]
         for expression in ("step + 1", "threading.current_thread().name", "sorted(locals())"):

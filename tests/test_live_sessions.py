@@ -16,6 +16,7 @@ from pathlib import Path
 import anyio
 import pytest
 
+from neural_dap.dapwire.client import DapError
 from neural_dap.trace import journal
 
 from .dap_helpers import adapter, where
@@ -268,6 +269,72 @@ async def test_a_breakpoint_set_while_the_program_runs_stops_it(
         await client.call("continue", {"threadId": thread})  # and the next hit, one round later
         assert (await client.wait_event("stopped", timeout=30))["body"]["reason"] == "breakpoint"
         assert await round_here(thread) == first + 1
+
+
+HELD_WORKER = textwrap.dedent(
+    """\
+    import threading
+
+
+    class Box:
+        def __init__(self, n):
+            self.n = n
+
+        def double(self):
+            return self.n * 2
+
+
+    def work(out, box):
+        try:
+            raise KeyError("missing", 3)
+        except KeyError as exc:
+            problem = exc
+            out.append(box.double())
+        return problem
+
+
+    results = []
+    t = threading.Thread(target=work, args=(results, Box(21)), name="worker")
+    t.start()
+    t.join()
+    print(results)
+    """
+)
+
+
+async def test_a_worker_held_at_a_stop_answers_expressions_with_its_real_objects(tmp_path: Path) -> None:
+    """Where the program is held, every thread recorded, a copy of it made at the stop evaluates the
+    user's expressions as debugpy does: a method call, the running thread, an exception's args (also
+    in the Variables view). A moment travelled back to has no program: it says so."""
+    program = tmp_path / "held.py"
+    program.write_text(HELD_WORKER)
+    async with adapter() as client:
+        await _launch(client, {"program": str(program)}, {str(program): [{"line": 17}]})
+        thread = (await client.wait_event("stopped", timeout=30))["body"]["threadId"]
+        frames = (await client.call("stackTrace", {"threadId": thread}))["stackFrames"]
+        assert (frames[0]["name"], frames[0]["line"]) == ("work", 17)
+
+        async def evaluate(expression: str) -> str:
+            answer = await client.call(
+                "evaluate", {"expression": expression, "frameId": frames[0]["id"], "context": "repl"}
+            )
+            return answer["result"]
+
+        assert await evaluate("box.double()") == "42"
+        assert await evaluate("threading.current_thread().name") == "'worker'"
+        assert await evaluate("problem.args") == "('missing', 3)"
+        scopes = (await client.call("scopes", {"frameId": frames[0]["id"]}))["scopes"]
+        variables = (await client.call("variables", {"variablesReference": scopes[0]["variablesReference"]}))[
+            "variables"
+        ]
+        problem = next(v for v in variables if v["name"] == "problem")
+        children = (await client.call("variables", {"variablesReference": problem["variablesReference"]}))["variables"]
+        assert ("args", "('missing', 3)") in [(c["name"], c["value"]) for c in children]
+        await client.call("stepBack", {"threadId": thread})
+        await client.wait_event("stopped", timeout=30)
+        frames = (await client.call("stackTrace", {"threadId": thread}))["stackFrames"]
+        with pytest.raises(DapError, match="nothing of the program runs here"):
+            await evaluate("box.double()")
 
 
 async def test_a_hit_count_stops_a_long_loop_at_once_and_travels_both_ways(tmp_path: Path) -> None:

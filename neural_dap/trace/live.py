@@ -42,6 +42,7 @@ class LiveStop:
     def __init__(self, recording: SkeletonRecording, index: int, limits: LiveLimits = DEFAULT_LIMITS) -> None:
         self.index = index
         self.limits = limits
+        self.held_path: str | None = None  # the socket of a held program's copy (`held`), else None
         checkpoints = recording.checkpoints
         if not checkpoints or checkpoints[0] > index:
             raise LiveError("no checkpoint is left to replay from")
@@ -49,9 +50,20 @@ class LiveStop:
             raise LiveError("the program did not replay the same way up to this stop")
         start = checkpoints[max(0, bisect_right(checkpoints, index) - 1)]
         path, _pid = recording.log.checkpoints[start]
+        self._connect(path, {"from": index, "to": index, "live": msgspec.structs.asdict(limits)})
+
+    @classmethod
+    def held(cls, path: str, index: int, limits: LiveLimits = DEFAULT_LIMITS) -> LiveStop:
+        """The copy of a program held at event `index` while every thread is recorded (child/live.py
+        `serve_held`): made at the stop, nothing to replay."""
+        live = cls.__new__(cls)
+        live.index, live.limits, live.held_path = index, limits, path
+        live._connect(path, {"live": msgspec.structs.asdict(limits)})
+        return live
+
+    def _connect(self, path: str, request: dict) -> None:
         self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         self.sock.settimeout(REPLAY_SECONDS)
-        request = {"from": index, "to": index, "live": msgspec.structs.asdict(limits)}
         try:
             self.sock.connect(path)
             self.sock.sendall(json.dumps(request).encode() + b"\n")

@@ -359,6 +359,7 @@ class SkeletonLog:
         self.stops: list[tuple[int, str, list]] = []
         self.window: list = []
         self.live_refused = False  # the engine cannot stop the program for the adapter
+        self.held: tuple[int, str] | None = None  # (thread, copy's socket) of the latest threaded stop
         self.corrupt = False
         self.wire_bytes = 0
         self._buffer = bytearray()
@@ -438,6 +439,11 @@ class SkeletonLog:
             elif tag == "stopped":
                 self.stops.append((int(event[1]), str(event[2]), self.window))
                 self.window = []
+                # (every thread in full: the thread that stopped, and the socket of the copy of the
+                # program held there, which answers expressions: child/frontier.py `_held_copy`)
+                held = event[3:5]
+                ok = len(held) == 2 and type(held[0]) is int and isinstance(held[1], str)
+                self.held = (held[0], held[1]) if ok else None
             elif tag == "nolive":
                 self.live_refused = True
             elif tag == "switch":

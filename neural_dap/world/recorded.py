@@ -155,6 +155,7 @@ class RecordedWorld:
         # latest stop, and the index (in the whole run) of that recording's event 0
         self._joined: FullExecution | None = None
         self._joiner: threaded.Joiner | None = None  # (it joins only what came since the last stop)
+        self._held: tuple[int, str] | None = None  # (event, socket) of the copy of the program held there
         self._base = 0
         self._extending = False  # ... and runs on now (an action waits for its next stop)
         self._targets_set: tuple[Target, ...] | None = None  # breakpoints the user set meanwhile
@@ -423,6 +424,7 @@ class RecordedWorld:
                 request = run_request(execution, start, action, breakpoints, wants_exceptions, hits)
             if "uncaught" in exceptions:
                 request["uncaught"] = True  # (an exception that ends a thread: once threads run)
+            self._held = None  # (the copy of where the program was held ends as it goes on)
             self._extending = True
             targets_before = self._targets_set
             try:
@@ -451,6 +453,11 @@ class RecordedWorld:
                 await self._join_threads(skeleton, running=True)
                 start, seen = self._rebased(start, before), self._rebased(seen, before)
                 self.index = start
+                held = skeleton.recording.log.held
+                joined = self._joined
+                if held is not None and joined is not None:
+                    at = joined.semantics.last_of_thread(held[0], joined.last)
+                    self._held = (at, held[1]) if at >= 0 else None
             if follows_table and live.reason == "breakpoint" and self._targets_set is not targets_before:
                 # stopped by a breakpoint set while the program ran: at the first hit after it was
                 # set (the latest recorded), not at a hit it had run past before (a past moment
@@ -644,7 +651,7 @@ class RecordedWorld:
         """`expression` in a live copy of the program at `stop` (see trace/live.py): one copy at a
         time, made at the first expression of a stop and kept while the session stays there."""
         execution = self._require()
-        if not isinstance(execution, SkeletonExecution):
+        if not isinstance(execution, SkeletonExecution) and not self._held_at(stop):
             raise NotLive(self._no_copy())
         if stop.at_end:
             raise NotLive("the program has ended here")
@@ -662,7 +669,13 @@ class RecordedWorld:
             )
         return "a full recording keeps values, not a program to ask"
 
-    def _evaluate_live(self, execution: SkeletonExecution, index: int, frame: int, expression: str) -> LiveResult:
+    def _held_at(self, stop: Stop) -> bool:
+        """The program runs threads and is held at `stop`'s event: a copy of it made there answers
+        (child/frontier.py `_held_copy`), the stopped thread's frames as the stop shows them."""
+        held = self._held
+        return held is not None and self.live and self.execution is self._joined and held[0] == stop.index
+
+    def _evaluate_live(self, execution: Execution, index: int, frame: int, expression: str) -> LiveResult:
         live = self._live_stop(execution, index)
         try:
             value = live.evaluate(expression, frame)
@@ -670,15 +683,21 @@ class RecordedWorld:
             raise WorldError(str(exc)) from None
         return LiveResult(value.text, value.type)
 
-    def _live_stop(self, execution: SkeletonExecution, index: int) -> LiveStop:
-        """The live copy of the program at event `index`: the one kept, or a new one (replacing it)."""
+    def _live_stop(self, execution: Execution, index: int) -> LiveStop:
+        """The live copy of the program at event `index`: the one kept, or a new one (replacing it):
+        replayed from a checkpoint, or the copy of the program held there (threads)."""
         live = self._live
-        if live is None or live.index != index:
+        held = self._held if self._held is not None and self._held[0] == index else None
+        if live is None or live.index != index or (held is not None and live.held_path != held[1]):
             if live is not None:
                 live.close()
             self._live = None
             try:
-                live = self._live = LiveStop(execution.recording, index)
+                if held is not None:
+                    live = self._live = LiveStop.held(held[1], index)
+                else:
+                    assert isinstance(execution, SkeletonExecution)
+                    live = self._live = LiveStop(execution.recording, index)
             except LiveError as exc:
                 raise NotLive(str(exc)) from None
         return live
@@ -687,6 +706,8 @@ class RecordedWorld:
         """Whether a live copy of the program can be made at `stop` (ExpandsLive): a skeleton
         recording with a checkpoint at or before it, the program not yet ended there."""
         execution = self.execution
+        if self._held_at(stop):
+            return True
         if not isinstance(execution, SkeletonExecution) or stop.at_end:
             return False
         recording = execution.recording
@@ -718,7 +739,7 @@ class RecordedWorld:
 
     async def _ask_live(self, stop: Stop, frame: int, request: dict) -> dict:
         execution = self._require()
-        if not isinstance(execution, SkeletonExecution) or not self.live_at(stop):
+        if not self.live_at(stop):
             raise NotLive("no live copy of the program at this stop")
 
         def run() -> dict:
@@ -736,7 +757,7 @@ class RecordedWorld:
         innermost frame (ChecksLive): one throwaway fork of the live copy at the stop, which stays
         for the user's own expressions if the stop is made."""
         execution = self._require()
-        if not isinstance(execution, SkeletonExecution):
+        if not isinstance(execution, SkeletonExecution) and not self._held_at(stop):
             raise NotLive(self._no_copy())
         if stop.at_end:
             raise NotLive("the program has ended here")

@@ -43,10 +43,14 @@ import os
 import queue
 import select
 import signal
+import socket
 import threading
 from typing import Any
 
+from neural_dap.trace.child import live
 from neural_dap.trace.child.journal import mark_thread, plumbing
+from neural_dap.trace.child.lifetime import fork_ours
+from neural_dap.trace.child.skeleton import silence_output
 
 PAUSE_SIGNAL = signal.SIGRTMIN + 4 if hasattr(signal, "SIGRTMIN") else None
 REASONS = {1: "step", 2: "breakpoint", 3: "step", 4: "exception"}  # Tracer's STOP_* (and pause: "pause")
@@ -68,6 +72,7 @@ class Frontier:
         self.step: tuple[Any, tuple[int, int, int, int]] | None = None
         self.released = threading.Condition()
         self.uncaught = False  # (every thread in full) stop where an exception ends a thread
+        self.copy: int | None = None  # ... and the copy of the program held at the stop (its pid)
 
     def start(self) -> None:
         """The command reader, and the pause signal; the program stops at its first event."""
@@ -181,21 +186,65 @@ class Frontier:
             self.holding = True
             try:
                 self.skeleton.flush_journal()
-                self.channel.events.append(["stopped", -1, reason, self.cthreads.table.number()])
+                copy = self._held_copy()
+                self.channel.events.append(["stopped", -1, reason, self.cthreads.table.number(), copy])
                 self.channel.flush()
                 self.stops += 1
                 command = self.commands.get()
                 while not command.get("end") and not isinstance(command.get("run"), dict):
                     command = self.commands.get()
                 if command.get("end"):
+                    self._end_copy()
                     self.skeleton.finish("paused", "the debug session ended while the program ran")
                     return
                 self._run_threads(command["run"])
             finally:
+                self._end_copy()
                 self.holding = False
                 self.cthreads.group.release()
                 with self.released:
                     self.released.notify_all()
+
+    def _held_copy(self) -> str | None:
+        """A copy of the program as it is held here, which answers the adapter's expressions with
+        real objects (child/live.py `serve_held`): a fork made by this thread, the only one a fork
+        keeps, its stack the stop's. It lives while the program is held; the path of its socket."""
+        path = os.path.join(self.skeleton.dir, f"held-{self.stops}.sock")
+        server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        try:
+            server.bind(path)
+            server.listen(1)
+        except OSError:
+            server.close()
+            return None
+        frames = live.user_frames(self.skeleton.is_user)
+        pid = fork_ours()
+        if pid == 0:  # the copy
+            try:
+                self.channel.closed = True  # never write to the recording's pipe ...
+                for fd in (self.channel.fd, self.command_fd):  # ... nor hold it open: the adapter reads it to its end
+                    try:
+                        os.close(fd)
+                    except OSError:
+                        pass
+                silence_output()
+                live.serve_held(server, frames, self.channel.encode_document, self.skeleton.owner)
+            finally:
+                os._exit(0)
+        server.close()
+        self.copy = pid
+        return path
+
+    def _end_copy(self) -> None:
+        """The program goes on: the copy of where it was held is no longer that moment."""
+        if self.copy is None:
+            return
+        try:
+            os.kill(self.copy, signal.SIGKILL)
+            os.waitpid(self.copy, 0)
+        except (OSError, ChildProcessError):
+            pass
+        self.copy = None
 
     def _run_threads(self, run: dict) -> None:
         """A run command while every thread is recorded: the step's predicates go to its thread."""

@@ -59,6 +59,34 @@ def serve(conn: socket.socket, answer: bytes, frames: list, encode, owner: int, 
         _EXIT(0)
 
 
+def serve_held(server: socket.socket, frames: list, encode, owner: int) -> None:
+    """The copy of a program held at a stop while every thread is recorded (child/frontier.py: a
+    fork of it, made by the stopped thread, which is the only one a fork keeps): the adapter
+    connects once, says the limits ({"live": {...}}), and asks expressions as of a live stop. Nothing
+    is replayed: the copy is the program at that very moment. Returns when the connection ends."""
+    deadline = time.monotonic() + IDLE_SECONDS
+    while True:
+        ready, _, _ = select.select([server], [], [], 1.0)
+        if not alive(owner) or time.monotonic() > deadline:
+            return
+        if ready:
+            break
+    conn, _ = server.accept()
+    server.close()
+    conn.settimeout(10.0)
+    line = conn.makefile("rb").readline(1 << 20)
+    try:
+        request = json.loads(line)
+    except ValueError:
+        return
+    limits = request.get("live") if isinstance(request, dict) else None
+    if not isinstance(limits, dict):
+        return
+    answer = encode({"outcome": None, "events": []})
+    conn.sendall(len(answer).to_bytes(8, "little") + answer)
+    _loop(conn, frames, encode, owner, limits)
+
+
 def _loop(conn: socket.socket, frames: list, encode, owner: int, limits: dict) -> None:
     """Serve until the adapter closes the connection (it does when the user moves on, and the
     kernel does when the adapter dies, however), the adapter is gone, or nobody asks for long."""

@@ -287,7 +287,7 @@ class Skeleton:
                 os.close(self.channel.fd)  # (the parent reads the pipe to its end)
             except OSError:
                 pass
-        _silence_output()
+        silence_output()
         lifeline = self.lifeline
         while True:
             ready = lifeline.wait([server.fileno()], 1.0)
@@ -330,7 +330,7 @@ class Skeleton:
             # through `to`, and capture nothing (child/watch.py)
             "watch": Watch(request["watch"]["path"], self.encode_value) if request.get("watch") else None,
         }
-        _silence_output()
+        silence_output()
         guard = self.channel.guard
         if guard is not None:  # the reprs' deadline: the recording's flusher did not survive the fork
             guard.thread = threading.get_ident()
@@ -445,7 +445,7 @@ def _read_request(conn: socket.socket) -> dict | None:
         return None
 
 
-def _silence_output() -> None:
+def silence_output() -> None:
     """A replay must not print the program's output again. The stream objects stay the ones the
     recording had (a program that asks them anything gets the same answers); they discard."""
     devnull = os.open(os.devnull, os.O_WRONLY)
