@@ -42,6 +42,11 @@ PROGRAM = textwrap.dedent(
     print(work(400))
     """
 )
+# the same work in a worker thread the main thread waits for: every thread recorded in full from
+# its start, and the program held at each stop (every other thread waiting at its next event)
+THREADED = PROGRAM.replace(
+    "print(work(400))", "import threading\nt = threading.Thread(target=work, args=(400,))\nt.start()\nt.join()"
+)
 NODELAY = textwrap.dedent(
     """
     import socket
@@ -65,15 +70,17 @@ NODELAY = textwrap.dedent(
 )
 
 
-async def round_trips(client: DapClient, stops: int, command: str = "next") -> list[float]:
+async def round_trips(client: DapClient, stops: int, command: str = "next", thread: int = 1) -> list[float]:
+    """Each stop of `stops` commands, to its first variables (in the thread that stops)."""
     timings = []
     for _ in range(stops):
         t = time.perf_counter()
-        await client.call(command, {"threadId": 1})
+        await client.call(command, {"threadId": thread})
         message = await client.wait_event({"stopped", "terminated"})
         if message["event"] != "stopped":
             break
-        frames = (await client.call("stackTrace", {"threadId": 1}))["stackFrames"]
+        thread = message["body"].get("threadId", thread)
+        frames = (await client.call("stackTrace", {"threadId": thread}))["stackFrames"]
         scopes = (await client.call("scopes", {"frameId": frames[0]["id"]}))["scopes"]
         await client.call("variables", {"variablesReference": scopes[0]["variablesReference"]})
         timings.append(time.perf_counter() - t)
@@ -83,15 +90,15 @@ async def round_trips(client: DapClient, stops: int, command: str = "next") -> l
 EXPRESSION = "sum(items) + len(label) + max(items, default=0)"
 
 
-async def evaluations(client: DapClient, stops: int) -> tuple[list[float], list[float]]:
+async def evaluations(client: DapClient, stops: int, thread: int = 1) -> tuple[list[float], list[float]]:
     """(the first evaluate at each new stop, a second one at the same stop)"""
     first, again = [], []
     for _ in range(stops):
-        await client.call("next", {"threadId": 1})
+        await client.call("next", {"threadId": thread})
         message = await client.wait_event({"stopped", "terminated"})
         if message["event"] != "stopped":
             break
-        frame = (await client.call("stackTrace", {"threadId": 1}))["stackFrames"][0]["id"]
+        frame = (await client.call("stackTrace", {"threadId": thread}))["stackFrames"][0]["id"]
         for timings in (first, again):
             t = time.perf_counter()
             await client.call("evaluate", {"expression": EXPRESSION, "frameId": frame, "context": "watch"})
@@ -118,12 +125,12 @@ async def session(
         await client.call("setBreakpoints", {"source": {"path": launch["program"]}, "breakpoints": [{"line": line}]})
         await client.call("configurationDone")
         await client.response(seq, "launch")
-        await client.wait_event("stopped")
-        hits = await round_trips(client, min(stops, 100), "continue")  # the breakpoint, hit again and again
+        thread = (await client.wait_event("stopped"))["body"].get("threadId", 1)  # (a worker's, with threads)
+        hits = await round_trips(client, min(stops, 100), "continue", thread)  # the breakpoint, hit again and again
         await client.call("setBreakpoints", {"source": {"path": launch["program"]}, "breakpoints": []})
-        await round_trips(client, 5)  # warm up
-        timings = await round_trips(client, stops)
-        first, again = await evaluations(client, max(10, stops // 5))
+        await round_trips(client, 5, "next", thread)  # warm up
+        timings = await round_trips(client, stops, "next", thread)
+        first, again = await evaluations(client, max(10, stops // 5), thread)
         await client.request("disconnect", {"terminateDebuggee": True}, timeout=5)
         return timings, first, again, hits
 
@@ -179,6 +186,14 @@ async def main(stops: int) -> None:
         runs["debugpy (as shipped)"] = await session(debugpy, launch, 6, stops)
         env = {"PYTHONPATH": hooks + os.pathsep + os.environ.get("PYTHONPATH", "")}
         runs["debugpy (TCP_NODELAY)"] = await session(debugpy, {**launch, "env": env}, 6, stops, env=env)
+        threaded = os.path.join(tmp, "threaded.py")
+        Path(threaded).write_text(THREADED)
+        runs["neural-dap (recorded, a worker thread)"] = await session(
+            adapter_command(), {"program": threaded}, 6, stops
+        )
+        runs["debugpy (TCP_NODELAY, a worker thread)"] = await session(
+            debugpy, {**launch, "program": threaded, "env": env}, 6, stops, env=env
+        )
         loop = os.path.join(tmp, "long_loop.py")
         Path(loop).write_text(LONG_LOOP)
         print("the 10th hit of a breakpoint in a program that would run 2 minutes, from configurationDone:")
@@ -193,6 +208,8 @@ async def main(stops: int) -> None:
     live = {name: describe(f"{name}: live", run[3]) for name, run in runs.items() if "first" not in name}
     for name in ("debugpy (as shipped)", "debugpy (TCP_NODELAY)"):
         print(f"ratio neural-dap / {name}: median {live['neural-dap (recorded)'][0] / live[name][0]:6.2f}x")
+    threads = live["neural-dap (recorded, a worker thread)"][0] / live["debugpy (TCP_NODELAY, a worker thread)"][0]
+    print(f"ratio neural-dap / debugpy (TCP_NODELAY), a worker thread: median {threads:6.2f}x")
     print()
     print(f"evaluate {EXPRESSION!r}:")
     for name, (_, first, again, _hits) in runs.items():
@@ -201,6 +218,10 @@ async def main(stops: int) -> None:
     print()
     summary = {name: describe(name, t) for name, t in results.items()}
     ours = summary["neural-dap (recorded)"][0]
+    threads = (
+        summary["debugpy (TCP_NODELAY, a worker thread)"][0] / summary["neural-dap (recorded, a worker thread)"][0]
+    )
+    print(f"ratio debugpy (TCP_NODELAY) / neural-dap, a worker thread: median {threads:6.1f}x")
     for name in ("debugpy (as shipped)", "debugpy (TCP_NODELAY)"):
         print(
             f"ratio {name} / neural-dap: median {summary[name][0] / ours:6.1f}x   "
