@@ -293,10 +293,19 @@ HELD_WORKER = textwrap.dedent(
         return problem
 
 
+    def wait_for(event):
+        event.wait()  # (idle here while the worker runs: no event of its own says it is alive)
+
+
     results = []
+    done = threading.Event()
+    waiter = threading.Thread(target=wait_for, args=(done,), name="waiter")
+    waiter.start()
     t = threading.Thread(target=work, args=(results, Box(21)), name="worker")
     t.start()
     t.join()
+    done.set()
+    waiter.join()
     print(results)
     """
 )
@@ -305,7 +314,9 @@ HELD_WORKER = textwrap.dedent(
 async def test_a_worker_held_at_a_stop_answers_expressions_with_its_real_objects(tmp_path: Path) -> None:
     """Where the program is held, every thread recorded, a copy of it made at the stop evaluates the
     user's expressions as debugpy does: a method call, the running thread, an exception's args (also
-    in the Variables view). A moment travelled back to has no program: it says so."""
+    in the Variables view), and the program's threads as the program has them (a fork keeps one).
+    The Threads view lists a thread that waits idle (it has no event to say it is alive). A moment
+    travelled back to has no program: it says so."""
     program = tmp_path / "held.py"
     program.write_text(HELD_WORKER)
     async with adapter() as client:
@@ -320,8 +331,14 @@ async def test_a_worker_held_at_a_stop_answers_expressions_with_its_real_objects
             )
             return answer["result"]
 
+        names = [t["name"] for t in (await client.call("threads"))["threads"]]
+        assert names == ["MainThread", "waiter", "worker"]
         assert await evaluate("box.double()") == "42"
         assert await evaluate("threading.current_thread().name") == "'worker'"
+        assert await evaluate("sorted(t.name for t in threading.enumerate() if t.is_alive())") == (
+            "['MainThread', 'waiter', 'worker']"
+        )
+        assert await evaluate("threading.main_thread().name") == "'MainThread'"
         assert await evaluate("problem.args") == "('missing', 3)"
         scopes = (await client.call("scopes", {"frameId": frames[0]["id"]}))["scopes"]
         variables = (await client.call("variables", {"variablesReference": scopes[0]["variablesReference"]}))[

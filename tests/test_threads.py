@@ -10,6 +10,7 @@ import textwrap
 
 import pytest
 
+from neural_dap.core.actions import Action
 from neural_dap.trace import rolling, threaded
 from neural_dap.trace.execution import FullExecution
 from neural_dap.trace.recorder import Program, record, record_skeleton
@@ -530,3 +531,80 @@ def test_what_another_thread_changed_during_a_calls_reprs_shows_at_the_frames_fi
     joined = _joined(Program(path=str(path)), version, "1\n", engines)
     counted = [s for s in joined.states if s.function == "count"]
     assert [(s.event, s.locals.get("items")) for s in counted[:2]] == [("call", "[]"), ("line", "[1]")]
+
+
+def test_a_live_join_read_through_its_facts_answers_as_the_states_built_at_once(tmp_path):
+    """A live session joins a threaded recording at each stop and builds states only where it is
+    asked (the tree reads the log's facts): every action from every event, every state, what was
+    printed between any two events, and where exceptions stop must be what the states built at once
+    give."""
+    path = tmp_path / "requests.py"
+    path.write_text(A_THREAD_EACH)
+    skeleton = record_skeleton(Program(path=str(path)))
+    try:
+        joiner = threaded.Joiner(skeleton)
+        lazy = FullExecution(joiner.recording(), joiner.facts())
+        whole = FullExecution(joiner.recording())
+    finally:
+        skeleton.close()
+    assert len(lazy) == len(whole) > 500
+    assert lazy.raised == whole.raised and lazy.uncaught == whole.uncaught
+    assert lazy.threads(lazy.last) == whole.threads(whole.last)
+    kinds = ("step_into", "step_over", "step_return", "inv_step_into", "inv_step_over", "inv_step_return")
+    for i in range(len(whole)):
+        assert lazy.state(i) == whole.state(i)
+        for kind in kinds:
+            assert lazy.apply(i, Action(kind)) == whole.apply(i, Action(kind)), (i, kind)
+    for first, end in ((0, whole.last), (5, 200), (-1, 50), (300, whole.last)):
+        assert lazy.output(first, end) == whole.output(first, end)
+    printed = "serving\n" + "".join(f"{n * n}\n" for n in range(60)) + f"{sum(n * n for n in range(60))}\n"
+    assert "".join(text for stream, text in lazy.output(-1, lazy.last) if stream == "stdout") == printed
+    assert [f.function for f in lazy.frames(whole.last // 2)] == [f.function for f in whole.frames(whole.last // 2)]
+
+
+ENDS_A_WORKER = textwrap.dedent(
+    """\
+    import threading
+
+
+    def parse(text):
+        return int(text)
+
+
+    def worker(out):
+        out.append(parse("1"))
+        out.append(parse("boom"))
+
+
+    out = []
+    t = threading.Thread(target=worker, args=(out,), name="parser")
+    t.start()
+    t.join()
+    print(out)
+    """
+)
+
+
+def test_an_exception_that_ends_a_worker_stops_where_debugpy_stops_for_each_filter(tmp_path):
+    """ "Uncaught Exceptions" alone stops where the exception that ends a worker thread was raised
+    (the callee's line, as debugpy shows it); with "User Uncaught Exceptions" too, once, where it
+    leaves the worker's own frame for threading (debugpy 3.12: one stop, for the second)."""
+    path = tmp_path / "ends_a_worker.py"
+    path.write_text(ENDS_A_WORKER)
+    skeleton = record_skeleton(Program(path=str(path)))
+    try:
+        joined, _ = threaded.join(skeleton)
+    finally:
+        skeleton.close()
+    execution = FullExecution(joined)
+
+    def stops(filters: frozenset[str]) -> list[tuple[str, int, str]]:
+        out, at = [], 0
+        while (found := execution.first_exception(at, execution.last, filters)) is not None:
+            state = execution.state(found)
+            out.append((state.function, state.line, state.event))
+            at = found
+        return out
+
+    assert stops(frozenset({"uncaught"})) == [("parse", 5, "exception")]
+    assert stops(frozenset({"uncaught", "userUnhandled"})) == [("worker", 10, "exception")]

@@ -32,7 +32,7 @@ from neural_dap.core.state import Frame, State
 from neural_dap.trace.actions import EXCEPTION, ActionSemantics, Columns
 from neural_dap.trace.recorder import RecorderError, Recording
 from neural_dap.trace.skeleton import SkeletonRecording, SkeletonTree
-from neural_dap.trace.tree import StateTree
+from neural_dap.trace.tree import Facts, StateTree
 
 
 class Execution(Protocol):
@@ -76,9 +76,9 @@ class Execution(Protocol):
 
 
 class FullExecution:
-    def __init__(self, recording: Recording, states: list[State] | None = None) -> None:
-        """`states`: the recording's states, where they were built already (trace/threaded.py's
-        Joiner builds a live recording's once each, across its stops)."""
+    def __init__(self, recording: Recording, facts: Facts | None = None) -> None:
+        """`facts`: read the events from these, the states built only where asked for (a live
+        recording of threads joined at each stop: trace/threaded.py's Joiner)."""
         if not len(recording.states):
             outcome = recording.outcome
             why = f": {outcome.message}" if outcome.message else f" (it {outcome.kind})"
@@ -86,20 +86,33 @@ class FullExecution:
         self.recording = recording
         log = recording.log
         self.opened = log.open_before()  # (the frames on the stacks where the states begin)
-        self.tree = StateTree(
-            list(recording.states) if states is None else states, log.resumes, log.library, self.opened
-        )
-        self.raised = [i for i, s in enumerate(self.tree.states) if s.event == "exception" or s.caught]
+        states = list(recording.states) if facts is None else recording.states
+        self.tree = StateTree(states, log.resumes, log.library, self.opened, facts)
+        self.raised: list[int] = []
+        self._raised_from(0)
+        self.alive_now: frozenset[int] | None = None  # the threads alive where a live program is held
 
-    def grow(self, recording: Recording, states: list[State]) -> None:
-        """The same run, longer: `recording` is its log with more events fed, `states` every state
-        of it (those before built already): a live recording of threads at its next stop
-        (trace/threaded.py's Joiner). What is known of the old states stays; only the new are read."""
+    def _raised_from(self, start: int) -> None:
+        """The exception events and the lines that caught one, from event `start` on."""
+        log = self.recording.log
+        if self.tree.facts is None:
+            states = self.tree.states
+            self.raised += [k for k in range(start, len(states)) if states[k].event == "exception" or states[k].caught]
+            return
+        kinds = self.tree.semantics.columns.kinds
+        found = set(np.flatnonzero(kinds[start:] == EXCEPTION) + start)
+        found.update(k for k in log.caught if k >= start)
+        self.raised += sorted(int(k) for k in found)
+
+    def grow(self, recording: Recording) -> None:
+        """The same run, longer: `recording` is its log with more events fed (a live recording of
+        threads at its next stop, trace/threaded.py's Joiner; read through the tree's facts). What
+        is known of the old events stays; only the new are read."""
         start = len(self.tree)
         self.recording = recording
         log = recording.log
-        self.tree.extend(states[start:], log.resumes, log.library)
-        self.raised += [start + k for k, s in enumerate(states[start:]) if s.event == "exception" or s.caught]
+        self.tree.extend(recording.states, log.resumes, log.library)
+        self._raised_from(start)
         for name in ("_ends_by_exception", "uncaught", "user_unhandled", "_thread_spans"):
             self.__dict__.pop(name, None)  # (cached over the shorter run)
 
@@ -209,11 +222,15 @@ class FullExecution:
         return {int(t): (int(f), n - 1 - int(b)) for t, f, b in zip(numbers, firsts, lasts, strict=True)}
 
     def threads(self, i: int) -> list[tuple[int, str]]:
+        """The threads alive at event i: those with events before and after it, and those alive
+        where the program is held (`alive_now`, a live recording's: a thread waiting in a pool's
+        queue or on an event has no later event to say so)."""
         names = self.recording.log.thread_names
+        alive = self.alive_now or frozenset()
         return [
             (t, names.get(t, f"Thread-{t}"))
             for t, (first, last) in sorted(self._thread_spans.items())
-            if t == 0 or first <= i <= last
+            if t == 0 or first <= i <= last or (first <= i and t in alive)
         ]
 
     def thread_frames(self, i: int, thread: int) -> tuple[Frame, ...]:
@@ -236,15 +253,14 @@ class FullExecution:
         return tuple(out) + self._open_before(states[stack[-1]].invocation, i)
 
     def output(self, start: int, end: int) -> tuple[tuple[str, str], ...]:
-        states = self.tree.states
-        out: list[tuple[str, str]] = []
-        for k in range(start + 1, end + 1):
-            s = states[k]
-            if s.stdout:
-                out.append(("stdout", s.stdout))
-            if s.stderr:
-                out.append(("stderr", s.stderr))
-        if end == len(states) - 1 and start < end:
+        """What the program wrote after event `start` up to `end`, from the log's index of it (the
+        states carry the same text; building them to read it cost a run's length)."""
+        log = self.recording.log
+        log.materialize()
+        written = [(k, 0, text) for k, text in log.stdout_at.items() if start < k <= end]
+        written += [(k, 1, text) for k, text in log.stderr_at.items() if start < k <= end]
+        out: list[tuple[str, str]] = [("stdout" if err == 0 else "stderr", text) for _, err, text in sorted(written)]
+        if end == len(self.tree) - 1 and start < end:
             out.extend(self._after_last_state())
         return tuple(out)
 
@@ -264,9 +280,14 @@ class FullExecution:
         return out
 
     def first_exception(self, start: int, end: int, filters: frozenset[str]) -> int | None:
-        return _first_exception(
-            functools.partial(_filter_points, self), start, end, filters, functools.partial(_stops_at, self)
-        )
+        points: Callable[[str], list[int]] = functools.partial(_filter_points, self)
+        if {"uncaught", "userUnhandled"} <= filters:
+            # an exception that ends a worker thread leaves the user's code for threading's first:
+            # debugpy stops there once, for "User Uncaught Exceptions" (3.12; 3.11 stops again after)
+            ended = set(self._threads_ended_by_exceptions())
+            if ended:
+                points = lambda kind: [k for k in _filter_points(self, kind) if kind != "uncaught" or k not in ended]  # noqa: E731
+        return _first_exception(points, start, end, filters, functools.partial(_stops_at, self))
 
     def close(self) -> None:
         pass

@@ -360,6 +360,7 @@ class SkeletonLog:
         self.window: list = []
         self.live_refused = False  # the engine cannot stop the program for the adapter
         self.held: tuple[int, str] | None = None  # (thread, copy's socket) of the latest threaded stop
+        self.alive: frozenset[int] | None = None  # ... and the threads alive there
         self.corrupt = False
         self.wire_bytes = 0
         self._buffer = bytearray()
@@ -444,6 +445,8 @@ class SkeletonLog:
                 held = event[3:5]
                 ok = len(held) == 2 and type(held[0]) is int and isinstance(held[1], str)
                 self.held = (held[0], held[1]) if ok else None
+                alive = event[5] if len(event) > 5 else None
+                self.alive = frozenset(n for n in alive if type(n) is int) if isinstance(alive, list) else None
             elif tag == "nolive":
                 self.live_refused = True
             elif tag == "switch":

@@ -13,12 +13,12 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from neural_dap.core.state import State
 from neural_dap.trace.collector_pause import paused_collector
-from neural_dap.trace.eventlog import EventLog, Running, states_from
+from neural_dap.trace.eventlog import EventLog
 from neural_dap.trace.program import Program
 from neural_dap.trace.recorder import Recording
 from neural_dap.trace.skeleton import DivergenceError, SkeletonRecording
+from neural_dap.trace.tree import Facts
 
 PREFIX_LIMIT = 1_000_000  # events before the switch kept (a full recording's memory)
 WINDOW = 50_000  # events rebuilt by one replay
@@ -74,8 +74,6 @@ class Joiner:
         if self.dropped:
             feeder.flush_outputs(first)  # (before the cut's own: it came earlier)
         self.fed = 0  # of the events since the switch (after the cut's snapshots)
-        self.states: list[State] = []
-        self._running: Running = {}
         self._feed()
 
     def _feed(self) -> None:
@@ -116,10 +114,17 @@ class Joiner:
         full.module_file = skeleton.main_path if program.module else None
         return full
 
-    def state_list(self) -> list[State]:
-        """Every state so far, built once each (in order: the ones since the last call now)."""
-        self.states.extend(states_from(self.log, len(self.states), self._running))
-        return self.states
+    def facts(self) -> Facts:
+        """What the state tree reads of each event, from the log as it grows (the states themselves
+        are built only where the session asks: building every one cost about 3 µs an event)."""
+        log = self.log
+        invocations = log.invocations
+
+        def about(inv: int) -> tuple[int, int, str, str]:
+            found = invocations[inv]
+            return found.thread, found.depth, found.function, found.path
+
+        return Facts(log.kinds, log.lines, log.invs, about)
 
 
 def _checkpoint_before(skeleton: SkeletonRecording, index: int) -> int:

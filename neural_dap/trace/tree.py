@@ -16,13 +16,25 @@ from __future__ import annotations
 
 import itertools
 from bisect import bisect_right
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
+from typing import NamedTuple
 
 import numpy as np
 
 from neural_dap.core.actions import Action, Target
 from neural_dap.core.state import TERMINAL_EVENTS, State
 from neural_dap.trace.actions import KIND_CODES, ActionSemantics, Columns
+
+
+class Facts(NamedTuple):
+    """What the tree reads of each event, where the states themselves are not built (a live
+    recording of threads: its states are made on demand, trace/threaded.py): per event its kind,
+    line and invocation, and per invocation (thread, depth, function, path). The lists may grow."""
+
+    kinds: Sequence[str]
+    lines: Sequence[int]
+    invs: Sequence[int]
+    invocation: Callable[[int], tuple[int, int, str, str]]
 
 
 class StateTree:
@@ -32,16 +44,19 @@ class StateTree:
         resumes: Mapping[int, int] | None = None,
         library: Collection[int] = (),
         open_before: Mapping[int, tuple[int, int]] | None = None,
+        facts: Facts | None = None,
     ) -> None:
         """`resumes`: invocation -> the invocation a resumed generator or coroutine continues (a
         recording says; see trace/child/coroutines.py); `library`: the invocations library code
         called (see trace/child/__init__.py); `open_before`: invocation -> (thread, depth) of the
         frames already on the stacks where the states begin (a recording that starts at a cut,
         trace/rolling.py, or at a window: their snapshots), outermost first: they are the callers
-        of what runs in them (a frame without a state yet has none in `stack`)."""
+        of what runs in them (a frame without a state yet has none in `stack`). `facts`: read the
+        events from these rather than from `states`, which are then built only where asked for."""
         if not states:
             raise ValueError("a state tree needs at least one state")
-        self.states = list(states)
+        self.facts = facts
+        self.states: Sequence[State] = list(states) if facts is None else states
         self.resumes = dict(resumes or {})
         self.library = frozenset(library)
         self.by_invocation: dict[int, list[int]] = {}
@@ -69,9 +84,14 @@ class StateTree:
     def extend(self, states: Sequence[State], resumes: Mapping[int, int], library: Collection[int]) -> None:
         """More states of the same run after these (a live recording of threads, at its next stop):
         the walk goes on from where it ended and the columns grow, so a stop costs what came since,
-        not the whole run again. `resumes` and `library`: the recording's, as they are now."""
-        start = len(self.states)
-        self.states.extend(states)
+        not the whole run again. `resumes` and `library`: the recording's, as they are now. (With
+        `facts`, `states` is the whole run's sequence, grown, and the facts tell what is new.)"""
+        start = len(self._invs)
+        if self.facts is None:
+            assert isinstance(self.states, list)
+            self.states.extend(states)
+        else:
+            self.states = states
         self.resumes = dict(resumes)
         self.library = frozenset(library)
         self._walk(start)
@@ -79,15 +99,27 @@ class StateTree:
 
     def _walk(self, start: int) -> None:
         """Each state's invocation from `start` on: its call, its caller, its end."""
+        facts = self.facts
+        if facts is None:
+            for i in range(start, len(self.states)):
+                state = self.states[i]
+                self._visit(i, state.invocation, state.thread, state.depth, state.event)
+            return
+        kinds, invs, about = facts.kinds, facts.invs, facts.invocation
+        for i in range(start, len(kinds)):
+            inv = invs[i]
+            thread, depth, _function, _path = about(inv)
+            self._visit(i, inv, thread, depth, kinds[i])
+
+    def _visit(self, i: int, inv: int, thread: int, depth: int, event: str) -> None:
+        """State i, of invocation `inv` at `depth` in `thread`: its call, its caller, its end."""
         open_stacks, opened = self._open_stacks, self._opened
-        for i in range(start, len(self.states)):
-            state = self.states[i]
-            inv = state.invocation
-            open_stack = open_stacks.get(state.thread)
+        if True:
+            open_stack = open_stacks.get(thread)
             if open_stack is None:
-                open_stack = open_stacks[state.thread] = []
+                open_stack = open_stacks[thread] = []
             if inv not in self.by_invocation:
-                self.thread_of[inv] = state.thread
+                self.thread_of[inv] = thread
                 self.by_invocation[inv] = []
                 self.call_index[inv] = i
                 # (a frame open before the states keeps its caller; asked of those only: a scan of
@@ -95,10 +127,10 @@ class StateTree:
                 if inv not in opened or inv not in open_stack:
                     # depth 0: an entry of its own (the traced scope, a thread's function, a task's
                     # coroutine the event loop runs), whatever traced frames are below it
-                    self.parent[inv] = open_stack[-1] if open_stack and state.depth > 0 else None
+                    self.parent[inv] = open_stack[-1] if open_stack and depth > 0 else None
                     open_stack.append(inv)
             self.by_invocation[inv].append(i)
-            if state.event in TERMINAL_EVENTS:
+            if event in TERMINAL_EVENTS:
                 self.end_index[inv] = i
                 if open_stack and open_stack[-1] == inv:
                     open_stack.pop()
@@ -109,18 +141,26 @@ class StateTree:
         """The columns the actions read, from the states and the walk above (numbered in order of
         first appearance; an invocation's code is its first state's function and path); those of
         the states before `start` were made already."""
-        states = self.states
-        new = states[start:]
+        states, facts = self.states, self.facts
         for inv, i in itertools.islice(self.call_index.items(), len(self._ids), None):
             self._number[inv] = len(self._ids)
             self._ids.append(inv)
-            self._code_of.append(self._codes.setdefault((states[i].function, states[i].path), len(self._codes)))
+            code = facts.invocation(inv)[2:] if facts is not None else (states[i].function, states[i].path)
+            self._code_of.append(self._codes.setdefault(code, len(self._codes)))
         number, ids = self._number, self._ids
-        self._kinds = np.concatenate([self._kinds, np.array([KIND_CODES[s.event] for s in new], dtype=np.uint8)])
-        self._lines = np.concatenate([self._lines, np.fromiter((s.line for s in new), dtype=np.int32, count=len(new))])
-        self._invs = np.concatenate(
-            [self._invs, np.fromiter((number[s.invocation] for s in new), dtype=np.int64, count=len(new))]
-        )
+        if facts is None:
+            new = states[start:]
+            kinds = [KIND_CODES[s.event] for s in new]
+            lines: Sequence[int] = [s.line for s in new]
+            invs = [number[s.invocation] for s in new]
+        else:
+            end = len(facts.kinds)
+            kinds = [KIND_CODES[k] for k in facts.kinds[start:end]]
+            lines = facts.lines[start:end]
+            invs = [number[v] for v in facts.invs[start:end]]
+        self._kinds = np.concatenate([self._kinds, np.array(kinds, dtype=np.uint8)])
+        self._lines = np.concatenate([self._lines, np.array(lines, dtype=np.int32)])
+        self._invs = np.concatenate([self._invs, np.array(invs, dtype=np.int64)])
         parents = (self.parent[inv] for inv in ids)
         return Columns(
             kinds=self._kinds,
@@ -141,11 +181,11 @@ class StateTree:
         )
 
     def __len__(self) -> int:
-        return len(self.states)
+        return len(self._invs)
 
     @property
     def last(self) -> int:
-        return len(self.states) - 1
+        return len(self._invs) - 1
 
     def is_terminal(self, i: int) -> bool:
         return self.states[i].event in TERMINAL_EVENTS
@@ -169,7 +209,7 @@ class StateTree:
     def stack(self, i: int) -> list[int]:
         """Indices of the latest state of each invocation on the stack at i, innermost first."""
         out = [i]
-        inv = self.parent.get(self.states[i].invocation)
+        inv = self.parent.get(self.states[i].invocation if self.facts is None else self.facts.invs[i])
         while inv is not None:
             indices = self.by_invocation.get(inv, ())
             k = bisect_right(indices, i)

@@ -455,6 +455,8 @@ class RecordedWorld:
                 self.index = start
                 held = skeleton.recording.log.held
                 joined = self._joined
+                if joined is not None:
+                    joined.alive_now = skeleton.recording.log.alive
                 if held is not None and joined is not None:
                     at = joined.semantics.last_of_thread(held[0], joined.last)
                     self._held = (at, held[1]) if at >= 0 else None
@@ -491,9 +493,9 @@ class RecordedWorld:
             if joiner is None or joiner.skeleton is not skeleton:
                 joiner = self._joiner = threaded.Joiner(skeleton)
             elif not joiner.update() and full is not None:
-                full.grow(joiner.recording(), joiner.state_list())  # (only what came since is read)
+                full.grow(joiner.recording())  # (only what came since is read)
                 return full, joiner.base
-            return FullExecution(joiner.recording(), joiner.state_list()), joiner.base
+            return FullExecution(joiner.recording(), joiner.facts()), joiner.base
 
         try:
             full, self._base = await anyio.to_thread.run_sync(joined)

@@ -38,12 +38,14 @@ frames above it are not recorded). Standard library only.
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import queue
 import select
 import signal
 import socket
+import sys
 import threading
 from typing import Any
 
@@ -51,6 +53,7 @@ from neural_dap.trace.child import live
 from neural_dap.trace.child.journal import mark_thread, plumbing
 from neural_dap.trace.child.lifetime import fork_ours
 from neural_dap.trace.child.skeleton import silence_output
+from neural_dap.trace.child.threads import OWN_THREADS
 
 PAUSE_SIGNAL = signal.SIGRTMIN + 4 if hasattr(signal, "SIGRTMIN") else None
 REASONS = {1: "step", 2: "breakpoint", 3: "step", 4: "exception"}  # Tracer's STOP_* (and pause: "pause")
@@ -187,7 +190,8 @@ class Frontier:
             try:
                 self.skeleton.flush_journal()
                 copy = self._held_copy()
-                self.channel.events.append(["stopped", -1, reason, self.cthreads.table.number(), copy])
+                number = self.cthreads.table.number()
+                self.channel.events.append(["stopped", -1, reason, number, copy, self._alive()])
                 self.channel.flush()
                 self.stops += 1
                 command = self.commands.get()
@@ -205,6 +209,15 @@ class Frontier:
                 with self.released:
                     self.released.notify_all()
 
+    def _alive(self) -> list[int]:
+        """The numbers of the program's threads alive now (an idle one, waiting in a pool's queue or
+        on an event, has no event that says so: the adapter lists it from this)."""
+        running = sys._current_frames()
+        latest: dict[int, int] = {}  # ident -> the latest number given to a thread with it
+        for number, ident in list(self.cthreads.table.idents.items()):
+            latest[ident] = max(number, latest.get(ident, -1))
+        return sorted(number for ident, number in latest.items() if ident in running)
+
     def _held_copy(self) -> str | None:
         """A copy of the program as it is held here, which answers the adapter's expressions with
         real objects (child/live.py `serve_held`): a fork made by this thread, the only one a fork
@@ -218,6 +231,9 @@ class Frontier:
             server.close()
             return None
         frames = live.user_frames(self.skeleton.is_user)
+        # the program's threads, for the copy (the recorder's own are not the program's)
+        active = {i: t for i, t in threading._active.items() if not t.name.startswith(OWN_THREADS)}  # type: ignore[attr-defined]
+        main = threading.main_thread()
         pid = fork_ours()
         if pid == 0:  # the copy
             try:
@@ -228,7 +244,8 @@ class Frontier:
                     except OSError:
                         pass
                 silence_output()
-                live.serve_held(server, frames, self.channel.encode_document, self.skeleton.owner)
+                as_they_were = functools.partial(live.threads_as_they_were, active, main)
+                live.serve_held(server, frames, self.channel.encode_document, self.skeleton.owner, as_they_were)
             finally:
                 os._exit(0)
         server.close()

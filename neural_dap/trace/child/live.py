@@ -59,11 +59,54 @@ def serve(conn: socket.socket, answer: bytes, frames: list, encode, owner: int, 
         _EXIT(0)
 
 
-def serve_held(server: socket.socket, frames: list, encode, owner: int) -> None:
+class _StillRunning:
+    """(3.13+) In a held program's copy, the handle of a thread that runs in the program: a fork
+    keeps one thread and marks the others' handles done; the program's are not."""
+
+    def __init__(self, handle, waits) -> None:
+        self.ident = getattr(handle, "ident", None)
+        self._waits = waits
+
+    def is_done(self) -> bool:
+        return False
+
+    def join(self, timeout=None) -> None:
+        self._waits.acquire(True, -1 if timeout is None else timeout)  # (it never ends here)
+
+
+def threads_as_they_were(active: dict, main) -> None:
+    """In the copy of a program held at a stop (a fork made by the stopped thread): threading's view
+    of the program's threads as the program has them. The fork keeps one thread, and threading's
+    after-fork hook forgets the others and marks them ended, so `threading.enumerate()`,
+    `active_count()`, `main_thread()` and each thread's `is_alive()` answered for a program of one
+    thread (a user trial's `active_count()` said 1 where debugpy says 3). Private attributes of
+    threading, touched only in the throwaway copy, per release (3.11-3.12: the thread state lock;
+    3.13+: the thread handle)."""
+    import _thread
+    import threading
+
+    waits = _thread.allocate_lock()
+    waits.acquire()  # (held for ever: a thread "still running" holds it)
+    current = threading.current_thread()
+    for thread in active.values():
+        if thread is current:
+            continue
+        if hasattr(thread, "_tstate_lock"):  # 3.11, 3.12
+            thread._is_stopped = False
+            thread._tstate_lock = waits
+        handle = getattr(thread, "_handle", None)
+        if handle is not None and hasattr(handle, "is_done"):  # 3.13+
+            thread._handle = _StillRunning(handle, waits)
+    threading._active.update(active)  # type: ignore[attr-defined]
+    threading._main_thread = main  # type: ignore[attr-defined]
+
+
+def serve_held(server: socket.socket, frames: list, encode, owner: int, after_fork=None) -> None:
     """The copy of a program held at a stop while every thread is recorded (child/frontier.py: a
     fork of it, made by the stopped thread, which is the only one a fork keeps): the adapter
     connects once, says the limits ({"live": {...}}), and asks expressions as of a live stop. Nothing
-    is replayed: the copy is the program at that very moment. Returns when the connection ends."""
+    is replayed: the copy is the program at that very moment. Returns when the connection ends.
+    `after_fork`: run first in each expression's fork (`threads_as_they_were`)."""
     deadline = time.monotonic() + IDLE_SECONDS
     while True:
         ready, _, _ = select.select([server], [], [], 1.0)
@@ -84,10 +127,10 @@ def serve_held(server: socket.socket, frames: list, encode, owner: int) -> None:
         return
     answer = encode({"outcome": None, "events": []})
     conn.sendall(len(answer).to_bytes(8, "little") + answer)
-    _loop(conn, frames, encode, owner, limits)
+    _loop(conn, frames, encode, owner, limits, after_fork)
 
 
-def _loop(conn: socket.socket, frames: list, encode, owner: int, limits: dict) -> None:
+def _loop(conn: socket.socket, frames: list, encode, owner: int, limits: dict, after_fork=None) -> None:
     """Serve until the adapter closes the connection (it does when the user moves on, and the
     kernel does when the adapter dies, however), the adapter is gone, or nobody asks for long."""
     conn.setblocking(True)
@@ -109,18 +152,20 @@ def _loop(conn: socket.socket, frames: list, encode, owner: int, limits: dict) -
         except ValueError:
             reply = {"error": "malformed request"}
         else:
-            reply = _evaluate_in_fork(request, frames, encode, limits)
+            reply = _evaluate_in_fork(request, frames, encode, limits, after_fork)
         data = reply if isinstance(reply, bytes) else encode(reply)
         conn.sendall(len(data).to_bytes(8, "little") + data)
 
 
-def _evaluate_in_fork(request: dict, frames: list, encode, limits: dict) -> bytes | dict:
+def _evaluate_in_fork(request: dict, frames: list, encode, limits: dict, after_fork=None) -> bytes | dict:
     """The fork's encoded answer, or an error when it ran out of time or died."""
     seconds = float(limits.get("seconds", 2.0))
     read_fd, write_fd = os.pipe()
     pid = fork_ours()  # the recorder's own: a debuggee's copy would die with the worker, which exits
     if pid == 0:
         os.close(read_fd)
+        if after_fork is not None:
+            after_fork()
         with sandboxed():  # the user's expression reads the world as it is, and changes none of it
             reply = _evaluate(request, frames, limits)
         try:
