@@ -354,6 +354,22 @@ async def test_a_worker_held_at_a_stop_answers_expressions_with_its_real_objects
             await evaluate("box.double()")
 
 
+async def test_a_disconnect_while_the_program_runs_ends_it_at_once(tmp_path: Path) -> None:
+    """The session ends while the program runs (no stop held): the program is stopped as a pause
+    stops it and ends there (it ran on until the adapter gave up on it, 6 s, before)."""
+    program = tmp_path / "loop.py"
+    program.write_text(LOOP)
+    before = set(_children())
+    async with adapter() as client:
+        await _launch(client, {"program": str(program)}, {})
+        await anyio.sleep(0.3)
+        with anyio.fail_after(3):
+            await client.call("disconnect", {"terminateDebuggee": True})
+    with anyio.fail_after(10):
+        while set(_children()) - before:
+            await anyio.sleep(0.1)
+
+
 async def test_a_hit_count_stops_a_long_loop_at_once_and_travels_both_ways(tmp_path: Path) -> None:
     program = tmp_path / "loop.py"
     program.write_text(LOOP)

@@ -119,7 +119,7 @@ class Frontier:
             except OSError:
                 chunk = b""
             if not chunk:  # the adapter is gone (or ended the session): end here
-                self.commands.put({"end": True})
+                self._end_soon({"end": True})
                 return
             pending += chunk
             while b"\n" in pending:
@@ -130,9 +130,22 @@ class Frontier:
                     continue
                 if isinstance(command, dict) and "breakpoints" in command and "run" not in command:
                     self._set_breakpoints(command["breakpoints"])  # (under the GIL: between two events)
+                elif isinstance(command, dict) and command.get("end"):
+                    self._end_soon(command)
                 elif isinstance(command, dict):
                     self.commands.put(command)
         del reader
+
+    def _end_soon(self, command: dict) -> None:
+        """The session ends: a held program reads it at once; a running one is stopped first, as a
+        pause stops it, and reads it there (it ran on to its next stop, or its end, for seconds while
+        the adapter waited for it)."""
+        self.commands.put(command)
+        if not self.holding and PAUSE_SIGNAL is not None:
+            try:
+                os.kill(os.getpid(), PAUSE_SIGNAL)
+            except OSError:
+                pass
 
     def _set_breakpoints(self, breakpoints: dict | None, keep=None) -> None:
         """The lines to stop at, keeping the other predicates (`keep`: (at, depth, exit, exceptions,
