@@ -114,28 +114,27 @@ class StateTree:
     def _visit(self, i: int, inv: int, thread: int, depth: int, event: str) -> None:
         """State i, of invocation `inv` at `depth` in `thread`: its call, its caller, its end."""
         open_stacks, opened = self._open_stacks, self._opened
-        if True:
-            open_stack = open_stacks.get(thread)
-            if open_stack is None:
-                open_stack = open_stacks[thread] = []
-            if inv not in self.by_invocation:
-                self.thread_of[inv] = thread
-                self.by_invocation[inv] = []
-                self.call_index[inv] = i
-                # (a frame open before the states keeps its caller; asked of those only: a scan of
-                # a deep recursion's stack at every call would cost its depth each time)
-                if inv not in opened or inv not in open_stack:
-                    # depth 0: an entry of its own (the traced scope, a thread's function, a task's
-                    # coroutine the event loop runs), whatever traced frames are below it
-                    self.parent[inv] = open_stack[-1] if open_stack and depth > 0 else None
-                    open_stack.append(inv)
-            self.by_invocation[inv].append(i)
-            if event in TERMINAL_EVENTS:
-                self.end_index[inv] = i
-                if open_stack and open_stack[-1] == inv:
-                    open_stack.pop()
-                elif inv in open_stack:
-                    del open_stack[open_stack.index(inv) :]
+        open_stack = open_stacks.get(thread)
+        if open_stack is None:
+            open_stack = open_stacks[thread] = []
+        if inv not in self.by_invocation:
+            self.thread_of[inv] = thread
+            self.by_invocation[inv] = []
+            self.call_index[inv] = i
+            # (a frame open before the states keeps its caller; asked of those only: a scan of
+            # a deep recursion's stack at every call would cost its depth each time)
+            if inv not in opened or inv not in open_stack:
+                # depth 0: an entry of its own (the traced scope, a thread's function, a task's
+                # coroutine the event loop runs), whatever traced frames are below it
+                self.parent[inv] = open_stack[-1] if open_stack and depth > 0 else None
+                open_stack.append(inv)
+        self.by_invocation[inv].append(i)
+        if event in TERMINAL_EVENTS:
+            self.end_index[inv] = i
+            if open_stack and open_stack[-1] == inv:
+                open_stack.pop()
+            elif inv in open_stack:
+                del open_stack[open_stack.index(inv) :]
 
     def _columns(self, start: int) -> Columns:
         """The columns the actions read, from the states and the walk above (numbered in order of

@@ -88,7 +88,7 @@ class Frontier:
         if self.cthreads is not None:
             # every thread in full: the main thread stops right here, at its latest event in the
             # user's code (a server's main thread waits in library code), the others at their next
-            if not self.holding:
+            if not self.holding and not self.cthreads.group.held():  # (a thread stopping already stays the one)
                 self.paused = True
                 self.cthreads.group.stop_here(self.cthreads.main_tracer)
                 self._stop_thread(0)
