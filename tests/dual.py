@@ -45,6 +45,8 @@ class View:
     scopes: list[str]
     variables: dict[str, list[Var]] = field(default_factory=dict)  # scope name -> variables
     evaluated: dict[str, str] = field(default_factory=dict)  # expression -> result (or "error: ...")
+    # (Plan.all_threads) every other thread listed: name -> its stack, the program's frames only
+    others: dict[str, list[tuple[str, int]]] = field(default_factory=dict)
 
 
 @dataclass
@@ -163,6 +165,11 @@ async def _view(client: DapClient, message: dict, plan: Plan) -> View:
         [(f["name"], f["line"]) for f in frames],
         [],
     )
+    if plan.all_threads:
+        for number, name in threads.items():
+            if number != thread:
+                stack = (await client.call("stackTrace", {"threadId": number}))["stackFrames"]
+                view.others[name] = [(f["name"], f["line"]) for f in stack if _programs(f, plan)]
     scopes = (await client.call("scopes", {"frameId": frames[0]["id"]}))["scopes"]
     view.scopes = [s["name"] for s in scopes]
     for scope in scopes:
@@ -179,6 +186,11 @@ async def _view(client: DapClient, message: dict, plan: Plan) -> View:
 
 
 PAGE = 100
+
+
+def _programs(frame: dict, plan: Plan) -> bool:
+    """A frame of the program's own file (debugpy lists a thread's library frames too)."""
+    return (frame.get("source") or {}).get("path", "") == plan.program
 
 
 async def _expand(client: DapClient, reference: int, depth: int, plan: Plan, top: bool) -> list[Var]:
@@ -218,6 +230,8 @@ def differences(ours: Session, theirs: Session) -> list[str]:
         for expression, result in b.evaluated.items():
             if a.evaluated.get(expression) != result:
                 out.append(f"{here}: evaluate {expression!r}: {a.evaluated.get(expression)!r} vs debugpy {result!r}")
+        if a.others != b.others:
+            out.append(f"{here}: other threads {a.others} vs debugpy {b.others}")
     return out
 
 
