@@ -17,6 +17,7 @@ import msgspec
 from neural_dap.trace.skeleton import SkeletonRecording, _read_exactly
 
 REPLAY_SECONDS = 60.0  # from the checkpoint to the stop: checkpoints are a fraction of a second of run apart
+HELD_SECONDS = 5.0  # a held program's copy answers at once (nothing to replay), or it is stuck
 
 
 class LiveError(Exception):
@@ -58,12 +59,12 @@ class LiveStop:
         `serve_held`): made at the stop, nothing to replay."""
         live = cls.__new__(cls)
         live.index, live.limits, live.held_path = index, limits, path
-        live._connect(path, {"live": msgspec.structs.asdict(limits)})
+        live._connect(path, {"live": msgspec.structs.asdict(limits)}, HELD_SECONDS)
         return live
 
-    def _connect(self, path: str, request: dict) -> None:
+    def _connect(self, path: str, request: dict, seconds: float = REPLAY_SECONDS) -> None:
         self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        self.sock.settimeout(REPLAY_SECONDS)
+        self.sock.settimeout(seconds)
         try:
             self.sock.connect(path)
             self.sock.sendall(json.dumps(request).encode() + b"\n")

@@ -51,7 +51,7 @@ from typing import Any
 
 from neural_dap.trace.child import live
 from neural_dap.trace.child.journal import mark_thread, plumbing
-from neural_dap.trace.child.lifetime import fork_ours
+from neural_dap.trace.child.lifetime import die_with_parent, fork_ours
 from neural_dap.trace.child.skeleton import silence_output
 from neural_dap.trace.child.threads import OWN_THREADS
 
@@ -250,6 +250,10 @@ class Frontier:
         pid = fork_ours()
         if pid == 0:  # the copy
             try:
+                # it never outlives the program, nor its own idle limit: a fork of a program whose
+                # other threads may hold a lock (a C library's) can block on it for ever (one did)
+                die_with_parent()
+                signal.alarm(int(live.IDLE_SECONDS))
                 self.channel.closed = True  # never write to the recording's pipe ...
                 for fd in (self.channel.fd, self.command_fd):  # ... nor hold it open: the adapter reads it to its end
                     try:
