@@ -239,8 +239,6 @@ def _var_differences(where: str, ours: list[Var], theirs: list[Var]) -> list[str
     out = []
     mine = {v.name: v for v in ours}
     for v in theirs:
-        if v.name.startswith("(return)"):
-            continue
         m = mine.get(v.name)
         if m is None:
             out.append(f"{where}: {v.name} missing (debugpy: {v.value[:60]!r})")
@@ -251,7 +249,7 @@ def _var_differences(where: str, ours: list[Var], theirs: list[Var]) -> list[str
             out.append(f"{where}: {v.name} cannot be expanded (debugpy expands it)")
         if v.children is not None and m.children is not None:
             out.extend(_var_differences(f"{where}.{v.name}", m.children, v.children))
-    extra = [n for n in mine if n not in {v.name for v in theirs} and not n.startswith("(return)")]
+    extra = [n for n in mine if n not in {v.name for v in theirs}]
     if extra:
         out.append(f"{where}: extra {extra[:5]}")
     return out

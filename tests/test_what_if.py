@@ -183,7 +183,8 @@ async def test_a_value_that_is_not_a_literal_is_refused_and_the_session_goes_on(
         assert (await c.call("branches"))["current"] == 0
         # still at the same stop, on the original run
         assert (await _move(c, "next"))["reason"] == "breakpoint"  # the one at the print
-        assert (await where(c))[1:] == (12, {"factor": "2", "items": "[1, 2, 3]", "result": "12"})
+        local = {"factor": "2", "items": "[1, 2, 3]", "result": "12", "(return) total": "12"}
+        assert (await where(c))[1:] == (12, local)
 
 
 async def test_a_caller_frame_is_refused_with_the_reason(program):

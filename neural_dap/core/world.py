@@ -102,9 +102,9 @@ class Stop(msgspec.Struct, frozen=True, omit_defaults=True):
     hit_breakpoint: bool = False  # stopped at one of the breakpoint targets
     note: str = ""  # something the user should know about this stop
     suspends: bool = False  # the exit of a generator (or coroutine) that pauses here: it resumes later
-    # A return a step passed on its way here, shown in the stop's frame as debugpy (3.11) shows it
-    # after a step over the return: ("(return) f", value)
-    returned: tuple[tuple[str, str], ...] = ()
+    # The values functions returned into the stack's frames while the user stepped, shown beside
+    # their locals as debugpy shows them (debugger/returns.py): (depth in `stack`, "(return) f", value)
+    returned: tuple[tuple[int, str, str], ...] = ()
     # The state's function was called by library code (click running the user's command, a scheduler
     # running a callback), not by the frame below it on the stack: its exit returns into that code,
     # which returns to the caller's call line later. At such an exit, `library_calls_next`: that

@@ -31,6 +31,7 @@ PAGE_HINT = 100  # containers longer than this are announced with a count so cli
 _SEQUENCES = ("list", "tuple")  # recorded structures whose children are items 0, 1, ... (paged)
 _MAPPINGS = ("dict",)  # children named by their keys' reprs
 _SETS = ("set", "frozenset")  # children numbered in iteration order: no expression reaches one
+RETURN_PREFIX = "(return) "
 # parsed values whose children debugpy lists with a last `len()` (expandable when empty too)
 _CONTAINERS = (list, tuple, dict, set, frozenset)
 
@@ -209,9 +210,15 @@ class StopView:
         # (the frames below, where library code runs the stack: an event loop's task under
         # `<module>`, as debugpy lists the real stack)
         self.frames = _frame_views([*stack, *stop.outer], 1000, extras, state.event == "call", stop.module_frame)
-        if self.frames and not extras:
-            # a return a step passed on its way here: after the locals, where debugpy (3.11) lists it
-            self.frames[0].returned = list(stop.returned)
+        # the values functions returned into each frame while the user stepped (debugger/returns.py)
+        shift = len(stop.stack) - len(stack)  # (a stop at a return: shown from the caller)
+        for depth, name, text in stop.returned:
+            at = depth - shift
+            # (the stop's own exit is shown already: `(return) f`, or `(exception) f` for the
+            # `(return) f: None` settrace makes of an exception leaving f)
+            function = name.split(" ", 1)[-1]
+            if 0 <= at < len(stack) and all(function != shown.split(" ", 1)[-1] for shown, _ in self.frames[at].extras):
+                self.frames[at].returned.append((name, text))
         if stop.exception_line and self.frames and not extras:
             self.frames[0].line = stop.exception_line  # where the exception reached the frame
 
@@ -296,12 +303,20 @@ class StopView:
         depth = self.depth(frame) if self.live else None
         top = node.group is None
         grouped: dict[str, list[str]] = {}
-        out: list[p.Variable] = (
-            [self._variable(name, text, None, name) for name, text in frame.extras]
-            if node.kind == "locals" and top
-            else []
-        )
-        for name in sorted(frame.locals, key=attribute_order):
+        # `(return) f` among the locals, ordered by the function's name (pydevd's key for it)
+        returns = dict(frame.returned) if node.kind == "locals" and top else {}
+        out: list[p.Variable] = []
+        if node.kind == "locals" and top:
+            for name, text in frame.extras:
+                if name.startswith(RETURN_PREFIX):
+                    returns[name] = text
+                else:
+                    out.append(self._variable(name, text, None, name))
+        ordered = [*frame.locals, *returns]
+        for name in sorted(ordered, key=lambda n: attribute_order(n.removeprefix(RETURN_PREFIX))):
+            if name in returns and name.startswith(RETURN_PREFIX):
+                out.append(self._variable(name, returns[name], None, name))
+                continue
             text = frame.locals[name]
             structured = frame.values.get(name)
             group = group_of(name, text, structured)
@@ -313,8 +328,6 @@ class StopView:
             if live is not None:
                 text = self.live_texts.get((depth, name), text)  # type: ignore[arg-type]
             out.append(self._variable(name, text, structured, name, live))
-        if node.kind == "locals" and top:
-            out += [self._variable(name, text, None, name) for name, text in frame.returned]
         groups = [
             p.Variable(
                 name=group,

@@ -45,6 +45,7 @@ from neural_dap.core.world import (
 )
 from neural_dap.debugger import conditions, history
 from neural_dap.debugger.breakpoints import BreakpointSpec, BreakpointTable, LineRequest
+from neural_dap.debugger.returns import STEPS, ReturnValues
 from neural_dap.debugger.stepping import FORWARD, Outcome, UnknownExecution, drive
 from neural_dap.trace.queries import RecordingQueries
 
@@ -142,6 +143,7 @@ class Debugger:
         self._data_hit: tuple[DataBreakpoint, history.Change] | None = None
         self._end_shown = False  # the current stop was shown as the end of the program
         self._undecided: set[int] = set()  # breakpoints whose condition was said to be undecidable
+        self._returns = ReturnValues()  # the `(return) f` values the user's steps showed, per frame
 
     # -- state -------------------------------------------------------------------------------------
     @property
@@ -405,8 +407,22 @@ class Debugger:
                 returns_stop_in_caller=self._returns_stop_in_caller(),
             )
             self._stop = outcome.stop  # (the same event may be presented anew: an exception's line)
+            if kind in STEPS:
+                await self._take_returns(kind, stop, outcome.stop)
             return outcome
         return await self._drive_to_data(kind, stop, act, data)
+
+    async def _take_returns(self, kind: str, before: Stop, after: Stop) -> None:
+        """Keep the values functions returned into the user's frames during this step (debugpy's
+        `(return) f`), where the world can say what the step passed."""
+        queries = getattr(self.world, "queries", None)
+        if not isinstance(queries, RecordingQueries):
+            return
+        unwinds = self._returns_stop_in_caller()
+        try:
+            await anyio.to_thread.run_sync(self._returns.stepped, kind, before, after, queries, unwinds)
+        except Exception:  # (the values beside the locals are not worth failing the step for)
+            log.warning("the return values of a step could not be read", exc_info=True)
 
     async def _continue_live_to_data(self, start: Stop, act: Callable[[Action, bool], Any]) -> Outcome:
         mark = len(self._output)
@@ -621,6 +637,8 @@ class Debugger:
 
     def _report(self, outcome: Outcome, output: list[tuple[str, str]]) -> Report:
         stop = outcome.stop
+        if isinstance(getattr(self.world, "queries", None), RecordingQueries):
+            stop = self._returns.shown(stop)
         reason = outcome.reason
         if stop.note:
             output.append(("console", stop.note + "\n"))
@@ -703,6 +721,7 @@ class Debugger:
 
         async def run() -> Outcome:
             stop = await move()
+            self._returns.clear()  # (another run: what returned into its frames is its own)
             self._collect_output(stop)
             self._stop = stop
             return Outcome(stop, reason)

@@ -1,0 +1,121 @@
+"""The return values a debugger shows beside a frame's locals: `(return) f` (debugpy's
+`showReturnValue`, on in VS Code's launches and in ours).
+
+debugpy (pydevd) keeps them in the frame a function returned *into*, for that frame's whole life,
+and adds one only while the user steps (a `continue` adds none):
+
+  next     each function the stepping frame called directly that returned during the step (its
+           `(return) f`, the latest value per name); once the stepping frame itself returns, the
+           step goes on as a step in, and everything returning from then on counts as for stepIn
+  stepIn   every function of the user's that returned during the step, into the frame that
+           called it
+  stepOut  the function stepped out of, into its caller
+
+A generator or coroutine pausing (`yield`, `await`) is no return here (its final return is).
+
+A function library code called returns into that code, which pydevd does not trace (justMyCode):
+none. On 3.11 an exception leaving a function is a `return` to settrace, so pydevd shows
+`(return) f` as `None` there; on 3.12+ it is not a return (PY_UNWIND). On 3.12+ pydevd shows the
+return values of the library's Python functions the frame called too (`(return) dumps`); a
+recording of the user's code has no value for them, so they are left out (a known difference).
+
+The values come from the recording (`RecordingQueries`); the debugger core keeps them per frame
+across the session's steps (`ReturnValues`), each with the event it returned at, so a stop
+travelled back to shows only those that had returned by then. Worlds that cannot say what a step
+passed (a model predicting the next stop) show what the stepping policy saw: the return a step
+passed on its way (`Stop.returned`).
+"""
+
+from __future__ import annotations
+
+import msgspec
+import numpy as np
+
+from neural_dap.core.world import Stop
+from neural_dap.debugger.shown import returning_name
+from neural_dap.trace.actions import EXCEPTION, RETURN
+from neural_dap.trace.queries import RecordingQueries
+
+STEPS = frozenset({"next", "stepIn", "stepOut"})
+# a step whose range holds more returns than this is not searched for its return values (a
+# `next` over a loop the user's code runs a million times): the values shown stay as they were
+_MAX_SCANNED = 2_000_000
+
+
+class ReturnValues:
+    """The `(return)` values of the session's frames, as the steps so far made them."""
+
+    def __init__(self) -> None:
+        # the frame (recorder invocation id) -> name -> [(event, value)], in event order
+        self._frames: dict[int, dict[str, list[tuple[int, str]]]] = {}
+
+    def clear(self) -> None:
+        self._frames.clear()
+
+    def stepped(self, kind: str, before: Stop, after: Stop, queries: RecordingQueries, unwinds: bool) -> None:
+        """Take in the returns of the step `kind` from `before` to `after`. `unwinds`: an exception
+        leaving a function is no return (3.12+); on 3.11 it is one (shown as None)."""
+        if kind not in STEPS or after.index <= before.index:
+            return
+        cols = queries.semantics.columns
+        last = len(cols.kinds) - 1
+        start, end = before.index + 1, min(after.index, last)
+        if start > end or end - start > _MAX_SCANNED:
+            return
+        kinds = cols.kinds[start : end + 1]
+        exits = (kinds == RETURN) if unwinds else ((kinds == RETURN) | (kinds == EXCEPTION))
+        events = np.flatnonzero(exits) + start
+        if len(events) == 0:
+            return
+        invs = cols.invs[events]
+        parents = cols.parent[invs]
+        called_by_user = parents >= 0
+        if cols.library is not None:
+            called_by_user &= ~cols.library[invs].astype(bool)
+        stepping = int(cols.invs[before.index])
+        if before.state.terminal and len(before.stack) > 1:
+            stepping = int(cols.parent[stepping])  # (a stop at a return is shown in the caller)
+        if kind == "stepOut":  # (into a user's frame: one library code called returns into that code)
+            counted = (invs == stepping) & called_by_user
+        else:
+            direct = parents == stepping
+            if kind == "stepIn":
+                counted = called_by_user
+            else:  # next: once the stepping frame has returned, on as a step in (pydevd's)
+                own = np.flatnonzero(invs == stepping)
+                counted = direct & called_by_user
+                if len(own):
+                    counted |= called_by_user & (np.arange(len(events)) >= own[0])
+        chosen = events[counted]
+        semantics = queries.semantics
+        # a skeleton says which exits were pauses, also of one that has not resumed yet (live)
+        paused = getattr(queries.execution, "paused", None)
+        latest: dict[int, int] = {}  # per code: its last return in the step (the value shown)
+        for event, inv in zip(chosen.tolist(), cols.invs[chosen].tolist(), strict=True):
+            if semantics.continued_by(inv) >= 0 or (paused is not None and paused(inv)):
+                continue  # (a generator pausing at `yield` returns nothing)
+            latest[int(cols.code_of[inv])] = event
+        for event in sorted(latest.values()):
+            self._add(queries, event)
+
+    def _add(self, queries: RecordingQueries, event: int) -> None:
+        execution = queries.execution
+        frames = execution.frames(event)
+        if len(frames) < 2:
+            return
+        state = execution.state(event)
+        value = (state.value or "None") if state.event == "return" else "None"
+        name = f"(return) {returning_name(state.function, dict(frames[0].locals))}"
+        shown = self._frames.setdefault(frames[1].invocation, {}).setdefault(name, [])
+        shown[:] = [kept for kept in shown if kept[0] < event]  # (stepped again after a travel back)
+        shown.append((event, value))
+
+    def shown(self, stop: Stop) -> Stop:
+        """`stop` with the return values of each of its frames that had returned by then."""
+        found: list[tuple[int, str, str]] = []
+        for depth, frame in enumerate(stop.stack):
+            for name, values in self._frames.get(frame.invocation, {}).items():
+                value = next((v for event, v in reversed(values) if event <= stop.index), None)
+                if value is not None:
+                    found.append((depth, name, value))
+        return msgspec.structs.replace(stop, returned=tuple(found))
