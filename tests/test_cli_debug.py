@@ -30,7 +30,8 @@ def test_a_scripted_session_prints_every_stop_with_its_line_and_changed_locals()
         "[breakpoint] bubble_sort.py:16 in bubble_sort",  # rc: the first swap again
         "[entry] bubble_sort.py:1 in <module>",  # rc: nothing before it, back to the start
     ]
-    assert "       | items = [2, 4, 5, 1]" in lines  # the second swap shows as a changed local
+    # the second swap shows as a changed local, beside the value the stepped-over call returned
+    assert "       | items = [2, 4, 5, 1]   (return) swap = [2, 4, 5, 1]" in lines
     # p items at the very start: the live program answers, as Python would
     assert "error: NameError: name 'items' is not defined" in lines
     assert "> <module> at bubble_sort.py:1" in lines

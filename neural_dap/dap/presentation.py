@@ -214,10 +214,9 @@ class StopView:
         shift = len(stop.stack) - len(stack)  # (a stop at a return: shown from the caller)
         for depth, name, text in stop.returned:
             at = depth - shift
-            # (the stop's own exit is shown already: `(return) f`, or `(exception) f` for the
-            # `(return) f: None` settrace makes of an exception leaving f)
-            function = name.split(" ", 1)[-1]
-            if 0 <= at < len(stack) and all(function != shown.split(" ", 1)[-1] for shown, _ in self.frames[at].extras):
+            # (the stop's own return is shown already; at an exception leaving f on 3.11 debugpy
+            # shows settrace's `(return) f: None`, beside which neural-dap says `(exception) f`)
+            if 0 <= at < len(stack) and all(name != shown for shown, _ in self.frames[at].extras):
                 self.frames[at].returned.append((name, text))
         if stop.exception_line and self.frames and not extras:
             self.frames[0].line = stop.exception_line  # where the exception reached the frame

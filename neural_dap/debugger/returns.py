@@ -105,7 +105,10 @@ class ReturnValues:
             return
         state = execution.state(event)
         value = (state.value or "None") if state.event == "return" else "None"
-        name = f"(return) {returning_name(state.function, dict(frames[0].locals))}"
+        local = frames[0].locals
+        if "__qualname__" in local and "__module__" in local:
+            return  # a class body's end (pydevd shows none)
+        name = f"(return) {returning_name(state.function, dict(local))}"
         shown = self._frames.setdefault(frames[1].invocation, {}).setdefault(name, [])
         shown[:] = [kept for kept in shown if kept[0] < event]  # (stepped again after a travel back)
         shown.append((event, value))
