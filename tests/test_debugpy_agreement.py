@@ -1540,3 +1540,50 @@ async def test_the_values_calls_returned_stay_beside_the_locals_as_in_debugpy(tm
     assert not any(name.startswith("(return)") for name, _ in shown[11])  # (the next call's first stop)
     assert [v.stack for v in ours.views][: len(theirs.views)] == [v.stack for v in theirs.views]
     assert [[(var.name, var.value) for var in v.variables["Locals"]] for v in ours.views][: len(shown)] == shown
+
+
+LIBRARY_THREAD = """\
+import http.server
+import threading
+import urllib.request
+
+
+class Handler(http.server.BaseHTTPRequestHandler):
+    def do_GET(self):
+        self.send_response(200)
+        self.end_headers()
+        self.wfile.write(b"ok")
+
+    def log_message(self, *args):
+        pass
+
+
+def main():
+    server = http.server.HTTPServer(("127.0.0.1", 0), Handler)
+    thread = threading.Thread(target=server.serve_forever, name="server", daemon=True)
+    thread.start()
+    port = server.server_address[1]
+    body = urllib.request.urlopen(f"http://127.0.0.1:{port}/").read()
+    size = len(body)
+    server.shutdown()
+    return size
+
+
+print(main())
+"""
+
+
+@pytest.mark.slow
+async def test_a_thread_in_library_code_is_listed_as_debugpy_lists_it(tmp_path):
+    """A thread that runs only library code (a server's `serve_forever`) is one of debugpy's
+    threads, with no frame of the user's; neural-dap listed only threads that had run the user's
+    code, and one whose function had returned into library code (after `do_GET` answered) stood
+    at that function's return."""
+    from .dual import Plan, run
+
+    path = tmp_path / "served.py"
+    path.write_text(LIBRARY_THREAD)
+    plan = Plan(str(path), breakpoints=({"line": 20}, {"line": 22}), commands=("next", "continue"), all_threads=True)
+    ours, theirs = await run(plan, "neural-dap"), await run(plan, "debugpy")
+    assert [v.others for v in theirs.views] == [{"server": []}] * 3
+    assert [v.others for v in ours.views] == [v.others for v in theirs.views]

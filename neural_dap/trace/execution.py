@@ -29,7 +29,7 @@ import numpy as np
 
 from neural_dap.core.actions import Action, Target
 from neural_dap.core.state import Frame, State
-from neural_dap.trace.actions import EXCEPTION, ActionSemantics, Columns
+from neural_dap.trace.actions import EXCEPTION, RETURN, ActionSemantics, Columns
 from neural_dap.trace.recorder import RecorderError, Recording
 from neural_dap.trace.skeleton import SkeletonRecording, SkeletonTree
 from neural_dap.trace.tree import Facts, StateTree
@@ -91,6 +91,8 @@ class FullExecution:
         self.raised: list[int] = []
         self._raised_from(0)
         self.alive_now: frozenset[int] | None = None  # the threads alive where a live program is held
+        # ... and those of them that have run none of the user's code (by number: their names)
+        self.idle_now: dict[int, str] = {}
 
     def _raised_from(self, start: int) -> None:
         """The exception events and the lines that caught one, from event `start` on."""
@@ -227,11 +229,12 @@ class FullExecution:
         queue or on an event has no later event to say so)."""
         names = self.recording.log.thread_names
         alive = self.alive_now or frozenset()
+        spans = self._thread_spans
         return [
             (t, names.get(t, f"Thread-{t}"))
-            for t, (first, last) in sorted(self._thread_spans.items())
+            for t, (first, last) in sorted(spans.items())
             if t == 0 or first <= i <= last or (first <= i and t in alive)
-        ]
+        ] + [(t, name) for t, name in sorted(self.idle_now.items()) if t not in spans and i >= self.last]
 
     def thread_frames(self, i: int, thread: int) -> tuple[Frame, ...]:
         """Where `thread` stood at its latest event k up to i, each frame's locals as they are at i
@@ -246,6 +249,13 @@ class FullExecution:
         log = self.recording.log
         out = []
         stack = self.tree.stack(k)
+        if self.tree.semantics.kind(k) >= RETURN:
+            # its latest event left a function: it stands in the caller now, at the call's line, or
+            # (the outermost of its recorded frames) in library code, with no frame of the user's
+            left = states[k].invocation
+            stack = stack[1:]
+            if not stack:
+                return self._open_before(left, i)
         for j in stack:
             s = states[j]
             local_reprs, values = log.caller_view(s.invocation, j, i, s.locals, s.values)
@@ -368,7 +378,10 @@ class SkeletonExecution:
         return tuple(out)
 
     def threads(self, i: int) -> list[tuple[int, str]]:
-        return [(0, "MainThread")]  # a skeleton follows one thread (a second one re-records in full)
+        # a skeleton follows one thread (a second one running the user's code is recorded in full);
+        # where a live program is held, its threads that have run none of the user's code too
+        idle = self.recording.log.idle if self.keep_open and i >= self.last else {}
+        return [(0, "MainThread"), *sorted(idle.items())]
 
     def thread_frames(self, i: int, thread: int) -> tuple[Frame, ...]:
         return self.frames(i) if thread == 0 else ()

@@ -361,6 +361,7 @@ class SkeletonLog:
         self.live_refused = False  # the engine cannot stop the program for the adapter
         self.held: tuple[int, str] | None = None  # (thread, copy's socket) of the latest threaded stop
         self.alive: frozenset[int] | None = None  # ... and the threads alive there
+        self.idle: dict[int, str] = {}  # ... those that have run none of the user's code: their names
         self.corrupt = False
         self.wire_bytes = 0
         self._buffer = bytearray()
@@ -445,8 +446,14 @@ class SkeletonLog:
                 held = event[3:5]
                 ok = len(held) == 2 and type(held[0]) is int and isinstance(held[1], str)
                 self.held = (held[0], held[1]) if ok else None
-                alive = event[5] if len(event) > 5 else None
-                self.alive = frozenset(n for n in alive if type(n) is int) if isinstance(alive, list) else None
+                # (the threads alive there: numbers, and [number, name] of those that have run
+                # none of the user's code: child/frontier.py `_idle`)
+                alive = event[5] if len(event) > 5 and isinstance(event[5], list) else None
+                idle = [n for n in alive or () if isinstance(n, list) and len(n) == 2 and type(n[0]) is int]
+                self.idle = {n[0]: str(n[1])[:200] for n in idle}
+                self.alive = (
+                    frozenset(n for n in alive if type(n) is int) | frozenset(self.idle) if alive is not None else None
+                )
             elif tag == "nolive":
                 self.live_refused = True
             elif tag == "switch":

@@ -457,6 +457,7 @@ class RecordedWorld:
                 joined = self._joined
                 if joined is not None:
                     joined.alive_now = skeleton.recording.log.alive
+                    joined.idle_now = skeleton.recording.log.idle
                 if held is not None and joined is not None:
                     at = joined.semantics.last_of_thread(held[0], joined.last)
                     self._held = (at, held[1]) if at >= 0 else None

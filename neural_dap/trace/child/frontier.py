@@ -56,6 +56,7 @@ from neural_dap.trace.child.skeleton import silence_output
 from neural_dap.trace.child.threads import OWN_THREADS
 
 PAUSE_SIGNAL = signal.SIGRTMIN + 4 if hasattr(signal, "SIGRTMIN") else None
+IDLE_NUMBERS = 10_000  # the numbers of threads that have run none of the user's code (see `_idle`)
 REASONS = {1: "step", 2: "breakpoint", 3: "step", 4: "exception"}  # Tracer's STOP_* (and pause: "pause")
 
 
@@ -76,6 +77,7 @@ class Frontier:
         self.released = threading.Condition()
         self.uncaught = False  # (every thread in full) stop where an exception ends a thread
         self.copy: int | None = None  # ... and the copy of the program held at the stop (its pid)
+        self._idle_numbers: dict[int, tuple[object, int]] = {}  # ident -> (its Thread, its number)
 
     def start(self) -> None:
         """The command reader, and the pause signal; the program stops at its first event."""
@@ -204,7 +206,7 @@ class Frontier:
                 self.skeleton.flush_journal()
                 copy = self._held_copy()
                 number = self.cthreads.table.number()
-                self.channel.events.append(["stopped", -1, reason, number, copy, self._alive()])
+                self.channel.events.append(["stopped", -1, reason, number, copy, self._alive() + self._idle()])
                 self.channel.flush()
                 self.stops += 1
                 command = self.commands.get()
@@ -230,6 +232,27 @@ class Frontier:
         for number, ident in list(self.cthreads.table.idents.items()):
             latest[ident] = max(number, latest.get(ident, -1))
         return sorted(number for ident, number in latest.items() if ident in running)
+
+    def _idle(self) -> list[list]:
+        """[number, name] of each of the program's threads alive now that has run none of the
+        user's code (a server's thread in `serve_forever`, a thread waiting on an event): debugpy
+        lists them too, with no frame of the user's. A thread keeps its number while it stays so
+        (IDLE_NUMBERS up); it gets one of its own with its first event of the user's code."""
+        if self.cthreads is not None:
+            traced = set(self.cthreads.table.idents.values())
+        else:
+            traced = {threading.main_thread().ident}
+        out: list[list] = []
+        # (threading's own table read without its lock: a thread held at a stop may hold that)
+        for ident, thread in list(threading._active.items()):  # type: ignore[attr-defined]
+            name = getattr(thread, "name", "")
+            if ident in traced or not isinstance(name, str) or name.startswith(OWN_THREADS):
+                continue
+            kept = self._idle_numbers.get(ident)
+            if kept is None or kept[0] is not thread:  # (an ident is reused once its thread ends)
+                kept = self._idle_numbers[ident] = (thread, IDLE_NUMBERS + len(self._idle_numbers))
+            out.append([kept[1], name])
+        return sorted(out)
 
     def _held_copy(self) -> str | None:
         """A copy of the program as it is held here, which answers the adapter's expressions with
@@ -327,7 +350,8 @@ class Frontier:
             return None  # this is the checkpoint's worker now: it replays, it does not stop
         self.tracer.flush()
         self.skeleton.flush_journal()
-        self.channel.events.append(["stopped", count, reason])
+        idle = self._idle()
+        self.channel.events.append(["stopped", count, reason, *([None, None, idle] if idle else [])])
         self.channel.flush()
         self.stops += 1
         while True:
