@@ -1587,3 +1587,43 @@ async def test_a_thread_in_library_code_is_listed_as_debugpy_lists_it(tmp_path):
     ours, theirs = await run(plan, "neural-dap"), await run(plan, "debugpy")
     assert [v.others for v in theirs.views] == [{"server": []}] * 3
     assert [v.others for v in ours.views] == [v.others for v in theirs.views]
+
+
+RUN_AND_PRINT = """\
+import asyncio
+
+
+async def main():
+    total = 1
+    return total
+
+
+result = asyncio.run(main())
+print(result)
+"""
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("version", ["3.11", "3.12", "3.13"])
+@pytest.mark.parametrize("commands", [("next", "next", "next"), ("next", "stepOut", "next")])
+async def test_a_step_off_the_tasks_return_stops_where_asyncio_run_returns_as_in_debugpy(tmp_path, version, commands):
+    """On 3.12+ debugpy stops where `asyncio.run` returns into `<module>`, shown at its line (before
+    `result` is bound), then at the next line; on 3.11 `next` goes straight to the next line and a
+    step out stops there too. neural-dap went to the next line (and from a stop at the task's
+    return, to the end)."""
+    from .dual import Plan, run
+    from .test_child_real_world import _interpreter
+
+    path = tmp_path / "run_and_print.py"
+    path.write_text(RUN_AND_PRINT)
+    plan = Plan(str(path), breakpoints=({"line": 5},), commands=commands, python=_interpreter(version))
+    ours, theirs = await run(plan, "neural-dap"), await run(plan, "debugpy")
+    shown = [(v.reason, v.stack) for v in theirs.views]
+    if commands[1] == "next":  # (a step out stops there on 3.11 too)
+        assert (("step", [("<module>", 9)]) in shown) == (version != "3.11")
+    assert [(v.reason, v.stack) for v in ours.views][: len(shown)] == shown
+    # (the values too, but for `(return) run`: the library's value, which is not recorded)
+    mine = [[(x.name, x.value) for x in v.variables["Locals"]] for v in ours.views]
+    assert mine[: len(shown)] == [
+        [(x.name, x.value) for x in v.variables["Locals"] if x.name != "(return) run"] for v in theirs.views
+    ]

@@ -9,8 +9,11 @@ Stops land where debugpy's do, so a session can be compared with debugpy stop by
                   (`returns_stop_in_caller`)
   stepIn          step_into; a call is stepped through to the callee's first line
   stepOut         step_return (shown in the caller with the `(return)` value); out of a task's
-                  coroutine, on to where the user's frame under the event loop goes on; from a
-                  generator, through its pauses at `yield` to where it returns
+                  coroutine, on to where the user's frame under the event loop goes on, first
+                  stopping where the loop's runner returns into it (`asyncio.run` into `<module>`,
+                  shown at its line: the task's return stands for that moment), as `next` and
+                  `stepIn` off the task's last return do on 3.12+; from a generator, through its
+                  pauses at `yield` to where it returns
 
                   The exit of a function library code called (click running the user's command, a
                   scheduler running a callback) returns into that code: next and stepIn stop where
@@ -118,7 +121,10 @@ async def drive(
             # out of a coroutine an event loop runs (a task's): debugpy's step out returns only into
             # the user's frames on the real stack, to where the one under the loop goes on
             # (`<module>` once `asyncio.run` returns), not to the next task's line
+            left = stop
             stop = await act(Action("step_return"), True)
+            if _returned_under_the_library(left, stop):  # (there first, on every version)
+                stop = await _where_the_library_returned(left, act)
         while _into_library(stop):
             # out of a function library code called (a sort key, a pandas `apply`, a scheduler's
             # callback): back to the user's code that called the library, as debugpy's step out
@@ -166,7 +172,7 @@ async def drive(
         raise UnknownExecution(f"unknown execution {kind}")
     if kind in ("next", "stepIn", "stepOut"):
         stop = await _on_through_library(stop, act)
-        stop = await _on_to_user_code(stop, act)
+        stop = await _on_to_user_code(stop, act, returns_stop_in_caller)
     return Outcome(stop, _reason(kind, stop, reason), finished=_finishes(kind, stop, stop_at_end))
 
 
@@ -281,7 +287,7 @@ def _left_user_code(stop: Stop) -> bool:
     )
 
 
-async def _on_to_user_code(stop: Stop, act: Act) -> Stop:
+async def _on_to_user_code(stop: Stop, act: Act, returns_stop_in_caller: bool = False) -> Stop:
     """As debugpy steps with justMyCode: stepping out of the user's code into a library runs on to
     the next line of the user's code, wherever it is (the next test, the next task), rather than
     stopping at a return nobody traced will see. A coroutine resuming at its `await` is no such
@@ -289,6 +295,7 @@ async def _on_to_user_code(stop: Stop, act: Act) -> Stop:
     stops at its next line (it stopped at the `await` here, and a `next` off another task's
     `return` showed the resumed task one line early)."""
     while _left_user_code(stop):
+        left = stop
         stop = await act(Action("step_into"), True)
         # through the calls that resume a chain of coroutines (a task's `main` resuming its `fetch`)
         # to the first line: debugpy never stops at a call
@@ -296,7 +303,36 @@ async def _on_to_user_code(stop: Stop, act: Act) -> Stop:
             if stop.state.event != "call" or stop.hit_breakpoint or stop.hit_exception:
                 break
             stop = await act(Action("step_into"), True)
+        if returns_stop_in_caller and _returned_under_the_library(left, stop):
+            return await _where_the_library_returned(left, act)
     return stop
+
+
+async def _where_the_library_returned(left: Stop, act: Act) -> Stop:
+    """3.12+: debugpy stops where the library code that ran a task returns into the user's frame
+    under it (`asyncio.run` into `<module>`), shown there at the call line, before that frame's
+    next line. The task's return stands for that moment (the library's value is not recorded):
+    the step goes back to it, and shows it in the frames under the library."""
+    back = await act(Action("inv_step_into"), False)
+    if back.index != left.index:  # (not where it left: on, as before)
+        return await act(Action("step_into"), True)
+    return msgspec.structs.replace(
+        left, stack=(*left.stack, *left.outer), outer=(), called_by_library=True, library_calls_next=False
+    )
+
+
+def _returned_under_the_library(left: Stop, stop: Stop) -> bool:
+    """The step off a task's last return (not a pause) went straight on in the user's frame under
+    the library code that ran the task: that code returned into it."""
+    return (
+        bool(left.outer)
+        and left.state.event == "return"
+        and not left.suspends
+        and stop.index == left.index + 1
+        and bool(stop.stack)
+        and stop.stack[0].invocation == left.outer[0].invocation
+        and not (stop.hit_breakpoint or stop.hit_exception)
+    )
 
 
 def _reason(kind: str, stop: Stop, reason: str) -> str:

@@ -220,8 +220,8 @@ class ActionSemantics:
         if self.kind(i) == RETURN and self.continued_by(inv) >= 0:
             return self._resumed(self.continued_by(inv))  # from a suspension: where it resumes
         owner = self._owner_forward(i)
-        if owner < 0:
-            return self.last
+        if owner < 0:  # (the exit of a task's coroutine: on in the user's frame under the event loop)
+            return self._under_the_library(i)
         end = int(self.columns.end_index[owner])
         stop = end + 1 if end >= i else self.n  # nothing of the owner's comes after its end
         found = first_equal(self.columns.invs, owner, i + 1, stop)
