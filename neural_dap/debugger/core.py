@@ -420,7 +420,9 @@ class Debugger:
             return
         unwinds = self._returns_stop_in_caller()
         try:
-            await anyio.to_thread.run_sync(self._returns.stepped, kind, before, after, queries, unwinds)
+            events = self._returns.returns_of(kind, before, after, queries, unwinds)
+            if events:  # (their states: a skeleton replays, off the event loop)
+                await anyio.to_thread.run_sync(self._returns.add, queries, events)
         except Exception:  # (the values beside the locals are not worth failing the step for)
             log.warning("the return values of a step could not be read", exc_info=True)
 

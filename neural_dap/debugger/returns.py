@@ -52,21 +52,27 @@ class ReturnValues:
     def clear(self) -> None:
         self._frames.clear()
 
-    def stepped(self, kind: str, before: Stop, after: Stop, queries: RecordingQueries, unwinds: bool) -> None:
-        """Take in the returns of the step `kind` from `before` to `after`. `unwinds`: an exception
+    def add(self, queries: RecordingQueries, events: list[int]) -> None:
+        """Keep the values of these return events (states are built: a skeleton replays)."""
+        for event in events:
+            self._add(queries, event)
+
+    def returns_of(self, kind: str, before: Stop, after: Stop, queries: RecordingQueries, unwinds: bool) -> list[int]:
+        """The return events of the step `kind` from `before` to `after` whose values are shown, the
+        latest per function (from the recording's columns alone: cheap). `unwinds`: an exception
         leaving a function is no return (3.12+); on 3.11 it is one (shown as None)."""
         if kind not in STEPS or after.index <= before.index:
-            return
+            return []
         cols = queries.semantics.columns
         last = len(cols.kinds) - 1
         start, end = before.index + 1, min(after.index, last)
         if start > end or end - start > _MAX_SCANNED:
-            return
+            return []
         kinds = cols.kinds[start : end + 1]
         exits = (kinds == RETURN) if unwinds else ((kinds == RETURN) | (kinds == EXCEPTION))
         events = np.flatnonzero(exits) + start
         if len(events) == 0:
-            return
+            return []
         invs = cols.invs[events]
         parents = cols.parent[invs]
         called_by_user = parents >= 0
@@ -95,8 +101,7 @@ class ReturnValues:
             if semantics.continued_by(inv) >= 0 or (paused is not None and paused(inv)):
                 continue  # (a generator pausing at `yield` returns nothing)
             latest[int(cols.code_of[inv])] = event
-        for event in sorted(latest.values()):
-            self._add(queries, event)
+        return sorted(latest.values())
 
     def _add(self, queries: RecordingQueries, event: int) -> None:
         execution = queries.execution
