@@ -1627,3 +1627,65 @@ async def test_a_step_off_the_tasks_return_stops_where_asyncio_run_returns_as_in
     assert mine[: len(shown)] == [
         [(x.name, x.value) for x in v.variables["Locals"] if x.name != "(return) run"] for v in theirs.views
     ]
+
+
+CLEANUPS = """\
+from contextlib import contextmanager
+
+
+class Guard:
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        return False
+
+
+@contextmanager
+def managed():
+    yield 1
+
+
+def in_with():
+    with Guard():
+        raise KeyError("k")
+
+
+def in_cm():
+    with managed():
+        raise IndexError("i")
+
+
+def in_finally():
+    try:
+        raise ValueError("v")
+    finally:
+        note = "cleanup"
+
+
+for f in (in_with, in_cm, in_finally):
+    try:
+        f()
+    except Exception as exc:
+        last = exc
+print(last)
+"""
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("version", ["3.11", "3.12"])
+async def test_raised_stops_once_where_a_cleanup_lets_the_exception_go_on(tmp_path, version):
+    """With "Raised Exceptions" on, an exception that a `finally` body or a `with` statement lets
+    run its cleanup stops where it was raised and where it is caught, as in debugpy; neural-dap
+    stopped again where the frame re-raised it after the cleanup (3.12+, and a coroutine's
+    `finally` on 3.11: a cancelled task's)."""
+    from .dual import Plan, run
+    from .test_child_real_world import _interpreter
+
+    path = tmp_path / "cleanups.py"
+    path.write_text(CLEANUPS)
+    plan = Plan(str(path), exception_filters=("raised",), commands=("continue",) * 8, python=_interpreter(version))
+    ours, theirs = await run(plan, "neural-dap"), await run(plan, "debugpy")
+    shown = [(v.reason, v.stack) for v in theirs.views]
+    assert len(shown) == 7  # (raised and caught in each; in `managed` too, thrown in at its `yield`)
+    assert [(v.reason, v.stack) for v in ours.views][: len(shown)] == shown

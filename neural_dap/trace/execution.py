@@ -29,7 +29,7 @@ import numpy as np
 
 from neural_dap.core.actions import Action, Target
 from neural_dap.core.state import Frame, State
-from neural_dap.trace.actions import EXCEPTION, RETURN, ActionSemantics, Columns
+from neural_dap.trace.actions import EXCEPTION, LINE, RETURN, ActionSemantics, Columns
 from neural_dap.trace.recorder import RecorderError, Recording
 from neural_dap.trace.skeleton import SkeletonRecording, SkeletonTree
 from neural_dap.trace.tree import Facts, StateTree
@@ -460,9 +460,32 @@ def exception_type(state: State) -> str:
 
 
 def _stops_at(execution: FullExecution | SkeletonExecution, kind: str, i: int) -> bool:
-    """Whether filter `kind` stops at event i, one of its points: not at control flow."""
-    name = exception_type(execution.state(i))
-    return name not in (NOT_USER_UNHANDLED if kind == "userUnhandled" else CONTROL_FLOW)
+    """Whether filter `kind` stops at event i, one of its points: not at control flow, nor (raised)
+    where an exception a `finally` or a `with` let run its cleanup goes on out of the frame."""
+    state = execution.state(i)
+    name = exception_type(state)
+    if name in (NOT_USER_UNHANDLED if kind == "userUnhandled" else CONTROL_FLOW):
+        return False
+    return not (kind == "raised" and state.event == "exception" and _goes_on_after_cleanup(execution, i, state))
+
+
+def _goes_on_after_cleanup(execution: FullExecution | SkeletonExecution, i: int, state: State) -> bool:
+    """Exception exit i leaves the frame with the exception its `finally` body (or its `with`
+    statement) caught last, the cleanup done: the exception re-raised, not a new one. debugpy's
+    "raised" stops once in the frame, where it came in; a bare `raise` in an `except` clause is a
+    stop of its own (as in debugpy on 3.11)."""
+    columns = execution.semantics.columns
+    inv = int(columns.invs[i])
+    start = int(columns.call_index[inv])
+    points = execution.raised
+    k = bisect_left(points, i) - 1
+    while k >= 0 and points[k] >= start:
+        c = points[k]
+        if int(columns.invs[c]) == inv and int(columns.kinds[c]) == LINE:
+            caught = execution.state(c)
+            return caught.caught == state.value and not caught.source.lstrip().startswith("except")
+        k -= 1
+    return False
 
 
 def _first_exception(
