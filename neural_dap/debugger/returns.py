@@ -13,11 +13,12 @@ and adds one only while the user steps (a `continue` adds none):
 
 A generator or coroutine pausing (`yield`, `await`) is no return here (its final return is).
 
-A function library code called returns into that code, which pydevd does not trace (justMyCode):
-none. On 3.11 an exception leaving a function is a `return` to settrace, so pydevd shows
-`(return) f` as `None` there; on 3.12+ it is not a return (PY_UNWIND). On 3.12+ pydevd shows the
-return values of the library's Python functions the frame called too (`(return) dumps`); a
-recording of the user's code has no value for them, so they are left out (a known difference).
+A function library code called returns into that code: none. On 3.11 an exception leaving a
+function is a `return` to settrace, so pydevd shows `(return) f` as `None` there; on 3.12+ it is
+not a return (PY_UNWIND). pydevd also shows the return values of the library's Python functions
+that returned into the user's frames (3.11: those a step into passed through, `(return) findall`;
+3.12+: every one the stepped line called, `(return) dumps`); a recording of the user's code has no
+value for them, so they are left out (a known difference: docs/design-notes.md, eleventh round).
 
 The values come from the recording (`RecordingQueries`); the debugger core keeps them per frame
 across the session's steps (`ReturnValues`), each with the event it returned at, so a stop
