@@ -1689,3 +1689,48 @@ async def test_raised_stops_once_where_a_cleanup_lets_the_exception_go_on(tmp_pa
     shown = [(v.reason, v.stack) for v in theirs.views]
     assert len(shown) == 7  # (raised and caught in each; in `managed` too, thrown in at its `yield`)
     assert [(v.reason, v.stack) for v in ours.views][: len(shown)] == shown
+
+
+CANCELLED = """\
+import asyncio
+
+
+async def sleeper():
+    try:
+        await asyncio.sleep(10)
+    finally:
+        note = "cleanup"
+
+
+async def main():
+    task = asyncio.create_task(sleeper())
+    await asyncio.sleep(0.01)
+    task.cancel()
+    try:
+        await task
+    except asyncio.CancelledError:
+        outcome = "cancelled"
+    return outcome
+
+
+print(asyncio.run(main()))
+"""
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("version", ["3.11", "3.12", "3.13"])
+async def test_raised_stops_once_for_a_cancelled_task_as_in_debugpy(tmp_path, version):
+    """A task cancelled in its `await`: "Raised Exceptions" stops where the `CancelledError` comes
+    into the task's frame and into the awaiting one, as debugpy does. neural-dap stopped again
+    after the task's `finally` (every version), and on 3.13 twice in each frame (the `await` takes
+    the thrown exception in, then the handler around it: two events that catch it)."""
+    from .dual import Plan, run
+    from .test_child_real_world import _interpreter
+
+    path = tmp_path / "cancelled.py"
+    path.write_text(CANCELLED)
+    plan = Plan(str(path), exception_filters=("raised",), commands=("continue",) * 4, python=_interpreter(version))
+    ours, theirs = await run(plan, "neural-dap"), await run(plan, "debugpy")
+    shown = [(v.reason, v.stack) for v in theirs.views]
+    assert shown == [("exception", [("sleeper", 6), ("<module>", 22)]), ("exception", [("main", 16), ("<module>", 22)])]
+    assert [(v.reason, v.stack) for v in ours.views][: len(shown) + 1] == [*shown, ("end", [("<module>", 22)])]

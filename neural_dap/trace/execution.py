@@ -29,7 +29,7 @@ import numpy as np
 
 from neural_dap.core.actions import Action, Target
 from neural_dap.core.state import Frame, State
-from neural_dap.trace.actions import EXCEPTION, LINE, RETURN, ActionSemantics, Columns
+from neural_dap.trace.actions import EXCEPTION, LINE, RETURN, ActionSemantics, Columns, last_equal
 from neural_dap.trace.recorder import RecorderError, Recording
 from neural_dap.trace.skeleton import SkeletonRecording, SkeletonTree
 from neural_dap.trace.tree import Facts, StateTree
@@ -466,7 +466,20 @@ def _stops_at(execution: FullExecution | SkeletonExecution, kind: str, i: int) -
     name = exception_type(state)
     if name in (NOT_USER_UNHANDLED if kind == "userUnhandled" else CONTROL_FLOW):
         return False
+    if kind == "raised" and state.event == "line" and state.caught:
+        return not _caught_again(execution, i, state)
     return not (kind == "raised" and state.event == "exception" and _goes_on_after_cleanup(execution, i, state))
+
+
+def _caught_again(execution: FullExecution | SkeletonExecution, i: int, state: State) -> bool:
+    """The frame's previous event caught this same exception (3.13: an `await` takes a cancellation
+    thrown in, then the `finally` or `except` around it does): one stop, where it came in."""
+    columns = execution.semantics.columns
+    inv = int(columns.invs[i])
+    before = last_equal(columns.invs, inv, int(columns.call_index[inv]), i)
+    if before < 0 or int(columns.kinds[before]) != LINE:
+        return False
+    return execution.state(before).caught == state.caught
 
 
 def _goes_on_after_cleanup(execution: FullExecution | SkeletonExecution, i: int, state: State) -> bool:
