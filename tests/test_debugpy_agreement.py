@@ -1542,6 +1542,42 @@ async def test_the_values_calls_returned_stay_beside_the_locals_as_in_debugpy(tm
     assert [[(var.name, var.value) for var in v.variables["Locals"]] for v in ours.views][: len(shown)] == shown
 
 
+CHANGED_AFTER_RETURN = """\
+def make(n):
+    return [n, n + 1]
+
+
+def main():
+    rows = make(3)
+    rows.append(9)
+    rows.sort(key=lambda r: -r)
+    other = make(1)
+    other = [0]
+    other.append(2)
+    return rows, other
+
+
+main()
+"""
+
+
+@pytest.mark.slow
+async def test_a_returned_object_changed_later_shows_as_it_is_now_as_in_debugpy(tmp_path):
+    """debugpy keeps the returned object: `rows = make(3)` then `rows.append(9)` shows `(return)
+    make` with the 9, and empty while `sort` calls its key; once the name is bound to another
+    object, the value stays the object's. neural-dap showed the value as it was returned."""
+    from .dual import Plan, run
+
+    path = tmp_path / "changed.py"
+    path.write_text(CHANGED_AFTER_RETURN)
+    plan = Plan(str(path), breakpoints=({"line": 6},), commands=("next", "next", "stepIn", "stepOut") + ("next",) * 4)
+    ours, theirs = await run(plan, "neural-dap"), await run(plan, "debugpy")
+    shown = [[(var.name, var.value) for var in v.variables["Locals"]] for v in theirs.views]
+    assert ("(return) make", "[3, 4, 9]") in shown[2]
+    assert ("(return) make", "[1, 2]") in shown[-1] and ("other", "[0, 2]") in shown[-1]
+    assert [[(var.name, var.value) for var in v.variables["Locals"]] for v in ours.views][: len(shown)] == shown
+
+
 LIBRARY_THREAD = """\
 import http.server
 import threading

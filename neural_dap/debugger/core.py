@@ -639,8 +639,9 @@ class Debugger:
 
     def _report(self, outcome: Outcome, output: list[tuple[str, str]]) -> Report:
         stop = outcome.stop
-        if isinstance(getattr(self.world, "queries", None), RecordingQueries):
-            stop = self._returns.shown(stop)
+        queries = getattr(self.world, "queries", None)
+        if isinstance(queries, RecordingQueries):
+            stop = self._returns.shown(stop, queries)
         reason = outcome.reason
         if stop.note:
             output.append(("console", stop.note + "\n"))

@@ -22,7 +22,14 @@ value for them, so they are left out (a known difference: docs/design-notes.md, 
 
 The values come from the recording (`RecordingQueries`); the debugger core keeps them per frame
 across the session's steps (`ReturnValues`), each with the event it returned at, so a stop
-travelled back to shows only those that had returned by then. Worlds that cannot say what a step
+travelled back to shows only those that had returned by then.
+
+pydevd keeps the returned *object*, so a later stop shows it as it is then: `rows = [...]` then
+`rows.sort()` shows `(return) <listcomp>` sorted (and empty while `sort` calls its key). A recording
+keeps values, not objects; where the frame bound the returned value to a name (`rows = f()`: the
+name holds it at the frame's next event), the value shown follows that name's value until a
+statement of the frame binds the name anew (its storing lines, from the source), which is where
+the object and the name part. Worlds that cannot say what a step
 passed (a model predicting the next stop) show what the stepping policy saw: the return a step
 passed on its way (`Stop.returned`).
 """
@@ -32,26 +39,42 @@ from __future__ import annotations
 import msgspec
 import numpy as np
 
+from neural_dap.core.state import Frame
 from neural_dap.core.world import Stop
+from neural_dap.debugger.history import name_lines
 from neural_dap.debugger.shown import returning_name
-from neural_dap.trace.actions import EXCEPTION, RETURN
+from neural_dap.trace.actions import EXCEPTION, LINE, RETURN
 from neural_dap.trace.queries import RecordingQueries
 
 STEPS = frozenset({"next", "stepIn", "stepOut"})
 # a step whose range holds more returns than this is not searched for its return values (a
 # `next` over a loop the user's code runs a million times): the values shown stay as they were
 _MAX_SCANNED = 2_000_000
+# how far past a return its caller's next event is looked for (the name it bound the value to)
+_MAX_BINDING_GAP = 100_000
+
+
+class _Returned(msgspec.Struct, frozen=True):
+    """One value a function returned into a frame."""
+
+    event: int  # the return event
+    value: str
+    holder: str = ""  # the frame's local the value was bound to ("": none found)
+    bound: int = -1  # the frame's event where `holder` first held it
 
 
 class ReturnValues:
     """The `(return)` values of the session's frames, as the steps so far made them."""
 
     def __init__(self) -> None:
-        # the frame (recorder invocation id) -> name -> [(event, value)], in event order
-        self._frames: dict[int, dict[str, list[tuple[int, str]]]] = {}
+        # the frame (recorder invocation id) -> name -> its returns, in event order
+        self._frames: dict[int, dict[str, list[_Returned]]] = {}
+        # (path, function, name) -> the lines binding the name anew (from the source)
+        self._storing: dict[tuple[str, str, str], frozenset[int]] = {}
 
     def clear(self) -> None:
         self._frames.clear()
+        self._storing.clear()
 
     def add(self, queries: RecordingQueries, events: list[int]) -> None:
         """Keep the values of these return events (states are built: a skeleton replays)."""
@@ -115,16 +138,58 @@ class ReturnValues:
         if "__qualname__" in local and "__module__" in local:
             return  # a class body's end (pydevd shows none)
         name = f"(return) {returning_name(state.function, dict(local))}"
-        shown = self._frames.setdefault(frames[1].invocation, {}).setdefault(name, [])
-        shown[:] = [kept for kept in shown if kept[0] < event]  # (stepped again after a travel back)
-        shown.append((event, value))
+        caller = frames[1]
+        holder, bound = self._holder(queries, event, caller.invocation, dict(caller.locals), value)
+        shown = self._frames.setdefault(caller.invocation, {}).setdefault(name, [])
+        shown[:] = [kept for kept in shown if kept.event < event]  # (stepped again after a travel back)
+        shown.append(_Returned(event, value, holder, bound))
 
-    def shown(self, stop: Stop) -> Stop:
+    @staticmethod
+    def _holder(
+        queries: RecordingQueries, event: int, frame: int, before: dict[str, str], value: str
+    ) -> tuple[str, int]:
+        """The caller's local that holds the returned value at the caller's next event (`rows = f()`),
+        and that event; ("", -1) where none took it."""
+        invs = queries.semantics.columns.invs
+        end = min(len(invs), event + 1 + _MAX_BINDING_GAP)
+        found = np.flatnonzero(invs[event + 1 : end] == frame)
+        if len(found) == 0:
+            return "", -1
+        bound = event + 1 + int(found[0])
+        frames = queries.execution.frames(bound)
+        if not frames or frames[0].invocation != frame:
+            return "", -1
+        after = frames[0].locals
+        for local, text in after.items():
+            if text == value and before.get(local) != value:
+                return local, bound
+        return "", -1
+
+    def shown(self, stop: Stop, queries: RecordingQueries) -> Stop:
         """`stop` with the return values of each of its frames that had returned by then."""
         found: list[tuple[int, str, str]] = []
         for depth, frame in enumerate(stop.stack):
             for name, values in self._frames.get(frame.invocation, {}).items():
-                value = next((v for event, v in reversed(values) if event <= stop.index), None)
-                if value is not None:
-                    found.append((depth, name, value))
+                returned = next((r for r in reversed(values) if r.event <= stop.index), None)
+                if returned is not None:
+                    found.append((depth, name, self._now(returned, frame, stop.index, queries)))
         return msgspec.structs.replace(stop, returned=tuple(found))
+
+    def _now(self, returned: _Returned, frame: Frame, index: int, queries: RecordingQueries) -> str:
+        """The returned object as it is at event `index`: the value of the name holding it, while
+        no statement of the frame has bound that name anew."""
+        holder = returned.holder
+        if not holder or returned.bound > index or holder not in frame.locals:
+            return returned.value
+        key = (frame.path, frame.function, holder)
+        storing = self._storing.get(key)
+        if storing is None:
+            function = frame.function.rpartition(".")[2]
+            storing = self._storing[key] = frozenset(name_lines(queries.execution, frame.path, function, holder)[1])
+        cols = queries.semantics.columns
+        # the statements run from the binding on; the one at `index` has not run yet
+        span = slice(returned.bound, min(index, len(cols.kinds)))
+        ran = (cols.invs[span] == frame.invocation) & (cols.kinds[span] == LINE)
+        if storing and bool(np.isin(cols.lines[span][ran], list(storing)).any()):
+            return returned.value  # (the name was bound anew: the object is no longer named here)
+        return frame.locals[holder]
