@@ -1578,6 +1578,55 @@ async def test_a_returned_object_changed_later_shows_as_it_is_now_as_in_debugpy(
     assert [[(var.name, var.value) for var in v.variables["Locals"]] for v in ours.views][: len(shown)] == shown
 
 
+LIBRARY_RETURNS = """\
+import json
+import re
+from contextlib import contextmanager
+
+
+@contextmanager
+def opened(n):
+    yield n * 2
+
+
+def main():
+    data = {"a": [1, 2]}
+    text = json.dumps(data)
+    words = re.findall(r"\\w+", text)
+    with opened(3) as k:
+        total = k + len(words)
+    back = json.loads(text)
+    return total, back
+
+
+main()
+"""
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("version", ["3.11", "3.12"])
+async def test_the_values_library_functions_return_are_shown_as_in_debugpy(tmp_path, version):
+    """debugpy shows what the library's Python functions return into the frame being stepped:
+    on 3.12+ after every `next` (`(return) dumps`, `(return) findall`, a `with` block's
+    `_GeneratorContextManager.__enter__` and `__exit__`), on 3.11 those a step in passed
+    (`(return) loads`). A recording of the user's code had no value for them."""
+    from .dual import Plan, run
+    from .test_child_real_world import _interpreter
+
+    path = tmp_path / "library.py"
+    path.write_text(LIBRARY_RETURNS)
+    commands = ("next",) * 6 + ("stepIn", "stepIn")
+    plan = Plan(str(path), breakpoints=({"line": 12},), commands=commands, python=_interpreter(version))
+    ours, theirs = await run(plan, "neural-dap"), await run(plan, "debugpy")
+    shown = [[(var.name, var.value) for var in v.variables["Locals"]] for v in theirs.views]
+    if version == "3.11":
+        assert ("(return) loads", "{'a': [1, 2]}") in shown[7]
+    else:
+        assert ("(return) findall", "['a', '1', '2']") in shown[3]
+        assert ("(return) _GeneratorContextManager.__exit__", "False") in shown[6]
+    assert [[(var.name, var.value) for var in v.variables["Locals"]] for v in ours.views][: len(shown)] == shown
+
+
 LIBRARY_THREAD = """\
 import http.server
 import threading

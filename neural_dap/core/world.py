@@ -103,8 +103,9 @@ class Stop(msgspec.Struct, frozen=True, omit_defaults=True):
     note: str = ""  # something the user should know about this stop
     suspends: bool = False  # the exit of a generator (or coroutine) that pauses here: it resumes later
     # The values functions returned into the stack's frames while the user stepped, shown beside
-    # their locals as debugpy shows them (debugger/returns.py): (depth in `stack`, "(return) f", value)
-    returned: tuple[tuple[int, str, str], ...] = ()
+    # their locals as debugpy shows them (debugger/returns.py): (depth in `stack`, "(return) f", value,
+    # the frame's local that holds the returned object then, or "": it opens as that local does)
+    returned: tuple[tuple[int, str, str, str], ...] = ()
     # The state's function was called by library code (click running the user's command, a scheduler
     # running a callback), not by the frame below it on the stack: its exit returns into that code,
     # which returns to the caller's call line later. At such an exit, `library_calls_next`: that

@@ -47,6 +47,7 @@ class FrameView:
     invocation: int
     extras: list[tuple[str, str]] = field(default_factory=list)  # ("(return) f", "4")
     returned: list[tuple[str, str]] = field(default_factory=list)  # ... after the locals (Stop.returned)
+    holders: dict[str, str] = field(default_factory=dict)  # "(return) f" -> the local holding its object
     is_call: bool = False
     module: FrameView | None = None  # the frame of this frame's module on the stack: its Globals
 
@@ -212,12 +213,14 @@ class StopView:
         self.frames = _frame_views([*stack, *stop.outer], 1000, extras, state.event == "call", stop.module_frame)
         # the values functions returned into each frame while the user stepped (debugger/returns.py)
         shift = len(stop.stack) - len(stack)  # (a stop at a return: shown from the caller)
-        for depth, name, text in stop.returned:
+        for depth, name, text, holder in stop.returned:
             at = depth - shift
             # (the stop's own return is shown already; at an exception leaving f on 3.11 debugpy
             # shows settrace's `(return) f: None`, beside which neural-dap says `(exception) f`)
             if 0 <= at < len(stack) and all(name != shown for shown, _ in self.frames[at].extras):
                 self.frames[at].returned.append((name, text))
+                if holder:
+                    self.frames[at].holders[name] = holder
         if stop.exception_line and self.frames and not extras:
             self.frames[0].line = stop.exception_line  # where the exception reached the frame
 
@@ -314,7 +317,10 @@ class StopView:
         ordered = [*frame.locals, *returns]
         for name in sorted(ordered, key=lambda n: attribute_order(n.removeprefix(RETURN_PREFIX))):
             if name in returns and name.startswith(RETURN_PREFIX):
-                out.append(self._variable(name, returns[name], None, name))
+                # (an object a local holds opens as that local: debugpy keeps the object itself)
+                holder = frame.holders.get(name, "")
+                structured = frame.values.get(holder) if holder and frame.locals.get(holder) == returns[name] else None
+                out.append(self._variable(name, returns[name], structured, name))
                 continue
             text = frame.locals[name]
             structured = frame.values.get(name)

@@ -421,8 +421,9 @@ class Debugger:
         unwinds = self._returns_stop_in_caller()
         try:
             events = self._returns.returns_of(kind, before, after, queries, unwinds)
-            if events:  # (their states: a skeleton replays, off the event loop)
-                await anyio.to_thread.run_sync(self._returns.add, queries, events)
+            library = self._returns.library_of(kind, before, after, queries, unwinds)
+            if events or library:  # (their states: a skeleton replays, off the event loop)
+                await anyio.to_thread.run_sync(self._returns.add, queries, events, library)
         except Exception:  # (the values beside the locals are not worth failing the step for)
             log.warning("the return values of a step could not be read", exc_info=True)
 

@@ -36,6 +36,9 @@ passed on its way (`Stop.returned`).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from typing import Any
+
 import msgspec
 import numpy as np
 
@@ -76,10 +79,45 @@ class ReturnValues:
         self._frames.clear()
         self._storing.clear()
 
-    def add(self, queries: RecordingQueries, events: list[int]) -> None:
-        """Keep the values of these return events (states are built: a skeleton replays)."""
+    def add(
+        self, queries: RecordingQueries, events: list[int], library: Sequence[tuple[int, int, str, str]] = ()
+    ) -> None:
+        """Keep the values of these return events (states are built: a skeleton replays) and of
+        these returns of the library's (`library_of`)."""
         for event in events:
             self._add(queries, event)
+        for event, frame, name, value in library:
+            self._add_library(queries, event, frame, name, value)
+
+    def library_of(
+        self, kind: str, before: Stop, after: Stop, queries: RecordingQueries, unwinds: bool
+    ) -> list[tuple[int, int, str, str]]:
+        """The library's returns into the user's frames that the step `kind` from `before` to
+        `after` shows, where the program ran it live: (event, frame, name, value). pydevd's rule on
+        3.12+ (`unwinds`): `next` those into the stepping frame (into any once that frame has
+        returned), a step in or out every one; on 3.11 only a step in traces the library."""
+        returned = getattr(queries.execution, "library_returns", None)
+        if kind not in STEPS or returned is None or after.index <= before.index:
+            return []
+        found = returned(before.index, after.index)
+        if not found or kind == "stepIn":
+            return found
+        if not unwinds:
+            return []
+        if kind == "stepOut":
+            return found
+        cols = queries.semantics.columns
+        stepping = self._stepping(before, cols)
+        own_end = int(cols.end_index[stepping]) if 0 <= stepping < len(cols.end_index) else -1
+        left = before.index < own_end <= after.index
+        return [r for r in found if r[1] == stepping or (left and r[0] > own_end)]
+
+    @staticmethod
+    def _stepping(before: Stop, cols: Any) -> int:
+        stepping = int(cols.invs[before.index])
+        if before.state.terminal and len(before.stack) > 1:
+            stepping = int(cols.parent[stepping])  # (a stop at a return is shown in the caller)
+        return stepping
 
     def returns_of(self, kind: str, before: Stop, after: Stop, queries: RecordingQueries, unwinds: bool) -> list[int]:
         """The return events of the step `kind` from `before` to `after` whose values are shown, the
@@ -102,9 +140,7 @@ class ReturnValues:
         called_by_user = parents >= 0
         if cols.library is not None:
             called_by_user &= ~cols.library[invs].astype(bool)
-        stepping = int(cols.invs[before.index])
-        if before.state.terminal and len(before.stack) > 1:
-            stepping = int(cols.parent[stepping])  # (a stop at a return is shown in the caller)
+        stepping = self._stepping(before, cols)
         if kind == "stepOut":  # (into a user's frame: one library code called returns into that code)
             counted = (invs == stepping) & called_by_user
         else:
@@ -144,6 +180,16 @@ class ReturnValues:
         shown[:] = [kept for kept in shown if kept.event < event]  # (stepped again after a travel back)
         shown.append(_Returned(event, value, holder, bound))
 
+    def _add_library(self, queries: RecordingQueries, event: int, frame: int, name: str, value: str) -> None:
+        """A library function's value returned into `frame` just before `event`."""
+        execution = queries.execution
+        before = next((f for f in execution.frames(event - 1) if f.invocation == frame), None)
+        local = dict(before.locals) if before is not None else {}
+        holder, bound = self._holder(queries, event - 1, frame, local, value)
+        shown = self._frames.setdefault(frame, {}).setdefault(f"(return) {name}", [])
+        shown[:] = [kept for kept in shown if kept.event < event]
+        shown.append(_Returned(event, value, holder, bound))
+
     @staticmethod
     def _holder(
         queries: RecordingQueries, event: int, frame: int, before: dict[str, str], value: str
@@ -167,20 +213,21 @@ class ReturnValues:
 
     def shown(self, stop: Stop, queries: RecordingQueries) -> Stop:
         """`stop` with the return values of each of its frames that had returned by then."""
-        found: list[tuple[int, str, str]] = []
+        found: list[tuple[int, str, str, str]] = []
         for depth, frame in enumerate(stop.stack):
             for name, values in self._frames.get(frame.invocation, {}).items():
                 returned = next((r for r in reversed(values) if r.event <= stop.index), None)
                 if returned is not None:
-                    found.append((depth, name, self._now(returned, frame, stop.index, queries)))
+                    holder = self._holding(returned, frame, stop.index, queries)
+                    found.append((depth, name, frame.locals[holder] if holder else returned.value, holder))
         return msgspec.structs.replace(stop, returned=tuple(found))
 
-    def _now(self, returned: _Returned, frame: Frame, index: int, queries: RecordingQueries) -> str:
-        """The returned object as it is at event `index`: the value of the name holding it, while
-        no statement of the frame has bound that name anew."""
+    def _holding(self, returned: _Returned, frame: Frame, index: int, queries: RecordingQueries) -> str:
+        """The frame's local that holds the returned object at event `index` (its value is the
+        object's as it is then), while no statement of the frame has bound that name anew; "": none."""
         holder = returned.holder
         if not holder or returned.bound > index or holder not in frame.locals:
-            return returned.value
+            return ""
         key = (frame.path, frame.function, holder)
         storing = self._storing.get(key)
         if storing is None:
@@ -191,5 +238,5 @@ class ReturnValues:
         span = slice(returned.bound, min(index, len(cols.kinds)))
         ran = (cols.invs[span] == frame.invocation) & (cols.kinds[span] == LINE)
         if storing and bool(np.isin(cols.lines[span][ran], list(storing)).any()):
-            return returned.value  # (the name was bound anew: the object is no longer named here)
-        return frame.locals[holder]
+            return ""  # (the name was bound anew: the object is no longer named here)
+        return holder

@@ -186,6 +186,8 @@ typedef struct {
     PyObject *left;          /* callable(frame, inv, raised): the frame left by a yield, a return or an exception */
     int dotted;              /* show the names CPython makes (`.0`, a comprehension's iterator) */
     PyObject *library;       /* callable(code) -> bool: library code (see called_by_library); NULL: all is */
+    PyObject *foreign_return; /* settrace: callable(frame, value, inv) for a frame not traced that returns
+                               * into the innermost traced one (child/returned.py); NULL: none */
     /* skeleton mode */
     int skeleton;
     long long count;          /* events so far */
@@ -1337,6 +1339,33 @@ static int exit_line(Tracer *t, Entry *e, PyObject *offset_obj) {
 
 /* -- the PyEval_SetTrace front end (3.11) -------------------------------------------------------- */
 
+/* A frame the recording does not trace (the library's) returns: where it returns into the innermost
+ * traced frame, the callback hears of it (the value debugpy shows as `(return) f` there). */
+static int foreign_return(Tracer *t, PyFrameObject *frame, PyObject *arg) {
+    if (t->depth == 0 || t->stack[t->depth - 1].frame == NULL)
+        return 0;
+    Entry *top = &t->stack[t->depth - 1];
+    PyFrameObject *back = PyFrame_GetBack(frame);
+    int into_top = back == top->frame;
+    Py_XDECREF((PyObject *)back);
+    if (!into_top)
+        return 0;
+    PyObject *callback = t->foreign_return; /* (a reference of its own: the call may turn it off) */
+    Py_INCREF(callback);
+    int previous = enter_context(JOURNAL_PLUMBING);
+    PyObject *inv = PyLong_FromLongLong(top->inv);
+    PyObject *rc = inv == NULL ? NULL
+                               : PyObject_CallFunctionObjArgs(callback, (PyObject *)frame, arg == NULL ? Py_None : arg,
+                                                              inv, NULL);
+    leave_context(previous);
+    Py_XDECREF(inv);
+    Py_DECREF(callback);
+    if (rc == NULL)
+        return -1;
+    Py_DECREF(rc);
+    return 0;
+}
+
 static int trace(PyObject *self, PyFrameObject *frame, int what, PyObject *arg) {
     Tracer *t = (Tracer *)self;
     if (!t->active)
@@ -1353,6 +1382,8 @@ static int trace(PyObject *self, PyFrameObject *frame, int what, PyObject *arg) 
         return PyObject_SetAttrString((PyObject *)frame, "f_trace_lines", Py_False);
     }
     Entry *e = top_entry(t, frame);
+    if (e == NULL && what == TRACE_RETURN && t->foreign_return != NULL)
+        return foreign_return(t, frame, arg);
     if (e == NULL)
         return 0; /* not a frame we trace */
     if (what == TRACE_EXCEPTION) {
@@ -1572,6 +1603,17 @@ static PyObject *tracer_library(PyObject *self, PyObject *callable) {
     Py_RETURN_NONE;
 }
 
+static PyObject *tracer_foreign_returns(PyObject *self, PyObject *callable) {
+    Tracer *t = (Tracer *)self;
+    if (callable == Py_None) {
+        SET_REF(t->foreign_return, NULL);
+        Py_RETURN_NONE;
+    }
+    Py_INCREF(callable);
+    SET_REF(t->foreign_return, callable);
+    Py_RETURN_NONE;
+}
+
 static PyObject *tracer_skeleton(PyObject *self, PyObject *args, PyObject *kwargs) {
     Tracer *t = (Tracer *)self;
     static char *names[] = {"hook", "flush", "hook_every", "hook_at", "buffer", NULL};
@@ -1778,7 +1820,8 @@ static void tracer_dealloc(Tracer *self) {
     PyObject *refs[] = {self->events, self->user_cache, self->judge, self->code_ids, self->code_id, self->encode_atom,
                         self->encode_object, self->value_repr, self->bounded, self->hook, self->flush,
                         self->disable, self->enable, self->jump_line, self->line_tables,
-                        self->make_line_table, self->resumed, self->left, self->library, self->breakpoints, self->seen};
+                        self->make_line_table, self->resumed, self->left, self->library, self->foreign_return,
+                        self->breakpoints, self->seen};
     for (size_t i = 0; i < sizeof(refs) / sizeof(refs[0]); i++)
         Py_XDECREF(refs[i]);
     PyMem_Free(self->ev);
@@ -1811,6 +1854,8 @@ static PyMethodDef tracer_methods[] = {
     {"capture", tracer_capture, METH_VARARGS, "capture(first, last): full capture for events first..last."},
     {"suspensions", tracer_suspensions, METH_VARARGS,
      "suspensions(resumed, left): link each resume of a generator or coroutine to the invocation it continues."},
+    {"foreign_returns", tracer_foreign_returns, METH_O,
+     "foreign_returns(callable(frame, value, inv) or None): settrace: hear of each untraced frame returning into the innermost traced one."},
     {"library", tracer_library, METH_O,
      "library(is_library): is_library(code) says whether a frame under a traced call that is not the traced frame below it runs library code."},
     {"flush", tracer_flush, METH_NOARGS, "Hand the buffered skeleton records to the flush callable."},

@@ -347,6 +347,11 @@ class SkeletonExecution:
         """Invocation `inv` left by a pause (a yield, an await: it may resume), not for good."""
         return self.recording.log.columns.paused_at_exit(inv)
 
+    def library_returns(self, start: int, end: int) -> list[tuple[int, int, str, str]]:
+        """(event, frame, name, text) of each value a library function returned into the user's
+        frame `frame` during a live step, with `start` < event <= `end` (child/returned.py)."""
+        return [r for r in self.recording.log.library_returns if start < r[0] <= end]
+
     def apply(self, i: int, action: Action) -> int:
         return self.tree.apply(i, action)
 

@@ -57,6 +57,9 @@ WINDOW_SECONDS = (
 # on each side made a first stop there take 0.4 s (128: 0.19 s, benchmarks/recording.py's far stop);
 # the next windows are sized by the cost measured
 FIRST_WINDOW = 128
+# a stop's library return values (child/returned.py keeps 256), and each one's text
+_MAX_RETURNED = 1024
+_MAX_RETURNED_TEXT = 1 << 16
 MAX_WINDOWS = 8
 
 
@@ -362,6 +365,9 @@ class SkeletonLog:
         self.held: tuple[int, str] | None = None  # (thread, copy's socket) of the latest threaded stop
         self.alive: frozenset[int] | None = None  # ... and the threads alive there
         self.idle: dict[int, str] = {}  # ... those that have run none of the user's code: their names
+        # the values the library's functions returned into the user's frames during live steps:
+        # (event, frame's invocation, name, text), `event` the first one after it (child/returned.py)
+        self.library_returns: list[tuple[int, int, str, str]] = []
         self.corrupt = False
         self.wire_bytes = 0
         self._buffer = bytearray()
@@ -453,6 +459,17 @@ class SkeletonLog:
                 self.idle = {n[0]: str(n[1])[:200] for n in idle}
                 self.alive = (
                     frozenset(n for n in alive if type(n) is int) | frozenset(self.idle) if alive is not None else None
+                )
+                returned = event[6] if len(event) > 6 and isinstance(event[6], list) else ()
+                self.library_returns.extend(
+                    (r[3], r[0], r[1][:200], r[2][:_MAX_RETURNED_TEXT])
+                    for r in returned[:_MAX_RETURNED]
+                    if isinstance(r, list)
+                    and len(r) == 4
+                    and type(r[0]) is int
+                    and isinstance(r[1], str)
+                    and isinstance(r[2], str)
+                    and type(r[3]) is int
                 )
             elif tag == "nolive":
                 self.live_refused = True

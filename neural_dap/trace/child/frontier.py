@@ -52,6 +52,7 @@ from typing import Any
 from neural_dap.trace.child import live
 from neural_dap.trace.child.journal import mark_thread, plumbing
 from neural_dap.trace.child.lifetime import die_with_parent, fork_ours
+from neural_dap.trace.child.returned import ForeignReturns
 from neural_dap.trace.child.skeleton import silence_output
 from neural_dap.trace.child.threads import OWN_THREADS
 
@@ -78,6 +79,8 @@ class Frontier:
         self.uncaught = False  # (every thread in full) stop where an exception ends a thread
         self.copy: int | None = None  # ... and the copy of the program held at the stop (its pid)
         self._idle_numbers: dict[int, tuple[object, int]] = {}  # ident -> (its Thread, its number)
+        # what the library's functions return into the user's frames while a step runs (runner sets it)
+        self.returns: ForeignReturns | None = None
 
     def start(self) -> None:
         """The command reader, and the pause signal; the program stops at its first event."""
@@ -166,6 +169,8 @@ class Frontier:
         thread's tracer stops at the breakpoints and exceptions from now on, and a step in flight
         goes on in the main thread (its place on the stack holds; an event number is its next event)."""
         at, depth, exit_, _exceptions, resumes = self.predicates
+        if self.returns is not None:
+            self.returns.end()  # (one thread's: the values of a threaded step are not followed)
         self.cthreads = cthreads
         cthreads.group.live(self._stop_thread, self._wait_while_held)
         cthreads.armed = self._arm
@@ -344,6 +349,7 @@ class Frontier:
 
     def _hold(self, count: int, reason: str) -> str | None:
         """Hand everything recorded over, say where it stopped, and wait for the next command."""
+        returned = self.returns.end() if self.returns is not None else []
         self.tracer.capture(1 << 62, -1)  # (the captured event was this one)
         self.skeleton.checkpoint(count, at_stop=True)
         if self.skeleton.worker is not None:
@@ -351,7 +357,9 @@ class Frontier:
         self.tracer.flush()
         self.skeleton.flush_journal()
         idle = self._idle()
-        self.channel.events.append(["stopped", count, reason, *([None, None, idle] if idle else [])])
+        # [thread, copy, idle threads, library returns]: the first two are a threaded stop's
+        extra = [None, None, idle or None, returned] if returned else [None, None, idle] if idle else []
+        self.channel.events.append(["stopped", count, reason, *extra])
         self.channel.flush()
         self.stops += 1
         while True:
@@ -369,6 +377,9 @@ class Frontier:
                 )
                 self.uncaught = bool(run.get("uncaught", False))
                 self._set_breakpoints(run.get("breakpoints"), self.predicates)
+                at, depth, exit_, _exceptions, resumes = self.predicates
+                if self.returns is not None and max(at, depth, exit_, resumes) >= 0:
+                    self.returns.begin()  # a step: debugpy shows what the library returns on its way
                 return None
 
 

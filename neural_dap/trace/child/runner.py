@@ -228,9 +228,11 @@ def record_here(
             # a live recording: the adapter debugs the program while it runs (child/frontier.py);
             # no wall-time limit while someone is at it
             from neural_dap.trace.child.frontier import Frontier
+            from neural_dap.trace.child.returned import ForeignReturns
 
             os.set_inheritable(int(cfg["command_fd"]), False)
             skeleton.frontier = Frontier(int(cfg["command_fd"]), engine, skeleton, channel)
+            skeleton.frontier.returns = ForeignReturns(engine, rec.is_user, rec.reprs.repr, rec.user_cache)
             skeleton.replay_seconds = 3600.0
 
     def begin_journal() -> None:

@@ -26,7 +26,11 @@ Messages about the recording:
   ["switch", count]                                   every thread is recorded in full from here
                                                       (child/switch.py; -1: at the records' end)
   ["stopped", count, reason]                          a live program holds at this event
-                                                      (child/frontier.py)
+                                                      (child/frontier.py); then [thread, copy]
+                                                      (every thread in full), the threads alive
+                                                      and idle, and the library's return values
+                                                      the step met: [[inv, name, text, event]]
+                                                      (child/returned.py)
   ["nolive"]                                          this engine cannot stop a live program
   ["whatif", count, name, value]                      a what-if branch set a value there
   ["refused", count, first]                           the sandbox refused `count` effects
