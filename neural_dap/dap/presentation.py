@@ -306,7 +306,7 @@ class StopView:
         top = node.group is None
         grouped: dict[str, list[str]] = {}
         # `(return) f` among the locals, ordered by the function's name (pydevd's key for it)
-        returns = dict(frame.returned) if node.kind == "locals" and top else {}
+        returns = dict(frame.returned) if node.kind == "locals" else {}
         out: list[p.Variable] = []
         if node.kind == "locals" and top:
             for name, text in frame.extras:
@@ -320,6 +320,11 @@ class StopView:
                 # (an object a local holds opens as that local: debugpy keeps the object itself)
                 holder = frame.holders.get(name, "")
                 structured = frame.values.get(holder) if holder and frame.locals.get(holder) == returns[name] else None
+                group = group_of(name, returns[name], structured)  # (a function returned: "function variables")
+                if group != node.group:
+                    if top and group is not None:
+                        grouped.setdefault(group, []).append(name)
+                    continue
                 out.append(self._variable(name, returns[name], structured, name))
                 continue
             text = frame.locals[name]

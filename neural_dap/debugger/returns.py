@@ -66,6 +66,23 @@ class _Returned(msgspec.Struct, frozen=True):
     bound: int = -1  # the frame's event where `holder` first held it
 
 
+def _after_the_library(stop: Stop, cols: Any) -> int:
+    """1 where `stop` stands for the moment library code returned into the user's caller (the last
+    return of a function that code called, shown at the caller's call line: a sort key's, a
+    scheduler's callback's): what the library returned there is recorded with the next event; else
+    0. Not where a task's coroutine returned (`asyncio.run` returning): debugpy shows its value
+    from the next stop on."""
+    if not (stop.called_by_library and stop.state.terminal and not stop.library_calls_next):
+        return 0
+    return int(not _resumable(cols, int(cols.invs[stop.index])))
+
+
+def _resumable(cols: Any, inv: int) -> bool:
+    """Invocation `inv` is a run of a generator or coroutine (as far as the recording says)."""
+    resumes = cols.resumes
+    return resumes is not None and 0 <= inv < len(resumes) and int(resumes[inv]) != -1
+
+
 class ReturnValues:
     """The `(return)` values of the session's frames, as the steps so far made them."""
 
@@ -74,10 +91,14 @@ class ReturnValues:
         self._frames: dict[int, dict[str, list[_Returned]]] = {}
         # (path, function, name) -> the lines binding the name anew (from the source)
         self._storing: dict[tuple[str, str, str], frozenset[int]] = {}
+        # a generator's or coroutine's run -> its first run: one frame, whose values last across
+        # its pauses (pydevd keeps them in the frame)
+        self._first_runs: dict[int, int] = {}
 
     def clear(self) -> None:
         self._frames.clear()
         self._storing.clear()
+        self._first_runs.clear()
 
     def add(
         self, queries: RecordingQueries, events: list[int], library: Sequence[tuple[int, int, str, str]] = ()
@@ -99,18 +120,17 @@ class ReturnValues:
         returned = getattr(queries.execution, "library_returns", None)
         if kind not in STEPS or returned is None or after.index <= before.index:
             return []
-        found = returned(before.index, after.index)
-        if not found or kind == "stepIn":
-            return found
-        if not unwinds:
-            return []
-        if kind == "stepOut":
-            return found
         cols = queries.semantics.columns
+        found = returned(before.index, after.index + _after_the_library(after, cols))
+        if not found or kind == "stepIn" or (unwinds and kind == "stepOut"):
+            return found
         stepping = self._stepping(before, cols)
         own_end = int(cols.end_index[stepping]) if 0 <= stepping < len(cols.end_index) else -1
         left = before.index < own_end <= after.index
-        return [r for r in found if r[1] == stepping or (left and r[0] > own_end)]
+        if not unwinds and kind == "next" and (_resumable(cols, stepping) or before.outer):
+            left = False  # (3.11: `next` off a coroutine's, a task's, return traces no library: measured)
+        # (once the stepping frame has returned, pydevd steps on as a step in)
+        return [r for r in found if (unwinds and r[1] == stepping) or (left and r[0] > own_end)]
 
     @staticmethod
     def _stepping(before: Stop, cols: Any) -> int:
@@ -176,7 +196,8 @@ class ReturnValues:
         name = f"(return) {returning_name(state.function, dict(local))}"
         caller = frames[1]
         holder, bound = self._holder(queries, event, caller.invocation, dict(caller.locals), value)
-        shown = self._frames.setdefault(caller.invocation, {}).setdefault(name, [])
+        frame = self._first_run(queries, caller.invocation)
+        shown = self._frames.setdefault(frame, {}).setdefault(name, [])
         shown[:] = [kept for kept in shown if kept.event < event]  # (stepped again after a travel back)
         shown.append(_Returned(event, value, holder, bound))
 
@@ -186,9 +207,33 @@ class ReturnValues:
         before = next((f for f in execution.frames(event - 1) if f.invocation == frame), None)
         local = dict(before.locals) if before is not None else {}
         holder, bound = self._holder(queries, event - 1, frame, local, value)
-        shown = self._frames.setdefault(frame, {}).setdefault(f"(return) {name}", [])
+        first = self._first_run(queries, frame)
+        shown = self._frames.setdefault(first, {}).setdefault(f"(return) {name}", [])
         shown[:] = [kept for kept in shown if kept.event < event]
         shown.append(_Returned(event, value, holder, bound))
+
+    def _first_run(self, queries: RecordingQueries, inv: int) -> int:
+        """The first run of the generator or coroutine whose run `inv` is (`inv` itself for a
+        function's frame), following each resumed run to the one it continues."""
+        resumes = queries.semantics.columns.resumes
+        if resumes is None:
+            return inv
+        path: list[int] = []
+        current = inv
+        while True:
+            known = self._first_runs.get(current)
+            if known is not None:
+                first = known
+                break
+            before = int(resumes[current]) if 0 <= current < len(resumes) else -1
+            if before < 0 or len(path) >= _MAX_SCANNED:
+                first = current
+                break
+            path.append(current)
+            current = before
+        for run in path:
+            self._first_runs[run] = first
+        return first
 
     @staticmethod
     def _holder(
@@ -214,9 +259,10 @@ class ReturnValues:
     def shown(self, stop: Stop, queries: RecordingQueries) -> Stop:
         """`stop` with the return values of each of its frames that had returned by then."""
         found: list[tuple[int, str, str, str]] = []
+        until = stop.index + _after_the_library(stop, queries.semantics.columns)
         for depth, frame in enumerate(stop.stack):
-            for name, values in self._frames.get(frame.invocation, {}).items():
-                returned = next((r for r in reversed(values) if r.event <= stop.index), None)
+            for name, values in self._frames.get(self._first_run(queries, frame.invocation), {}).items():
+                returned = next((r for r in reversed(values) if r.event <= until), None)
                 if returned is not None:
                     holder = self._holding(returned, frame, stop.index, queries)
                     found.append((depth, name, frame.locals[holder] if holder else returned.value, holder))

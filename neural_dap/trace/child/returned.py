@@ -22,6 +22,7 @@ different run). The debugger follows a value bound to a name from there (debugge
 
 from __future__ import annotations
 
+import os
 import sys
 from _thread import get_ident
 from collections.abc import Callable
@@ -33,6 +34,10 @@ from neural_dap.trace.child.monitoring import free_tool
 
 # a generator's or coroutine's code: what it hands back on the way is a pause (debugpy shows none)
 _RESUMABLE = 0x20 | 0x80 | 0x200  # CO_GENERATOR | CO_COROUTINE | CO_ASYNC_GENERATOR
+_COROUTINE = 0x80
+# the recorder's own code (its stdout `Capture.write` that the program's `print` calls): never the
+# program's library
+_OURS = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))) + os.sep
 KEPT = 256  # the latest per frame and name; a step that makes more keeps its latest ones
 
 
@@ -123,11 +128,17 @@ class ForeignReturns:
         return bool(known)
 
     def _from_settrace(self, frame: Any, value: object, inv: int) -> None:
+        back = frame.f_back
+        if back is not None and back.f_code.co_flags & _COROUTINE:
+            return  # (pydevd's settrace shows none in a coroutine's frame: measured on 3.11)
         self._keep(frame, value, inv)
 
     def _keep(self, frame: Any, value: object, inv: int) -> None:
         code = frame.f_code
-        if code.co_flags & _RESUMABLE:
+        filename = code.co_filename
+        # (no file: importlib's frozen `_find_and_load`, a dataclass's generated `__init__`: pydevd
+        # skips those frames)
+        if code.co_flags & _RESUMABLE or filename.startswith(("<", _OURS)):
             return
         with sandboxed():
             name = _returning_name(code, frame)
