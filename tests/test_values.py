@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import collections
 import math
 import sys
 from pathlib import Path
@@ -134,6 +135,12 @@ def _safe_repr():
         [[[]]],
         set(),
         frozenset({(1, (2, (3,)))}),
+        collections.OrderedDict(a=1, b=[1, {"c": {"d": 2}}]),
+        collections.OrderedDict(),
+        [collections.OrderedDict(a="x" * 200)],
+        collections.deque([1, [2, [3, [4]]]]),
+        collections.deque([1, 2], maxlen=3),
+        collections.deque(),
     ],
 )
 def test_a_containers_value_reads_as_debugpys_saferepr(value):
@@ -154,3 +161,11 @@ def test_text_that_is_no_literal_container_reads_as_it_is():
     # (hostile text from a recording: nesting past the parser's depth reads as it is, never longer)
     for deep in ("[" * 100_000 + "]" * 100_000, "(" * 5000 + ")" * 5000):
         assert shown(deep, "list") == deep
+
+
+def test_an_ordered_dict_reads_as_debugpys_saferepr_in_its_312_repr_too():
+    """3.12 writes an OrderedDict's repr as a dict's (`OrderedDict({'a': 1})`); SafeRepr still
+    writes its pairs (`OrderedDict([('a', 1)])`), and so does the Variables view."""
+    value = collections.OrderedDict(a=1, b={"c": [1, 2]})
+    text = "OrderedDict({'a': 1, 'b': {'c': [1, 2]}})"
+    assert shown(text, "OrderedDict") == _safe_repr()(value) == "OrderedDict([('a', 1), ('b', {'c': [...]})])"

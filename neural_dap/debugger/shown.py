@@ -21,7 +21,8 @@ from neural_dap.core.state import TRUNCATION_MARK
 
 MAX_ITEMS = (60, 20)  # pydevd's SafeRepr.maxcollection: items per nesting level (one fewer shows)
 INNER_LIMIT = 128  # SafeRepr.maxstring_inner / maxother_inner: a repr inside a container, at most
-_COLLECTIONS = frozenset(("list", "tuple", "dict", "set", "frozenset"))
+_COLLECTIONS = frozenset(("list", "tuple", "dict", "set", "frozenset", "OrderedDict", "deque"))
+SEQUENCE, MAPPING, PAIRS = 0, 1, 2  # how a container's items read: `x`, `k: v`, `(k, v)`
 
 
 def shown(text: str, type_name: str | None) -> str:
@@ -45,26 +46,47 @@ def _is_ellipsis(node: ast.AST) -> bool:
     return isinstance(node, ast.Constant) and node.value is Ellipsis
 
 
-def _collection(node: ast.AST) -> tuple[str, str, list, bool] | None:
-    """A builtin container's (prefix, suffix, items, is a dict), as SafeRepr writes it; else None."""
+def _collection(node: ast.AST) -> tuple[str, str, list, int] | None:
+    """A container's (prefix, suffix, items, how they read) as SafeRepr writes it (the builtin ones,
+    `OrderedDict` and `deque`, SafeRepr's own kinds); else None."""
     if isinstance(node, ast.List):
-        return "[", "]", node.elts, False
+        return "[", "]", node.elts, SEQUENCE
     if isinstance(node, ast.Tuple):
-        return "(", ")", node.elts, False
+        return "(", ")", node.elts, SEQUENCE
     if isinstance(node, ast.Set):
-        return "{", "}", node.elts, False
+        return "{", "}", node.elts, SEQUENCE
     if isinstance(node, ast.Dict):
-        if any(key is None for key in node.keys):
-            raise ValueError("not a repr: dict unpacking")
-        return "{", "}", list(zip(node.keys, node.values, strict=True)), True
-    if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and not node.keywords:
-        if node.func.id == "set" and not node.args:
-            return "{", "}", [], False
-        if node.func.id == "frozenset" and not node.args:
-            return "frozenset({", "})", [], False
-        if node.func.id == "frozenset" and len(node.args) == 1 and isinstance(node.args[0], ast.Set):
-            return "frozenset({", "})", node.args[0].elts, False
+        return "{", "}", _pairs_of(node), MAPPING
+    if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Name)):
+        return None
+    name, args = node.func.id, node.args
+    if name == "deque" and len(args) == 1 and isinstance(args[0], ast.List):
+        if all(keyword.arg == "maxlen" for keyword in node.keywords):
+            return "deque([", "])", args[0].elts, SEQUENCE  # (SafeRepr leaves `maxlen` out)
+        return None
+    if node.keywords:
+        return None
+    if name == "set" and not args:
+        return "{", "}", [], SEQUENCE
+    if name == "frozenset" and not args:
+        return "frozenset({", "})", [], SEQUENCE
+    if name == "frozenset" and len(args) == 1 and isinstance(args[0], ast.Set):
+        return "frozenset({", "})", args[0].elts, SEQUENCE
+    if name == "OrderedDict" and not args:
+        return "OrderedDict([", "])", [], PAIRS
+    if name == "OrderedDict" and len(args) == 1 and isinstance(args[0], ast.Dict):  # (3.12+'s repr)
+        return "OrderedDict([", "])", _pairs_of(args[0]), PAIRS
+    if name == "OrderedDict" and len(args) == 1 and isinstance(args[0], ast.List):  # (3.11's)
+        pairs = args[0].elts
+        if all(isinstance(pair, ast.Tuple) and len(pair.elts) == 2 for pair in pairs):
+            return "OrderedDict([", "])", [tuple(pair.elts) for pair in pairs], PAIRS  # type: ignore[attr-defined]
     return None
+
+
+def _pairs_of(node: ast.Dict) -> list:
+    if any(key is None for key in node.keys):
+        raise ValueError("not a repr: dict unpacking")
+    return list(zip(node.keys, node.values, strict=True))
 
 
 def _render(node: ast.AST, text: str, level: int) -> Iterator[str]:
@@ -73,8 +95,8 @@ def _render(node: ast.AST, text: str, level: int) -> Iterator[str]:
     if found is None:
         yield _atom(node, text, level)
         return
-    prefix, suffix, items, is_dict = found
-    if is_dict and not items:
+    prefix, suffix, items, reads = found
+    if reads != SEQUENCE and not items:
         yield prefix + suffix
         return
     yield prefix
@@ -90,10 +112,16 @@ def _render(node: ast.AST, text: str, level: int) -> Iterator[str]:
         if count <= 0:
             yield "..."
             break
-        if is_dict:
+        if reads == MAPPING:
             yield from _render(item[0], text, level + 1)
             yield ": "
             yield from _render(item[1], text, level + 1)
+        elif reads == PAIRS:
+            yield "("
+            yield from _render(item[0], text, level + 1)
+            yield ", "
+            yield from _render(item[1], text, level + 1)
+            yield ")"
         else:
             yield from _render(item, text, level + 1)
     else:
