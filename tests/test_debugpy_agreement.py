@@ -1597,6 +1597,55 @@ async def test_a_returned_object_changed_later_shows_as_it_is_now_as_in_debugpy(
     assert [[(var.name, var.value) for var in v.variables["Locals"]] for v in ours.views][: len(shown)] == shown
 
 
+PROPERTY_RETURNS = """\
+import functools
+
+
+class Rect:
+    def __init__(self, w, h):
+        self.w = w
+        self.h = h
+
+    @property
+    def area(self):
+        return self.w * self.h
+
+    @functools.cached_property
+    def side(self):
+        return max(self.w, self.h)
+
+    def double(self):
+        return 2 * self.w
+
+
+def main():
+    r = Rect(3, 4)
+    a = r.area
+    b = r.double()
+    c = r.side + 1
+    return a, b, c
+
+
+main()
+"""
+
+
+@pytest.mark.slow
+async def test_a_propertys_return_value_is_named_without_its_class_as_in_debugpy(tmp_path):
+    """pydevd names a method's return value with its class only where the class's attribute of
+    that name is the method's code: a property's getter (`(return) area`), a cached property's, any
+    decorated method's is named alone; neural-dap wrote `(return) Rect.area`."""
+    from .dual import Plan, run
+
+    path = tmp_path / "props.py"
+    path.write_text(PROPERTY_RETURNS)
+    plan = Plan(str(path), breakpoints=({"line": 23},), commands=("next", "next", "next", "next"))
+    ours, theirs = await run(plan, "neural-dap"), await run(plan, "debugpy")
+    shown = [[(var.name, var.value) for var in v.variables["Locals"]] for v in theirs.views]
+    assert ("(return) area", "12") in shown[1] and ("(return) Rect.double", "6") in shown[2]
+    assert [[(var.name, var.value) for var in v.variables["Locals"]] for v in ours.views][: len(shown)] == shown
+
+
 LIBRARY_RETURNS = """\
 import json
 import re

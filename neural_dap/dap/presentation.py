@@ -204,7 +204,11 @@ class StopView:
             elif state.event == "return" and state.function == "<module>":
                 pass  # a module returns nothing anyone gets (debugpy shows no value at its end either)
             else:
-                name = returning_name(state.function, dict(stack[0].locals)) if stack else state.function
+                name = (
+                    returning_name(state.function, dict(stack[0].locals), state.path, state.line)
+                    if stack
+                    else state.function
+                )
                 extras.append((f"{label} {name}", state.value or "None"))
             if len(stack) > 1:
                 stack = stack[1:]  # back in the caller, at the call line

@@ -193,7 +193,7 @@ class ReturnValues:
         local = frames[0].locals
         if "__qualname__" in local and "__module__" in local:
             return  # a class body's end (pydevd shows none)
-        name = f"(return) {returning_name(state.function, dict(local))}"
+        name = f"(return) {returning_name(state.function, dict(local), state.path, state.line)}"
         caller = frames[1]
         holder, bound = self._holder(queries, event, caller.invocation, dict(caller.locals), value)
         frame = self._first_run(queries, caller.invocation)

@@ -14,9 +14,12 @@ on which the rules change nothing.
 from __future__ import annotations
 
 import ast
+import functools
+import os
 from collections.abc import Iterator
 
 from neural_dap.core.reprs import MAX_REPR_TEXT
+from neural_dap.core.source import read_source
 from neural_dap.core.state import TRUNCATION_MARK
 
 MAX_ITEMS = (60, 20)  # pydevd's SafeRepr.maxcollection: items per nesting level (one fewer shows)
@@ -150,11 +153,13 @@ def _atom(node: ast.AST, text: str, level: int) -> str:
     return written[: 2 * INNER_LIMIT // 3] + "..." + written[-(INNER_LIMIT // 3) :]
 
 
-def returning_name(function: str, local_reprs: dict[str, str]) -> str:
+def returning_name(function: str, local_reprs: dict[str, str], path: str = "", line: int = 0) -> str:
     """The name debugpy gives a return value, `(return) NAME`: a method's with its class
     (`Box.get`, the class of `self` as the program has it, a subclass's for an inherited method;
     `cls` itself for a classmethod), a function's alone. pydevd asks whether the first parameter's
-    class has that method; the recording has the first parameter's repr, so its name says."""
+    class has that method, and whether that attribute's code is this very code; the recording has
+    the first parameter's repr, so its name says, and the source (`path`, a `line` of the function)
+    says whether a decorator hides the code (a property's getter: `(return) area`)."""
     first = next(iter(local_reprs), None)
     text = local_reprs.get(first or "", "")
     owner = ""
@@ -164,4 +169,49 @@ def returning_name(function: str, local_reprs: dict[str, str]) -> str:
         owner = text[1:].split(" ", 1)[0].rsplit(".", 1)[-1]
     elif first == "self" and "(" in text and text[0].isidentifier():
         owner = text.split("(", 1)[0].rsplit(".", 1)[-1]  # (a repr of the dataclass kind: `Box(x=1)`)
-    return f"{owner}.{function}" if owner.isidentifier() else function
+    if not owner.isidentifier() or (path and line and _hidden_by_a_decorator(path, _mtime(path), function, line)):
+        return function
+    return f"{owner}.{function}"
+
+
+# decorators that hand the function itself back: the class's attribute is still its code
+_TRANSPARENT = frozenset({"classmethod", "staticmethod", "abstractmethod", "override", "final"})
+
+
+def _mtime(path: str) -> float:
+    try:
+        return os.stat(path).st_mtime
+    except OSError:
+        return 0.0
+
+
+@functools.lru_cache(maxsize=32)
+def _hidden_by_a_decorator(path: str, _mtime: float, function: str, line: int) -> bool:
+    """`function`, whose body holds `line` in the file at `path`, is decorated by something that
+    does not hand the function back (`@property`, `@cached_property`, `@x.setter`, a wrapper), so
+    the class's attribute of that name is not its code. (A pure function of the file's text: the
+    cache is keyed by its modification time.)"""
+    source = read_source(path)
+    if source is None:
+        return False
+    try:
+        tree = ast.parse(source)
+    except (SyntaxError, ValueError, MemoryError, RecursionError):
+        return False
+    for node in ast.walk(tree):
+        if (
+            isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
+            and node.name == function
+            and node.lineno <= line <= (node.end_lineno or node.lineno)
+        ):
+            return any(_decorator_name(d) not in _TRANSPARENT for d in node.decorator_list)
+    return False
+
+
+def _decorator_name(node: ast.expr) -> str:
+    """The last name of a decorator (`abc.abstractmethod` -> `abstractmethod`; a call's callee)."""
+    if isinstance(node, ast.Call):
+        node = node.func
+    if isinstance(node, ast.Attribute):
+        return node.attr
+    return node.id if isinstance(node, ast.Name) else ""
