@@ -96,6 +96,8 @@ typedef struct {
     PyObject *bp_lines;   /* a live recording: the breakpoint lines of its code's file (borrowed), or NULL */
     PyObject *calling;    /* sys.monitoring: the code of the Python function this frame's current line
                            * is calling (its CALL event), compared by address only; NULL: none */
+    long foreign;         /* settrace: untraced frames running right above this one (library code it
+                           * called): the one whose return brings this to 0 returns into this frame */
 } Entry;
 
 /* A recording of every thread: the module globals another thread's stack shows, as one thread
@@ -942,6 +944,7 @@ static Entry *push(Tracer *t, PyObject *code, PyFrameObject *frame) {
     e->depth = t->depth - 1;
     e->bp_lines = NULL;
     e->calling = NULL;
+    e->foreign = 0;
     return e;
 }
 
@@ -1340,15 +1343,15 @@ static int exit_line(Tracer *t, Entry *e, PyObject *offset_obj) {
 /* -- the PyEval_SetTrace front end (3.11) -------------------------------------------------------- */
 
 /* A frame the recording does not trace (the library's) returns: where it returns into the innermost
- * traced frame, the callback hears of it (the value debugpy shows as `(return) f` there). */
+ * traced frame, the callback hears of it (the value debugpy shows as `(return) f` there). Which one
+ * does is counted, not asked of the frame (PyFrame_GetBack would make a frame object per return):
+ * each untraced frame that starts above the innermost traced one counts up, each that leaves down
+ * (a generator's resume starts, its yield leaves: settrace reports both). */
 static int foreign_return(Tracer *t, PyFrameObject *frame, PyObject *arg) {
-    if (t->depth == 0 || t->stack[t->depth - 1].frame == NULL)
+    if (t->depth == 0)
         return 0;
     Entry *top = &t->stack[t->depth - 1];
-    PyFrameObject *back = PyFrame_GetBack(frame);
-    int into_top = back == top->frame;
-    Py_XDECREF((PyObject *)back);
-    if (!into_top)
+    if (top->foreign <= 0 || --top->foreign > 0 || t->foreign_return == NULL)
         return 0;
     PyObject *callback = t->foreign_return; /* (a reference of its own: the call may turn it off) */
     Py_INCREF(callback);
@@ -1378,11 +1381,13 @@ static int trace(PyObject *self, PyFrameObject *frame, int what, PyObject *arg) 
             return -1;
         if (info->user)
             return call_event(t, frame, info, PyFrame_GetLineNumber(frame));
+        if (t->depth > 0)
+            t->stack[t->depth - 1].foreign++; /* (see foreign_return) */
         /* no line events for code that is not the user's */
         return PyObject_SetAttrString((PyObject *)frame, "f_trace_lines", Py_False);
     }
     Entry *e = top_entry(t, frame);
-    if (e == NULL && what == TRACE_RETURN && t->foreign_return != NULL)
+    if (e == NULL && what == TRACE_RETURN)
         return foreign_return(t, frame, arg);
     if (e == NULL)
         return 0; /* not a frame we trace */
