@@ -1695,6 +1695,37 @@ async def test_the_values_library_functions_return_are_shown_as_in_debugpy(tmp_p
     assert [[(var.name, var.value) for var in v.variables["Locals"]] for v in ours.views][: len(shown)] == shown
 
 
+NEW_RETURNS = """\
+from pathlib import Path
+
+
+def main():
+    here = Path("/tmp")
+    there = here / "x.txt"
+    return there.name
+
+
+main()
+"""
+
+
+@pytest.mark.slow
+async def test_what_a_librarys_new_returns_shows_as_the_object_it_became_as_in_debugpy(tmp_path):
+    """On 3.12+ `Path("/tmp")` shows `(return) PosixPath.__new__`: what `__new__` returned before its
+    `__init__` ran, as debugpy shows it at the stop, `PosixPath('/tmp')`. Its text made where it
+    returned was `<pathlib.PosixPath object>` (the repr of an object not set up yet)."""
+    from .dual import Plan, run
+    from .test_child_real_world import _interpreter
+
+    path = tmp_path / "paths.py"
+    path.write_text(NEW_RETURNS)
+    plan = Plan(str(path), breakpoints=({"line": 5},), commands=("next", "next"), python=_interpreter("3.12"))
+    ours, theirs = await run(plan, "neural-dap"), await run(plan, "debugpy")
+    shown = [[(var.name, var.value) for var in v.variables["Locals"]] for v in theirs.views]
+    assert ("(return) PosixPath.__new__", "PosixPath('/tmp')") in shown[1]
+    assert [[(var.name, var.value) for var in v.variables["Locals"]] for v in ours.views][: len(shown)] == shown
+
+
 LIBRARY_THREAD = """\
 import http.server
 import threading

@@ -18,6 +18,10 @@ one (`Tracer.foreign_returns`). Each value's text is made where it returns, in t
 recorder's bounded repr, and nothing of the program is kept: an object kept until the stop would
 live longer than in the recording's replays (a finalizer of the user's code running later is a
 different run). The debugger follows a value bound to a name from there (debugger/returns.py).
+One exception: what a `__new__` returns is an object its `__init__` has not set up yet (its repr
+then fails or says nothing: `<pathlib.PosixPath object>`); it is kept to the stop and shown as it
+is there, as debugpy shows it. The class's `__init__` runs next and the caller nearly always keeps
+the object, so keeping it changes no lifetime that matters.
 """
 
 from __future__ import annotations
@@ -52,7 +56,8 @@ class ForeignReturns:
         self.is_user = is_user
         self.judged = judged if judged is not None else {}  # id(code) -> is_user(code), as the recorder keeps it
         self.repr_of = repr_of
-        self.kept: dict[tuple[int, str], tuple[str, int]] = {}
+        # (frame, name) -> (the value's text, or a `__new__`'s object: see the docstring; the event)
+        self.kept: dict[tuple[int, str], tuple[object, int]] = {}
         self.on = False
         self.tool: int | None = None
         self.thread = get_ident()
@@ -86,7 +91,11 @@ class ForeignReturns:
         if not self.on:
             return []
         self._off()
-        found = [[inv, name, text, event] for (inv, name), (text, event) in self.kept.items()]
+        with sandboxed():
+            found = [
+                [inv, name, text if type(text) is str else self.repr_of(text[0]), event]  # type: ignore[index]
+                for (inv, name), (text, event) in self.kept.items()
+            ]
         self.kept.clear()
         return found
 
@@ -142,7 +151,7 @@ class ForeignReturns:
             return
         with sandboxed():
             name = _returning_name(code, frame)
-            text = self.repr_of(value)
+            text: object = (value,) if code.co_name == "__new__" else self.repr_of(value)
         key = (int(inv), name)
         self.kept.pop(key, None)
         self.kept[key] = (text, int(self.engine.count()))
