@@ -1692,6 +1692,9 @@ async def test_the_values_library_functions_return_are_shown_as_in_debugpy(tmp_p
     else:
         assert ("(return) findall", "['a', '1', '2']") in shown[3]
         assert ("(return) _GeneratorContextManager.__exit__", "False") in shown[6]
+        # (an object no local holds opens too: the `@contextmanager`'s `_GeneratorContextManager`)
+        helper = next(var for var in ours.views[4].variables["Locals"] if var.name == "(return) helper")
+        assert helper.expandable and any(child.name == "gen" for child in helper.children or ())
     assert [[(var.name, var.value) for var in v.variables["Locals"]] for v in ours.views][: len(shown)] == shown
 
 

@@ -14,7 +14,7 @@ import msgspec
 
 from neural_dap.core.actions import Action, Target
 from neural_dap.core.branches import Branch
-from neural_dap.core.state import Frame, State
+from neural_dap.core.state import Frame, State, Value
 
 ExceptionFilter = Literal["raised", "uncaught", "userUnhandled"]
 
@@ -104,8 +104,9 @@ class Stop(msgspec.Struct, frozen=True, omit_defaults=True):
     suspends: bool = False  # the exit of a generator (or coroutine) that pauses here: it resumes later
     # The values functions returned into the stack's frames while the user stepped, shown beside
     # their locals as debugpy shows them (debugger/returns.py): (depth in `stack`, "(return) f", value,
-    # the frame's local that holds the returned object then, or "": it opens as that local does)
-    returned: tuple[tuple[int, str, str, str], ...] = ()
+    # the frame's local that holds the returned object then, or "": it opens as that local does;
+    # else the value's children where the world has them, or None)
+    returned: tuple[tuple[int, str, str, str, Value | None], ...] = ()
     # The state's function was called by library code (click running the user's command, a scheduler
     # running a callback), not by the frame below it on the stack: its exit returns into that code,
     # which returns to the caller's call line later. At such an exit, `library_calls_next`: that

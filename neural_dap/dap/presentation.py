@@ -48,6 +48,7 @@ class FrameView:
     extras: list[tuple[str, str]] = field(default_factory=list)  # ("(return) f", "4")
     returned: list[tuple[str, str]] = field(default_factory=list)  # ... after the locals (Stop.returned)
     holders: dict[str, str] = field(default_factory=dict)  # "(return) f" -> the local holding its object
+    returned_values: dict[str, Value] = field(default_factory=dict)  # ... or its children (the library's)
     is_call: bool = False
     module: FrameView | None = None  # the frame of this frame's module on the stack: its Globals
 
@@ -217,7 +218,7 @@ class StopView:
         self.frames = _frame_views([*stack, *stop.outer], 1000, extras, state.event == "call", stop.module_frame)
         # the values functions returned into each frame while the user stepped (debugger/returns.py)
         shift = len(stop.stack) - len(stack)  # (a stop at a return: shown from the caller)
-        for depth, name, text, holder in stop.returned:
+        for depth, name, text, holder, structured in stop.returned:
             at = depth - shift
             # (the stop's own return is shown already; at an exception leaving f on 3.11 debugpy
             # shows settrace's `(return) f: None`, beside which neural-dap says `(exception) f`)
@@ -225,6 +226,8 @@ class StopView:
                 self.frames[at].returned.append((name, text))
                 if holder:
                     self.frames[at].holders[name] = holder
+                elif structured is not None:
+                    self.frames[at].returned_values[name] = structured
         if stop.exception_line and self.frames and not extras:
             self.frames[0].line = stop.exception_line  # where the exception reached the frame
 
@@ -323,7 +326,10 @@ class StopView:
             if name in returns and name.startswith(RETURN_PREFIX):
                 # (an object a local holds opens as that local: debugpy keeps the object itself)
                 holder = frame.holders.get(name, "")
-                structured = frame.values.get(holder) if holder and frame.locals.get(holder) == returns[name] else None
+                if holder and frame.locals.get(holder) == returns[name]:
+                    structured = frame.values.get(holder)
+                else:
+                    structured = frame.returned_values.get(name)
                 group = group_of(name, returns[name], structured)  # (a function returned: "function variables")
                 if group != node.group:
                     if top and group is not None:

@@ -42,7 +42,7 @@ from typing import Any
 import msgspec
 import numpy as np
 
-from neural_dap.core.state import Frame
+from neural_dap.core.state import Frame, Value
 from neural_dap.core.world import Stop
 from neural_dap.debugger.history import name_lines
 from neural_dap.debugger.shown import returning_name
@@ -64,6 +64,7 @@ class _Returned(msgspec.Struct, frozen=True):
     value: str
     holder: str = ""  # the frame's local the value was bound to ("": none found)
     bound: int = -1  # the frame's event where `holder` first held it
+    structured: Value | None = None  # its children, where the world sent them (the library's)
 
 
 def _after_the_library(stop: Stop, cols: Any) -> int:
@@ -101,18 +102,18 @@ class ReturnValues:
         self._first_runs.clear()
 
     def add(
-        self, queries: RecordingQueries, events: list[int], library: Sequence[tuple[int, int, str, str]] = ()
+        self, queries: RecordingQueries, events: list[int], library: Sequence[tuple[int, int, str, str, Any]] = ()
     ) -> None:
         """Keep the values of these return events (states are built: a skeleton replays) and of
         these returns of the library's (`library_of`)."""
         for event in events:
             self._add(queries, event)
-        for event, frame, name, value in library:
-            self._add_library(queries, event, frame, name, value)
+        for event, frame, name, value, structured in library:
+            self._add_library(queries, event, frame, name, value, structured)
 
     def library_of(
         self, kind: str, before: Stop, after: Stop, queries: RecordingQueries, unwinds: bool
-    ) -> list[tuple[int, int, str, str]]:
+    ) -> list[tuple[int, int, str, str, Any]]:
         """The library's returns into the user's frames that the step `kind` from `before` to
         `after` shows, where the program ran it live: (event, frame, name, value). pydevd's rule on
         3.12+ (`unwinds`): `next` those into the stepping frame (into any once that frame has
@@ -201,7 +202,9 @@ class ReturnValues:
         shown[:] = [kept for kept in shown if kept.event < event]  # (stepped again after a travel back)
         shown.append(_Returned(event, value, holder, bound))
 
-    def _add_library(self, queries: RecordingQueries, event: int, frame: int, name: str, value: str) -> None:
+    def _add_library(
+        self, queries: RecordingQueries, event: int, frame: int, name: str, value: str, structured: Value | None
+    ) -> None:
         """A library function's value returned into `frame` just before `event`."""
         execution = queries.execution
         before = next((f for f in execution.frames(event - 1) if f.invocation == frame), None)
@@ -210,7 +213,7 @@ class ReturnValues:
         first = self._first_run(queries, frame)
         shown = self._frames.setdefault(first, {}).setdefault(f"(return) {name}", [])
         shown[:] = [kept for kept in shown if kept.event < event]
-        shown.append(_Returned(event, value, holder, bound))
+        shown.append(_Returned(event, value, holder, bound, structured))
 
     def _first_run(self, queries: RecordingQueries, inv: int) -> int:
         """The first run of the generator or coroutine whose run `inv` is (`inv` itself for a
@@ -258,14 +261,17 @@ class ReturnValues:
 
     def shown(self, stop: Stop, queries: RecordingQueries) -> Stop:
         """`stop` with the return values of each of its frames that had returned by then."""
-        found: list[tuple[int, str, str, str]] = []
+        found: list[tuple[int, str, str, str, Value | None]] = []
         until = stop.index + _after_the_library(stop, queries.semantics.columns)
         for depth, frame in enumerate(stop.stack):
             for name, values in self._frames.get(self._first_run(queries, frame.invocation), {}).items():
                 returned = next((r for r in reversed(values) if r.event <= until), None)
                 if returned is not None:
                     holder = self._holding(returned, frame, stop.index, queries)
-                    found.append((depth, name, frame.locals[holder] if holder else returned.value, holder))
+                    if holder:
+                        found.append((depth, name, frame.locals[holder], holder, None))
+                    else:
+                        found.append((depth, name, returned.value, "", returned.structured))
         return msgspec.structs.replace(stop, returned=tuple(found))
 
     def _holding(self, returned: _Returned, frame: Frame, index: int, queries: RecordingQueries) -> str:

@@ -203,7 +203,7 @@ def _showing_the_return(left: Stop, stop: Stop) -> Stop:
     if stop.state.terminal or stop.stack[0].invocation != left.stack[1].invocation:
         return stop
     name = returning_name(state.function, dict(left.stack[0].locals), state.path, state.line)
-    return msgspec.structs.replace(stop, returned=((0, f"(return) {name}", state.value or "None", ""),))
+    return msgspec.structs.replace(stop, returned=((0, f"(return) {name}", state.value or "None", "", None),))
 
 
 def _yields(stop: Stop) -> bool:

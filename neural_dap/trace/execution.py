@@ -28,7 +28,7 @@ from typing import Any, Protocol
 import numpy as np
 
 from neural_dap.core.actions import Action, Target
-from neural_dap.core.state import Frame, State
+from neural_dap.core.state import Frame, State, Value
 from neural_dap.trace.actions import EXCEPTION, LINE, RETURN, ActionSemantics, Columns, last_equal
 from neural_dap.trace.recorder import RecorderError, Recording
 from neural_dap.trace.skeleton import SkeletonRecording, SkeletonTree
@@ -347,9 +347,9 @@ class SkeletonExecution:
         """Invocation `inv` left by a pause (a yield, an await: it may resume), not for good."""
         return self.recording.log.columns.paused_at_exit(inv)
 
-    def library_returns(self, start: int, end: int) -> list[tuple[int, int, str, str]]:
-        """(event, frame, name, text) of each value a library function returned into the user's
-        frame `frame` during a live step, with `start` < event <= `end` (child/returned.py)."""
+    def library_returns(self, start: int, end: int) -> list[tuple[int, int, str, str, Value | None]]:
+        """(event, frame, name, text, its children) of each value a library function returned into
+        the user's frame `frame` during a live step, with `start` < event <= `end` (child/returned.py)."""
         return [r for r in self.recording.log.library_returns if start < r[0] <= end]
 
     def apply(self, i: int, action: Action) -> int:

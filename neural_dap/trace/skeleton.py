@@ -32,7 +32,7 @@ import msgspec
 import numpy as np
 
 from neural_dap.core.actions import Action, Target
-from neural_dap.core.state import State
+from neural_dap.core.state import State, Value
 from neural_dap.trace.actions import ActionSemantics, Columns, positions
 from neural_dap.trace.collector_pause import paused_collector
 from neural_dap.trace.rolling import RollingEvents
@@ -60,6 +60,22 @@ FIRST_WINDOW = 128
 # a stop's library return values (child/returned.py keeps 256), and each one's text
 _MAX_RETURNED = 1024
 _MAX_RETURNED_TEXT = 1 << 16
+
+
+def _returned_value(encoded: str | list) -> tuple[str, Value | None]:
+    """A library return value as the child encodes a local: its text, and its children where it
+    has some (a malformed structure: the text alone)."""
+    from neural_dap.trace.eventlog import decode_repr, decode_value
+
+    if isinstance(encoded, str):
+        return encoded[:_MAX_RETURNED_TEXT], None
+    try:
+        value = decode_value(encoded)
+    except (TypeError, ValueError, RecursionError):
+        return decode_repr(encoded)[:_MAX_RETURNED_TEXT], None
+    return value.repr[:_MAX_RETURNED_TEXT], value
+
+
 MAX_WINDOWS = 8
 
 
@@ -366,8 +382,9 @@ class SkeletonLog:
         self.alive: frozenset[int] | None = None  # ... and the threads alive there
         self.idle: dict[int, str] = {}  # ... those that have run none of the user's code: their names
         # the values the library's functions returned into the user's frames during live steps:
-        # (event, frame's invocation, name, text), `event` the first one after it (child/returned.py)
-        self.library_returns: list[tuple[int, int, str, str]] = []
+        # (event, frame's invocation, name, text, its children or None), `event` the first one after
+        # it (child/returned.py)
+        self.library_returns: list[tuple[int, int, str, str, Value | None]] = []
         self.corrupt = False
         self.wire_bytes = 0
         self._buffer = bytearray()
@@ -462,13 +479,13 @@ class SkeletonLog:
                 )
                 returned = event[6] if len(event) > 6 and isinstance(event[6], list) else ()
                 self.library_returns.extend(
-                    (r[3], r[0], r[1][:200], r[2][:_MAX_RETURNED_TEXT])
+                    (r[3], r[0], r[1][:200], *_returned_value(r[2]))
                     for r in returned[:_MAX_RETURNED]
                     if isinstance(r, list)
                     and len(r) == 4
                     and type(r[0]) is int
                     and isinstance(r[1], str)
-                    and isinstance(r[2], str)
+                    and isinstance(r[2], (str, list))
                     and type(r[3]) is int
                 )
             elif tag == "nolive":

@@ -18,10 +18,11 @@ one (`Tracer.foreign_returns`). Each value's text is made where it returns, in t
 recorder's bounded repr, and nothing of the program is kept: an object kept until the stop would
 live longer than in the recording's replays (a finalizer of the user's code running later is a
 different run). The debugger follows a value bound to a name from there (debugger/returns.py).
-One exception: what a `__new__` returns is an object its `__init__` has not set up yet (its repr
-then fails or says nothing: `<pathlib.PosixPath object>`); it is kept to the stop and shown as it
-is there, as debugpy shows it. The class's `__init__` runs next and the caller nearly always keeps
-the object, so keeping it changes no lifetime that matters.
+A value goes as the recorder encodes a local (its text, or a structure with its children: it
+opens in the Variables view). One exception: what a `__new__` returns is an object its `__init__`
+has not set up yet (its repr then fails or says nothing: `<pathlib.PosixPath object>`); it is kept
+to the stop and shown as it is there, as debugpy shows it. The class's `__init__` runs next and
+the caller nearly always keeps the object, so keeping it changes no lifetime that matters.
 """
 
 from __future__ import annotations
@@ -50,13 +51,18 @@ class ForeignReturns:
     the user's, as [invocation, name, text, event] (`event`: the first event recorded after it)."""
 
     def __init__(
-        self, engine: Any, is_user: Callable[[Any], bool], repr_of: Callable[[object], str], judged: dict | None = None
+        self,
+        engine: Any,
+        is_user: Callable[[Any], bool],
+        encode: Callable[[object], object],
+        judged: dict | None = None,
     ) -> None:
         self.engine = engine
         self.is_user = is_user
         self.judged = judged if judged is not None else {}  # id(code) -> is_user(code), as the recorder keeps it
-        self.repr_of = repr_of
-        # (frame, name) -> (the value's text, or a `__new__`'s object: see the docstring; the event)
+        self.encode = encode  # a value -> its text, or its structure (the recorder's `encode_object`)
+        # (frame, name) -> (the value's encoding, or a `__new__`'s object in a 1-tuple: see the
+        # docstring; the event)
         self.kept: dict[tuple[int, str], tuple[object, int]] = {}
         self.on = False
         self.tool: int | None = None
@@ -93,8 +99,8 @@ class ForeignReturns:
         self._off()
         with sandboxed():
             found = [
-                [inv, name, text if type(text) is str else self.repr_of(text[0]), event]  # type: ignore[index]
-                for (inv, name), (text, event) in self.kept.items()
+                [inv, name, self.encode(kept[0]) if type(kept) is tuple else kept, event]
+                for (inv, name), (kept, event) in self.kept.items()
             ]
         self.kept.clear()
         return found
@@ -151,7 +157,7 @@ class ForeignReturns:
             return
         with sandboxed():
             name = _returning_name(code, frame)
-            text: object = (value,) if code.co_name == "__new__" else self.repr_of(value)
+            text: object = (value,) if code.co_name == "__new__" else self.encode(value)
         key = (int(inv), name)
         self.kept.pop(key, None)
         self.kept[key] = (text, int(self.engine.count()))

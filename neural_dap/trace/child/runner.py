@@ -232,7 +232,7 @@ def record_here(
 
             os.set_inheritable(int(cfg["command_fd"]), False)
             skeleton.frontier = Frontier(int(cfg["command_fd"]), engine, skeleton, channel)
-            skeleton.frontier.returns = ForeignReturns(engine, rec.is_user, rec.reprs.repr, rec.user_cache)
+            skeleton.frontier.returns = ForeignReturns(engine, rec.is_user, rec.encode_object, rec.user_cache)
             skeleton.replay_seconds = 3600.0
 
     def begin_journal() -> None:
