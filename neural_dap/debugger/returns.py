@@ -36,6 +36,7 @@ passed on its way (`Stop.returned`).
 
 from __future__ import annotations
 
+import ast
 from collections.abc import Sequence
 from typing import Any
 
@@ -44,7 +45,7 @@ import numpy as np
 
 from neural_dap.core.state import Frame, Value
 from neural_dap.core.world import Stop
-from neural_dap.debugger.history import name_lines
+from neural_dap.debugger.history import name_lines, source_of
 from neural_dap.debugger.shown import returning_name
 from neural_dap.trace.actions import EXCEPTION, LINE, RETURN
 from neural_dap.trace.queries import RecordingQueries
@@ -76,6 +77,21 @@ def _after_the_library(stop: Stop, cols: Any) -> int:
     if not (stop.called_by_library and stop.state.terminal and not stop.library_calls_next):
         return 0
     return int(not _resumable(cols, int(cols.invs[stop.index])))
+
+
+def _with_headers(queries: RecordingQueries, path: str, name: str) -> set[int]:
+    """The lines of `with ... as name` headers in the file at `path`."""
+    source = source_of(queries.execution, path)
+    try:
+        tree = ast.parse(source or "")
+    except (SyntaxError, ValueError, MemoryError, RecursionError):
+        return set()
+    return {
+        node.lineno
+        for node in ast.walk(tree)
+        if isinstance(node, (ast.With, ast.AsyncWith))
+        and any(isinstance(item.optional_vars, ast.Name) and item.optional_vars.id == name for item in node.items)
+    }
 
 
 def _resumable(cols: Any, inv: int) -> bool:
@@ -284,7 +300,10 @@ class ReturnValues:
         storing = self._storing.get(key)
         if storing is None:
             function = frame.function.rpartition(".")[2]
-            storing = self._storing[key] = frozenset(name_lines(queries.execution, frame.path, function, holder)[1])
+            lines = name_lines(queries.execution, frame.path, function, holder)[1]
+            # (a `with ... as name` header runs again where the block exits (3.12+): no new binding;
+            # entering it again is a new `__enter__` return, which replaces this value anyway)
+            storing = self._storing[key] = frozenset(lines - _with_headers(queries, frame.path, holder))
         cols = queries.semantics.columns
         # the statements run from the binding on; the one at `index` has not run yet
         span = slice(returned.bound, min(index, len(cols.kinds)))
