@@ -131,9 +131,11 @@ class ReturnValues:
         self, kind: str, before: Stop, after: Stop, queries: RecordingQueries, unwinds: bool
     ) -> list[tuple[int, int, str, str, Any]]:
         """The library's returns into the user's frames that the step `kind` from `before` to
-        `after` shows, where the program ran it live: (event, frame, name, value). pydevd's rule on
-        3.12+ (`unwinds`): `next` those into the stepping frame (into any once that frame has
-        returned), a step in or out every one; on 3.11 only a step in traces the library."""
+        `after` shows, where the program ran it live: (event, frame, name, value, children).
+        pydevd's rule on 3.12+ (`unwinds`): `next` those into the stepping frame (into any once
+        that frame has returned), a step in or out every one; on 3.11 a step in every one, `next`
+        and a step out those after the stepping frame returned (for `next`, not off a coroutine's
+        or a task's return)."""
         returned = getattr(queries.execution, "library_returns", None)
         if kind not in STEPS or returned is None or after.index <= before.index:
             return []
