@@ -372,3 +372,30 @@ def test_records_and_events_that_name_what_no_child_makes_never_index_outside_th
     for event in [*twice, ["l", 6, 2, ["y", 3], None], ["l", 6, 3, None, None]]:
         rolling.append(event)
     assert rolling.dropped == 4 and [e for e in rolling.base if e[0] == "s"] == [["s", 6, 0, 1, 0, []]]
+
+
+def test_library_return_values_a_child_sends_malformed_are_bounded_or_dropped(tmp_path):
+    """The library's return values ride on a live stop's message (child/returned.py): entries of
+    the wrong shape are dropped, a structure that does not decode keeps its text alone, a huge
+    text is cut, and no more entries are kept than a stop can hold, whatever the message names."""
+    import msgspec
+
+    from neural_dap.trace.skeleton import SkeletonLog
+
+    log = SkeletonLog(str(tmp_path), capacity=16)
+    entries = [
+        [1, "dumps", "'x'", 5],
+        [1, "loads", ["{'a': 1}", "dict", [["a", ["nested", "weird", 7]]], 0], 6],  # children do not decode
+        [1, "big", "y" * (1 << 20), 7],
+        ["1", "bad", "z", 8],  # (an invocation that is no number)
+        [1, "short", "z"],
+        *([[2, f"f{k}", "0", 9] for k in range(5000)]),
+    ]
+    batch = msgspec.msgpack.encode([["stopped", 9, "step", None, None, None, entries]])
+    log.feed_frames(b"m" + len(batch).to_bytes(4, "little") + batch)
+    kept = {(inv, name): (text, value) for _event, inv, name, text, value in log.library_returns}
+    assert kept[(1, "dumps")] == ("'x'", None)
+    assert kept[(1, "loads")] == ("{'a': 1}", None)
+    assert len(kept[(1, "big")][0]) == 1 << 16
+    assert (1, "bad") not in kept and (1, "short") not in kept
+    assert len(log.library_returns) <= 1024

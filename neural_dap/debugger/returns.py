@@ -214,23 +214,32 @@ class ReturnValues:
             return  # a class body's end (pydevd shows none)
         name = f"(return) {returning_name(state.function, dict(local), state.path, state.line)}"
         caller = frames[1]
-        holder, bound = self._holder(queries, event, caller.invocation, dict(caller.locals), value)
-        frame = self._first_run(queries, caller.invocation)
-        shown = self._frames.setdefault(frame, {}).setdefault(name, [])
-        shown[:] = [kept for kept in shown if kept.event < event]  # (stepped again after a travel back)
-        shown.append(_Returned(event, value, holder, bound))
+        self._keep(queries, caller.invocation, name, event, event, dict(caller.locals), value, None)
 
     def _add_library(
         self, queries: RecordingQueries, event: int, frame: int, name: str, value: str, structured: Value | None
     ) -> None:
         """A library function's value returned into `frame` just before `event`."""
-        execution = queries.execution
-        before = next((f for f in execution.frames(event - 1) if f.invocation == frame), None)
+        before = next((f for f in queries.execution.frames(event - 1) if f.invocation == frame), None)
         local = dict(before.locals) if before is not None else {}
-        holder, bound = self._holder(queries, event - 1, frame, local, value)
-        first = self._first_run(queries, frame)
-        shown = self._frames.setdefault(first, {}).setdefault(f"(return) {name}", [])
-        shown[:] = [kept for kept in shown if kept.event < event]
+        self._keep(queries, frame, f"(return) {name}", event, event - 1, local, value, structured)
+
+    def _keep(
+        self,
+        queries: RecordingQueries,
+        frame: int,
+        name: str,
+        event: int,
+        returned_at: int,
+        before: dict[str, str],
+        value: str,
+        structured: Value | None,
+    ) -> None:
+        """Keep `value` as frame `frame`'s `name` from `event` on (`returned_at`: the last event
+        before the caller went on; `before`: the caller's locals then)."""
+        holder, bound = self._holder(queries, returned_at, frame, before, value)
+        shown = self._frames.setdefault(self._first_run(queries, frame), {}).setdefault(name, [])
+        shown[:] = [kept for kept in shown if kept.event < event]  # (stepped again after a travel back)
         shown.append(_Returned(event, value, holder, bound, structured))
 
     def _first_run(self, queries: RecordingQueries, inv: int) -> int:
