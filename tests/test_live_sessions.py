@@ -86,6 +86,22 @@ async def _launch(client, launch: dict, breakpoints: dict[str, list[dict]]) -> f
     return time.monotonic() - started
 
 
+async def _answered(client, answers: list[str], count: int) -> None:
+    """Waits for the program to have answered `count` requests; on a timeout, fails with what the
+    program printed (a handler's traceback, a crash) rather than a bare TimeoutError."""
+    try:
+        with anyio.fail_after(30):
+            while len(answers) < count:
+                await anyio.sleep(0.05)
+    except TimeoutError:
+        printed = "".join(e["body"].get("output", "") for e in client.events_named("output"))
+        events = [e.get("event") for e in client.events if e.get("event") != "output"]
+        pytest.fail(
+            f"{len(answers)} of {count} requests answered; events {events[-20:]};"
+            f" the program printed:\n{printed[-4000:]}"
+        )
+
+
 def _children() -> list[str]:
     out = subprocess.run(["pgrep", "-f", "neural_dap.trace.child"], capture_output=True, text=True).stdout
     return out.split()
@@ -131,14 +147,10 @@ async def test_a_server_stops_in_its_handler_as_a_request_arrives_and_serves_on(
         assert (await where(client))[2]["name"] == "'ada'"
         await client.call("setBreakpoints", {"source": {"path": str(program)}, "breakpoints": []})
         await client.call("continue", {"threadId": 1})
-        with anyio.fail_after(30):
-            while not answers:
-                await anyio.sleep(0.05)
+        await _answered(client, answers, 1)
         assert answers == ["hello ada #1"]  # the request got its answer after continue
         threading.Thread(target=request, args=("bob",), daemon=True).start()
-        with anyio.fail_after(30):
-            while len(answers) < 2:
-                await anyio.sleep(0.05)
+        await _answered(client, answers, 2)
         assert answers[1] == "hello bob #2"  # and the server keeps serving
         await client.call("pause", {"threadId": 1})
         paused = await client.wait_event("stopped", timeout=30)
@@ -196,16 +208,12 @@ async def test_a_server_with_a_thread_per_request_stops_in_each_requests_thread(
                 assert frames[0]["line"] == line, command
             assert answers == [f"hello {n} #{k}" for k, n in enumerate(("ada", "bob")[: served - 1], start=1)]
             await client.call("continue", {"threadId": thread})
-            with anyio.fail_after(30):
-                while len(answers) < served:
-                    await anyio.sleep(0.05)
+            await _answered(client, answers, served)
             assert answers[-1] == f"hello {name} #{served}"
         assert threads_stopped[0] != threads_stopped[1]
         await client.call("setBreakpoints", {"source": {"path": str(program)}, "breakpoints": []})
         threading.Thread(target=request, args=("cy",), daemon=True).start()
-        with anyio.fail_after(30):
-            while len(answers) < 3:
-                await anyio.sleep(0.05)
+        await _answered(client, answers, 3)
         await client.call("pause", {"threadId": 1})
         paused = await client.wait_event("stopped", timeout=30)
         assert paused["body"]["reason"] == "pause"

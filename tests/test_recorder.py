@@ -257,6 +257,42 @@ def test_repr_that_raises_or_never_returns():
     assert [s.line for s in rec.states][:2] == [6, 7]  # what was recorded before the hang is kept
 
 
+def test_a_workers_repr_past_its_deadline_is_cut_there_and_the_main_thread_runs_on():
+    """Every thread's reprs share one deadline keeper: a worker's repr that runs past it is cut in
+    the worker, and nothing lands in the main thread (it once did, whoever made the repr: a server's
+    main loop, in `serve_forever`, raised it and the program ended mid-request)."""
+    rec = run(
+        """
+        import threading
+        import time
+
+        class Slow:
+            def __repr__(self):
+                while True:
+                    pass
+
+        def work():
+            s = Slow()
+            return 1
+
+        def f():
+            worker = threading.Thread(target=work)
+            worker.start()
+            waits = 0
+            while worker.is_alive():
+                waits += 1
+                time.sleep(0.001)
+            return "main ran on"
+        """,
+        entry="f",
+        wall_time=20,
+    )
+    assert rec.outcome.kind == "finished", rec.outcome
+    assert rec.return_value == "'main ran on'"
+    worker = [s.locals["s"] for s in rec.states if s.function == "work" and "s" in s.locals]
+    assert worker and worker[-1] == "<repr of Slow timed out after 0.1 s>"
+
+
 def test_megabytes_of_output_are_capped_and_the_recording_survives():
     rec = run(
         "def f():\n    for i in range(300):\n        print('x' * 10000)\n    return 7\n", entry="f", max_output=50_000

@@ -453,9 +453,41 @@ static PyObject *structure_entry(PyObject *self, PyObject *args) {
     return structure(&w, value, depth);
 }
 
+/* interrupt(holder, key, number, thread, exception): ReprGuard's deadline (values.py). Raises
+ * `exception` in `thread` if the repr it runs is still number `number` (holder.busy, or
+ * holder[key] where holder is the dict of the other threads' numbers). One call that never releases
+ * the GIL: the thread cannot finish that repr between the look and the raise, so the exception
+ * lands inside the repr, never in the program's code after it. */
+static PyObject *interrupt_entry(PyObject *self, PyObject *args) {
+    PyObject *holder, *key, *number, *exception, *now;
+    unsigned long thread;
+    if (!PyArg_ParseTuple(args, "OOOkO", &holder, &key, &number, &thread, &exception))
+        return NULL;
+    if (PyDict_Check(holder)) {
+        now = PyDict_GetItemWithError(holder, key); /* (borrowed) */
+        if (now == NULL) {
+            if (PyErr_Occurred())
+                return NULL;
+            Py_RETURN_FALSE;
+        }
+        Py_INCREF(now);
+    } else if ((now = PyObject_GetAttr(holder, key)) == NULL) {
+        return NULL;
+    }
+    int same = PyObject_RichCompareBool(now, number, Py_EQ);
+    Py_DECREF(now);
+    if (same < 0)
+        return NULL;
+    if (!same)
+        Py_RETURN_FALSE;
+    return PyBool_FromLong(PyThreadState_SetAsyncExc(thread, exception) == 1);
+}
+
 static PyMethodDef module_methods[] = {
     {"structure", structure_entry, METH_VARARGS,
      "structure(value, depth, seen, repr, slot_names, limit, max_children): Reprs.structure (values.py)"},
+    {"interrupt", interrupt_entry, METH_VARARGS,
+     "interrupt(holder, key, number, thread, exception): raise in the thread of a repr past its deadline"},
     {NULL, NULL, 0, NULL},
 };
 

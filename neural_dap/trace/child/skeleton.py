@@ -334,6 +334,7 @@ class Skeleton:
         guard = self.channel.guard
         if guard is not None:  # the reprs' deadline: the recording's flusher did not survive the fork
             guard.thread = threading.get_ident()
+            guard.busy, guard.others = 0, {}  # (the one thread a fork keeps runs no repr now)
             guard.watch(time.monotonic() + self.replay_seconds, lambda: _EXIT(0))
         del self.events[:]
         if self.frontier is not None:

@@ -10,10 +10,11 @@ import types
 import weakref
 from _thread import get_ident
 
-try:  # the same walk in C (trace/_values.c); where it was not built, the definition below runs
+try:  # the same walk in C (trace/_values.c); where it was not built, the definitions below run
+    from neural_dap.trace._values import interrupt as _interrupt_in_c
     from neural_dap.trace._values import structure as _structure_in_c
 except ImportError:
-    _structure_in_c = None
+    _structure_in_c = _interrupt_in_c = None
 
 # An address ends where the object's text goes on: `>` or `,` (`<Box object at 0x7f..>`), `:`
 # (`<threading.Event at 0x7f..: unset>`, a cell's), a space (`<asyncio.locks.Lock object at
@@ -45,47 +46,70 @@ class _ReprTimeout(BaseException):
 class ReprGuard:
     """A deadline for each repr of the program's values, kept by another thread.
 
-    The traced thread only numbers each repr it starts (`busy`, two attribute stores: the hot path
-    pays nothing more); `check`, called every ~10 ms from the channel's flusher (a worker runs its
-    own watcher), sees the same repr still running: past `seconds` it raises _ReprTimeout in the
-    traced thread (PyThreadState_SetAsyncExc: no signal handler or timer of the program's is
-    touched, so a program's own SIGALRM / alarm() keep working), and from the second look on it
-    marks the repr `slow` (it took >= ~10 ms), so its text is remembered rather than paid again.
-    The exception can only land inside the repr: it is set while `busy` holds that repr's number,
-    under the GIL, and the traced thread checks for it at its next bytecode boundary, which lies
-    before the store that clears `busy`. A repr stuck in C (a blocking call that never returns, a C
-    loop holding the GIL) cannot be interrupted; the recording's wall-time limit still ends it.
+    The thread making a repr only numbers it: `busy` for the thread the guard was made for (one
+    attribute store: the hot path pays nothing more), `others[thread]` for each other thread a
+    threaded recording follows. `check`, called every ~10 ms from the channel's flusher (a worker
+    runs its own watcher), sees a thread's same repr still running: past `seconds` it raises
+    _ReprTimeout in that thread (PyThreadState_SetAsyncExc: no signal handler or timer of the
+    program's is touched, so a program's own SIGALRM / alarm() keep working), and from the second
+    look on it marks the repr `slow` (it took >= ~10 ms), so its text is remembered rather than
+    paid again. The exception can only land inside the repr: the look and the raise are one C call
+    that keeps the GIL (trace/_values.c `interrupt`), and the thread checks for it at its next
+    bytecode boundary, which lies before the store that clears its number. (One number for every
+    thread, and the exception sent to the guard's own thread, once let a worker's slow repr go
+    unseen, or raised the exception in a server's main loop, which ended the program.) A repr stuck
+    in C (a blocking call that never returns, a C loop holding the GIL) cannot be interrupted; the
+    recording's wall-time limit still ends it.
     """
 
     def __init__(self, seconds: float) -> None:
         self.seconds = seconds
-        self.busy = 0  # the number of the repr running now (0: none)
+        self.busy = 0  # the number of the repr `thread` runs now (0: none)
+        self.others: dict[int, int] = {}  # the same for each other thread
         self.seq = 0
-        self.slow = 0  # the number of a repr seen running at two checks
-        self.thread = get_ident()  # the traced thread
-        self._seen = 0
-        self._since = 0.0
-        self._raise = None
+        self.slow: int | tuple[int, int] = 0  # a repr seen running at two checks: its number (and thread)
+        self.thread = get_ident()  # the traced thread (of a one-thread recording, the only one)
+        self._seen: dict[int, tuple[int, float]] = {}  # thread -> (its repr's number, first seen)
+        self._set_async = None
         try:
             import ctypes
 
-            set_async = ctypes.pythonapi.PyThreadState_SetAsyncExc
-            self._raise = lambda: set_async(ctypes.c_ulong(self.thread), ctypes.py_object(_ReprTimeout))
+            self._set_async = ctypes.pythonapi.PyThreadState_SetAsyncExc
         except (ImportError, AttributeError, OSError):
             pass  # no ctypes: slow reprs are still remembered, hanging ones are not interrupted
 
     def check(self) -> None:
-        busy = self.busy
-        if not busy:
+        running = [(self.thread, self.busy)] if self.busy else []
+        if self.others:
+            running += [(thread, number) for thread, number in list(self.others.items()) if number]
+        if not running:
+            if self._seen:
+                self._seen = {}
             return
         now = time.monotonic()
-        if busy != self._seen:
-            self._seen, self._since = busy, now
-            return
-        self.slow = busy
-        if self._raise is not None and self.seconds > 0 and now - self._since >= self.seconds:
-            self._since = now  # a repr that swallows it gets it again one deadline later
-            self._raise()
+        seen: dict[int, tuple[int, float]] = {}
+        for thread, number in running:
+            first = self._seen.get(thread)
+            if first is None or first[0] != number:
+                seen[thread] = (number, now)
+                continue
+            seen[thread] = first
+            self.slow = number if thread == self.thread else (number, thread)
+            if self.seconds > 0 and now - first[1] >= self.seconds:
+                seen[thread] = (number, now)  # a repr that swallows it gets it again one deadline later
+                self._interrupt(thread, number)
+        self._seen = seen
+
+    def _interrupt(self, thread: int, number: int) -> None:
+        holder, key = (self, "busy") if thread == self.thread else (self.others, thread)
+        if _interrupt_in_c is not None:
+            _interrupt_in_c(holder, key, number, thread, _ReprTimeout)
+        elif self._set_async is not None:  # (the look and the raise apart: a rare race)
+            import ctypes
+
+            now = self.busy if holder is self else self.others.get(thread)
+            if now == number:
+                self._set_async(ctypes.c_ulong(thread), ctypes.py_object(_ReprTimeout))
 
     def watch(self, until: float, on_late, every: float = 0.01, name: str = "neural-dap-flusher") -> None:
         """A thread that checks (a worker's: the recording's flusher did not survive the fork), and
@@ -101,6 +125,13 @@ class ReprGuard:
             on_late()
 
         threading.Thread(target=run, name=name, daemon=True).start()
+
+
+def _not_busy(guard: ReprGuard, mine: bool, ident: int) -> None:
+    if mine:
+        guard.busy = 0
+    else:
+        guard.others[ident] = 0
 
 
 _SLOW_KEPT = 4096  # remembered slow reprs, at most
@@ -145,20 +176,29 @@ class Reprs:
                 return found[1]
         guard = self.guard
         seq = guard.seq + 1
+        ident = get_ident()
+        mine = ident == guard.thread  # (else a thread of a threaded recording: ReprGuard.others)
         try:
             if type(value) in _LITERAL_CONTAINERS and len(value) > self.max_children * 4:  # type: ignore[arg-type]
                 text = self._long_container(value)
             else:
-                guard.seq = guard.busy = seq
+                guard.seq = seq
+                if mine:
+                    guard.busy = seq
+                else:
+                    guard.others[ident] = seq
                 text = repr(value)
-                guard.busy = 0
-                if guard.slow == seq and type(text) is str:
+                if mine:
+                    guard.busy = 0
+                else:
+                    guard.others[ident] = 0
+                if guard.slow == (seq if mine else (seq, ident)) and type(text) is str:
                     return self._remember(value, self._bounded(value, text))
         except _ReprTimeout:
-            guard.busy = 0
+            _not_busy(guard, mine, ident)
             return self._remember(value, f"<repr of {type(value).__name__} timed out after {guard.seconds:g} s>")
         except BaseException as exc:  # a user's __repr__ may raise anything
-            guard.busy = 0
+            _not_busy(guard, mine, ident)
             if isinstance(exc, (KeyboardInterrupt, SystemExit)):
                 raise
             return self._bounded(value, self._fallback(value))
