@@ -1,7 +1,8 @@
 """One DAP stop round trip (next -> stopped -> stackTrace -> scopes -> variables), measured with the
-same client on the same program for neural-dap (recorded world) and for debugpy's adapter, as shipped
-and with TCP_NODELAY set on its sockets (debugpy leaves Nagle's algorithm on between its adapter and
-the debuggee, which stalls each small message). neural-dap runs twice: debugging the program while
+same client on the same program for neural-dap (recorded world) and for debugpy's adapter, as shipped,
+with TCP_NODELAY set on its sockets and with its adapter acknowledging at once, as the debugpy peer runs
+it (debugpy leaves Nagle's algorithm on between its adapter and the debuggee, which stalls each small
+message: microsoft/debugpy#2054; reality/debugpy_adapter.py). neural-dap runs twice: debugging the program while
 it runs (the default: each stop past the last recorded event resumes the held program) and recorded
 to its end first (`"live": false`). The "live" rows: a breakpoint hit in the running program, from
 `continue` to its `stopped` event and first variables. Then `evaluate` of an expression that calls
@@ -27,6 +28,7 @@ import anyio
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from neural_dap.dapwire.client import DapClient, adapter_command, spawn
+from neural_dap.reality.debugpy_peer import debugpy_adapter_command
 
 PROGRAM = textwrap.dedent(
     """
@@ -186,6 +188,8 @@ async def main(stops: int) -> None:
         runs["debugpy (as shipped)"] = await session(debugpy, launch, 6, stops)
         env = {"PYTHONPATH": hooks + os.pathsep + os.environ.get("PYTHONPATH", "")}
         runs["debugpy (TCP_NODELAY)"] = await session(debugpy, {**launch, "env": env}, 6, stops, env=env)
+        # the program untouched, its adapter acknowledging at once: how the debugpy peer runs it
+        runs["debugpy (quick ACKs, the peer's)"] = await session(debugpy_adapter_command(), launch, 6, stops)
         threaded = os.path.join(tmp, "threaded.py")
         Path(threaded).write_text(THREADED)
         runs["neural-dap (recorded, a worker thread)"] = await session(
@@ -206,7 +210,7 @@ async def main(stops: int) -> None:
     print()
     print("live: continue to a breakpoint hit in the running program -> stopped -> variables:")
     live = {name: describe(f"{name}: live", run[3]) for name, run in runs.items() if "first" not in name}
-    for name in ("debugpy (as shipped)", "debugpy (TCP_NODELAY)"):
+    for name in ("debugpy (as shipped)", "debugpy (TCP_NODELAY)", "debugpy (quick ACKs, the peer's)"):
         print(f"ratio neural-dap / {name}: median {live['neural-dap (recorded)'][0] / live[name][0]:6.2f}x")
     threads = live["neural-dap (recorded, a worker thread)"][0] / live["debugpy (TCP_NODELAY, a worker thread)"][0]
     print(f"ratio neural-dap / debugpy (TCP_NODELAY), a worker thread: median {threads:6.2f}x")
@@ -222,7 +226,7 @@ async def main(stops: int) -> None:
         summary["debugpy (TCP_NODELAY, a worker thread)"][0] / summary["neural-dap (recorded, a worker thread)"][0]
     )
     print(f"ratio debugpy (TCP_NODELAY) / neural-dap, a worker thread: median {threads:6.1f}x")
-    for name in ("debugpy (as shipped)", "debugpy (TCP_NODELAY)"):
+    for name in ("debugpy (as shipped)", "debugpy (TCP_NODELAY)", "debugpy (quick ACKs, the peer's)"):
         print(
             f"ratio {name} / neural-dap: median {summary[name][0] / ours:6.1f}x   "
             f"p95 {summary[name][1] / summary['neural-dap (recorded)'][1]:6.1f}x"

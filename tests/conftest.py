@@ -15,6 +15,13 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
+
+# Under pytest-xdist each worker has a core: torch (training, the in-process model) and vLLM's CPU
+# server would each start a thread per core, and OpenMP threads spinning on a core another worker
+# holds ran a 6 s training fixture in 70 s. One thread each (the subprocesses inherit it), unless
+# the caller chose.
+if int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1") or 1) > 1:
+    os.environ.setdefault("OMP_NUM_THREADS", "1")
 EXAMPLES = ROOT / "examples"
 SHARED_DATA = Path(os.environ.get("NEURAL_DAP_SHARED_DATA", ROOT.parent / "shared" / "data"))
 CRUXEVAL_DEV = SHARED_DATA / "cruxeval-dev.jsonl"

@@ -11,13 +11,13 @@ from __future__ import annotations
 import os
 import re
 import subprocess
-import sys
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 
 import anyio
 
 from neural_dap.dapwire.client import DapClient, adapter_command, spawn
+from neural_dap.reality.debugpy_peer import debugpy_adapter_command
 
 TIMEOUT = 60.0
 # debugpy's presentation groups: what it files apart from an object's own attributes
@@ -81,8 +81,7 @@ def value(text: str) -> str:
 
 @asynccontextmanager
 async def _debugpy() -> DapClient:
-    command = [sys.executable, "-m", "debugpy.adapter"]
-    async with spawn(command, timeout=TIMEOUT, stderr=subprocess.DEVNULL) as client:
+    async with spawn(debugpy_adapter_command(), timeout=TIMEOUT, stderr=subprocess.DEVNULL) as client:
         yield client
 
 

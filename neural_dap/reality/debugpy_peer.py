@@ -51,10 +51,13 @@ class Snapshot:
 # `python -m debugpy.adapter`, without the working folder first on sys.path (where `-m` puts it):
 # started in a project's folder, debugpy's adapter would import a project's `json.py` in place of
 # the standard library's (tests/test_working_directory.py)
-_ADAPTER_BOOT = (
-    WITHOUT_THE_WORKING_FOLDER
-    + "import runpy\nrunpy.run_module('debugpy.adapter', run_name='__main__', alter_sys=True)\n"
-)
+# (reality/debugpy_adapter.py: debugpy's adapter, acknowledging the debuggee's messages at once)
+_ADAPTER_BOOT = WITHOUT_THE_WORKING_FOLDER + "from neural_dap.reality.debugpy_adapter import main\nmain()\n"
+
+
+def debugpy_adapter_command() -> list[str]:
+    """The command that runs debugpy's adapter as the peer runs it (a DAP server on stdio)."""
+    return [sys.executable, "-c", _ADAPTER_BOOT]
 
 
 class DebugpyPeer:
@@ -94,7 +97,7 @@ class DebugpyPeer:
             program = self._entry_wrapper()
         # the adapter runs here, where debugpy is installed; the program runs under `python` (debugpy's
         # launcher brings its own copy of debugpy into that interpreter, as for any VS Code user)
-        command = [sys.executable, "-c", _ADAPTER_BOOT]
+        command = debugpy_adapter_command()
         self.client = await self._stack.enter_async_context(
             spawn(command, timeout=self.timeout, stderr=subprocess.DEVNULL)
         )

@@ -77,6 +77,16 @@ def prepare_tokenizer(config: TrainConfig):
     return tokenizer
 
 
+def cpu_threads() -> int:
+    """torch's threads for one process training on the CPU: every core, or as many as
+    OMP_NUM_THREADS says (a machine shared with other work: OpenMP threads that spin on a core
+    another process holds run many times slower than fewer threads would)."""
+    asked = os.environ.get("OMP_NUM_THREADS", "")
+    if asked.isdigit() and int(asked) > 0:
+        return int(asked)
+    return max(1, os.cpu_count() or 1)
+
+
 def train(config: TrainConfig) -> dict:
     """Train on one device, or on many under `torchrun` / `accelerate launch` (DDP; FSDP from an
     accelerate config): every rank builds the same global batches from the seed and trains on its
@@ -100,7 +110,7 @@ def train(config: TrainConfig) -> dict:
     set_seed(config.seed)  # the same initial weights on every rank
     preset = config.preset_values()
     if device.type == "cpu" and world == 1:
-        torch.set_num_threads(max(1, os.cpu_count() or 1))
+        torch.set_num_threads(cpu_threads())
     with accelerator.main_process_first():  # the main rank writes the run's tokenizer, the others read it
         tokenizer = prepare_tokenizer(config)
     if config.base:
