@@ -49,6 +49,7 @@ class Connection:
         self.launched = anyio.Event()
         self.terminated = False
         self.closing = anyio.Event()
+        self.disconnecting = False  # a disconnect is closing the world: background work ends quietly
         self.in_flight: dict[int, anyio.CancelScope] = {}
         self._open: set[int] = set()  # requests not answered yet
         self.goto_lines: dict[int, tuple[str, int]] = {}

@@ -7,6 +7,7 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from typing import Any
 
+from neural_dap.core.world import WorldError
 from neural_dap.dap.connection import THREAD_ID, Connection, RequestError
 from neural_dap.dap.inspection import exception_info
 from neural_dap.dap.presentation import StopView
@@ -80,14 +81,20 @@ class ExecutionRequests(Connection):
         """After configurationDone: stop on entry, or run to the first breakpoint. No request is open
         here, so a failure is told as an `important` output and the session stops at the entry."""
         await self.configured.wait()
-        report = await self.debugger.first_stop()
-        if report.failure is not None:
-            await self._flush(report.output)
-            await self.output(f"neural-dap: {report.failure}\n", "important")
-            report.reason, report.description = "entry", report.failure
-        elif report.reason == "pause" and report.stop.at_start:
-            report.reason = "entry"  # (a recording paused before it was opened: it opens at its start)
-        await self._conclude(report, preserve_focus=await self._first_stop_yields_focus(report))
+        try:
+            report = await self.debugger.first_stop()
+            if report.failure is not None:
+                await self._flush(report.output)
+                await self.output(f"neural-dap: {report.failure}\n", "important")
+                report.reason, report.description = "entry", report.failure
+            elif report.reason == "pause" and report.stop.at_start:
+                report.reason = "entry"  # (a recording paused before it was opened: it opens at its start)
+            await self._conclude(report, preserve_focus=await self._first_stop_yields_focus(report))
+        except WorldError:
+            if not self.disconnecting:
+                raise
+            # the client disconnected while the program ran to its first stop: the world is closed
+            # under it, and nothing is left to show (the adapter once died here with a traceback)
 
     async def _first_stop_yields_focus(self, report: Report) -> bool:
         """Whether the first stop should leave the editor's focus to another session (a child's)."""

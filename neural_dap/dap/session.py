@@ -141,6 +141,7 @@ class DebugSession(
         self.configured.set()
 
     async def on_disconnect(self, request: p.Request) -> None:
+        self.disconnecting = True
         await self._shutdown()
         await self.respond(request)
         self.closing.set()

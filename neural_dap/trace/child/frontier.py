@@ -70,6 +70,7 @@ class Frontier:
         self.commands: queue.Queue[dict] = queue.Queue()
         self.paused = False  # the next stop is a pause
         self.holding = False  # the program is held at a stop
+        self.ending = False  # the adapter said "end": a hold that goes on anyway pauses again
         self.stops = 0
         # every thread recorded in full (`threaded`): their tracers (engines.CThreads), the stepping
         # thread's tracer and its predicates (at, depth, exit, resumes), and where the held threads wait
@@ -145,12 +146,25 @@ class Frontier:
         """The session ends: a held program reads it at once; a running one is stopped first, as a
         pause stops it, and reads it there (it ran on to its next stop, or its end, for seconds while
         the adapter waited for it)."""
+        self.ending = True
         self.commands.put(command)
-        if not self.holding and PAUSE_SIGNAL is not None:
+        if not self.holding:
+            self._pause_self()
+
+    def _pause_self(self) -> None:
+        if PAUSE_SIGNAL is not None:
             try:
                 os.kill(os.getpid(), PAUSE_SIGNAL)
             except OSError:
                 pass
+
+    def _left_hold(self, ended: bool) -> None:
+        """A hold is over and the program goes on: where "end" came while it was held, after the run
+        command the hold took (the end told no one, as the program was held), it stops again, as a
+        pause stops it, and reads the end there. (Under load the end of a disconnect sent right
+        after configurationDone came so, and the program ran on for minutes.)"""
+        if self.ending and not ended and self.skeleton.worker is None:  # (a checkpoint's worker replays)
+            self._pause_self()
 
     def _set_breakpoints(self, breakpoints: dict | None, keep=None) -> None:
         """The lines to stop at, keeping the other predicates (`keep`: (at, depth, exit, exceptions,
@@ -207,6 +221,7 @@ class Frontier:
             reason = "pause" if self.paused else REASONS.get(reason_code, "step")
             self.paused = False
             self.holding = True
+            ended = False
             try:
                 self.skeleton.flush_journal()
                 copy = self._held_copy()
@@ -218,6 +233,7 @@ class Frontier:
                 while not command.get("end") and not isinstance(command.get("run"), dict):
                     command = self.commands.get()
                 if command.get("end"):
+                    ended = True
                     self._end_copy()
                     self.skeleton.finish("paused", "the debug session ended while the program ran")
                     return
@@ -228,6 +244,7 @@ class Frontier:
                 self.cthreads.group.release()
                 with self.released:
                     self.released.notify_all()
+                self._left_hold(ended)
 
     def _alive(self) -> list[int]:
         """The numbers of the program's threads alive now (an idle one, waiting in a pool's queue or
@@ -342,10 +359,13 @@ class Frontier:
             reason = "pause" if self.paused else REASONS.get(reason_code, "step")
             self.paused = False
             self.holding = True
+            said = None
             try:
-                return self._hold(count, reason)
+                said = self._hold(count, reason)
+                return said
             finally:
                 self.holding = False
+                self._left_hold(said == "end")
 
     def _hold(self, count: int, reason: str) -> str | None:
         """Hand everything recorded over, say where it stopped, and wait for the next command."""
