@@ -5,6 +5,8 @@ event resumes the program. Nothing is left running after the session."""
 
 from __future__ import annotations
 
+import json
+import os
 import socket
 import subprocess
 import textwrap
@@ -377,6 +379,35 @@ async def test_a_disconnect_while_the_program_runs_ends_it_at_once(tmp_path: Pat
     with anyio.fail_after(10):
         while set(_children()) - before:
             await anyio.sleep(0.1)
+
+
+def test_an_end_right_behind_a_run_ends_the_program_the_run_let_go(tmp_path: Path) -> None:
+    """The session's end sent right behind a run command, both read while the program is still
+    held (as when a loaded adapter sent `run` late and a disconnect's end right after): the program
+    stops again as a pause stops it and ends there. (The end was read by no one: the program ran
+    on, here for the recording's whole wall-time limit, and a disconnect waited 6 s.)"""
+    from neural_dap.trace.live_recording import LiveControl
+    from neural_dap.trace.recorder import Limits, Program, record_skeleton
+
+    program = tmp_path / "loop.py"
+    program.write_text(LOOP)
+    control = LiveControl()
+    ended: list = []
+    recorder = threading.Thread(
+        target=lambda: ended.append(record_skeleton(Program(str(program)), Limits(wall_time=20), live=control))
+    )
+    recorder.start()
+    assert control.next_stop(timeout=30) is not None  # held at its first event
+    started = time.monotonic()
+    # both in one write, so the child reads them together (no stop asked for: it would run two minutes)
+    run = {"at": -1, "within": -1, "exit": -1, "exceptions": False, "breakpoints": {}, "resumes": -1}
+    os.write(
+        control.command_write, json.dumps({"run": run}).encode() + b"\n" + json.dumps({"end": True}).encode() + b"\n"
+    )
+    control.end()  # (the session's own end closes the pipe)
+    recorder.join(timeout=30)
+    assert ended and time.monotonic() - started < 10
+    assert ended[0].outcome.kind == "paused", ended[0].outcome
 
 
 async def test_a_hit_count_stops_a_long_loop_at_once_and_travels_both_ways(tmp_path: Path) -> None:
