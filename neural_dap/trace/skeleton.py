@@ -35,6 +35,7 @@ from neural_dap.core.actions import Action, Target
 from neural_dap.core.state import State, Value
 from neural_dap.trace.actions import ActionSemantics, Columns, positions
 from neural_dap.trace.collector_pause import paused_collector
+from neural_dap.trace.eventlog import decode_repr, decode_value
 from neural_dap.trace.rolling import RollingEvents
 
 # per event: its invocation, line and kind byte (the kind | CAUGHT on a line right after a handled
@@ -61,12 +62,12 @@ FIRST_WINDOW = 128
 _MAX_RETURNED = 1024
 _MAX_RETURNED_TEXT = 1 << 16
 
+MAX_WINDOWS = 8
+
 
 def _returned_value(encoded: str | list) -> tuple[str, Value | None]:
     """A library return value as the child encodes a local: its text, and its children where it
     has some (a malformed structure: the text alone)."""
-    from neural_dap.trace.eventlog import decode_repr, decode_value
-
     if isinstance(encoded, str):
         return encoded[:_MAX_RETURNED_TEXT], None
     try:
@@ -74,9 +75,6 @@ def _returned_value(encoded: str | list) -> tuple[str, Value | None]:
     except (TypeError, ValueError, RecursionError):
         return decode_repr(encoded)[:_MAX_RETURNED_TEXT], None
     return value.repr[:_MAX_RETURNED_TEXT], value
-
-
-MAX_WINDOWS = 8
 
 
 class DivergenceError(Exception):
