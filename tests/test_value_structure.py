@@ -120,8 +120,92 @@ def compare(limit, max_children):
     o.sock.close()
     return differ
 
+class Other:
+    pass
+
+SHOWN = [0]
+
+def renamed(attributes):
+    return {("on" if name == "flag" else name): value for name, value in attributes.items()}
+
+class Shown:  # (its text changes with no change to its attributes)
+    def __repr__(self):
+        return f"Shown {SHOWN[0]}"
+
+def set_x(o, x):  # (called in a loop: 3.12+ specialise the store, 3.13 into the object's inline values)
+    o.x = x
+
+def over_time():
+    # One Reprs walks the same objects again and again (as a recording walks a handler's `self` at
+    # every line: its sockets' texts and the objects' structures are kept between walks), each change
+    # in place between two walks; every walk must still be what the definition gives at that moment.
+    reprs = Reprs(60, 20)
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    o, inner = Plain(), Plain()
+    o.n, o.f, o.flag, o.text, o.items, o.inner, o.sock = 1, 0.0, True, "t", [1], inner, listener
+    inner.count = 0
+    long = Plain()
+    long.big = "y" * 100  # (an atom too long to keep: this object is walked whole each time)
+    o.long = long
+    warm = [Plain() for _ in range(3)]
+    for _ in range(2000):
+        for w in warm:
+            set_x(w, 1)
+    w = warm[0]
+    o.warm = w
+    o.shown = Shown()
+    o.shown.a = 1
+    client = socket.socket()
+
+    def connect():
+        listener.listen()
+        client.connect(listener.getsockname())
+        o.peer = listener.accept()[0]
+        o.client = client
+
+    def patch_repr():
+        socket.socket.__repr__ = lambda self: "patched socket"
+
+    steps = [
+        ("nothing", lambda: None),
+        ("an int rebound", lambda: setattr(o, "n", 2)),
+        ("0.0 to -0.0", lambda: setattr(o, "f", -0.0)),
+        ("True to 1", lambda: setattr(o, "flag", 1)),
+        ("a list grown in place", lambda: o.items.append(2)),
+        ("an object below changed", lambda: setattr(inner, "count", 1)),
+        ("a name deleted, another added", lambda: (delattr(o, "text"), setattr(o, "other", "t"))),
+        ("a name moved to the end", lambda: (delattr(o, "n"), setattr(o, "n", 2))),
+        ("a name renamed in its place", lambda: setattr(o, "__dict__", renamed(vars(o)))),
+        ("a text changed, not its attributes", lambda: SHOWN.__setitem__(0, 1)),
+        ("the class changed", lambda: setattr(o, "__class__", Other)),
+        ("the class renamed", lambda: setattr(Other, "__name__", "Renamed")),
+        ("an equal dict put in", lambda: setattr(o, "__dict__", dict(o.__dict__))),
+        ("a long atom changed", lambda: setattr(long, "big", "z" * 100)),
+        ("a specialised store", lambda: [set_x(w, k) for k in range(2, 50)]),
+        ("a socket listening and connected", connect),
+        ("a socket closed", lambda: o.peer.close()),
+        ("the socket repr patched", patch_repr),
+    ]
+    differ = []
+    original = socket.socket.__repr__
+    try:
+        for what, change in steps:
+            change()
+            for depth in (1, 2):
+                for _ in range(2):
+                    c = reprs.structure(o, depth, {})
+                    p = reprs.structure_in_python(o, depth, {})
+                    if c != p:
+                        differ.append(["over time: " + what, depth, 60, 20, repr(c), repr(p)])
+    finally:
+        socket.socket.__repr__ = original
+        for s in (listener, client, getattr(o, "peer", listener)):
+            s.close()
+    return differ
+
 assert values._structure_in_c is not None, "the C walk is not built"
-print(json.dumps(compare(1000, 100) + compare(12, 3) + compare(3, 1)))
+print(json.dumps(compare(1000, 100) + compare(12, 3) + compare(3, 1) + over_time()))
 """
 
 

@@ -14,6 +14,11 @@
  * text is asked of Reprs.repr itself, with its deadline, memo of slow reprs and fallbacks.
  * tests/test_value_structure.py holds this to the Python definition, value by value.
  *
+ * Between walks (a Reprs passes its two dicts): a socket's text is kept while the kernel says the
+ * same of it, and an object's structure while its names and atoms are the same; every other text
+ * is made again at each walk, since anything may change in place. The same test walks objects
+ * again and again, each changed in place between two walks.
+ *
  * Built against the limited API of 3.11, like the tracer: one build for every interpreter that
  * runs the recording child.
  */
@@ -22,6 +27,9 @@
 #endif
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
+#include <errno.h>
+#include <string.h>
+#include <sys/socket.h>
 
 static PyObject *MARK;          /* values.py's _MARK: a cut text ends with it */
 static PyObject *AT_0X;         /* where an address starts */
@@ -32,6 +40,12 @@ static PyObject *ITEMS_NAME;    /* "items" */
 static PyObject *ISSPACE_NAME;  /* "isspace" */
 static PyObject *FUNCTION_TYPE; /* types.FunctionType (not in the limited API) */
 static reprfunc OBJECT_REPR;    /* object.__repr__'s slot */
+static PyObject *SOCKET_TYPE;   /* socket.socket */
+static PyObject *SOCKET_REPR;   /* socket.socket.__repr__ as the standard library defines it */
+static PyObject *REPR_NAME;     /* "__repr__" */
+static PyObject *CLOSED_NAME;   /* "_closed" */
+static PyObject *FILENO_NAME;   /* "fileno" */
+static PyObject *NOT_KEPT;      /* a node's mark for a child that is not an atom it keeps */
 static const long long SMALL_INT = 1LL << 53;
 
 /* What one walk needs of its Reprs. */
@@ -39,6 +53,8 @@ typedef struct {
     PyObject *repr;       /* Reprs.repr, bound */
     PyObject *slot_names; /* values.py's _slot_names: type -> tuple of slot names */
     PyObject *seen;       /* id -> (object, text): each object repr'd once in a walk */
+    PyObject *sockets;    /* id -> (weak reference, key, text): a socket's text while its key holds */
+    PyObject *nodes;      /* id + depth -> Node: an object's structure from its last walk */
     Py_ssize_t limit;
     Py_ssize_t max_children;
 } Walk;
@@ -212,9 +228,104 @@ static int plain_container(Walk *w, PyObject *v) {
 /* A class of the plain metaclass: `<class 'mod.Name'>`, from the type's own dict. */
 static int plain_class(PyObject *v) { return Py_TYPE(v) == &PyType_Type; }
 
+/* -- a socket's text, kept while what it is made of holds ------------------------------------
+ * A server's request handler holds its connection (as `request`, `connection` and under `wfile`)
+ * and its server the listening socket; every line of the handler walks them, and socket.__repr__
+ * is Python code that formats three enums and asks the kernel for both addresses (a failed
+ * getpeername raising OSError on a listening socket): a third of a request's recording. Its text
+ * is a function of the object's class, `_closed`, its descriptor, family, type and protocol (fixed
+ * for the object) and what getsockname and getpeername answer; the last two are asked here of the
+ * kernel directly, their raw bytes in the key, so an equal key means an equal text. Only an exact
+ * socket.socket whose class still has the standard library's __repr__ (a subclass or a patched repr
+ * may read anything). */
+
+/* The key of a socket's text (bytes), or NULL with no error where the fast path does not apply. */
+static PyObject *socket_key(PyObject *v) {
+    PyObject *closed = PyObject_GenericGetAttr(v, CLOSED_NAME);
+    if (closed == NULL) {
+        PyErr_Clear();
+        return NULL;
+    }
+    int is_closed = PyObject_IsTrue(closed);
+    Py_DECREF(closed);
+    PyObject *fileno = is_closed < 0 ? NULL : PyObject_CallMethodObjArgs(v, FILENO_NAME, NULL);
+    long fd = fileno == NULL ? -1 : PyLong_AsLong(fileno);
+    Py_XDECREF(fileno);
+    if (PyErr_Occurred()) {
+        PyErr_Clear();
+        return NULL;
+    }
+    struct {
+        long fd;
+        int closed, own_rc, peer_rc;
+        socklen_t own_len, peer_len;
+        struct sockaddr_storage own, peer;
+    } key;
+    memset(&key, 0, sizeof(key));
+    key.fd = fd;
+    key.closed = is_closed;
+    if (!is_closed) { /* (the repr asks for neither address of a closed socket) */
+        key.own_len = key.peer_len = sizeof(struct sockaddr_storage);
+        key.own_rc = getsockname((int)fd, (struct sockaddr *)&key.own, &key.own_len) == 0 ? 0 : errno;
+        key.peer_rc = getpeername((int)fd, (struct sockaddr *)&key.peer, &key.peer_len) == 0 ? 0 : errno;
+    }
+    return PyBytes_FromStringAndSize((const char *)&key, sizeof(key));
+}
+
+/* Reprs.repr of an exact socket.socket from w->sockets, or made and kept there; NULL with no error
+ * where the fast path does not apply. */
+static PyObject *socket_text(Walk *w, PyObject *v) {
+    PyObject *repr = PyObject_GetAttr(SOCKET_TYPE, REPR_NAME);
+    int standard = repr == SOCKET_REPR;
+    Py_XDECREF(repr);
+    if (!standard) {
+        PyErr_Clear();
+        return NULL;
+    }
+    PyObject *key = socket_key(v);
+    PyObject *id = key == NULL ? NULL : PyLong_FromVoidPtr(v);
+    if (id == NULL) {
+        Py_XDECREF(key);
+        return NULL;
+    }
+    PyObject *found = PyDict_GetItemWithError(w->sockets, id); /* (borrowed) */
+    if (found != NULL && PyWeakref_GetObject(PyTuple_GetItem(found, 0)) == v) {
+        int same = PyObject_RichCompareBool(PyTuple_GetItem(found, 1), key, Py_EQ);
+        if (same > 0) {
+            PyObject *text = PyTuple_GetItem(found, 2);
+            Py_INCREF(text);
+            Py_DECREF(key);
+            Py_DECREF(id);
+            return text;
+        }
+    }
+    PyObject *text = PyErr_Occurred() ? NULL : PyObject_CallFunctionObjArgs(w->repr, v, NULL);
+    /* kept only where nothing changed while the repr ran (it lets the GIL go to other threads) */
+    PyObject *after = text == NULL ? NULL : socket_key(v);
+    if (after != NULL && PyObject_RichCompareBool(after, key, Py_EQ) > 0) {
+        if (PyDict_Size(w->sockets) >= 4096)
+            PyDict_Clear(w->sockets);
+        PyObject *ref = PyWeakref_NewRef(v, NULL);
+        PyObject *kept = ref == NULL ? NULL : PyTuple_Pack(3, ref, key, text);
+        if (kept == NULL || PyDict_SetItem(w->sockets, id, kept) < 0)
+            PyErr_Clear(); /* (not kept: the text is still right) */
+        Py_XDECREF(ref);
+        Py_XDECREF(kept);
+    }
+    Py_XDECREF(after);
+    Py_DECREF(key);
+    Py_DECREF(id);
+    return text;
+}
+
 /* Reprs.repr(v): made here where no code of the program can run (see the top), else asked of it. */
 static PyObject *repr_of(Walk *w, PyObject *v) {
     PyTypeObject *t = Py_TYPE(v);
+    if ((PyObject *)t == SOCKET_TYPE && w->sockets != NULL) {
+        PyObject *text = socket_text(w, v);
+        if (text != NULL || PyErr_Occurred())
+            return text;
+    }
     if (plain_atom(w, v)) {
         PyObject *text = PyObject_Repr(v);
         if (text == NULL || t == &PyUnicode_Type || PyUnicode_GetLength(text) <= w->limit)
@@ -398,10 +509,255 @@ static PyObject *pair(PyObject *name, PyObject *enc) {
     return list;
 }
 
+/* -- an object's structure, kept from its last walk ---------------------------------------------
+ * A handler's `self` is walked at every line and mostly holds the same atoms each time (its path,
+ * its command, its flags). A Node keeps, for an object with an exact __dict__, its attributes'
+ * names and atoms as they were (the atoms themselves: equal atoms of one type have one repr), the
+ * children's encodings and the structure made of them. The next walk still reads the dict and
+ * still makes every text that is not an atom's (a socket's, a list's, the object's own repr:
+ * anything may have changed in place), but takes the atoms' texts from the node, and where every
+ * text is what it was it answers the very structure of last time, which the tracer's comparison
+ * with the previous line's then finds equal at once (identity). The object's type is not kept:
+ * the structure is its own text, its type's name and the children, each compared. Not a dict
+ * version (PEP 509):
+ * 3.13 stores into an object's inline values without changing its materialised dict's version. */
+#define NODE_FIELDS 5 /* (weak reference to the object, names, atoms, encodings, structure) */
+
+/* An atom a node may keep (a big one would be kept alive by the recorder). */
+static int keepable_atom(Walk *w, PyObject *v) {
+    PyTypeObject *t = Py_TYPE(v);
+    if (t == &PyUnicode_Type)
+        return PyUnicode_GetLength(v) < w->limit;
+    if (t == &PyBytes_Type)
+        return PyBytes_Size(v) < w->limit;
+    if (t == &PyLong_Type)
+        return small_int(v);
+    return is_atom(v);
+}
+
+/* The same atom as far as its repr goes: one type and an equal value (a float's bits: 0.0 == -0.0). */
+static int same_atom(PyObject *kept, PyObject *v) {
+    if (kept == v)
+        return 1;
+    if (Py_TYPE(kept) != Py_TYPE(v))
+        return 0;
+    if (PyFloat_Check(v)) {
+        double a = PyFloat_AsDouble(kept), b = PyFloat_AsDouble(v);
+        return memcmp(&a, &b, sizeof(double)) == 0;
+    }
+    if (PyComplex_Check(v)) {
+        double a[2] = {PyComplex_RealAsDouble(kept), PyComplex_ImagAsDouble(kept)};
+        double b[2] = {PyComplex_RealAsDouble(v), PyComplex_ImagAsDouble(v)};
+        return memcmp(a, b, sizeof(a)) == 0;
+    }
+    int same = PyObject_RichCompareBool(kept, v, Py_EQ);
+    if (same < 0)
+        PyErr_Clear();
+    return same > 0;
+}
+
+static PyObject *node_key(PyObject *v, long depth) { return PyLong_FromVoidPtr((char *)v + depth); }
+
+/* The object's exact __dict__ (a new reference), or NULL with no error where no node is kept. */
+static PyObject *own_dict(PyObject *v) {
+    if (PyType_Check(v) || PyModule_Check(v) || (PyObject *)Py_TYPE(v) == FUNCTION_TYPE)
+        return NULL;
+    PyObject *d = PyObject_GenericGetAttr(v, DICT_NAME);
+    if (d == NULL || !PyDict_CheckExact(d)) {
+        Py_XDECREF(d);
+        PyErr_Clear();
+        return NULL;
+    }
+    return d;
+}
+
+static PyObject *structure(Walk *w, PyObject *v, long depth);
+static PyObject *structure_walked(Walk *w, PyObject *v, long depth);
+
+/* A non-atom child's encoding, as `structure` makes it. */
+static PyObject *child_encoding(Walk *w, PyObject *child, long depth) {
+    PyObject *enc = depth > 1 ? structure(w, child, depth - 1) : (Py_INCREF(Py_None), Py_None);
+    if (enc == Py_None) {
+        Py_DECREF(enc);
+        enc = repr_once(w, child);
+    }
+    return enc;
+}
+
+/* The structure from the node of (v, depth) where its names and atoms still hold; NULL with no error
+ * where there is none or they do not (the walk then makes it whole). */
+static PyObject *structure_from_node(Walk *w, PyObject *v, long depth, PyObject *key) {
+    PyObject *node = PyDict_GetItemWithError(w->nodes, key); /* (borrowed) */
+    if (node == NULL || PyWeakref_GetObject(PyTuple_GetItem(node, 0)) != v)
+        return NULL;
+    Py_INCREF(node); /* (a repr below may clear the cache) */
+    PyObject *names = PyTuple_GetItem(node, 1), *atoms = PyTuple_GetItem(node, 2);
+    PyObject *encs = PyTuple_GetItem(node, 3), *kept = PyTuple_GetItem(node, 4);
+    Py_ssize_t n = PyTuple_Size(names);
+    PyObject *d = own_dict(v);
+    PyObject *others = d == NULL || PyDict_Size(d) != n ? NULL : PyList_New(n); /* the non-atoms, by place */
+    Py_ssize_t pos = 0, i = 0;
+    PyObject *name, *child;
+    while (others != NULL && PyDict_Next(d, &pos, &name, &child)) {
+        PyObject *was = PyTuple_GetItem(names, i);
+        if (name != was && (!PyUnicode_CheckExact(name) || PyUnicode_Compare(name, was) != 0))
+            break;
+        PyObject *atom = PyTuple_GetItem(atoms, i);
+        if (is_atom(child)) {
+            if (atom == NOT_KEPT || !same_atom(atom, child))
+                break;
+        } else {
+            if (atom != NOT_KEPT)
+                break;
+            Py_INCREF(child);
+            PyList_SetItem(others, i, child);
+        }
+        i++;
+    }
+    Py_XDECREF(d);
+    PyErr_Clear(); /* (a name compared with one that is not a str) */
+    if (others == NULL || i != n) {
+        Py_XDECREF(others);
+        Py_DECREF(node);
+        return NULL;
+    }
+    /* the texts that may have changed in place: every non-atom child's, and the object's own */
+    PyObject *fresh = PyList_New(n);
+    int same = fresh != NULL;
+    for (i = 0; fresh != NULL && i < n; i++) {
+        PyObject *child = PyList_GetItem(others, i), *enc;
+        if (child == NULL) { /* (an atom: its text is the node's) */
+            enc = PyTuple_GetItem(encs, i);
+            Py_INCREF(enc);
+        } else if ((enc = child_encoding(w, child, depth)) == NULL) {
+            Py_CLEAR(fresh);
+            break;
+        } else if (same) {
+            int equal = PyObject_RichCompareBool(enc, PyTuple_GetItem(encs, i), Py_EQ);
+            if (equal < 0) {
+                Py_DECREF(enc);
+                Py_CLEAR(fresh);
+                break;
+            }
+            same = equal;
+        }
+        PyList_SetItem(fresh, i, enc);
+    }
+    Py_DECREF(others);
+    PyObject *text = fresh == NULL ? NULL : repr_once(w, v);
+    PyObject *type_name = text == NULL ? NULL : PyObject_GetAttr((PyObject *)Py_TYPE(v), NAME_NAME);
+    PyObject *result = NULL;
+    if (type_name != NULL) {
+        int equal = same ? PyObject_RichCompareBool(text, PyList_GetItem(kept, 0), Py_EQ) : 0;
+        int named = equal > 0 ? PyObject_RichCompareBool(type_name, PyList_GetItem(kept, 1), Py_EQ) : 0;
+        if (equal < 0 || named < 0) {
+            result = NULL;
+        } else if (equal && named) {
+            Py_INCREF(kept);
+            result = kept;
+        } else {
+            PyObject *children = PyList_New(n);
+            for (i = 0; children != NULL && i < n; i++) {
+                PyObject *enc = PyList_GetItem(fresh, i);
+                Py_INCREF(enc);
+                PyObject *item = pair(PyTuple_GetItem(names, i), enc);
+                if (item == NULL)
+                    Py_CLEAR(children);
+                else
+                    PyList_SetItem(children, i, item);
+            }
+            if (children != NULL) {
+                Py_INCREF(text);
+                Py_INCREF(type_name);
+                result = Py_BuildValue("[NNNn]", text, type_name, children, (Py_ssize_t)0);
+            }
+        }
+    }
+    if (result == NULL && !PyErr_Occurred())
+        PyErr_SetString(PyExc_RuntimeError, "structure: a node could not be read");
+    if (result != NULL && result != kept) { /* the node takes the new texts */
+        PyObject *new_encs = PyList_AsTuple(fresh);
+        PyObject *fields = new_encs == NULL ? NULL
+                                            : PyTuple_Pack(NODE_FIELDS, PyTuple_GetItem(node, 0), names, atoms,
+                                                           new_encs, result);
+        if (fields == NULL || PyDict_SetItem(w->nodes, key, fields) < 0)
+            PyErr_Clear(); /* (not kept: the structure is still right) */
+        Py_XDECREF(new_encs);
+        Py_XDECREF(fields);
+    }
+    Py_XDECREF(text);
+    Py_XDECREF(type_name);
+    Py_XDECREF(fresh);
+    Py_DECREF(node);
+    return result;
+}
+
+/* Keep a node of (v, depth) for the structure just made of it, where one can be kept. */
+static void keep_node(Walk *w, PyObject *v, PyObject *key, PyObject *result) {
+    PyObject *d = own_dict(v);
+    Py_ssize_t n = d == NULL ? -1 : PyDict_Size(d);
+    PyObject *children = PyList_GetItem(result, 2);
+    if (n < 0 || n > w->max_children || PyList_Size(children) != n) { /* (changed while walked, or cut) */
+        Py_XDECREF(d);
+        PyErr_Clear();
+        return;
+    }
+    PyObject *names = PyTuple_New(n), *atoms = PyTuple_New(n), *encs = PyTuple_New(n);
+    Py_ssize_t pos = 0, i = 0;
+    PyObject *name, *child;
+    int ok = names != NULL && atoms != NULL && encs != NULL;
+    while (ok && PyDict_Next(d, &pos, &name, &child)) {
+        PyObject *item = PyList_GetItem(children, i);
+        PyObject *enc = PyList_GetItem(item, 1);
+        ok = PyUnicode_CheckExact(name) && PyUnicode_Compare(name, PyList_GetItem(item, 0)) == 0;
+        PyObject *atom = is_atom(child) && keepable_atom(w, child) ? child : NOT_KEPT;
+        if (is_atom(child) && atom == NOT_KEPT)
+            ok = 0; /* (an atom too big to keep: this object is walked whole each time) */
+        Py_INCREF(name);
+        Py_INCREF(atom);
+        Py_INCREF(enc);
+        PyTuple_SetItem(names, i, name);
+        PyTuple_SetItem(atoms, i, atom);
+        PyTuple_SetItem(encs, i, enc);
+        i++;
+    }
+    Py_DECREF(d);
+    PyObject *ref = ok && i == n ? PyWeakref_NewRef(v, NULL) : NULL;
+    PyObject *node = ref == NULL ? NULL : PyTuple_Pack(NODE_FIELDS, ref, names, atoms, encs, result);
+    if (node != NULL) {
+        if (PyDict_Size(w->nodes) >= 4096)
+            PyDict_Clear(w->nodes);
+        PyDict_SetItem(w->nodes, key, node);
+    }
+    PyErr_Clear(); /* (an object without weak references, a failed allocation: no node, same structure) */
+    Py_XDECREF(ref);
+    Py_XDECREF(node);
+    Py_XDECREF(names);
+    Py_XDECREF(atoms);
+    Py_XDECREF(encs);
+}
+
 /* Reprs.structure: [repr, type name, children, more], or None for an atom or a literal container. */
 static PyObject *structure(Walk *w, PyObject *v, long depth) {
     if (is_atom(v) || is_literal_container(v))
         Py_RETURN_NONE;
+    if (w->nodes == NULL)
+        return structure_walked(w, v, depth);
+    PyObject *key = node_key(v, depth);
+    if (key == NULL)
+        return NULL;
+    PyObject *result = structure_from_node(w, v, depth, key);
+    if (result == NULL && !PyErr_Occurred()) {
+        result = structure_walked(w, v, depth);
+        if (result != NULL && PyList_Check(result))
+            keep_node(w, v, key, result);
+    }
+    Py_DECREF(key);
+    return result;
+}
+
+/* The walk itself. */
+static PyObject *structure_walked(Walk *w, PyObject *v, long depth) {
     PyObject *names, *values;
     if (attributes(w, v, &names, &values) < 0)
         return NULL;
@@ -413,11 +769,7 @@ static PyObject *structure(Walk *w, PyObject *v, long depth) {
         if (is_atom(child)) {
             enc = repr_of(w, child); /* (no structure, and no memo: an atom's repr is cheap) */
         } else {
-            enc = depth > 1 ? structure(w, child, depth - 1) : (Py_INCREF(Py_None), Py_None);
-            if (enc == Py_None) {
-                Py_DECREF(enc);
-                enc = repr_once(w, child);
-            }
+            enc = child_encoding(w, child, depth);
         }
         PyObject *item = pair(PyList_GetItem(names, i), enc);
         if (item == NULL || PyList_Append(children, item) < 0)
@@ -439,14 +791,20 @@ static PyObject *structure(Walk *w, PyObject *v, long depth) {
     return result;
 }
 
-/* structure(value, depth, seen, repr, slot_names, limit, max_children) */
+/* structure(value, depth, seen, repr, slot_names, limit, max_children[, sockets[, nodes]]) */
 static PyObject *structure_entry(PyObject *self, PyObject *args) {
-    PyObject *value, *seen, *repr, *slot_names;
+    PyObject *value, *seen, *repr, *slot_names, *sockets = NULL, *nodes = NULL;
     long depth;
     Walk w;
-    if (!PyArg_ParseTuple(args, "OlO!OOnn", &value, &depth, &PyDict_Type, &seen, &repr, &slot_names, &w.limit,
-                          &w.max_children))
+    if (!PyArg_ParseTuple(args, "OlO!OOnn|O!O!", &value, &depth, &PyDict_Type, &seen, &repr, &slot_names, &w.limit,
+                          &w.max_children, &PyDict_Type, &sockets, &PyDict_Type, &nodes))
         return NULL;
+    if (depth < 1 || depth > 8) {
+        PyErr_SetString(PyExc_ValueError, "structure: a depth from 1 to 8");
+        return NULL;
+    }
+    w.sockets = SOCKET_TYPE != NULL ? sockets : NULL;
+    w.nodes = nodes;
     w.repr = repr;
     w.slot_names = slot_names;
     w.seen = seen;
@@ -485,7 +843,8 @@ static PyObject *interrupt_entry(PyObject *self, PyObject *args) {
 
 static PyMethodDef module_methods[] = {
     {"structure", structure_entry, METH_VARARGS,
-     "structure(value, depth, seen, repr, slot_names, limit, max_children): Reprs.structure (values.py)"},
+     "structure(value, depth, seen, repr, slot_names, limit, max_children[, sockets[, nodes]]): Reprs.structure"
+     " (values.py); `sockets` and `nodes` keep sockets' texts and objects' structures between walks"},
     {"interrupt", interrupt_entry, METH_VARARGS,
      "interrupt(holder, key, number, thread, exception): raise in the thread of a repr past its deadline"},
     {NULL, NULL, 0, NULL},
@@ -508,7 +867,21 @@ PyMODINIT_FUNC PyInit__values(void) {
         return NULL;
     FUNCTION_TYPE = PyObject_GetAttrString(types, "FunctionType");
     Py_DECREF(types);
-    if (MARK == NULL || AT_0X == NULL || EMPTY == NULL || DICT_NAME == NULL || NAME_NAME == NULL ||
+    REPR_NAME = PyUnicode_InternFromString("__repr__");
+    CLOSED_NAME = PyUnicode_InternFromString("_closed");
+    FILENO_NAME = PyUnicode_InternFromString("fileno");
+    NOT_KEPT = PyUnicode_FromString("<not kept>"); /* (an object of its own, compared by identity) */
+    /* (the recording child has socket imported already; where it cannot be, sockets take the slow path) */
+    PyObject *socket_module = PyImport_ImportModule("socket");
+    if (socket_module != NULL) {
+        SOCKET_TYPE = PyObject_GetAttrString(socket_module, "socket");
+        SOCKET_REPR = SOCKET_TYPE == NULL ? NULL : PyObject_GetAttr(SOCKET_TYPE, REPR_NAME);
+        Py_DECREF(socket_module);
+    }
+    if (SOCKET_REPR == NULL)
+        Py_CLEAR(SOCKET_TYPE);
+    PyErr_Clear();
+    if (NOT_KEPT == NULL || REPR_NAME == NULL || CLOSED_NAME == NULL || FILENO_NAME == NULL || MARK == NULL || AT_0X == NULL || EMPTY == NULL || DICT_NAME == NULL || NAME_NAME == NULL ||
         ITEMS_NAME == NULL || ISSPACE_NAME == NULL || OBJECT_REPR == NULL || FUNCTION_TYPE == NULL)
         return NULL;
     return PyModule_Create(&module);

@@ -155,6 +155,10 @@ class Reprs:
         self.max_items = max(max_children, CONTAINER_ITEMS)
         self.guard = ReprGuard(seconds)
         self.slow: dict[int, tuple] = {}  # id -> (weak reference or type, text)
+        # sockets' texts, each kept while the kernel says the same of it (trace/_values.c, C walk only)
+        self.sockets: dict[int, tuple] = {}
+        # objects' structures from their last walk, their atoms kept (trace/_values.c, C walk only)
+        self.nodes: dict[int, tuple] = {}
 
     def repr(self, value: object) -> str:
         kind = type(value)
@@ -289,7 +293,15 @@ class Reprs:
         tests/test_value_structure.py): a full capture walks every object local at every line."""
         if _structure_in_c is not None:
             return _structure_in_c(
-                value, depth, {} if seen is None else seen, self.repr, _slot_names, self.limit, self.max_children
+                value,
+                depth,
+                {} if seen is None else seen,
+                self.repr,
+                _slot_names,
+                self.limit,
+                self.max_children,
+                self.sockets,
+                self.nodes,
             )
         return self.structure_in_python(value, depth, seen)
 
