@@ -841,7 +841,37 @@ static PyObject *interrupt_entry(PyObject *self, PyObject *args) {
     return PyBool_FromLong(PyThreadState_SetAsyncExc(thread, exception) == 1);
 }
 
+/* untrack(tree): the lists, dicts and tuples of a decoded tree out of the cyclic collector's sight. */
+static int untrack_tree(PyObject *v, int depth) {
+    PyTypeObject *t = Py_TYPE(v);
+    if (t != &PyList_Type && t != &PyDict_Type && t != &PyTuple_Type)
+        return 0;
+    if (depth > 64) /* (decoded data is shallow: a deeper tree stays as it is below) */
+        return 0;
+    if (t == &PyList_Type) {
+        for (Py_ssize_t i = 0; i < PyList_Size(v); i++)
+            untrack_tree(PyList_GetItem(v, i), depth + 1);
+    } else if (t == &PyTuple_Type) {
+        for (Py_ssize_t i = 0; i < PyTuple_Size(v); i++)
+            untrack_tree(PyTuple_GetItem(v, i), depth + 1);
+    } else {
+        PyObject *key, *value;
+        Py_ssize_t pos = 0;
+        while (PyDict_Next(v, &pos, &key, &value))
+            untrack_tree(value, depth + 1);
+    }
+    if (PyObject_GC_IsTracked(v))
+        PyObject_GC_UnTrack(v);
+    return 0;
+}
+
+static PyObject *untrack_entry(PyObject *self, PyObject *tree) {
+    untrack_tree(tree, 0);
+    Py_RETURN_NONE;
+}
+
 static PyMethodDef module_methods[] = {
+    {"untrack", untrack_entry, METH_O, "untrack(tree): a decoded tree's containers out of the collector's sight"},
     {"structure", structure_entry, METH_VARARGS,
      "structure(value, depth, seen, repr, slot_names, limit, max_children[, sockets[, nodes]]): Reprs.structure"
      " (values.py); `sockets` and `nodes` keep sockets' texts and objects' structures between walks"},

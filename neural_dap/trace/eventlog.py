@@ -11,7 +11,7 @@ from typing import overload
 import msgspec
 
 from neural_dap.core.state import State, Value
-from neural_dap.trace.collector_pause import paused_collector
+from neural_dap.trace.collector_pause import out_of_sight, paused_collector
 from neural_dap.trace.program import Outcome, Program
 
 _CHECKPOINT = 32  # every 32nd state of an invocation keeps a full copy of its locals
@@ -132,10 +132,12 @@ class EventLog:
 
     def _decode(self, kind: bytes, payload: bytes) -> list | None:
         try:
-            return msgspec.msgpack.decode(payload) if kind == b"m" else msgspec.json.decode(payload)
+            batch = msgspec.msgpack.decode(payload) if kind == b"m" else msgspec.json.decode(payload)
         except (msgspec.DecodeError, ValueError, TypeError):
             self.corrupt = True
             return None
+        out_of_sight(batch)
+        return batch
 
     def _index(self) -> None:
         # batches hold ~10^5 small lists: the cyclic GC scanning them while they are made would

@@ -34,7 +34,7 @@ import numpy as np
 from neural_dap.core.actions import Action, Target
 from neural_dap.core.state import State, Value
 from neural_dap.trace.actions import ActionSemantics, Columns, positions
-from neural_dap.trace.collector_pause import paused_collector
+from neural_dap.trace.collector_pause import out_of_sight, paused_collector
 from neural_dap.trace.eventlog import decode_repr, decode_value
 from neural_dap.trace.rolling import RollingEvents
 
@@ -414,6 +414,7 @@ class SkeletonLog:
                 except (msgspec.DecodeError, ValueError):
                     self.corrupt = True
                     return
+                out_of_sight(batch)
                 self._messages(batch)
         else:
             self.corrupt = True
