@@ -154,12 +154,33 @@ class EventLog:
                 break
 
     def feed(self, batch: list) -> None:
+        # (a line is most events: `_state` written out for it, with what it reads bound once a batch:
+        # a threaded session's first stop indexes every event since the switch)
+        kinds, lines, invs, all_changes = self.kinds, self.lines, self.invs, self.changes
+        invocations, pending_updates = self.invocations, self.pending_updates
+        pending_out, pending_err = self.pending_out, self.pending_err
         for event in batch:
             tag = event[0]
             if tag == "l":
-                self._state(event[1], "line", event[2], event[3])
+                inv_id, changes = event[1], event[3]
+                if pending_updates and inv_id in pending_updates:
+                    changes = pending_updates.pop(inv_id) + (changes or [])
+                index = len(kinds)
+                kinds.append("line")
+                lines.append(event[2])
+                invs.append(inv_id)
+                all_changes.append(changes)
+                inv = invocations[inv_id]
+                if changes:
+                    apply_changes(inv.locals, inv.values, changes)
+                states = inv.states
+                if len(states) % _CHECKPOINT == 0:
+                    inv.checkpoints[index] = (dict(inv.locals), dict(inv.values))
+                states.append(index)
+                if pending_out or pending_err:
+                    self._outputs_at(index)
                 if event[4] is not None:
-                    self.caught[len(self.kinds) - 1] = event[4]
+                    self.caught[index] = event[4]
             elif tag == "c":
                 self._call(event)
             elif tag == "s":
@@ -267,6 +288,11 @@ class EventLog:
         inv.states.append(index)
         if position % _CHECKPOINT == 0:
             inv.checkpoints[index] = (dict(inv.locals), dict(inv.values))
+        if self.pending_out or self.pending_err:
+            self._outputs_at(index)
+
+    def _outputs_at(self, index: int) -> None:
+        """The output written since the previous state, shown at state `index`."""
         if self.pending_out:
             self.stdout_at[index] = "".join(self.pending_out)
             self.pending_out.clear()
@@ -403,7 +429,12 @@ def _snapshot_locals(snapshot: tuple[dict[str, str], dict[str, list], int]) -> t
 def apply_changes(local_reprs: dict[str, str], values: dict[str, list], changes: list) -> None:
     for i in range(0, len(changes), 2):
         name, enc = changes[i], changes[i + 1]
-        if type(enc) is list:
+        kind = type(enc)
+        if kind is str or kind is int:  # (most changes: as decode_repr gives them)
+            local_reprs[name] = enc if kind is str else str(enc)
+            if values:
+                values.pop(name, None)
+        elif kind is list:
             if enc:
                 local_reprs[name] = str(enc[0])
                 values[name] = enc
