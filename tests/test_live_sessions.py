@@ -13,6 +13,7 @@ import textwrap
 import threading
 import time
 import urllib.request
+import uuid
 from pathlib import Path
 
 import anyio
@@ -104,9 +105,25 @@ async def _answered(client, answers: list[str], count: int) -> None:
         )
 
 
-def _children() -> list[str]:
+def _session() -> tuple[dict[str, str], str]:
+    """An environment for the adapter that marks every process of its session: the other xdist
+    worker runs recording children of its own meanwhile, which must not count as this session's."""
+    mark = uuid.uuid4().hex
+    return {"NEURAL_DAP_TEST_SESSION": mark}, mark
+
+
+def _children(mark: str) -> set[str]:
+    """The recording children (a held program's copies too) of the session marked `mark`."""
     out = subprocess.run(["pgrep", "-f", "neural_dap.trace.child"], capture_output=True, text=True).stdout
-    return out.split()
+    found = set()
+    for pid in out.split():
+        try:
+            environ = Path(f"/proc/{pid}/environ").read_bytes().split(b"\0")
+        except OSError:
+            continue  # (ended meanwhile)
+        if f"NEURAL_DAP_TEST_SESSION={mark}".encode() in environ:
+            found.add(pid)
+    return found
 
 
 async def test_a_server_stops_in_its_handler_as_a_request_arrives_and_serves_on(tmp_path: Path) -> None:
@@ -119,11 +136,12 @@ async def test_a_server_stops_in_its_handler_as_a_request_arrives_and_serves_on(
         with urllib.request.urlopen(f"http://127.0.0.1:{port}/{name}", timeout=60) as response:
             answers.append(response.read().decode())
 
-    before = set(_children())
-    async with adapter() as client:
+    env, mark = _session()
+    async with adapter(env=env) as client:
         took = await _launch(
             client, {"program": str(program), "args": [str(port)]}, {str(program): [{"line": HANDLER_NAME_LINE}]}
         )
+        assert _children(mark), "the session's processes are not found by their mark"
         assert took < 10  # the server never ends: the launch does not wait for it
         for _ in range(100):  # (the server binds its port while the session goes on)
             try:
@@ -159,7 +177,7 @@ async def test_a_server_stops_in_its_handler_as_a_request_arrives_and_serves_on(
         assert paused["body"]["reason"] == "pause"
         assert (await where(client))[2]["served"] == "2"
     with anyio.fail_after(10):  # every process of the session ends with it
-        while set(_children()) - before:
+        while _children(mark):
             await anyio.sleep(0.1)
 
 
@@ -172,16 +190,17 @@ async def test_a_server_with_a_thread_per_request_stops_in_each_requests_thread(
     program.write_text(SERVER.replace("http.server.HTTPServer(", "http.server.ThreadingHTTPServer("))
     port = _free_port()
     answers: list[str] = []
-    before = set(_children())
+    env, mark = _session()
 
     def request(name: str) -> None:
         with urllib.request.urlopen(f"http://127.0.0.1:{port}/{name}", timeout=60) as response:
             answers.append(response.read().decode())
 
-    async with adapter() as client:
+    async with adapter(env=env) as client:
         await _launch(
             client, {"program": str(program), "args": [str(port)]}, {str(program): [{"line": HANDLER_NAME_LINE}]}
         )
+        assert _children(mark), "the session's processes are not found by their mark"
         for _ in range(100):
             try:
                 socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
@@ -221,7 +240,7 @@ async def test_a_server_with_a_thread_per_request_stops_in_each_requests_thread(
         assert paused["body"]["reason"] == "pause"
         assert (await where(client))[2]["served"] == "3"
     with anyio.fail_after(10):  # the held program (every thread waiting) ends with the session
-        while set(_children()) - before:
+        while _children(mark):
             await anyio.sleep(0.1)
 
 
@@ -370,14 +389,15 @@ async def test_a_disconnect_while_the_program_runs_ends_it_at_once(tmp_path: Pat
     stops it and ends there (it ran on until the adapter gave up on it, 6 s, before)."""
     program = tmp_path / "loop.py"
     program.write_text(LOOP)
-    before = set(_children())
-    async with adapter() as client:
+    env, mark = _session()
+    async with adapter(env=env) as client:
         await _launch(client, {"program": str(program)}, {})
+        assert _children(mark), "the session's processes are not found by their mark"
         await anyio.sleep(0.3)
         with anyio.fail_after(3):
             await client.call("disconnect", {"terminateDebuggee": True})
     with anyio.fail_after(10):
-        while set(_children()) - before:
+        while _children(mark):
             await anyio.sleep(0.1)
 
 
