@@ -125,6 +125,15 @@ class Other:
 
 SHOWN = [0]
 
+class Bumps:  # (its repr rebinds an atom of the object being walked, as another thread may meanwhile)
+    __slots__ = ()
+
+    def __repr__(self):
+        BUMPED[0].n += 1
+        return "Bumps"
+
+BUMPED = []
+
 def renamed(attributes):
     return {("on" if name == "flag" else name): value for name, value in attributes.items()}
 
@@ -202,6 +211,16 @@ def over_time():
         socket.socket.__repr__ = original
         for s in (listener, client, getattr(o, "peer", listener)):
             s.close()
+    bumped = Plain()
+    bumped.n, bumped.bumps = 0, Bumps()
+    BUMPED.append(bumped)
+    for _ in range(3):  # each walk from the same moment: the text of `n` is the one it read
+        start = bumped.n
+        c = reprs.structure(bumped, 1, {})
+        bumped.n = start
+        p = reprs.structure_in_python(bumped, 1, {})
+        if c != p:
+            differ.append(["over time: an atom rebound while walked", 1, 60, 20, repr(c), repr(p)])
     return differ
 
 assert values._structure_in_c is not None, "the C walk is not built"

@@ -430,9 +430,11 @@ error: /* (a list not made, an item not a pair, an append failed) */
     return -1;
 }
 
-/* values.py's _attributes: *names and *values get two lists (both NULL: none); -1 on error. */
-static int attributes(Walk *w, PyObject *v, PyObject **names, PyObject **values) {
+/* values.py's _attributes: *names and *values get two lists (both NULL: none), *exact says they are
+ * an exact __dict__'s; -1 on error. */
+static int attributes(Walk *w, PyObject *v, PyObject **names, PyObject **values, int *exact) {
     *names = *values = NULL;
+    *exact = 0;
     PyObject *d = PyObject_GenericGetAttr(v, DICT_NAME);
     if (d == NULL && !caught())
         return -1;
@@ -440,7 +442,8 @@ static int attributes(Walk *w, PyObject *v, PyObject **names, PyObject **values)
         (PyObject *)Py_TYPE(v) != FUNCTION_TYPE) {
         /* (a snapshot first, as the Python definition's list: a name's str() or a repr later may
          * let another thread change the dict) */
-        int rc = PyDict_CheckExact(d) ? dict_snapshot(d, names, values) : items_snapshot(d, names, values);
+        *exact = PyDict_CheckExact(d);
+        int rc = *exact ? dict_snapshot(d, names, values) : items_snapshot(d, names, values);
         Py_DECREF(d);
         if (rc < 0)
             return -1;
@@ -572,7 +575,7 @@ static PyObject *own_dict(PyObject *v) {
 }
 
 static PyObject *structure(Walk *w, PyObject *v, long depth);
-static PyObject *structure_walked(Walk *w, PyObject *v, long depth);
+static PyObject *structure_walked(Walk *w, PyObject *v, long depth, PyObject **walked);
 
 /* A non-atom child's encoding, as `structure` makes it. */
 static PyObject *child_encoding(Walk *w, PyObject *child, long depth) {
@@ -692,38 +695,33 @@ static PyObject *structure_from_node(Walk *w, PyObject *v, long depth, PyObject 
     return result;
 }
 
-/* Keep a node of (v, depth) for the structure just made of it, where one can be kept. */
-static void keep_node(Walk *w, PyObject *v, PyObject *key, PyObject *result) {
-    PyObject *d = own_dict(v);
-    Py_ssize_t n = d == NULL ? -1 : PyDict_Size(d);
+/* Keep a node of (v, depth) for the structure just made of it from `walked` (the names and values
+ * the walk read: a value another thread rebinds meanwhile is not the one its text was made of). */
+static void keep_node(Walk *w, PyObject *v, PyObject *key, PyObject *result, PyObject *walked) {
+    PyObject *names = PyTuple_GetItem(walked, 0), *values = PyTuple_GetItem(walked, 1);
     PyObject *children = PyList_GetItem(result, 2);
-    if (n < 0 || n > w->max_children || PyList_Size(children) != n) { /* (changed while walked, or cut) */
-        Py_XDECREF(d);
+    Py_ssize_t n = PyList_Size(names);
+    if (PyList_Size(children) != n || PyList_Size(values) != n) {
         PyErr_Clear();
         return;
     }
-    PyObject *names = PyTuple_New(n), *atoms = PyTuple_New(n), *encs = PyTuple_New(n);
-    Py_ssize_t pos = 0, i = 0;
-    PyObject *name, *child;
-    int ok = names != NULL && atoms != NULL && encs != NULL;
-    while (ok && PyDict_Next(d, &pos, &name, &child)) {
-        PyObject *item = PyList_GetItem(children, i);
-        PyObject *enc = PyList_GetItem(item, 1);
-        ok = PyUnicode_CheckExact(name) && PyUnicode_Compare(name, PyList_GetItem(item, 0)) == 0;
-        PyObject *atom = is_atom(child) && keepable_atom(w, child) ? child : NOT_KEPT;
-        if (is_atom(child) && atom == NOT_KEPT)
+    PyObject *kept_names = PyTuple_New(n), *atoms = PyTuple_New(n), *encs = PyTuple_New(n);
+    int ok = kept_names != NULL && atoms != NULL && encs != NULL;
+    for (Py_ssize_t i = 0; ok && i < n; i++) {
+        PyObject *name = PyList_GetItem(names, i), *child = PyList_GetItem(values, i);
+        PyObject *enc = PyList_GetItem(PyList_GetItem(children, i), 1);
+        PyObject *atom = is_atom(child) ? child : NOT_KEPT;
+        if (!PyUnicode_CheckExact(name) || (atom != NOT_KEPT && !keepable_atom(w, child)))
             ok = 0; /* (an atom too big to keep: this object is walked whole each time) */
         Py_INCREF(name);
         Py_INCREF(atom);
         Py_INCREF(enc);
-        PyTuple_SetItem(names, i, name);
+        PyTuple_SetItem(kept_names, i, name);
         PyTuple_SetItem(atoms, i, atom);
         PyTuple_SetItem(encs, i, enc);
-        i++;
     }
-    Py_DECREF(d);
-    PyObject *ref = ok && i == n ? PyWeakref_NewRef(v, NULL) : NULL;
-    PyObject *node = ref == NULL ? NULL : PyTuple_Pack(NODE_FIELDS, ref, names, atoms, encs, result);
+    PyObject *ref = ok ? PyWeakref_NewRef(v, NULL) : NULL;
+    PyObject *node = ref == NULL ? NULL : PyTuple_Pack(NODE_FIELDS, ref, kept_names, atoms, encs, result);
     if (node != NULL) {
         if (PyDict_Size(w->nodes) >= 4096)
             PyDict_Clear(w->nodes);
@@ -732,7 +730,7 @@ static void keep_node(Walk *w, PyObject *v, PyObject *key, PyObject *result) {
     PyErr_Clear(); /* (an object without weak references, a failed allocation: no node, same structure) */
     Py_XDECREF(ref);
     Py_XDECREF(node);
-    Py_XDECREF(names);
+    Py_XDECREF(kept_names);
     Py_XDECREF(atoms);
     Py_XDECREF(encs);
 }
@@ -742,24 +740,30 @@ static PyObject *structure(Walk *w, PyObject *v, long depth) {
     if (is_atom(v) || is_literal_container(v))
         Py_RETURN_NONE;
     if (w->nodes == NULL)
-        return structure_walked(w, v, depth);
+        return structure_walked(w, v, depth, NULL);
     PyObject *key = node_key(v, depth);
     if (key == NULL)
         return NULL;
     PyObject *result = structure_from_node(w, v, depth, key);
     if (result == NULL && !PyErr_Occurred()) {
-        result = structure_walked(w, v, depth);
-        if (result != NULL && PyList_Check(result))
-            keep_node(w, v, key, result);
+        PyObject *walked = NULL;
+        result = structure_walked(w, v, depth, &walked);
+        if (result != NULL && walked != NULL)
+            keep_node(w, v, key, result, walked);
+        Py_XDECREF(walked);
+        if (result != NULL && PyErr_Occurred())
+            PyErr_Clear(); /* (a node not kept: the structure is still right) */
     }
     Py_DECREF(key);
     return result;
 }
 
-/* The walk itself. */
-static PyObject *structure_walked(Walk *w, PyObject *v, long depth) {
+/* The walk itself. Where `walked` is given and the object's attributes are an exact __dict__'s, none
+ * cut, *walked gets (names, values) as the walk read them: what a node keeps. */
+static PyObject *structure_walked(Walk *w, PyObject *v, long depth, PyObject **walked) {
     PyObject *names, *values;
-    if (attributes(w, v, &names, &values) < 0)
+    int exact;
+    if (attributes(w, v, &names, &values, &exact) < 0)
         return NULL;
     PyObject *children = PyList_New(0);
     Py_ssize_t count = names == NULL ? 0 : PyList_Size(names);
@@ -776,6 +780,8 @@ static PyObject *structure_walked(Walk *w, PyObject *v, long depth) {
             Py_CLEAR(children);
         Py_XDECREF(item);
     }
+    if (walked != NULL && children != NULL && names != NULL && exact && count <= w->max_children)
+        *walked = PyTuple_Pack(2, names, values); /* (NULL: no node) */
     Py_XDECREF(names);
     Py_XDECREF(values);
     if (children == NULL)
