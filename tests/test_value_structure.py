@@ -17,7 +17,7 @@ ROOT = Path(__file__).resolve().parents[1]
 # Run by each interpreter: builds objects of every shape a walk meets, prints the ones whose two
 # structures differ (an empty list: none).
 BATTERY = r"""
-import json, socket, sys, threading, types
+import gc, json, socket, sys, threading, types
 from neural_dap.trace.child import values
 from neural_dap.trace.child.values import Reprs
 
@@ -134,6 +134,27 @@ class Bumps:  # (its repr rebinds an atom of the object being walked, as another
 
 BUMPED = []
 
+class Peek:  # (a repr that reads every list on the heap, as a memory profiler's may: none may be half made)
+    def __repr__(self):
+        for found in [x for x in gc.get_objects() if type(x) is list]:
+            for item in found:
+                pass
+        return "Peek"
+
+class Swap:  # (a repr that changes the class of the object being walked)
+    def __repr__(self):
+        SWAPPED[0].__class__ = Other if type(SWAPPED[0]) is Plain else Plain
+        return "Swap"
+
+SWAPPED = []
+
+def deep(n, walk):
+    # the program deep in a recursion when a line is recorded: a repr may fail for want of stack
+    try:
+        return deep(n - 1, walk) if n else walk()
+    except RecursionError:
+        return None
+
 def renamed(attributes):
     return {("on" if name == "flag" else name): value for name, value in attributes.items()}
 
@@ -211,6 +232,58 @@ def over_time():
         socket.socket.__repr__ = original
         for s in (listener, client, getattr(o, "peer", listener)):
             s.close()
+    # what the repr reads of its class, patched as unittest.mock.patch.object patches it
+    patched_socket = socket.socket()
+    sockets = Plain()
+    sockets.sock = patched_socket
+    saved = {name: socket.socket.__dict__.get(name) for name in ("getpeername",)}
+    saved_name = socket.socket.__qualname__
+    try:
+        reprs.structure(sockets, 1, {})
+        socket.socket.getpeername = lambda self: ("10.0.0.1", 80)
+        socket.socket.__qualname__ = "Sock"
+        c, p = reprs.structure(sockets, 1, {}), reprs.structure_in_python(sockets, 1, {})
+        if c != p:
+            differ.append(["over time: the socket class patched", 1, 60, 20, repr(c), repr(p)])
+    finally:
+        socket.socket.__qualname__ = saved_name
+        for name, value in saved.items():
+            if value is None:
+                delattr(socket.socket, name)
+            else:
+                setattr(socket.socket, name, value)
+    # a repr that failed for want of stack is made again at the next walk, as the definition makes it
+    short = Plain()
+    short.sock, short.b = patched_socket, b"ab"
+    limit = sys.getrecursionlimit()
+    try:
+        sys.setrecursionlimit(200)
+        for n in range(150, 200):
+            fresh = Reprs(60, 20)
+            if deep(n, lambda: fresh.structure(short, 1, {})) is None:
+                continue
+            c, p = fresh.structure(short, 1, {}), fresh.structure_in_python(short, 1, {})
+            if c != p:
+                differ.append(["over time: a text made near the recursion limit", n, 60, 20, repr(c), repr(p)])
+    finally:
+        sys.setrecursionlimit(limit)
+        patched_socket.close()
+    peeked = Plain()
+    peeked.n, peeked.peek = 1, Peek()
+    for _ in range(2):
+        c, p = reprs.structure(peeked, 1, {}), reprs.structure_in_python(peeked, 1, {})
+        if c != p:
+            differ.append(["over time: a repr reading the heap", 1, 60, 20, repr(c), repr(p)])
+    swapped = Plain()
+    swapped.s = Swap()
+    SWAPPED.append(swapped)
+    for _ in range(2):
+        swapped.__class__ = Plain
+        c = reprs.structure(swapped, 1, {})
+        swapped.__class__ = Plain
+        p = reprs.structure_in_python(swapped, 1, {})
+        if c != p:
+            differ.append(["over time: a repr changing the walked object's class", 1, 60, 20, repr(c), repr(p)])
     bumped = Plain()
     bumped.n, bumped.bumps = 0, Bumps()
     BUMPED.append(bumped)

@@ -41,8 +41,7 @@ static PyObject *ISSPACE_NAME;  /* "isspace" */
 static PyObject *FUNCTION_TYPE; /* types.FunctionType (not in the limited API) */
 static reprfunc OBJECT_REPR;    /* object.__repr__'s slot */
 static PyObject *SOCKET_TYPE;   /* socket.socket */
-static PyObject *SOCKET_REPR;   /* socket.socket.__repr__ as the standard library defines it */
-static PyObject *REPR_NAME;     /* "__repr__" */
+static PyObject *SOCKET_PARTS;  /* what socket.socket.__repr__ reads of its class, as the standard library has it */
 static PyObject *CLOSED_NAME;   /* "_closed" */
 static PyObject *FILENO_NAME;   /* "fileno" */
 static PyObject *NOT_KEPT;      /* a node's mark for a child that is not an atom it keeps */
@@ -228,6 +227,14 @@ static int plain_container(Walk *w, PyObject *v) {
 /* A class of the plain metaclass: `<class 'mod.Name'>`, from the type's own dict. */
 static int plain_class(PyObject *v) { return Py_TYPE(v) == &PyType_Type; }
 
+/* Clear an exception the Python definition catches (`except Exception`); 0 if it did not. */
+static int caught(void) {
+    if (!PyErr_ExceptionMatches(PyExc_Exception))
+        return 0;
+    PyErr_Clear();
+    return 1;
+}
+
 /* -- a socket's text, kept while what it is made of holds ------------------------------------
  * A server's request handler holds its connection (as `request`, `connection` and under `wfile`)
  * and its server the listening socket; every line of the handler walks them, and socket.__repr__
@@ -236,14 +243,26 @@ static int plain_class(PyObject *v) { return Py_TYPE(v) == &PyType_Type; }
  * is a function of the object's class, `_closed`, its descriptor, family, type and protocol (fixed
  * for the object) and what getsockname and getpeername answer; the last two are asked here of the
  * kernel directly, their raw bytes in the key, so an equal key means an equal text. Only an exact
- * socket.socket whose class still has the standard library's __repr__ (a subclass or a patched repr
- * may read anything). */
+ * socket.socket whose class still has what the standard library gave it of all the repr reads (a
+ * subclass, a patched repr or address method may read anything), and only a text that is the
+ * repr's own (a fallback after a passing failure is made again at the next walk, as the Python
+ * definition makes it). Inside the journal's sandbox both calls are refused, as the repr's are,
+ * and counted among its refusals as theirs were (a hit makes the two calls where a repr made two). */
 
-/* The key of a socket's text (bytes), or NULL with no error where the fast path does not apply. */
+/* The answer about one of a descriptor's addresses (0 or an errno), asked as the repr asks it:
+ * through the journal where it is loaded, so that inside its sandbox (a recording's reprs) the key
+ * holds the refusal the repr meets, and outside it the addresses. */
+static int address_of(int peer, int fd, struct sockaddr_storage *addr, socklen_t *len) {
+    int rc = peer ? getpeername(fd, (struct sockaddr *)addr, len) : getsockname(fd, (struct sockaddr *)addr, len);
+    return rc == 0 ? 0 : errno;
+}
+
+/* The key of a socket's text (bytes), or NULL with no error where the fast path does not apply
+ * (NULL with an error: one the Python definition would not catch). */
 static PyObject *socket_key(PyObject *v) {
     PyObject *closed = PyObject_GenericGetAttr(v, CLOSED_NAME);
     if (closed == NULL) {
-        PyErr_Clear();
+        caught(); /* (NULL with no error, or with one the definition lets through) */
         return NULL;
     }
     int is_closed = PyObject_IsTrue(closed);
@@ -252,7 +271,7 @@ static PyObject *socket_key(PyObject *v) {
     long fd = fileno == NULL ? -1 : PyLong_AsLong(fileno);
     Py_XDECREF(fileno);
     if (PyErr_Occurred()) {
-        PyErr_Clear();
+        caught();
         return NULL;
     }
     struct {
@@ -266,22 +285,81 @@ static PyObject *socket_key(PyObject *v) {
     key.closed = is_closed;
     if (!is_closed) { /* (the repr asks for neither address of a closed socket) */
         key.own_len = key.peer_len = sizeof(struct sockaddr_storage);
-        key.own_rc = getsockname((int)fd, (struct sockaddr *)&key.own, &key.own_len) == 0 ? 0 : errno;
-        key.peer_rc = getpeername((int)fd, (struct sockaddr *)&key.peer, &key.peer_len) == 0 ? 0 : errno;
+        key.own_rc = address_of(0, (int)fd, &key.own, &key.own_len);
+        key.peer_rc = address_of(1, (int)fd, &key.peer, &key.peer_len);
     }
     return PyBytes_FromStringAndSize((const char *)&key, sizeof(key));
 }
 
 /* Reprs.repr of an exact socket.socket from w->sockets, or made and kept there; NULL with no error
  * where the fast path does not apply. */
-static PyObject *socket_text(Walk *w, PyObject *v) {
-    PyObject *repr = PyObject_GetAttr(SOCKET_TYPE, REPR_NAME);
-    int standard = repr == SOCKET_REPR;
-    Py_XDECREF(repr);
-    if (!standard) {
-        PyErr_Clear();
-        return NULL;
+/* What the repr reads of socket.socket (its own attributes, each by identity), as a tuple. */
+static PyObject *socket_parts(void) {
+    static const char *names[] = {"__repr__", "__module__", "__qualname__", "fileno", "family",
+                                  "type",     "proto",      "getsockname",  "getpeername"};
+    Py_ssize_t n = (Py_ssize_t)(sizeof(names) / sizeof(names[0]));
+    PyObject *parts = PyTuple_New(n);
+    for (Py_ssize_t i = 0; parts != NULL && i < n; i++) {
+        PyObject *part = PyObject_GetAttrString(SOCKET_TYPE, names[i]);
+        if (part == NULL)
+            Py_CLEAR(parts);
+        else
+            PyTuple_SetItem(parts, i, part);
     }
+    return parts;
+}
+
+/* Whether socket.socket still has, of all its repr reads, what the standard library gave it. */
+static int socket_as_shipped(void) {
+    PyObject *now = socket_parts();
+    if (now == NULL)
+        return caught() ? 0 : -1;
+    int same = 1;
+    for (Py_ssize_t i = 0; same && i < PyTuple_Size(now); i++)
+        same = PyTuple_GetItem(now, i) == PyTuple_GetItem(SOCKET_PARTS, i);
+    Py_DECREF(now);
+    return same;
+}
+
+/* The repr's own text (`<socket.socket fd=...`, `<socket.socket [closed] fd=...`), not a fallback. */
+static int socket_repr_text(PyObject *text) {
+    static const char *starts[] = {"<socket.socket fd=", "<socket.socket [closed] fd="};
+    if (text == NULL || !PyUnicode_Check(text))
+        return 0;
+    for (int i = 0; i < 2; i++) {
+        PyObject *start = PyUnicode_FromString(starts[i]);
+        Py_ssize_t found = start == NULL ? -1 : PyUnicode_Tailmatch(text, start, 0, PY_SSIZE_T_MAX, -1);
+        Py_XDECREF(start);
+        if (found < 0) {
+            PyErr_Clear();
+            return 0;
+        }
+        if (found)
+            return 1;
+    }
+    return 0;
+}
+
+/* A dict of (weak reference, ...) tuples, bounded: the entries of objects that have died go first. */
+static void make_room(PyObject *cache, Py_ssize_t most) {
+    if (PyDict_Size(cache) < most)
+        return;
+    PyObject *keys = PyDict_Keys(cache);
+    for (Py_ssize_t i = 0; keys != NULL && i < PyList_Size(keys); i++) {
+        PyObject *entry = PyDict_GetItemWithError(cache, PyList_GetItem(keys, i));
+        if (entry != NULL && PyWeakref_GetObject(PyTuple_GetItem(entry, 0)) == Py_None)
+            PyDict_DelItem(cache, PyList_GetItem(keys, i));
+    }
+    Py_XDECREF(keys);
+    if (PyDict_Size(cache) >= most)
+        PyDict_Clear(cache);
+    PyErr_Clear();
+}
+
+static PyObject *socket_text(Walk *w, PyObject *v) {
+    int standard = socket_as_shipped();
+    if (standard <= 0)
+        return NULL;
     PyObject *key = socket_key(v);
     PyObject *id = key == NULL ? NULL : PyLong_FromVoidPtr(v);
     if (id == NULL) {
@@ -301,10 +379,11 @@ static PyObject *socket_text(Walk *w, PyObject *v) {
     }
     PyObject *text = PyErr_Occurred() ? NULL : PyObject_CallFunctionObjArgs(w->repr, v, NULL);
     /* kept only where nothing changed while the repr ran (it lets the GIL go to other threads) */
-    PyObject *after = text == NULL ? NULL : socket_key(v);
-    if (after != NULL && PyObject_RichCompareBool(after, key, Py_EQ) > 0) {
-        if (PyDict_Size(w->sockets) >= 4096)
-            PyDict_Clear(w->sockets);
+    PyObject *after = text == NULL || !socket_repr_text(text) ? NULL : socket_key(v);
+    if (after == NULL && text != NULL && PyErr_Occurred()) { /* (only an error the definition lets through) */
+        Py_CLEAR(text);
+    } else if (after != NULL && PyObject_RichCompareBool(after, key, Py_EQ) > 0) {
+        make_room(w->sockets, 1024);
         PyObject *ref = PyWeakref_NewRef(v, NULL);
         PyObject *kept = ref == NULL ? NULL : PyTuple_Pack(3, ref, key, text);
         if (kept == NULL || PyDict_SetItem(w->sockets, id, kept) < 0)
@@ -365,14 +444,6 @@ static PyObject *repr_once(Walk *w, PyObject *v) {
     return text;
 }
 
-/* Clear an exception the Python definition catches (`except Exception`); 0 if it did not. */
-static int caught(void) {
-    if (!PyErr_ExceptionMatches(PyExc_Exception))
-        return 0;
-    PyErr_Clear();
-    return 1;
-}
-
 /* An exact dict's names and values, as two lists (no code of the program runs while it is read). */
 static int dict_snapshot(PyObject *d, PyObject **names, PyObject **values) {
     Py_ssize_t n = PyDict_Size(d), pos = 0, i = 0;
@@ -431,11 +502,12 @@ error: /* (a list not made, an item not a pair, an append failed) */
 }
 
 /* values.py's _attributes: *names and *values get two lists (both NULL: none), *exact says they are
- * an exact __dict__'s; -1 on error. */
-static int attributes(Walk *w, PyObject *v, PyObject **names, PyObject **values, int *exact) {
+ * an exact __dict__'s; -1 on error. `given`: the object's __dict__ read already (read once a walk:
+ * a __dict__ property is the program's code). */
+static int attributes(Walk *w, PyObject *v, PyObject *given, PyObject **names, PyObject **values, int *exact) {
     *names = *values = NULL;
     *exact = 0;
-    PyObject *d = PyObject_GenericGetAttr(v, DICT_NAME);
+    PyObject *d = given != NULL ? (Py_INCREF(given), given) : PyObject_GenericGetAttr(v, DICT_NAME);
     if (d == NULL && !caught())
         return -1;
     if (d != NULL && PyDict_Check(d) && !PyType_Check(v) && !PyModule_Check(v) &&
@@ -526,16 +598,20 @@ static PyObject *pair(PyObject *name, PyObject *enc) {
  * 3.13 stores into an object's inline values without changing its materialised dict's version. */
 #define NODE_FIELDS 5 /* (weak reference to the object, names, atoms, encodings, structure) */
 
-/* An atom a node may keep (a big one would be kept alive by the recorder). */
-static int keepable_atom(Walk *w, PyObject *v) {
+/* An atom a node may keep with its text `enc`: one whose text is made here in C (plain_atom: no
+ * guard, no fallback), or a short bytes whose text is its repr (not a fallback of Reprs.repr's after
+ * a passing failure, which the definition makes again at the next walk). A big atom would be kept
+ * alive by the recorder. */
+static int keepable_atom(Walk *w, PyObject *v, PyObject *enc) {
     PyTypeObject *t = Py_TYPE(v);
-    if (t == &PyUnicode_Type)
-        return PyUnicode_GetLength(v) < w->limit;
-    if (t == &PyBytes_Type)
-        return PyBytes_Size(v) < w->limit;
-    if (t == &PyLong_Type)
-        return small_int(v);
-    return is_atom(v);
+    if (t == &PyFloat_Type)
+        return w->limit >= 32; /* (below, Reprs.repr may cut a float's text: it decides) */
+    if (plain_atom(w, v))
+        return 1;
+    if (t != &PyBytes_Type || PyBytes_Size(v) >= w->limit || !PyUnicode_Check(enc) || PyUnicode_GetLength(enc) < 3)
+        return 0;
+    Py_UCS4 first = PyUnicode_ReadChar(enc, 0), second = PyUnicode_ReadChar(enc, 1);
+    return first == 'b' && (second == '\'' || second == '"');
 }
 
 /* The same atom as far as its repr goes: one type and an equal value (a float's bits: 0.0 == -0.0). */
@@ -561,21 +637,22 @@ static int same_atom(PyObject *kept, PyObject *v) {
 
 static PyObject *node_key(PyObject *v, long depth) { return PyLong_FromVoidPtr((char *)v + depth); }
 
-/* The object's exact __dict__ (a new reference), or NULL with no error where no node is kept. */
+/* The object's __dict__ as the walk reads it (a new reference), or NULL: none (no error), or an
+ * error the definition lets through. */
 static PyObject *own_dict(PyObject *v) {
     if (PyType_Check(v) || PyModule_Check(v) || (PyObject *)Py_TYPE(v) == FUNCTION_TYPE)
         return NULL;
     PyObject *d = PyObject_GenericGetAttr(v, DICT_NAME);
-    if (d == NULL || !PyDict_CheckExact(d)) {
-        Py_XDECREF(d);
-        PyErr_Clear();
+    if (d == NULL) {
+        caught(); /* (NULL with no error, or with one the definition lets through) */
         return NULL;
     }
     return d;
 }
 
 static PyObject *structure(Walk *w, PyObject *v, long depth);
-static PyObject *structure_walked(Walk *w, PyObject *v, long depth, PyObject **walked);
+static PyObject *structure_walked(Walk *w, PyObject *v, long depth, PyObject *given, PyObject **walked);
+static void keep_node(Walk *w, PyObject *v, PyObject *key, PyObject *result, PyObject *walked);
 
 /* A non-atom child's encoding, as `structure` makes it. */
 static PyObject *child_encoding(Walk *w, PyObject *child, long depth) {
@@ -587,18 +664,37 @@ static PyObject *child_encoding(Walk *w, PyObject *child, long depth) {
     return enc;
 }
 
-/* The structure from the node of (v, depth) where its names and atoms still hold; NULL with no error
- * where there is none or they do not (the walk then makes it whole). */
+/* The structure of (v, depth), from its node where the names and atoms it kept still hold, else
+ * walked from the __dict__ read here (and a node kept of it); NULL with no error where there is no
+ * node or no exact __dict__ to read (the caller walks). */
 static PyObject *structure_from_node(Walk *w, PyObject *v, long depth, PyObject *key) {
     PyObject *node = PyDict_GetItemWithError(w->nodes, key); /* (borrowed) */
     if (node == NULL || PyWeakref_GetObject(PyTuple_GetItem(node, 0)) != v)
         return NULL;
-    Py_INCREF(node); /* (a repr below may clear the cache) */
-    PyObject *names = PyTuple_GetItem(node, 1), *atoms = PyTuple_GetItem(node, 2);
-    PyObject *encs = PyTuple_GetItem(node, 3), *kept = PyTuple_GetItem(node, 4);
-    Py_ssize_t n = PyTuple_Size(names);
+    PyObject *kept = PyTuple_GetItem(node, 4);
+    if (!PyList_Check(kept) || PyList_Size(kept) != 4) /* (a structure handed out and changed since) */
+        return NULL;
+    PyTypeObject *type = Py_TYPE(v); /* (as the definition reads it: before any repr) */
     PyObject *d = own_dict(v);
-    PyObject *others = d == NULL || PyDict_Size(d) != n ? NULL : PyList_New(n); /* the non-atoms, by place */
+    if (d == NULL)
+        return NULL;
+    if (!PyDict_CheckExact(d)) { /* (no node holds: walked from the dict read here) */
+        PyObject *result = structure_walked(w, v, depth, d, NULL);
+        Py_DECREF(d);
+        return result != NULL || PyErr_Occurred() ? result : NULL;
+    }
+    Py_INCREF(node); /* (a repr below may empty the cache) */
+    Py_INCREF((PyObject *)type);
+    PyObject *names = PyTuple_GetItem(node, 1), *atoms = PyTuple_GetItem(node, 2);
+    PyObject *encs = PyTuple_GetItem(node, 3);
+    Py_ssize_t n = PyTuple_Size(names);
+    /* the non-atoms by place (None where an atom is): filled before any code runs, so a repr that
+     * finds this list (gc.get_objects) never meets an empty slot */
+    PyObject *others = PyDict_Size(d) != n ? NULL : PyList_New(n);
+    for (Py_ssize_t i = 0; others != NULL && i < n; i++) {
+        Py_INCREF(Py_None);
+        PyList_SetItem(others, i, Py_None);
+    }
     Py_ssize_t pos = 0, i = 0;
     PyObject *name, *child;
     while (others != NULL && PyDict_Next(d, &pos, &name, &child)) {
@@ -617,19 +713,33 @@ static PyObject *structure_from_node(Walk *w, PyObject *v, long depth, PyObject 
         }
         i++;
     }
-    Py_XDECREF(d);
-    PyErr_Clear(); /* (a name compared with one that is not a str) */
-    if (others == NULL || i != n) {
+    PyErr_Clear(); /* (no error can come of the loop but a failed list; a name compared is an exact str) */
+    PyObject *result = NULL;
+    if (others == NULL || i != n) { /* the node no longer holds: a walk of the dict read here */
         Py_XDECREF(others);
+        PyObject *walked = NULL;
+        result = structure_walked(w, v, depth, d, &walked);
+        if (result != NULL && walked != NULL)
+            keep_node(w, v, key, result, walked);
+        Py_XDECREF(walked);
+        if (result != NULL && PyErr_Occurred())
+            PyErr_Clear(); /* (a node not kept: the structure is still right) */
+        Py_DECREF(d);
+        Py_DECREF((PyObject *)type);
         Py_DECREF(node);
-        return NULL;
+        return result;
     }
+    Py_DECREF(d);
     /* the texts that may have changed in place: every non-atom child's, and the object's own */
     PyObject *fresh = PyList_New(n);
+    for (i = 0; fresh != NULL && i < n; i++) {
+        Py_INCREF(Py_None);
+        PyList_SetItem(fresh, i, Py_None);
+    }
     int same = fresh != NULL;
     for (i = 0; fresh != NULL && i < n; i++) {
         PyObject *child = PyList_GetItem(others, i), *enc;
-        if (child == NULL) { /* (an atom: its text is the node's) */
+        if (child == Py_None) { /* (an atom: its text is the node's) */
             enc = PyTuple_GetItem(encs, i);
             Py_INCREF(enc);
         } else if ((enc = child_encoding(w, child, depth)) == NULL) {
@@ -648,8 +758,7 @@ static PyObject *structure_from_node(Walk *w, PyObject *v, long depth, PyObject 
     }
     Py_DECREF(others);
     PyObject *text = fresh == NULL ? NULL : repr_once(w, v);
-    PyObject *type_name = text == NULL ? NULL : PyObject_GetAttr((PyObject *)Py_TYPE(v), NAME_NAME);
-    PyObject *result = NULL;
+    PyObject *type_name = text == NULL ? NULL : PyObject_GetAttr((PyObject *)type, NAME_NAME);
     if (type_name != NULL) {
         int equal = same ? PyObject_RichCompareBool(text, PyList_GetItem(kept, 0), Py_EQ) : 0;
         int named = equal > 0 ? PyObject_RichCompareBool(type_name, PyList_GetItem(kept, 1), Py_EQ) : 0;
@@ -691,6 +800,7 @@ static PyObject *structure_from_node(Walk *w, PyObject *v, long depth, PyObject 
     Py_XDECREF(text);
     Py_XDECREF(type_name);
     Py_XDECREF(fresh);
+    Py_DECREF((PyObject *)type);
     Py_DECREF(node);
     return result;
 }
@@ -711,8 +821,8 @@ static void keep_node(Walk *w, PyObject *v, PyObject *key, PyObject *result, PyO
         PyObject *name = PyList_GetItem(names, i), *child = PyList_GetItem(values, i);
         PyObject *enc = PyList_GetItem(PyList_GetItem(children, i), 1);
         PyObject *atom = is_atom(child) ? child : NOT_KEPT;
-        if (!PyUnicode_CheckExact(name) || (atom != NOT_KEPT && !keepable_atom(w, child)))
-            ok = 0; /* (an atom too big to keep: this object is walked whole each time) */
+        if (!PyUnicode_CheckExact(name) || (atom != NOT_KEPT && !keepable_atom(w, child, enc)))
+            ok = 0; /* (an atom that cannot be kept: this object is walked whole each time) */
         Py_INCREF(name);
         Py_INCREF(atom);
         Py_INCREF(enc);
@@ -723,8 +833,7 @@ static void keep_node(Walk *w, PyObject *v, PyObject *key, PyObject *result, PyO
     PyObject *ref = ok ? PyWeakref_NewRef(v, NULL) : NULL;
     PyObject *node = ref == NULL ? NULL : PyTuple_Pack(NODE_FIELDS, ref, kept_names, atoms, encs, result);
     if (node != NULL) {
-        if (PyDict_Size(w->nodes) >= 4096)
-            PyDict_Clear(w->nodes);
+        make_room(w->nodes, 1024);
         PyDict_SetItem(w->nodes, key, node);
     }
     PyErr_Clear(); /* (an object without weak references, a failed allocation: no node, same structure) */
@@ -740,14 +849,14 @@ static PyObject *structure(Walk *w, PyObject *v, long depth) {
     if (is_atom(v) || is_literal_container(v))
         Py_RETURN_NONE;
     if (w->nodes == NULL)
-        return structure_walked(w, v, depth, NULL);
+        return structure_walked(w, v, depth, NULL, NULL);
     PyObject *key = node_key(v, depth);
     if (key == NULL)
         return NULL;
     PyObject *result = structure_from_node(w, v, depth, key);
     if (result == NULL && !PyErr_Occurred()) {
         PyObject *walked = NULL;
-        result = structure_walked(w, v, depth, &walked);
+        result = structure_walked(w, v, depth, NULL, &walked);
         if (result != NULL && walked != NULL)
             keep_node(w, v, key, result, walked);
         Py_XDECREF(walked);
@@ -760,11 +869,13 @@ static PyObject *structure(Walk *w, PyObject *v, long depth) {
 
 /* The walk itself. Where `walked` is given and the object's attributes are an exact __dict__'s, none
  * cut, *walked gets (names, values) as the walk read them: what a node keeps. */
-static PyObject *structure_walked(Walk *w, PyObject *v, long depth, PyObject **walked) {
+static PyObject *structure_walked(Walk *w, PyObject *v, long depth, PyObject *given, PyObject **walked) {
     PyObject *names, *values;
     int exact;
-    if (attributes(w, v, &names, &values, &exact) < 0)
+    PyObject *type = (PyObject *)Py_TYPE(v); /* (as the definition reads it: before any repr) */
+    if (attributes(w, v, given, &names, &values, &exact) < 0)
         return NULL;
+    Py_INCREF(type);
     PyObject *children = PyList_New(0);
     Py_ssize_t count = names == NULL ? 0 : PyList_Size(names);
     for (Py_ssize_t i = 0; children != NULL && i < count && i < w->max_children; i++) {
@@ -780,14 +891,18 @@ static PyObject *structure_walked(Walk *w, PyObject *v, long depth, PyObject **w
             Py_CLEAR(children);
         Py_XDECREF(item);
     }
-    if (walked != NULL && children != NULL && names != NULL && exact && count <= w->max_children)
-        *walked = PyTuple_Pack(2, names, values); /* (NULL: no node) */
+    if (walked != NULL && children != NULL && names != NULL && exact && count <= w->max_children &&
+        (*walked = PyTuple_Pack(2, names, values)) == NULL)
+        PyErr_Clear(); /* (no node) */
     Py_XDECREF(names);
     Py_XDECREF(values);
-    if (children == NULL)
+    if (children == NULL) {
+        Py_DECREF(type);
         return NULL;
+    }
     PyObject *text = repr_once(w, v);
-    PyObject *type_name = text == NULL ? NULL : PyObject_GetAttr((PyObject *)Py_TYPE(v), NAME_NAME);
+    PyObject *type_name = text == NULL ? NULL : PyObject_GetAttr(type, NAME_NAME);
+    Py_DECREF(type);
     Py_ssize_t more = count > w->max_children ? count - w->max_children : 0;
     PyObject *result = type_name == NULL ? NULL : Py_BuildValue("[NNNn]", text, type_name, children, more);
     if (type_name == NULL) {
@@ -903,7 +1018,6 @@ PyMODINIT_FUNC PyInit__values(void) {
         return NULL;
     FUNCTION_TYPE = PyObject_GetAttrString(types, "FunctionType");
     Py_DECREF(types);
-    REPR_NAME = PyUnicode_InternFromString("__repr__");
     CLOSED_NAME = PyUnicode_InternFromString("_closed");
     FILENO_NAME = PyUnicode_InternFromString("fileno");
     NOT_KEPT = PyUnicode_FromString("<not kept>"); /* (an object of its own, compared by identity) */
@@ -911,13 +1025,13 @@ PyMODINIT_FUNC PyInit__values(void) {
     PyObject *socket_module = PyImport_ImportModule("socket");
     if (socket_module != NULL) {
         SOCKET_TYPE = PyObject_GetAttrString(socket_module, "socket");
-        SOCKET_REPR = SOCKET_TYPE == NULL ? NULL : PyObject_GetAttr(SOCKET_TYPE, REPR_NAME);
+        SOCKET_PARTS = SOCKET_TYPE == NULL ? NULL : socket_parts();
         Py_DECREF(socket_module);
     }
-    if (SOCKET_REPR == NULL)
+    if (SOCKET_PARTS == NULL)
         Py_CLEAR(SOCKET_TYPE);
     PyErr_Clear();
-    if (NOT_KEPT == NULL || REPR_NAME == NULL || CLOSED_NAME == NULL || FILENO_NAME == NULL || MARK == NULL || AT_0X == NULL || EMPTY == NULL || DICT_NAME == NULL || NAME_NAME == NULL ||
+    if (NOT_KEPT == NULL || CLOSED_NAME == NULL || FILENO_NAME == NULL || MARK == NULL || AT_0X == NULL || EMPTY == NULL || DICT_NAME == NULL || NAME_NAME == NULL ||
         ITEMS_NAME == NULL || ISSPACE_NAME == NULL || OBJECT_REPR == NULL || FUNCTION_TYPE == NULL)
         return NULL;
     return PyModule_Create(&module);
