@@ -42,6 +42,7 @@ static PyObject *FUNCTION_TYPE; /* types.FunctionType (not in the limited API) *
 static reprfunc OBJECT_REPR;    /* object.__repr__'s slot */
 static PyObject *SOCKET_TYPE;   /* socket.socket */
 static PyObject *SOCKET_PARTS;  /* what socket.socket.__repr__ reads of its class, as the standard library has it */
+static PyObject *SOCKET_PART_NAMES; /* ... by name */
 static PyObject *CLOSED_NAME;   /* "_closed" */
 static PyObject *FILENO_NAME;   /* "fileno" */
 static PyObject *NOT_KEPT;      /* a node's mark for a child that is not an atom it keeps */
@@ -293,14 +294,18 @@ static PyObject *socket_key(PyObject *v) {
 
 /* Reprs.repr of an exact socket.socket from w->sockets, or made and kept there; NULL with no error
  * where the fast path does not apply. */
-/* What the repr reads of socket.socket (its own attributes, each by identity), as a tuple. */
+/* The names of what the repr reads of socket.socket (its class's own attributes). */
+static PyObject *socket_part_names(void) {
+    return Py_BuildValue("(sssssssss)", "__repr__", "__module__", "__qualname__", "fileno", "family", "type",
+                         "proto", "getsockname", "getpeername");
+}
+
+/* What the repr reads of socket.socket now, each by identity, as a tuple. */
 static PyObject *socket_parts(void) {
-    static const char *names[] = {"__repr__", "__module__", "__qualname__", "fileno", "family",
-                                  "type",     "proto",      "getsockname",  "getpeername"};
-    Py_ssize_t n = (Py_ssize_t)(sizeof(names) / sizeof(names[0]));
+    Py_ssize_t n = PyTuple_Size(SOCKET_PART_NAMES);
     PyObject *parts = PyTuple_New(n);
     for (Py_ssize_t i = 0; parts != NULL && i < n; i++) {
-        PyObject *part = PyObject_GetAttrString(SOCKET_TYPE, names[i]);
+        PyObject *part = PyObject_GetAttr(SOCKET_TYPE, PyTuple_GetItem(SOCKET_PART_NAMES, i));
         if (part == NULL)
             Py_CLEAR(parts);
         else
@@ -311,14 +316,15 @@ static PyObject *socket_parts(void) {
 
 /* Whether socket.socket still has, of all its repr reads, what the standard library gave it. */
 static int socket_as_shipped(void) {
-    PyObject *now = socket_parts();
-    if (now == NULL)
-        return caught() ? 0 : -1;
-    int same = 1;
-    for (Py_ssize_t i = 0; same && i < PyTuple_Size(now); i++)
-        same = PyTuple_GetItem(now, i) == PyTuple_GetItem(SOCKET_PARTS, i);
-    Py_DECREF(now);
-    return same;
+    for (Py_ssize_t i = 0; i < PyTuple_Size(SOCKET_PART_NAMES); i++) {
+        PyObject *part = PyObject_GetAttr(SOCKET_TYPE, PyTuple_GetItem(SOCKET_PART_NAMES, i));
+        if (part == NULL)
+            return caught() ? 0 : -1;
+        Py_DECREF(part); /* (only its identity is compared: the class holds it) */
+        if (part != PyTuple_GetItem(SOCKET_PARTS, i))
+            return 0;
+    }
+    return 1;
 }
 
 /* The repr's own text (`<socket.socket fd=...`, `<socket.socket [closed] fd=...`), not a fallback. */
@@ -1025,7 +1031,8 @@ PyMODINIT_FUNC PyInit__values(void) {
     PyObject *socket_module = PyImport_ImportModule("socket");
     if (socket_module != NULL) {
         SOCKET_TYPE = PyObject_GetAttrString(socket_module, "socket");
-        SOCKET_PARTS = SOCKET_TYPE == NULL ? NULL : socket_parts();
+        SOCKET_PART_NAMES = SOCKET_TYPE == NULL ? NULL : socket_part_names();
+        SOCKET_PARTS = SOCKET_PART_NAMES == NULL ? NULL : socket_parts();
         Py_DECREF(socket_module);
     }
     if (SOCKET_PARTS == NULL)
