@@ -660,6 +660,19 @@ static PyObject *structure(Walk *w, PyObject *v, long depth);
 static PyObject *structure_walked(Walk *w, PyObject *v, long depth, PyObject *given, PyObject **walked);
 static void keep_node(Walk *w, PyObject *v, PyObject *key, PyObject *result, PyObject *walked);
 
+/* The structure of (v, depth) walked whole (from `given`, its __dict__ read already, if any), and a
+ * node kept of it where one can be. */
+static PyObject *walked_and_kept(Walk *w, PyObject *v, long depth, PyObject *given, PyObject *key) {
+    PyObject *walked = NULL;
+    PyObject *result = structure_walked(w, v, depth, given, &walked);
+    if (result != NULL && walked != NULL)
+        keep_node(w, v, key, result, walked);
+    Py_XDECREF(walked);
+    if (result != NULL && PyErr_Occurred())
+        PyErr_Clear(); /* (a node not kept: the structure is still right) */
+    return result;
+}
+
 /* A non-atom child's encoding, as `structure` makes it. */
 static PyObject *child_encoding(Walk *w, PyObject *child, long depth) {
     PyObject *enc = depth > 1 ? structure(w, child, depth - 1) : (Py_INCREF(Py_None), Py_None);
@@ -723,13 +736,7 @@ static PyObject *structure_from_node(Walk *w, PyObject *v, long depth, PyObject 
     PyObject *result = NULL;
     if (others == NULL || i != n) { /* the node no longer holds: a walk of the dict read here */
         Py_XDECREF(others);
-        PyObject *walked = NULL;
-        result = structure_walked(w, v, depth, d, &walked);
-        if (result != NULL && walked != NULL)
-            keep_node(w, v, key, result, walked);
-        Py_XDECREF(walked);
-        if (result != NULL && PyErr_Occurred())
-            PyErr_Clear(); /* (a node not kept: the structure is still right) */
+        result = walked_and_kept(w, v, depth, d, key);
         Py_DECREF(d);
         Py_DECREF((PyObject *)type);
         Py_DECREF(node);
@@ -860,15 +867,8 @@ static PyObject *structure(Walk *w, PyObject *v, long depth) {
     if (key == NULL)
         return NULL;
     PyObject *result = structure_from_node(w, v, depth, key);
-    if (result == NULL && !PyErr_Occurred()) {
-        PyObject *walked = NULL;
-        result = structure_walked(w, v, depth, NULL, &walked);
-        if (result != NULL && walked != NULL)
-            keep_node(w, v, key, result, walked);
-        Py_XDECREF(walked);
-        if (result != NULL && PyErr_Occurred())
-            PyErr_Clear(); /* (a node not kept: the structure is still right) */
-    }
+    if (result == NULL && !PyErr_Occurred())
+        result = walked_and_kept(w, v, depth, NULL, key);
     Py_DECREF(key);
     return result;
 }
