@@ -242,8 +242,8 @@ static int caught(void) {
  * is Python code that formats three enums and asks the kernel for both addresses (a failed
  * getpeername raising OSError on a listening socket): a third of a request's recording. Its text
  * is a function of the object's class, `_closed`, its descriptor, family, type and protocol (fixed
- * for the object) and what getsockname and getpeername answer; the last two are asked here of the
- * kernel directly, their raw bytes in the key, so an equal key means an equal text. Only an exact
+ * for the object) and what getsockname and getpeername answer; the last two are asked here as the
+ * repr asks them, their raw bytes in the key, so an equal key means an equal text. Only an exact
  * socket.socket whose class still has what the standard library gave it of all the repr reads (a
  * subclass, a patched repr or address method may read anything), and only a text that is the
  * repr's own (a fallback after a passing failure is made again at the next walk, as the Python
@@ -292,8 +292,6 @@ static PyObject *socket_key(PyObject *v) {
     return PyBytes_FromStringAndSize((const char *)&key, sizeof(key));
 }
 
-/* Reprs.repr of an exact socket.socket from w->sockets, or made and kept there; NULL with no error
- * where the fast path does not apply. */
 /* The names of what the repr reads of socket.socket (its class's own attributes). */
 static PyObject *socket_part_names(void) {
     return Py_BuildValue("(sssssssss)", "__repr__", "__module__", "__qualname__", "fileno", "family", "type",
@@ -362,6 +360,8 @@ static void make_room(PyObject *cache, Py_ssize_t most) {
     PyErr_Clear();
 }
 
+/* Reprs.repr of an exact socket.socket from w->sockets, or made and kept there; NULL with no error
+ * where the fast path does not apply. */
 static PyObject *socket_text(Walk *w, PyObject *v) {
     int standard = socket_as_shipped();
     if (standard <= 0)
