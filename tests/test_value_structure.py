@@ -200,6 +200,8 @@ def over_time():
     steps = [
         ("nothing", lambda: None),
         ("an int rebound", lambda: setattr(o, "n", 2)),
+        ("an int rebound back", lambda: setattr(o, "n", 1)),
+        ("an int rebound again", lambda: setattr(o, "n", 2)),
         ("0.0 to -0.0", lambda: setattr(o, "f", -0.0)),
         ("True to 1", lambda: setattr(o, "flag", 1)),
         ("a list grown in place", lambda: o.items.append(2)),

@@ -575,11 +575,21 @@ slots_error:
     return -1;
 }
 
+/* A list of the walk's own making (texts, and lists of texts) out of the cyclic collector's sight:
+ * a structure can hold no cycle, and a full capture keeps tens of thousands of them waiting for
+ * the channel, which the collections CPython runs as objects are made walked again and again (a
+ * tenth of a recording child's time on an object-heavy threaded program). */
+static PyObject *untracked(PyObject *list) {
+    if (list != NULL && PyObject_GC_IsTracked(list))
+        PyObject_GC_UnTrack(list);
+    return list;
+}
+
 static PyObject *pair(PyObject *name, PyObject *enc) {
     /* steals `enc` */
     if (enc == NULL)
         return NULL;
-    PyObject *list = PyList_New(2);
+    PyObject *list = untracked(PyList_New(2));
     if (list == NULL) {
         Py_DECREF(enc);
         return NULL;
@@ -595,8 +605,9 @@ static PyObject *pair(PyObject *name, PyObject *enc) {
  * its command, its flags). A Node keeps, for an object with an exact __dict__, its attributes'
  * names and atoms as they were (the atoms themselves: equal atoms of one type have one repr), the
  * children's encodings and the structure made of them. The next walk still reads the dict and
- * still makes every text that is not an atom's (a socket's, a list's, the object's own repr:
- * anything may have changed in place), but takes the atoms' texts from the node, and where every
+ * still makes every text that is not a kept atom's (a socket's, a list's, the object's own repr:
+ * anything may have changed in place; an atom rebound since), but takes the texts of the atoms
+ * that are still there from the node, and where every
  * text is what it was it answers the very structure of last time, which the tracer's comparison
  * with the previous line's then finds equal at once (identity). The object's type is not kept:
  * the structure is its own text, its type's name and the children, each compared. Not a dict
@@ -707,12 +718,13 @@ static PyObject *structure_from_node(Walk *w, PyObject *v, long depth, PyObject 
     PyObject *names = PyTuple_GetItem(node, 1), *atoms = PyTuple_GetItem(node, 2);
     PyObject *encs = PyTuple_GetItem(node, 3);
     Py_ssize_t n = PyTuple_Size(names);
-    /* the non-atoms by place (None where an atom is): filled before any code runs, so a repr that
-     * finds this list (gc.get_objects) never meets an empty slot */
+    /* by place, the children whose text is made again (NOT_KEPT where an atom the node kept is
+     * there still: its text is the node's): filled before any code runs, so a repr that finds this
+     * list (gc.get_objects) never meets an empty slot */
     PyObject *others = PyDict_Size(d) != n ? NULL : PyList_New(n);
     for (Py_ssize_t i = 0; others != NULL && i < n; i++) {
-        Py_INCREF(Py_None);
-        PyList_SetItem(others, i, Py_None);
+        Py_INCREF(NOT_KEPT);
+        PyList_SetItem(others, i, NOT_KEPT);
     }
     Py_ssize_t pos = 0, i = 0;
     PyObject *name, *child;
@@ -721,12 +733,7 @@ static PyObject *structure_from_node(Walk *w, PyObject *v, long depth, PyObject 
         if (name != was && (!PyUnicode_CheckExact(name) || PyUnicode_Compare(name, was) != 0))
             break;
         PyObject *atom = PyTuple_GetItem(atoms, i);
-        if (is_atom(child)) {
-            if (atom == NOT_KEPT || !same_atom(atom, child))
-                break;
-        } else {
-            if (atom != NOT_KEPT)
-                break;
+        if (atom == NOT_KEPT || !is_atom(child) || !same_atom(atom, child)) {
             Py_INCREF(child);
             PyList_SetItem(others, i, child);
         }
@@ -752,10 +759,10 @@ static PyObject *structure_from_node(Walk *w, PyObject *v, long depth, PyObject 
     int same = fresh != NULL;
     for (i = 0; fresh != NULL && i < n; i++) {
         PyObject *child = PyList_GetItem(others, i), *enc;
-        if (child == Py_None) { /* (an atom: its text is the node's) */
+        if (child == NOT_KEPT) { /* (an atom the node kept: its text is the node's) */
             enc = PyTuple_GetItem(encs, i);
             Py_INCREF(enc);
-        } else if ((enc = child_encoding(w, child, depth)) == NULL) {
+        } else if ((enc = is_atom(child) ? repr_of(w, child) : child_encoding(w, child, depth)) == NULL) {
             Py_CLEAR(fresh);
             break;
         } else if (same) {
@@ -769,7 +776,6 @@ static PyObject *structure_from_node(Walk *w, PyObject *v, long depth, PyObject 
         }
         PyList_SetItem(fresh, i, enc);
     }
-    Py_DECREF(others);
     PyObject *text = fresh == NULL ? NULL : repr_once(w, v);
     PyObject *type_name = text == NULL ? NULL : PyObject_GetAttr((PyObject *)type, NAME_NAME);
     if (type_name != NULL) {
@@ -781,7 +787,7 @@ static PyObject *structure_from_node(Walk *w, PyObject *v, long depth, PyObject 
             Py_INCREF(kept);
             result = kept;
         } else {
-            PyObject *children = PyList_New(n);
+            PyObject *children = untracked(PyList_New(n));
             for (i = 0; children != NULL && i < n; i++) {
                 PyObject *enc = PyList_GetItem(fresh, i);
                 Py_INCREF(enc);
@@ -794,25 +800,35 @@ static PyObject *structure_from_node(Walk *w, PyObject *v, long depth, PyObject 
             if (children != NULL) {
                 Py_INCREF(text);
                 Py_INCREF(type_name);
-                result = Py_BuildValue("[NNNn]", text, type_name, children, (Py_ssize_t)0);
+                result = untracked(Py_BuildValue("[NNNn]", text, type_name, children, (Py_ssize_t)0));
             }
         }
     }
     if (result == NULL && !PyErr_Occurred())
         PyErr_SetString(PyExc_RuntimeError, "structure: a node could not be read");
-    if (result != NULL && result != kept) { /* the node takes the new texts */
-        PyObject *new_encs = PyList_AsTuple(fresh);
-        PyObject *fields = new_encs == NULL ? NULL
-                                            : PyTuple_Pack(NODE_FIELDS, PyTuple_GetItem(node, 0), names, atoms,
-                                                           new_encs, result);
+    if (result != NULL && result != kept) { /* the node takes the new texts, and the atoms they are of */
+        PyObject *new_encs = PyList_AsTuple(fresh), *new_atoms = PyTuple_New(n);
+        for (i = 0; new_encs != NULL && new_atoms != NULL && i < n; i++) {
+            PyObject *child = PyList_GetItem(others, i);
+            PyObject *atom = child == NOT_KEPT ? PyTuple_GetItem(atoms, i)
+                             : is_atom(child) && keepable_atom(w, child, PyTuple_GetItem(new_encs, i)) ? child
+                                                                                                       : NOT_KEPT;
+            Py_INCREF(atom);
+            PyTuple_SetItem(new_atoms, i, atom);
+        }
+        PyObject *fields = new_encs == NULL || new_atoms == NULL
+                               ? NULL
+                               : PyTuple_Pack(NODE_FIELDS, PyTuple_GetItem(node, 0), names, new_atoms, new_encs, result);
         if (fields == NULL || PyDict_SetItem(w->nodes, key, fields) < 0)
             PyErr_Clear(); /* (not kept: the structure is still right) */
         Py_XDECREF(new_encs);
+        Py_XDECREF(new_atoms);
         Py_XDECREF(fields);
     }
     Py_XDECREF(text);
     Py_XDECREF(type_name);
     Py_XDECREF(fresh);
+    Py_DECREF(others);
     Py_DECREF((PyObject *)type);
     Py_DECREF(node);
     return result;
@@ -833,9 +849,9 @@ static void keep_node(Walk *w, PyObject *v, PyObject *key, PyObject *result, PyO
     for (Py_ssize_t i = 0; ok && i < n; i++) {
         PyObject *name = PyList_GetItem(names, i), *child = PyList_GetItem(values, i);
         PyObject *enc = PyList_GetItem(PyList_GetItem(children, i), 1);
-        PyObject *atom = is_atom(child) ? child : NOT_KEPT;
-        if (!PyUnicode_CheckExact(name) || (atom != NOT_KEPT && !keepable_atom(w, child, enc)))
-            ok = 0; /* (an atom that cannot be kept: this object is walked whole each time) */
+        /* (an atom that cannot be kept has its text made again at each walk, as a non-atom's) */
+        PyObject *atom = is_atom(child) && keepable_atom(w, child, enc) ? child : NOT_KEPT;
+        ok = PyUnicode_CheckExact(name);
         Py_INCREF(name);
         Py_INCREF(atom);
         Py_INCREF(enc);
@@ -882,7 +898,7 @@ static PyObject *structure_walked(Walk *w, PyObject *v, long depth, PyObject *gi
     if (attributes(w, v, given, &names, &values, &exact) < 0)
         return NULL;
     Py_INCREF(type);
-    PyObject *children = PyList_New(0);
+    PyObject *children = untracked(PyList_New(0));
     Py_ssize_t count = names == NULL ? 0 : PyList_Size(names);
     for (Py_ssize_t i = 0; children != NULL && i < count && i < w->max_children; i++) {
         PyObject *child = PyList_GetItem(values, i);
@@ -910,7 +926,7 @@ static PyObject *structure_walked(Walk *w, PyObject *v, long depth, PyObject *gi
     PyObject *type_name = text == NULL ? NULL : PyObject_GetAttr(type, NAME_NAME);
     Py_DECREF(type);
     Py_ssize_t more = count > w->max_children ? count - w->max_children : 0;
-    PyObject *result = type_name == NULL ? NULL : Py_BuildValue("[NNNn]", text, type_name, children, more);
+    PyObject *result = type_name == NULL ? NULL : untracked(Py_BuildValue("[NNNn]", text, type_name, children, more));
     if (type_name == NULL) {
         Py_XDECREF(text);
         Py_DECREF(children);
