@@ -229,6 +229,41 @@ THREADED = textwrap.dedent(
         print(main())
     """
 )
+# Threads that call methods of the program's objects: `self` walked at every line, one attribute
+# changed at each (the values a full capture encodes, where THREADED's are ints)
+OBJECTS = textwrap.dedent(
+    """
+    import threading
+
+    class Account:
+        def __init__(self, owner, n):
+            self.owner, self.number, self.balance, self.currency = owner, n, 0, "EUR"
+            self.open, self.limit, self.history, self.bank = True, 1000, [], None
+
+        def deposit(self, amount):
+            self.balance += amount
+            self.history.append(amount)
+            if len(self.history) > 8:
+                self.history.pop(0)
+            return self.balance
+
+    def work(account, n):
+        for k in range(n):
+            account.deposit(k % 7)
+
+    def main():
+        accounts = [Account(f"owner{{i}}", i) for i in range(2)]
+        threads = [threading.Thread(target=work, args=(a, {n})) for a in accounts]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        return sum(a.balance for a in accounts)
+
+    if __name__ == "__main__":
+        print(main())
+    """
+)
 HTTP_SERVER = textwrap.dedent(
     """
     import sys
@@ -360,6 +395,18 @@ def whole_programs(
         f"{seconds / plain:>8.1f}x  every thread ({threads}) in full from the second, {joined.engine};"
         f" recorded {recorded / plain:.1f}x,"
         f" floor {floor / plain:.1f}x; once"
+    )
+    objects = tmp / "objects.py"
+    objects.write_text(OBJECTS.format(n=20_000 * scale))
+    plain = statistics.median(script_seconds(python, objects) for _ in range(repeat))
+    t = time.perf_counter()
+    skeleton = record_skeleton(Program(str(objects)), limits, python=python)
+    recorded = time.perf_counter() - t - base_skeleton
+    events = len(skeleton.log.threaded)
+    skeleton.close()
+    print(
+        f"{version:>8} {'objects (2 workers)':>22} {events:>10} {plain * 1e3:>9.1f} "
+        f"{recorded / plain:>8.1f}x  every thread in full from the second; recorded only, once"
     )
     server = tmp / "server.py"
     requests = 200 * scale

@@ -202,6 +202,8 @@ def over_time():
         ("an int rebound", lambda: setattr(o, "n", 2)),
         ("an int rebound back", lambda: setattr(o, "n", 1)),
         ("an int rebound again", lambda: setattr(o, "n", 2)),
+        ("an atom become a list", lambda: setattr(o, "n", [2])),
+        ("a list become an atom", lambda: setattr(o, "n", 2)),
         ("0.0 to -0.0", lambda: setattr(o, "f", -0.0)),
         ("True to 1", lambda: setattr(o, "flag", 1)),
         ("a list grown in place", lambda: o.items.append(2)),
@@ -286,6 +288,16 @@ def over_time():
         p = reprs.structure_in_python(swapped, 1, {})
         if c != p:
             differ.append(["over time: a repr changing the walked object's class", 1, 60, 20, repr(c), repr(p)])
+    # the node's own mark, reached by the program (through gc, or the Reprs' dict), as a value
+    marked = Plain()
+    marked.x = [1]
+    reprs.structure(marked, 1, {})
+    mark = [a for node in list(reprs.nodes.values()) for a in node[2] if type(a) is str and a == "<not kept>"]
+    if mark:
+        marked.x = mark[0]
+        c, p = reprs.structure(marked, 1, {}), reprs.structure_in_python(marked, 1, {})
+        if c != p:
+            differ.append(["over time: the node's mark as a value", 1, 60, 20, repr(c), repr(p)])
     bumped = Plain()
     bumped.n, bumped.bumps = 0, Bumps()
     BUMPED.append(bumped)

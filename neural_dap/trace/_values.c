@@ -729,6 +729,8 @@ static PyObject *structure_from_node(Walk *w, PyObject *v, long depth, PyObject 
     Py_ssize_t pos = 0, i = 0;
     PyObject *name, *child;
     while (others != NULL && PyDict_Next(d, &pos, &name, &child)) {
+        if (child == NOT_KEPT) /* (the mark itself, reached by the program through gc: walked whole) */
+            break;
         PyObject *was = PyTuple_GetItem(names, i);
         if (name != was && (!PyUnicode_CheckExact(name) || PyUnicode_Compare(name, was) != 0))
             break;
