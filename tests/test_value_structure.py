@@ -288,6 +288,22 @@ def over_time():
         p = reprs.structure_in_python(swapped, 1, {})
         if c != p:
             differ.append(["over time: a repr changing the walked object's class", 1, 60, 20, repr(c), repr(p)])
+    # an object whose structure is too big to keep (the recorder's memory stays bounded): walked whole,
+    # whether it was big at its first walk or grew big since
+    wide = Reprs(1000, 50)
+    for first, then in ((200, 200), (1, 200)):
+        big = Plain()
+        for k in range(30):
+            setattr(big, f"p{k}", Plain())
+        for size in (first, then):
+            for k in range(30):
+                for j in range(30):
+                    setattr(getattr(big, f"p{k}"), f"a{j}", "t" * size)
+            c, p = wide.structure(big, 2, {}), wide.structure_in_python(big, 2, {})
+            if c != p:
+                differ.append(["over time: an object too big to keep", size, 1000, 50, repr(c)[:200], repr(p)[:200]])
+            if size > 1 and any(node[0]() is big for node in list(wide.nodes.values())):
+                differ.append(["over time: an object too big to keep", size, 1000, 50, "a node kept", ""])
     # the node's own mark, reached by the program (through gc, or the Reprs' dict), as a value
     marked = Plain()
     marked.x = [1]

@@ -615,6 +615,21 @@ static PyObject *pair(PyObject *name, PyObject *enc) {
  * 3.13 stores into an object's inline values without changing its materialised dict's version. */
 #define NODE_FIELDS 5 /* (weak reference to the object, names, atoms, encodings, structure) */
 
+/* Whether a structure's texts add up to more than `budget` characters (walked only that far). */
+static int larger_than(PyObject *enc, Py_ssize_t *budget) {
+    if (PyUnicode_Check(enc))
+        *budget -= PyUnicode_GetLength(enc);
+    else if (PyList_Check(enc))
+        for (Py_ssize_t i = 0; *budget >= 0 && i < PyList_Size(enc); i++)
+            larger_than(PyList_GetItem(enc, i), budget);
+    return *budget < 0;
+}
+
+/* The most characters of text one node keeps: past it an object is walked whole each time, so the
+ * cache stays within NODES_KEPT times this (64 million characters) whatever the program holds. */
+#define NODE_TEXT 65536
+#define NODES_KEPT 1024
+
 /* An atom a node may keep with its text `enc`: one whose text is made here in C (plain_atom: no
  * guard, no fallback), or a short bytes whose text is its repr (not a fallback of Reprs.repr's after
  * a passing failure, which the definition makes again at the next walk). A big atom would be kept
@@ -808,7 +823,11 @@ static PyObject *structure_from_node(Walk *w, PyObject *v, long depth, PyObject 
     }
     if (result == NULL && !PyErr_Occurred())
         PyErr_SetString(PyExc_RuntimeError, "structure: a node could not be read");
-    if (result != NULL && result != kept) { /* the node takes the new texts, and the atoms they are of */
+    Py_ssize_t budget = NODE_TEXT;
+    if (result != NULL && result != kept && larger_than(result, &budget)) {
+        if (PyDict_DelItem(w->nodes, key) < 0) /* (grown past what a node keeps: walked whole from now) */
+            PyErr_Clear();
+    } else if (result != NULL && result != kept) { /* the node takes the new texts, and their atoms */
         PyObject *new_encs = PyList_AsTuple(fresh), *new_atoms = PyTuple_New(n);
         for (i = 0; new_encs != NULL && new_atoms != NULL && i < n; i++) {
             PyObject *child = PyList_GetItem(others, i);
@@ -861,10 +880,11 @@ static void keep_node(Walk *w, PyObject *v, PyObject *key, PyObject *result, PyO
         PyTuple_SetItem(atoms, i, atom);
         PyTuple_SetItem(encs, i, enc);
     }
-    PyObject *ref = ok ? PyWeakref_NewRef(v, NULL) : NULL;
+    Py_ssize_t budget = NODE_TEXT;
+    PyObject *ref = ok && !larger_than(result, &budget) ? PyWeakref_NewRef(v, NULL) : NULL;
     PyObject *node = ref == NULL ? NULL : PyTuple_Pack(NODE_FIELDS, ref, kept_names, atoms, encs, result);
     if (node != NULL) {
-        make_room(w->nodes, 1024);
+        make_room(w->nodes, NODES_KEPT);
         PyDict_SetItem(w->nodes, key, node);
     }
     PyErr_Clear(); /* (an object without weak references, a failed allocation: no node, same structure) */
