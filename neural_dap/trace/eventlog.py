@@ -154,33 +154,12 @@ class EventLog:
                 break
 
     def feed(self, batch: list) -> None:
-        # (a line is most events: `_state` written out for it, with what it reads bound once a batch:
-        # a threaded session's first stop indexes every event since the switch)
-        kinds, lines, invs, all_changes = self.kinds, self.lines, self.invs, self.changes
-        invocations, pending_updates = self.invocations, self.pending_updates
-        pending_out, pending_err = self.pending_out, self.pending_err
         for event in batch:
             tag = event[0]
             if tag == "l":
-                inv_id, changes = event[1], event[3]
-                if pending_updates and inv_id in pending_updates:
-                    changes = pending_updates.pop(inv_id) + (changes or [])
-                index = len(kinds)
-                kinds.append("line")
-                lines.append(event[2])
-                invs.append(inv_id)
-                all_changes.append(changes)
-                inv = invocations[inv_id]
-                if changes:
-                    apply_changes(inv.locals, inv.values, changes)
-                states = inv.states
-                if len(states) % _CHECKPOINT == 0:
-                    inv.checkpoints[index] = (dict(inv.locals), dict(inv.values))
-                states.append(index)
-                if pending_out or pending_err:
-                    self._outputs_at(index)
+                self._state(event[1], "line", event[2], event[3])
                 if event[4] is not None:
-                    self.caught[index] = event[4]
+                    self.caught[len(self.kinds) - 1] = event[4]
             elif tag == "c":
                 self._call(event)
             elif tag == "s":
