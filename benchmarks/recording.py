@@ -372,6 +372,47 @@ def script_seconds(python: str, path: Path) -> float:
     return max(total - (time.perf_counter() - t), 1e-6)
 
 
+def thread_skeletons(
+    python: str,
+    threaded: Path,
+    limits: Limits,
+    base_skeleton: float,
+    plain: float,
+    floor: float,
+    version: str,
+    repeat: int,
+) -> None:
+    """The four workers with every thread recorded as skeletons (issue 37's threads plan, its first
+    stage: what a session opens does not use it yet), and run again under the recorded schedule, as
+    the replay that will rebuild their values must: its cost, and whether it recorded the very
+    same records."""
+    recorded, replayed, same = [], [], []
+    for _ in range(repeat):
+        t = time.perf_counter()
+        first = record_skeleton(Program(str(threaded)), limits, python=python, thread_skeletons=True)
+        recorded.append(time.perf_counter() - t - base_skeleton)
+        t = time.perf_counter()
+        again = record_skeleton(
+            Program(str(threaded)), limits, python=python, thread_skeletons=True, thread_schedule=first.log.schedule()
+        )
+        replayed.append(time.perf_counter() - t - base_skeleton)
+        n = first.log.count
+        same.append(
+            again.log.count == n
+            and again.log.runs == first.log.runs
+            and Path(first.log.events_path).read_bytes()[: 12 * n] == Path(again.log.events_path).read_bytes()[: 12 * n]
+        )
+        runs = len(first.log.runs)
+        first.close()
+        again.close()
+    record_x, replay_x = statistics.median(recorded) / plain, statistics.median(replayed) / plain
+    print(
+        f"{version:>8} {'threads as skeletons':>22} {n:>10} {plain * 1e3:>9.1f} {record_x:>8.1f}x  "
+        f"recorded ({record_x * plain / floor:.1f}x floor, {runs} runs); under its schedule {replay_x:.1f}x, "
+        f"same records {sum(same)} of {len(same)}; values not yet rebuilt (median of {repeat})"
+    )
+
+
 def whole_programs(
     python: str, tmp: Path, scale: int, limits: Limits, base_skeleton: float, base_full: float, repeat: int
 ) -> None:
@@ -396,6 +437,7 @@ def whole_programs(
         f" recorded {recorded / plain:.1f}x,"
         f" floor {floor / plain:.1f}x; once"
     )
+    thread_skeletons(python, threaded, limits, base_skeleton, plain, floor, version, repeat)
     objects = tmp / "objects.py"
     objects.write_text(OBJECTS.format(n=20_000 * scale))
     plain = statistics.median(script_seconds(python, objects) for _ in range(repeat))

@@ -47,6 +47,7 @@ PyAPI_FUNC(PyObject *) PyMethod_Function(PyObject *);
 #include <stdlib.h>
 #include <string.h>
 #include <pthread.h>
+#include <time.h>
 #define JOURNAL_PLUMBING 1
 #define JOURNAL_SANDBOX 2
 static int (*journal_enter)(int);
@@ -151,7 +152,7 @@ typedef struct {
     PyObject *bp_lines;   /* a live recording: the breakpoint lines of its file (borrowed from Tracer.breakpoints) */
 } CodeInfo;
 
-typedef struct {
+typedef struct Tracer {
     PyObject_HEAD
     PyObject *events;        /* list */
     PyObject *user_cache;    /* dict: code -> bool */
@@ -221,7 +222,15 @@ typedef struct {
     PyObject *seen;           /* an event's reprs of objects (id -> (object, text)), shared by every value
                                * it encodes (see begin_event); NULL: none */
     int in_event;             /* between begin_event and end_event */
+    /* (group) a recording of every thread as skeletons: the tracer whose records, count and hook
+     * every thread's share (the adopted one: one stream of records in the order the events
+     * happened, numbered as one); NULL: its own */
+    struct Tracer *sink;
+    long long ordinal;        /* (group) the thread's number in the thread table (-1: not known yet) */
 } Tracer;
+
+/* Where a tracer's records go and its events are counted: its group's one stream, or its own. */
+static inline Tracer *sink_of(Tracer *t) { return t->sink != NULL ? t->sink : t; }
 
 /* A recording of every thread (see the Group type below): one Tracer per thread, one numbering of
  * invocations, one event list, each run of a thread's events after a thread record. */
@@ -584,8 +593,14 @@ static int release_view(PyObject *view) {
 static int flush_records(Tracer *t) {
     if (t->ev_len == 0 && t->calls_len == 0)
         return 0;
-    PyObject *events = PyMemoryView_FromMemory((char *)t->ev, t->ev_len * (Py_ssize_t)sizeof(EventRecord), PyBUF_READ);
-    PyObject *calls = PyMemoryView_FromMemory((char *)t->calls, t->calls_len * (Py_ssize_t)sizeof(CallRecord), PyBUF_READ);
+    /* Every thread's records in one stream (a group of skeletons): the flush is Python code, which
+     * lets another thread run and append to the very buffers; it is handed copies instead (a
+     * megabyte copied per 65,536 events: a few nanoseconds an event). */
+    int shared = t->group != NULL && t->sink == NULL;
+    PyObject *events = shared ? PyBytes_FromStringAndSize((char *)t->ev, t->ev_len * (Py_ssize_t)sizeof(EventRecord))
+                              : PyMemoryView_FromMemory((char *)t->ev, t->ev_len * (Py_ssize_t)sizeof(EventRecord), PyBUF_READ);
+    PyObject *calls = shared ? PyBytes_FromStringAndSize((char *)t->calls, t->calls_len * (Py_ssize_t)sizeof(CallRecord))
+                             : PyMemoryView_FromMemory((char *)t->calls, t->calls_len * (Py_ssize_t)sizeof(CallRecord), PyBUF_READ);
     PyObject *first = PyLong_FromLongLong(t->ev_first);
     t->ev_first += t->ev_len;
     t->ev_len = 0;
@@ -597,7 +612,7 @@ static int flush_records(Tracer *t) {
         leave_context(previous);
     }
     Py_XDECREF(first);
-    int released = release_view(events) | release_view(calls);
+    int released = shared ? (Py_XDECREF(events), Py_XDECREF(calls), 0) : release_view(events) | release_view(calls);
     if (rc == NULL || released < 0) {
         Py_XDECREF(rc);
         return -1;
@@ -606,18 +621,38 @@ static int flush_records(Tracer *t) {
     return 0;
 }
 
-static int record_event(Tracer *t, long long inv, int line, unsigned char kind) {
-    if (t->ev_len == t->ev_cap && flush_records(t) < 0)
+static int group_turn(Tracer *t);     /* (below, with the group) */
+static void group_consume(Tracer *t);
+
+/* Record an event; its index in the stream (-1: error). In a group of skeletons every thread writes
+ * to the one stream: group_turn makes room, marks a change of thread and waits for a replay's
+ * turn, each of which may run Python code (and so let another thread record), until none is
+ * needed; from there to the write nothing runs but this. The index is the record's place; the
+ * event count (`counted`) may lag the records for a moment and is never used as one. */
+static long long record_event(Tracer *t, long long inv, int line, unsigned char kind) {
+    Tracer *s = sink_of(t);
+    if (t->group != NULL ? group_turn(t) < 0 : s->ev_len == s->ev_cap && flush_records(s) < 0)
         return -1;
-    EventRecord *r = &t->ev[t->ev_len++];
+    if (inv < 0) {
+        /* a call in a group of skeletons: numbered here, so invocations are numbered in the order
+         * their calls are in the stream (the adapter's columns index them so), whatever thread
+         * recorded while this one marked its run or waited for its turn */
+        Entry *e = &t->stack[t->depth - 1];
+        inv = e->inv = (*t->next_inv_p)++;
+    }
+    long long index = s->ev_first + s->ev_len;
+    EventRecord *r = &s->ev[s->ev_len++];
     r->inv = (unsigned int)inv;
     r->line = line;
     r->kind = kind;
     r->pad[0] = r->pad[1] = r->pad[2] = 0;
-    return 0;
+    if (t->group != NULL)
+        group_consume(t); /* (a replay's turn passes on at a run's last event: see group_turn) */
+    return index;
 }
 
 static int record_call(Tracer *t, long code_id, long long caller_last, long long resumes) {
+    t = sink_of(t);
     if (t->calls_len == t->calls_cap) {
         Py_ssize_t capacity = t->calls_cap * 2;
         CallRecord *grown = PyMem_Realloc(t->calls, capacity * sizeof(CallRecord));
@@ -636,8 +671,22 @@ static int record_call(Tracer *t, long code_id, long long caller_last, long long
 }
 
 /* Count one event; call the hook when due (it takes checkpoints, enforces limits, may not return). */
+static int call_hook(Tracer *t, long long n);
+
 static int counted(Tracer *t) {
+    int grouped = t->group != NULL;
+    t = sink_of(t);
     long long n = ++t->count;
+    /* (every thread as skeletons: the hook is called before the next event is recorded, in
+     * group_turn, never after an event's record, where the Python code it runs could let another
+     * thread's events in before the rest of this thread's line, which a replay would not do) */
+    if (grouped)
+        return 0;
+    return call_hook(t, n);
+}
+
+/* The hook, where it is due at event count `n`. */
+static int call_hook(Tracer *t, long long n) {
     if (n >= t->hook_at || n >= t->next_every) {
         if (n >= t->next_every)
             t->next_every = (n / t->hook_every + 1) * t->hook_every;
@@ -753,7 +802,7 @@ static void live_call(Tracer *t) {
 
 static int capturing(Tracer *t) {
     /* the event about to be counted is number t->count (0-based) */
-    return !t->skeleton || (t->count >= t->capture_from && t->count <= t->capture_to);
+    return !t->skeleton || (sink_of(t)->count >= t->capture_from && sink_of(t)->count <= t->capture_to);
 }
 
 static int is_module_code(PyObject *code) {
@@ -930,7 +979,8 @@ static Entry *push(Tracer *t, PyObject *code, PyFrameObject *frame) {
     e->frame = frame;
     e->lines = NULL;
     e->n_lines = 0;
-    e->inv = (*t->next_inv_p)++;
+    /* (a group of skeletons numbers a call where its record is written: record_event) */
+    e->inv = t->group != NULL && t->skeleton ? -1 : (*t->next_inv_p)++;
     e->objs = NULL;
     e->encs = NULL;
     e->snaps = NULL;
@@ -938,7 +988,7 @@ static Entry *push(Tracer *t, PyObject *code, PyFrameObject *frame) {
     e->pending = NULL;
     e->seen = NULL;
     e->module_scope = 0;
-    e->last = t->count;
+    e->last = sink_of(t)->count;
     e->code_id = 0;
     e->resumable = 0;
     e->depth = t->depth - 1;
@@ -1060,8 +1110,11 @@ static int call_event(Tracer *t, PyFrameObject *frame, CodeInfo *info, int line)
     if (t->skeleton) {
         long long caller_last = depth > 0 ? t->stack[t->depth - 2].last : -1;
         unsigned char kind = library ? LIBRARY_CALL : 0;
-        if (record_event(t, e->inv, line, kind) < 0 || record_call(t, code_id, caller_last, resumes) < 0)
+        long long index = record_event(t, e->inv, line, kind);
+        if (index < 0 || record_call(t, code_id, caller_last, resumes) < 0)
             return -1;
+        e = &t->stack[t->depth - 1]; /* (the flush may have run Python code: the stack may have moved) */
+        e->last = index;
     }
     if (capture) {
         if (begin_event(t) < 0)
@@ -1107,9 +1160,10 @@ static int line_event(Tracer *t, Entry *e, int line) {
     live_line(t, e, line, e->pending != NULL);
     int capture = capturing(t);
     if (t->skeleton) {
-        if (record_event(t, e->inv, line, e->pending != NULL ? 0x81 : 1) < 0)
+        long long index = record_event(t, e->inv, line, e->pending != NULL ? 0x81 : 1);
+        if (index < 0)
             return -1;
-        e->last = t->count;
+        e->last = index;
     }
     if (capture) {
         if (begin_event(t) < 0)
@@ -1154,9 +1208,10 @@ static int leave_event(Tracer *t, int line, PyObject *value, PyObject *raised) {
     if (paused < 0)
         return -1;
     if (t->skeleton) {
-        if (record_event(t, e->inv, line, raised != NULL ? 3 : paused ? 2 | SUSPENDED : 2) < 0)
+        long long index = record_event(t, e->inv, line, raised != NULL ? 3 : paused ? 2 | SUSPENDED : 2);
+        if (index < 0)
             return -1;
-        e->last = t->count;
+        e->last = index;
     }
     int rc = 0;
     if (capture) {
@@ -1803,6 +1858,7 @@ static int tracer_init(Tracer *self, PyObject *args, PyObject *kwargs) {
                                      &dotted))
         return -1;
     self->stop_at = self->stop_depth = self->stop_exit_inv = self->stop_resume_of = -1;
+    self->ordinal = -1;
     self->dotted = dotted;
     self->next_inv_p = &self->next_inv;
     PyObject **slots[] = {&self->events, &self->user_cache, &self->judge, &self->code_ids, &self->code_id,
@@ -1923,6 +1979,28 @@ struct Group {
     PyObject *hold;      /* callable() or NULL */
     volatile int held;   /* a thread is stopped: the others wait at their next event */
     Tracer *holder;      /* (borrowed) the stopped thread's tracer */
+    int skeletons;       /* made with skeleton=True: the adopted tracer becomes the sink */
+    /* Every thread as skeletons (`skeleton=True`): every tracer writes to the adopted one's
+     * stream (its records, its count, its hook), and each run of one thread's events is preceded,
+     * in the event list, by ["ts", index of its first event, thread number(, name)]: the schedule. */
+    Tracer *sink;        /* a reference; NULL: every event in full */
+    PyObject *number_of; /* callable() -> the calling thread's number in the thread table, or None */
+    /* A replay under a recorded schedule (`follow`): runs of (thread number, events); a thread
+     * records an event only in a run of its own, and waits (the GIL released) for one otherwise. */
+    long long *schedule; /* 2 * runs numbers; NULL: no schedule */
+    Py_ssize_t runs, run; /* how many, and the current one */
+    long long left;      /* events left in the current run */
+    double patience;     /* seconds a thread waits while the schedule does not move: then it is given up */
+    volatile int diverged; /* the schedule was given up: every thread runs free */
+    pthread_mutex_t lock;
+    pthread_cond_t turn;
+    /* A recording of skeletons hands the GIL over at events (`timeslice`): with the interpreter's
+     * own switch interval made long, a thread that has run for `slice` seconds lets the others run
+     * at its next event, so a run ends at an event or where its thread blocks, never in the middle
+     * of a line, where a replay could not end it. */
+    double slice;        /* 0: no hand-over at events */
+    double run_began;    /* when the current run began (monotonic seconds) */
+    unsigned tick;       /* events since the clock was last read */
 };
 
 static int wait_if_held(Tracer *t) {
@@ -1959,6 +2037,146 @@ static int group_stopped(Tracer *t) {
     return 0;
 }
 
+/* A replay's current run is the calling thread's (or there is no schedule to follow any more). */
+static int my_turn(Group *g, Tracer *t) {
+    return g->schedule == NULL || g->diverged || g->run >= g->runs || g->schedule[2 * g->run] == t->ordinal;
+}
+
+/* The recorder's own clock (the journal's plumbing: never one of the program's reads, which the
+ * journal keeps for a replay). */
+static double monotonic_seconds(void) {
+    struct timespec now;
+    int previous = enter_context(JOURNAL_PLUMBING);
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    leave_context(previous);
+    return (double)now.tv_sec + now.tv_nsec / 1e9;
+}
+
+/* Wait, the GIL released, until the current run is this thread's. A wait during which the schedule
+ * does not move for `patience` seconds gives it up: a thread blocked where the recording's was not
+ * (the replay went another way), or one the schedule has no run for. */
+static void wait_turn(Group *g, Tracer *t) {
+    int previous = enter_context(JOURNAL_PLUMBING);
+    PyThreadState *state = PyEval_SaveThread();
+    pthread_mutex_lock(&g->lock);
+    Py_ssize_t seen = g->run;
+    double since = monotonic_seconds();
+    while (!my_turn(g, t)) {
+        struct timespec until;
+        clock_gettime(CLOCK_REALTIME, &until);
+        until.tv_nsec += 20 * 1000 * 1000;
+        if (until.tv_nsec >= 1000000000L) {
+            until.tv_sec += 1;
+            until.tv_nsec -= 1000000000L;
+        }
+        pthread_cond_timedwait(&g->turn, &g->lock, &until);
+        if (g->run != seen) {
+            seen = g->run;
+            since = monotonic_seconds();
+        } else if (monotonic_seconds() - since > g->patience) {
+            g->diverged = 1;
+            pthread_cond_broadcast(&g->turn);
+        }
+    }
+    pthread_mutex_unlock(&g->lock);
+    PyEval_RestoreThread(state);
+    leave_context(previous);
+}
+
+/* The calling thread's number, asked of the thread table once (-2: it has none, so no run of the
+ * schedule can be its: the schedule is given up). */
+static int known_ordinal(Group *g, Tracer *t) {
+    if (t->ordinal != -1)
+        return 0;
+    int previous = enter_context(JOURNAL_PLUMBING);
+    PyObject *number = PyObject_CallNoArgs(g->number_of);
+    leave_context(previous);
+    if (number == NULL)
+        return -1;
+    t->ordinal = number == Py_None ? -2 : PyLong_AsLongLong(number);
+    Py_DECREF(number);
+    if (t->ordinal == -1 && PyErr_Occurred())
+        return -1;
+    if (t->ordinal == -2) {
+        pthread_mutex_lock(&g->lock);
+        g->diverged = 1;
+        pthread_cond_broadcast(&g->turn);
+        pthread_mutex_unlock(&g->lock);
+    }
+    return 0;
+}
+
+/* Before an event of a group of skeletons is recorded: wait for a replay's turn, make room in the
+ * stream, mark a change of thread. Each may run Python code (another thread may record meanwhile),
+ * so all are looked at again after any one, until none is needed. */
+static int group_turn(Tracer *t) {
+    Group *g = t->group;
+    if (g->sink == NULL)
+        return 0;
+    Tracer *s = g->sink;
+    int named = 0;
+    for (;;) {
+        if (g->schedule != NULL && !g->diverged && g->number_of != NULL && t->ordinal == -1) {
+            if (known_ordinal(g, t) < 0)
+                return -1;
+            continue;
+        }
+        if (!my_turn(g, t)) {
+            wait_turn(g, t);
+            continue;
+        }
+        if (s->ev_len == s->ev_cap) {
+            if (flush_records(s) < 0)
+                return -1;
+            continue;
+        }
+        if (g->current != t || (t->unnamed && !named)) {
+            named = 1;
+            if (mark_thread(t) < 0)
+                return -1;
+            g->run_began = g->slice > 0 ? monotonic_seconds() : 0;
+            continue;
+        }
+        if (s->count >= s->hook_at || s->count >= s->next_every) {
+            long long due = s->count;
+            if (call_hook(s, due) < 0)
+                return -1;
+            if (s->hook_at <= due)
+                s->hook_at = due + 1; /* (due at this very count again: at the next, as counted's would be) */
+            continue;
+        }
+        if (g->slice > 0 && (++g->tick & 255) == 0 && monotonic_seconds() - g->run_began > g->slice) {
+            /* the slice is over: let another thread have the GIL here, at an event (a thread waiting
+             * for it takes it meanwhile; 50 us is what CPython's own hand-over takes) */
+            int previous = enter_context(JOURNAL_PLUMBING);
+            PyThreadState *state = PyEval_SaveThread();
+            struct timespec pause = {0, 50 * 1000};
+            nanosleep(&pause, NULL);
+            PyEval_RestoreThread(state);
+            leave_context(previous);
+            g->run_began = monotonic_seconds();
+            continue;
+        }
+        return 0;
+    }
+}
+
+/* Right after a replay's event is recorded: the run's last event hands the turn to the next run's
+ * thread at once. (The rest of this thread's line then runs beside the next run's events: it may
+ * block in C, a join or a lock, that only the next run's thread releases.) */
+static void group_consume(Tracer *t) {
+    Group *g = t->group;
+    if (g->schedule == NULL || g->diverged || g->run >= g->runs || --g->left > 0)
+        return;
+    pthread_mutex_lock(&g->lock);
+    do
+        g->run++;
+    while (g->run < g->runs && g->schedule[2 * g->run + 1] <= 0);
+    g->left = g->run < g->runs ? g->schedule[2 * g->run + 1] : 0;
+    pthread_cond_broadcast(&g->turn);
+    pthread_mutex_unlock(&g->lock);
+}
+
 static PyObject *TRACER_TYPE;
 static __thread Group *tls_group;   /* the group the calling thread's tracer is in ... */
 static __thread Tracer *tls_tracer; /* ... and the tracer (NULL: a thread of the recorder's own) */
@@ -1970,6 +2188,38 @@ static void thread_gone(void *tracer) { ((Tracer *)tracer)->gone = 1; }
 static int dict_versions(void) { return Py_Version >= 0x030B0000 && Py_Version < 0x030E0000; }
 
 static unsigned long long version_of(PyObject *dict);
+
+/* A group of skeletons: the thread record ["t", number(, name)] as the start of a run,
+ * ["ts", index of the run's first event, number(, name)]. */
+static int append_run(Group *g, Tracer *t, PyObject *record) {
+    if (!PyList_Check(record) || PyList_Size(record) < 2) {
+        PyErr_SetString(PyExc_TypeError, "a thread record is [\"t\", number(, name)]");
+        return -1;
+    }
+    PyObject *run = PyList_GetSlice(record, 0, PyList_Size(record));
+    if (run == NULL)
+        return -1;
+    PyObject *tag = PyUnicode_FromString("ts");
+    if (tag == NULL || PyList_SetItem(run, 0, tag) < 0) { /* (steals tag) */
+        Py_DECREF(run);
+        return -1;
+    }
+    long long number = PyLong_AsLongLong(PyList_GetItem(run, 1));
+    if (number == -1 && PyErr_Occurred()) {
+        Py_DECREF(run);
+        return -1;
+    }
+    if (t->ordinal == -1)
+        t->ordinal = number;
+    /* (taken last, right before the append: making the lists may have let another thread record) */
+    PyObject *index = PyLong_FromLongLong(g->sink->ev_first + g->sink->ev_len);
+    int rc = index == NULL ? -1 : PyList_Insert(run, 1, index);
+    Py_XDECREF(index);
+    if (rc == 0)
+        rc = PyList_Append(t->events, run);
+    Py_DECREF(run);
+    return rc;
+}
 
 /* Before the first event of a run of this thread's events: its thread record. */
 static int mark_thread(Tracer *t) {
@@ -1995,7 +2245,7 @@ static int mark_thread(Tracer *t) {
         }
         g->current = t;
         t->unnamed = unnamed;
-        int rc = record == Py_None ? 0 : PyList_Append(t->events, record);
+        int rc = record == Py_None ? 0 : g->sink != NULL ? append_run(g, t, record) : PyList_Append(t->events, record);
         Py_DECREF(answer);
         return rc;
     }
@@ -2038,7 +2288,16 @@ static void join_group(Group *g, Tracer *t) {
     g->next_inv = g->next_inv > *t->next_inv_p ? g->next_inv : *t->next_inv_p;
     t->next_inv_p = &g->next_inv;
     t->thread = pthread_self();
-    t->skeleton = 0; /* every event in full */
+    if (g->sink != NULL) { /* every thread as skeletons: records to the one stream, nothing captured */
+        t->skeleton = 1;
+        t->sink = t == g->sink ? NULL : g->sink;
+        if (t != g->sink) {
+            t->capture_from = 1LL << 62;
+            t->capture_to = -1;
+        }
+    } else {
+        t->skeleton = 0; /* every event in full */
+    }
     pthread_setspecific(gone_key, t);
     tls_group = g;
     tls_tracer = t;
@@ -2190,11 +2449,18 @@ static int module_update(Tracer *t) {
 }
 
 static int group_init(Group *self, PyObject *args, PyObject *kwargs) {
-    static char *names[] = {"factory", "marker", "monitoring", NULL};
-    PyObject *factory, *marker;
-    int monitoring;
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OOp", names, &factory, &marker, &monitoring))
+    static char *names[] = {"factory", "marker", "monitoring", "skeleton", "number_of", NULL};
+    PyObject *factory, *marker, *number_of = Py_None;
+    int monitoring, skeletons = 0;
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OOp|pO", names, &factory, &marker, &monitoring, &skeletons, &number_of))
         return -1;
+    self->skeletons = skeletons;
+    if (number_of != Py_None)
+        SET_REF(self->number_of, Py_NewRef(number_of));
+    if (pthread_mutex_init(&self->lock, NULL) != 0 || pthread_cond_init(&self->turn, NULL) != 0) {
+        PyErr_SetString(PyExc_OSError, "cannot make the group's lock");
+        return -1;
+    }
     PyObject *tracers = PyList_New(0);
     if (tracers == NULL)
         return -1;
@@ -2220,6 +2486,22 @@ static PyObject *group_adopt(PyObject *self, PyObject *arg) {
         return NULL;
     }
     Tracer *t = (Tracer *)arg;
+    if (g->skeletons) {
+        /* every thread as skeletons: this tracer's stream goes on, every thread's records in it */
+        if (!t->skeleton || t->ev == NULL) {
+            PyErr_SetString(PyExc_ValueError, "adopt: a group of skeletons adopts a tracer in skeleton mode");
+            return NULL;
+        }
+        if (PyList_Append(g->tracers, arg) < 0)
+            return NULL;
+        g->sink = (Tracer *)Py_NewRef(arg);
+        join_group(g, t);
+        t->live = 0;
+        t->stop_at = t->stop_depth = t->stop_exit_inv = t->stop_resume_of = -1;
+        t->stop_reason = 0;
+        g->current = NULL; /* (its next event opens the first run: ["ts", its index, 0]) */
+        Py_RETURN_NONE;
+    }
     if (t->skeleton && flush_records(t) < 0)
         return NULL;
     if (t->monitoring && find_frames(t) < 0)
@@ -2348,6 +2630,59 @@ static PyObject *group_next_invocation(PyObject *self, PyObject *Py_UNUSED(ignor
     return PyLong_FromLongLong(((Group *)self)->next_inv);
 }
 
+/* follow(schedule, patience): a replay records each event only in a run of its thread's, in the
+ * order `schedule` gives (native int64 pairs: thread number, events in the run). */
+static PyObject *group_follow(PyObject *self, PyObject *args) {
+    Group *g = (Group *)self;
+    Py_buffer view;
+    double patience;
+    if (!PyArg_ParseTuple(args, "y*d", &view, &patience))
+        return NULL;
+    if (g->number_of == NULL || view.len % (2 * (Py_ssize_t)sizeof(long long)) != 0) {
+        PyBuffer_Release(&view);
+        PyErr_SetString(PyExc_ValueError, "follow: pairs of int64, in a group made with number_of");
+        return NULL;
+    }
+    long long *copy = PyMem_Malloc(view.len > 0 ? view.len : 1);
+    if (copy == NULL) {
+        PyBuffer_Release(&view);
+        return PyErr_NoMemory();
+    }
+    memcpy(copy, view.buf, view.len);
+    Py_ssize_t runs = view.len / (2 * (Py_ssize_t)sizeof(long long));
+    PyBuffer_Release(&view);
+    pthread_mutex_lock(&g->lock);
+    long long *old = g->schedule;
+    g->schedule = copy;
+    g->runs = runs;
+    g->run = 0;
+    while (g->run < g->runs && g->schedule[2 * g->run + 1] <= 0)
+        g->run++;
+    g->left = g->run < g->runs ? g->schedule[2 * g->run + 1] : 0;
+    g->patience = patience;
+    g->diverged = 0;
+    pthread_cond_broadcast(&g->turn);
+    pthread_mutex_unlock(&g->lock);
+    PyMem_Free(old);
+    Py_RETURN_NONE;
+}
+
+/* timeslice(seconds): a recording of skeletons lets another thread run at an event once its thread
+ * has run that long (0: never; see Group.slice). */
+static PyObject *group_timeslice(PyObject *self, PyObject *arg) {
+    double seconds = PyFloat_AsDouble(arg);
+    if (seconds == -1.0 && PyErr_Occurred())
+        return NULL;
+    ((Group *)self)->slice = seconds;
+    Py_RETURN_NONE;
+}
+
+/* (runs followed so far, runs in the schedule, whether it was given up) */
+static PyObject *group_following(PyObject *self, PyObject *Py_UNUSED(ignored)) {
+    Group *g = (Group *)self;
+    return Py_BuildValue("nnO", g->run, g->runs, g->diverged ? Py_True : Py_False);
+}
+
 static PyObject *group_threads(PyObject *self, PyObject *Py_UNUSED(ignored)) {
     return PyLong_FromSsize_t(PyList_Size(((Group *)self)->tracers));
 }
@@ -2376,6 +2711,9 @@ static void group_dealloc(Group *self) {
     Py_XDECREF(self->tracers);
     Py_XDECREF(self->on_stop);
     Py_XDECREF(self->hold);
+    Py_XDECREF((PyObject *)self->sink);
+    Py_XDECREF(self->number_of);
+    PyMem_Free(self->schedule);
     PyTypeObject *type = Py_TYPE((PyObject *)self);
     freefunc free_ = (freefunc)PyType_GetSlot(type, Py_tp_free);
     free_(self);
@@ -2393,6 +2731,10 @@ static PyMethodDef group_methods[] = {
     {"stop_here", group_stop_here, METH_O, "stop_here(tracer): the calling thread is stopped now; the others wait."},
     {"tracers", group_tracers, METH_NOARGS, "The tracers of the threads alive."},
     {"threads", group_threads, METH_NOARGS, "How many threads' tracers are kept (those ended are dropped)."},
+    {"follow", group_follow, METH_VARARGS,
+     "follow(schedule, patience): record each event only in a run of its thread's (int64 pairs: thread number, events)."},
+    {"following", group_following, METH_NOARGS, "(runs followed, runs in the schedule, given up)."},
+    {"timeslice", group_timeslice, METH_O, "timeslice(seconds): hand the GIL over at an event once a thread has run that long."},
     {"on_start", (PyCFunction)(void (*)(void))group_on_start, METH_FASTCALL, "PY_START / PY_RESUME callback."},
     {"on_line", (PyCFunction)(void (*)(void))group_on_line, METH_FASTCALL, "LINE callback."},
     {"on_jump", (PyCFunction)(void (*)(void))group_on_jump, METH_FASTCALL, "JUMP callback."},
@@ -2567,6 +2909,7 @@ PyMODINIT_FUNC PyInit__ctracer(void) {
     journal_enter = (int (*)(int))dlsym(RTLD_DEFAULT, "nd_journal_enter");
     journal_leave = (void (*)(int))dlsym(RTLD_DEFAULT, "nd_journal_leave");
     journal_set_counter = (void (*)(const long long *))dlsym(RTLD_DEFAULT, "nd_journal_set_counter");
+
     TAG_C = PyUnicode_InternFromString("c");
     TAG_L = PyUnicode_InternFromString("l");
     TAG_R = PyUnicode_InternFromString("r");

@@ -127,9 +127,17 @@ def record_skeleton(
     what_if: list[dict] | None = None,
     journal_of: str | None = None,
     live: LiveControl | None = None,
+    thread_skeletons: bool = False,
+    thread_schedule: bytes | None = None,
+    schedule_patience: float = 5.0,
 ):
     """Run `program` recording only its skeleton, with checkpoints to materialise states from
     (see `trace.skeleton`). Returns a `SkeletonRecording`; close it to end its checkpoints.
+    `thread_skeletons`: from a second thread on, every thread is recorded as skeleton records too
+    (`SkeletonLog.runs` says whose), not in full; `thread_schedule`: and follows that schedule
+    (`SkeletonLog.schedule()` of an earlier recording of it), as a replay will, giving it up where
+    no thread can go on for `schedule_patience` seconds (`SkeletonLog.followed`): the first stage
+    of recording threads at interpreter speed (docs/design-notes.md, issue 37's fifteenth round).
     `what_if`: values to set on the way, {"at", "name", "value", "function"} (child/whatif.py);
     `journal_of`: the first run's journal, which a what-if branch reads up to its first edit;
     `live`: the program is debugged while it runs (trace/live_recording.py): this returns when it
@@ -161,6 +169,14 @@ def record_skeleton(
         extra["journal_replay"] = journal_of
     if live is not None:
         extra["command_fd"] = live.command_read
+    if thread_skeletons:
+        extra["thread_skeletons"] = True
+    if thread_schedule is not None:
+        schedule_path = os.path.join(folder, "schedule.bin")
+        with open(schedule_path, "wb") as fh:
+            fh.write(thread_schedule)
+        extra["thread_schedule"] = schedule_path
+        extra["schedule_patience"] = schedule_patience
     try:
         return _record(
             program, limits, python=python, engine=engine, extra=extra, folder=folder, handle=recording, live=live

@@ -12,6 +12,7 @@ beyond the divergence is not trusted.
 
 from __future__ import annotations
 
+import array
 import functools
 import hashlib
 import json
@@ -371,6 +372,13 @@ class SkeletonLog:
         # (every thread, in full: child/switch.py, trace/threaded.py)
         self.switched_at: int | None = None
         self.threaded = RollingEvents()  # (the oldest dropped past a budget: trace/rolling.py)
+        # ... or every thread as skeleton records since (`record_skeleton(thread_skeletons=True)`):
+        # the records' runs, (index of a run's first event, thread number), and the threads' names
+        self.thread_skeletons = False
+        self.runs: list[tuple[int, int]] = []
+        self.thread_names: dict[int, str] = {}
+        # a recording that followed a schedule: (runs followed, runs in it, whether it was given up)
+        self.followed: tuple[int, int, bool] | None = None
         # a live recording (child/frontier.py): each stop the program made (events recorded then, why,
         # the stop's event captured in full), and the capture of the next one as it arrives
         self.stops: list[tuple[int, str, list]] = []
@@ -491,6 +499,11 @@ class SkeletonLog:
                 self.live_refused = True
             elif tag == "switch":
                 self.switched_at = self.count if int(event[1]) < 0 else int(event[1])
+                self.thread_skeletons = event[2:3] == ["skeletons"]
+            elif tag == "followed" and len(event) == 4:
+                self.followed = (int(event[1]), int(event[2]), bool(event[3]))
+            elif tag == "ts" and len(event) >= 3 and type(event[1]) is int and type(event[2]) is int:
+                self._run(event[1], event[2], event[3] if len(event) > 3 and isinstance(event[3], str) else None)
             elif tag == "k":
                 _, cid, name, filename, first = event
                 if type(cid) is not int or not 0 <= cid < 1 << 32:
@@ -515,6 +528,35 @@ class SkeletonLog:
                 self.what_if.append((int(event[1]), str(event[2]), str(event[3])))
             elif tag == "end":
                 self.outcome = tuple(event[1:])
+
+    def _run(self, first: int, number: int, name: str | None) -> None:
+        """A run of one thread's records begins at `first` (a record at an index another run began
+        at a moment before, with no event between, replaces it; one of the same thread goes on)."""
+        if name is not None:
+            self.thread_names[number] = name[:200]
+        runs = self.runs
+        if runs and runs[-1][0] >= first:
+            runs.pop()
+        if not runs or runs[-1][1] != number:
+            runs.append((first, number))
+
+    def schedule(self) -> bytes:
+        """The runs as a replay follows them: native int64 pairs (thread number, events in the run),
+        the last run to the end of the records."""
+        ends = [first for first, _ in self.runs[1:]] + [self.count]
+        pairs = [(number, end - first) for (first, number), end in zip(self.runs, ends, strict=True)]
+        return array.array("q", [value for pair in pairs for value in pair]).tobytes()
+
+    def thread_column(self):
+        """The thread number of every record from the switch on (numpy, int32), by the runs."""
+        import numpy as np
+
+        start = self.switched_at or 0
+        column = np.zeros(self.count - start, dtype=np.int32)
+        ends = [first for first, _ in self.runs[1:]] + [self.count]
+        for (first, number), end in zip(self.runs, ends, strict=True):
+            column[max(first, start) - start : end - start] = number
+        return column
 
     def sync(self) -> None:
         """The records received so far are in the files (a live recording is read while it grows)."""

@@ -542,13 +542,17 @@ class CThreads:
     a thread's events). The Python engines of every thread, which remain where the C tracer is not
     built, do the same at several times the cost per event."""
 
-    def __init__(self, rec: Recorder, threads: ThreadTable, main) -> None:
+    def __init__(self, rec: Recorder, threads: ThreadTable, main, skeletons: bool = False) -> None:
+        """`skeletons`: every thread recorded as skeleton records, in the main tracer's one stream,
+        each run of a thread's events after a ["ts", its first index, number] record (its values
+        are a replay's to rebuild, under that schedule: `follow`)."""
         from neural_dap.trace._ctracer import Threads
 
         self.rec = rec
         self.main = main  # CMonitoring (3.12+), or the 3.11 Tracer itself (a settrace function)
         self.monitoring = isinstance(main, CMonitoring)
-        self.group = Threads(self._tracer, threads.mark, self.monitoring)
+        self.skeletons = skeletons
+        self.group = Threads(self._tracer, threads.mark, self.monitoring, skeletons, threads.number)
         self.table = threads
         self.take = self.group.take
         self.next_invocation = self.group.next_invocation
@@ -595,19 +599,36 @@ class CThreads:
         threading.settrace(None)  # type: ignore[arg-type]
         if self.monitoring:
             self.main.stop()  # (the tool is freed)
+        followed, runs, given_up = self.group.following()
+        if runs:  # a replay under a schedule: how far it held (the parent says whether it was followed)
+            self.rec.events.append(["followed", followed, runs, given_up])
 
     def flush(self) -> None:
-        """(Nothing is buffered: every event is in the event list.)"""
+        """Every thread as skeletons: the one stream's records (else nothing is buffered: every
+        event is in the event list)."""
+        if self.skeletons:
+            self.main_tracer.flush()
+
+    def follow(self, schedule: bytes, patience: float) -> None:
+        """A replay: record each event only in a run of its thread's, in the order of `schedule`
+        (native int64 pairs: thread number, events in the run); a wait of `patience` seconds while
+        the schedule does not move gives it up (`following`)."""
+        self.group.follow(schedule, patience)
+
+    def following(self) -> tuple[int, int, bool]:
+        """(runs followed so far, runs in the schedule, whether it was given up)"""
+        return self.group.following()
 
 
-def every_thread_in_c(rec: Recorder, engine, threads: ThreadTable) -> CThreads | None:
-    """The C tracer of every thread going on from `engine`, where `engine` is the C tracer."""
+def every_thread_in_c(rec: Recorder, engine, threads: ThreadTable, skeletons: bool = False) -> CThreads | None:
+    """The C tracer of every thread going on from `engine`, where `engine` is the C tracer
+    (`skeletons`: as skeleton records, see CThreads)."""
     try:
         from neural_dap.trace._ctracer import Threads, Tracer  # noqa: F401  (an older build has no Threads)
     except ImportError:
         return None
     if isinstance(engine, (CMonitoring, Tracer)):
-        return CThreads(rec, threads, engine)
+        return CThreads(rec, threads, engine, skeletons)
     return None
 
 

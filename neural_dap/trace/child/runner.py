@@ -316,6 +316,9 @@ def record_here(
         real_exit(0)
 
     switch = ThreadSwitch(get_ident(), END_SIGNAL)
+    # every thread recorded as skeletons from the second on (the first stage of issue 37's plan:
+    # recorded, not yet replayed for values; only a recording that is not live, in C)
+    skeletons = bool(cfg.get("thread_skeletons")) and skeleton is not None and "command_fd" not in cfg
 
     def perform_switch():
         """In the main thread, between bytecodes: a second thread runs the program's code, so every
@@ -326,13 +329,19 @@ def record_here(
         with plumbing():
             old = current[0]
             first = old.count() if skeleton is not None else -1
+            table = ThreadTable(rec.events.append)
+            if skeletons and skeleton is not None:
+                skeleton.switched = True  # no checkpoint after this: a fork copies one thread
+                old.flush()
+                skeleton.records_from(old.count())
+                return _switch_to_skeletons(cfg, rec, old, table, switch, channel, first, current)
             if skeleton is not None:
                 old.flush()
                 skeleton.switched = True  # no checkpoint after this: a fork copies one thread
                 skeleton.collector.release()  # (nothing after it is replayed: CPython collects again)
                 rec.count = None  # output is an event among the others from now on
             try:
-                in_c = every_thread_in_c(rec, old, ThreadTable(rec.events.append))
+                in_c = every_thread_in_c(rec, old, table)
             except Exception:  # (the C group could not be made: the Python engines go on instead)
                 in_c = None
             if in_c is not None:  # the C tracer goes on, in full, with a tracer per thread
@@ -426,6 +435,38 @@ def record_here(
     finished(channel.sent)
     die_if_signalled(channel)
     real_exit(exit_code(outcome))
+
+
+LONG_SWITCH_INTERVAL = 2.0  # seconds: the interpreter's own hand-over of the GIL while threads are skeletons
+TIMESLICE = 0.005  # seconds a thread runs before the recording hands the GIL over at an event (CPython's 5 ms)
+
+
+def _switch_to_skeletons(
+    cfg: dict, rec: Recorder, old, table: ThreadTable, switch: ThreadSwitch, channel: Channel, first: int, current: list
+):
+    """perform_switch where every thread is recorded as skeletons: the main thread's C tracer goes on
+    in skeleton mode with every other thread's records in its stream (engines.CThreads), each thread
+    numbered as it starts; a replay given the recording's schedule (`thread_schedule`) follows it.
+    Checkpoints and the journal go on as before the switch: none is taken while a second thread
+    lives, and the journal is not yet read by a replay of threads (the plan's later stages)."""
+    in_c = every_thread_in_c(rec, old, table, skeletons=True)
+    if in_c is None:
+        raise RuntimeError("every thread as skeletons needs the C tracer")
+    # Runs end at events or where a thread blocks, never inside a line (a replay ends them at
+    # events): the interpreter's own hand-over, at any instruction every 5 ms, is made rare, and
+    # the recording hands over at an event instead, as often
+    sys.setswitchinterval(float(cfg.get("switch_interval", LONG_SWITCH_INTERVAL)))
+    schedule = cfg.get("thread_schedule")
+    if schedule:
+        with open(schedule, "rb") as fh:
+            in_c.follow(fh.read(), float(cfg.get("schedule_patience", 5.0)))
+    else:
+        in_c.group.timeslice(float(cfg.get("timeslice", TIMESLICE)))
+    channel.events.append(["switch", first, "skeletons"])
+    switch.numbered = table.numbered
+    in_c.adopt()
+    current[0] = in_c
+    return in_c.take
 
 
 def _shut_down(stop, cfg: dict, switch: ThreadSwitch) -> None:

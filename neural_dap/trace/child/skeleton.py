@@ -152,10 +152,37 @@ class Skeleton:
                 pass
 
     def flush(self, events: bytes, calls: bytes, first: int) -> None:
+        if self._order is not None:  # every thread's records (copies): two threads' flushes may cross
+            self._in_order(first, events, calls)
+            return
+        self._write(first, events, calls)
+
+    def _write(self, first: int, events, calls) -> None:
         if self.worker is not None:
             self._hash(events, first)
             return
         self.channel.write_records(first, events, calls)
+
+    def records_from(self, first: int) -> None:
+        """Every thread is recorded as skeletons from event `first` on (its records so far flushed):
+        the C tracer hands each thread's flush a copy, and a flush is Python code, during which
+        another thread may fill the buffer and flush the next records first."""
+        self._next_first = first
+        self._order = threading.Lock()
+
+    _next_first = 0
+    _early: dict[int, tuple[bytes, bytes]] | None = None
+    _order: threading.Lock | None = None
+
+    def _in_order(self, first: int, events: bytes, calls: bytes) -> None:
+        assert self._order is not None
+        with self._order:
+            early = self._early = self._early or {}
+            early[first] = (events, calls)
+            while self._next_first in early:
+                events, calls = early.pop(self._next_first)
+                self._write(self._next_first, events, calls)
+                self._next_first += len(events) // EVENT_SIZE
 
     def hook(self, count: int) -> int:
         """Called by the engine at `hook_at` and every HOOK_EVERY events; returns the next `hook_at`. A

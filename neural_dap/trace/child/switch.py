@@ -49,6 +49,9 @@ class ThreadSwitch:
         # (the switch's own Python code, `here`'s: the library it calls is traced code with
         # justMyCode false); None where the engine cannot (the Python ones)
         self.quiet: Callable[[bool], None] | None = None
+        # set by the runner where every thread is recorded as skeletons: numbers a thread about to
+        # start (ThreadTable.numbered), so a replay under the recorded schedule knows each thread
+        self.numbered: Callable[[Callable], Callable] | None = None
 
     @property
     def switched(self) -> bool:

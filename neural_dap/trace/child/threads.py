@@ -98,8 +98,24 @@ class ThreadTable:
         return ["t", number, thread.name]
 
     def number(self) -> int | None:
-        """The calling thread's number (None: it has run no traced code yet)."""
+        """The calling thread's number (None: it has run no traced code yet, and was not numbered
+        as it started)."""
         return getattr(self._local, "number", None)
+
+    def numbered(self, function: Callable) -> Callable:
+        """`function`, about to start a thread, numbered now, in the order threads are *started*
+        (the next number, taken by the starting thread): a replay under the recorded schedule
+        starts them in the same order, where the order they first run traced code in is a race
+        between them (child/threads.py `_switch_before_start`)."""
+        number = self._count
+        self._count += 1
+
+        def run(*args, **kwargs):
+            self._local.number = number
+            self.idents[number] = get_ident()
+            return function(*args, **kwargs)
+
+        return run
 
     def begin(self) -> None:
         """The program starts in this thread: thread 0, whose events need no record before them."""
@@ -154,13 +170,11 @@ def _switch_before_start(switch: ThreadSwitch, recording_pid: int) -> Callable[[
     main = get_ident()
 
     def start(function, *args, **kwargs):
-        if (
-            not switch.begun
-            and get_ident() == main
-            and os.getpid() == recording_pid
-            and not _ours(getattr(function, "__self__", None))
-        ):
+        ours = _ours(getattr(function, "__self__", None))
+        if not switch.begun and get_ident() == main and os.getpid() == recording_pid and not ours:
             switch.here()
+        if switch.numbered is not None and not ours:
+            function = switch.numbered(function)  # (every thread as skeletons: numbered as started)
         return original(function, *args, **kwargs)
 
     dressed = like(original, start)

@@ -1,0 +1,125 @@
+"""Every thread recorded as skeleton records (issue 37's threads plan, its first stage): from a
+second thread on, each thread's events go to the one stream of 12-byte records, in the order they
+happened, each run of one thread's events named by a ["ts", first index, thread] record; and a run
+given that schedule records the same records, event for event, as the replay that rebuilds a
+threaded stretch's values will have to. Not yet what a session opens (its values are not rebuilt):
+`record_skeleton(thread_skeletons=True)` only."""
+
+from __future__ import annotations
+
+import array
+import textwrap
+
+import numpy as np
+import pytest
+
+from neural_dap.trace.recorder import Limits, Program, record_skeleton
+from neural_dap.trace.skeleton import CALL_DTYPE, EVENT_DTYPE
+
+from .test_child_real_world import _interpreter
+
+WORKERS = textwrap.dedent(
+    """
+    import threading
+
+    def step(total, i):
+        return total + i * i % 7
+
+    def work(n, out):
+        total = 0
+        for i in range(n):
+            total = step(total, i)
+        out.append(total)
+
+    def main():
+        results = []
+        threads = [threading.Thread(target=work, args=(40_000 + k, results)) for k in range(4)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        return sum(results)
+
+    print(main())
+    """
+)
+LIMITS = Limits(max_events=5_000_000, wall_time=120)
+
+
+def _recorded(path, python, **options):
+    """(the log's facts, its event and call records as numpy arrays) of one recording."""
+    rec = record_skeleton(Program(path=str(path)), LIMITS, python=python, thread_skeletons=True, **options)
+    try:
+        log = rec.log
+        events = np.fromfile(log.events_path, dtype=EVENT_DTYPE, count=log.count)
+        calls = np.fromfile(log.calls_path, dtype=CALL_DTYPE, count=log.calls_bytes // CALL_DTYPE.itemsize)
+        output = "".join(text for _, _, text in log.outputs)
+        return log, events, calls, output
+    finally:
+        rec.close()
+
+
+@pytest.mark.parametrize("version", ["3.11", "3.12", "3.13"])
+def test_every_thread_as_skeletons_is_one_stream_of_runs_and_a_run_under_its_schedule_the_same(tmp_path, version):
+    """Four workers, each calling a function 40,000 times: every event of every thread is a record of
+    the one stream; the runs say whose (each worker's lines are all there, in its own order, and
+    every call's caller is an event of the same thread, however the threads interleaved); and the
+    program run again under the recorded schedule records the very same records and runs (the
+    threads handed over where the recording's did), and says it followed the schedule to its end."""
+    python = _interpreter(version)
+    path = tmp_path / "workers.py"
+    path.write_text(WORKERS)
+    log, events, calls, output = _recorded(path, python)
+    assert log.outcome is not None and log.outcome[0] == "finished", log.outcome
+    assert output.strip() == str(sum(sum(i * i % 7 for i in range(40_000 + k)) for k in range(4)))
+    assert log.thread_skeletons and log.switched_at is not None
+    assert not log.threaded, "nothing is captured in full"
+    threads = log.thread_column()
+    assert sorted(set(threads.tolist())) == [0, 1, 2, 3, 4]
+    assert sorted(log.thread_names) == [1, 2, 3, 4] and all("work" in name for name in log.thread_names.values())
+    stretch = events[log.switched_at :]
+    lines = WORKERS.splitlines()
+    loop, call = lines.index("    for i in range(n):") + 1, lines.index("        total = step(total, i)") + 1
+    calls_made = []
+    for worker in (1, 2, 3, 4):
+        mine = stretch[threads == worker]
+        kinds = mine["kind"] & 0x0F
+        # each worker's own events in its own order, whatever the other threads did meanwhile: its
+        # call and first line, then per iteration the loop line, the call line and step's call, line
+        # and return, and after the loop the loop line, the append and its return
+        n = (len(mine) - 5) // 5
+        assert len(mine) == 5 * n + 5 and kinds[0] == 0 and kinds[-1] == 2
+        body = mine[2 : 2 + 5 * n]
+        assert (body["line"][0::5] == loop).all() and (body["line"][1::5] == call).all()
+        assert ((body["kind"][2::5] & 0x0F) == 0).all() and ((body["kind"][4::5] & 0x0F) == 2).all()
+        calls_made.append(n)
+    assert sorted(calls_made) == [40_000 + k for k in range(4)]
+    # the call records, in the order of the call events: each caller's latest event is its thread's
+    call_events = np.nonzero((events["kind"] & 0x0F) == 0)[0]
+    assert len(call_events) == len(calls)
+    in_stretch = call_events >= log.switched_at
+    callers = calls["caller_last"][in_stretch]
+    callees = call_events[in_stretch]
+    known = callers >= log.switched_at
+    assert known.sum() > 100_000
+    column = np.concatenate([np.full(log.switched_at, -1, dtype=np.int32), threads])
+    assert (column[callers[known]] == column[callees[known]]).all()
+
+    replay, replay_events, replay_calls, replay_output = _recorded(path, python, thread_schedule=log.schedule())
+    assert replay.followed == (len(log.runs), len(log.runs), False)
+    assert replay.runs == log.runs
+    assert replay.count == log.count and (replay_events == events).all() and (replay_calls == calls).all()
+    assert replay_output == output
+
+
+def test_a_schedule_no_thread_can_follow_is_given_up_and_the_program_runs_to_its_end(tmp_path):
+    """A schedule whose second run belongs to a thread the program never starts: every thread waits
+    for it, and after the patience the schedule is given up, every thread runs free, the program
+    ends as it would, and the recording says how far the schedule held."""
+    path = tmp_path / "workers.py"
+    path.write_text(WORKERS)
+    impossible = array.array("q", [0, 3, 9, 100]).tobytes()
+    log, _, _, output = _recorded(path, None, thread_schedule=impossible, schedule_patience=0.5)
+    assert log.outcome is not None and log.outcome[0] == "finished"
+    assert output.strip() == str(sum(sum(i * i % 7 for i in range(40_000 + k)) for k in range(4)))
+    assert log.followed == (1, 2, True)
