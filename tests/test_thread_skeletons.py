@@ -123,3 +123,46 @@ def test_a_schedule_no_thread_can_follow_is_given_up_and_the_program_runs_to_its
     assert log.outcome is not None and log.outcome[0] == "finished"
     assert output.strip() == str(sum(sum(i * i % 7 for i in range(40_000 + k)) for k in range(4)))
     assert log.followed == (1, 2, True)
+
+
+def test_threads_started_and_ended_one_after_another_each_their_own_runs_and_none_is_a_schedule(tmp_path):
+    """A thread started per request, 200 of them one after another (each thread's tracer is dropped
+    once its thread ends, while the one stream goes on): every thread's events are its own runs, the
+    main thread's between them, and the run under the schedule follows it to the end. A program
+    that never starts a second thread is recorded as ever: no runs, an empty schedule."""
+    path = tmp_path / "per_request.py"
+    path.write_text(
+        textwrap.dedent(
+            """
+            import threading
+            results = []
+            def handle(i):
+                s = 0
+                for j in range(20):
+                    s += j * i
+                results.append(s)
+            for i in range(200):
+                t = threading.Thread(target=handle, args=(i,))
+                t.start()
+                t.join()
+            print(len(results), sum(results))
+            """
+        )
+    )
+    log, events, _, output = _recorded(path, None)
+    assert output.strip() == f"200 {sum(sum(j * i for j in range(20)) for i in range(200))}"
+    numbers = [number for _, number in log.runs]
+    assert sorted(set(numbers)) == list(range(201)) and numbers.count(0) >= 200
+    threads = log.thread_column()
+    for worker in (1, 100, 200):
+        mine = events[log.switched_at :][threads == worker]
+        assert len(mine) == 2 + 2 * 20 + 3 and (mine["kind"][0] & 0x0F) == 0  # (call, loop, ends, return)
+    replay, replay_events, _, _ = _recorded(path, None, thread_schedule=log.schedule())
+    assert replay.followed == (len(log.runs), len(log.runs), False)
+    assert (replay_events == events).all()
+
+    alone = tmp_path / "alone.py"
+    alone.write_text("total = 0\nfor i in range(10):\n    total += i\nprint(total)\n")
+    log, events, _, output = _recorded(alone, None)
+    assert output == "45\n" and log.switched_at is None and log.runs == []
+    assert log.schedule() == b"" and len(log.thread_column()) == len(events)

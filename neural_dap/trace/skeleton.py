@@ -543,9 +543,12 @@ class SkeletonLog:
     def schedule(self) -> bytes:
         """The runs as a replay follows them: native int64 pairs (thread number, events in the run),
         the last run to the end of the records."""
-        ends = [first for first, _ in self.runs[1:]] + [self.count]
-        pairs = [(number, end - first) for (first, number), end in zip(self.runs, ends, strict=True)]
+        pairs = [(number, end - first) for (first, number), end in zip(self.runs, self._run_ends(), strict=True)]
         return array.array("q", [value for pair in pairs for value in pair]).tobytes()
+
+    def _run_ends(self) -> list[int]:
+        """Where each run ends: where the next begins, the last at the end of the records."""
+        return [first for first, _ in self.runs[1:]] + ([self.count] if self.runs else [])
 
     def thread_column(self):
         """The thread number of every record from the switch on (numpy, int32), by the runs."""
@@ -553,8 +556,7 @@ class SkeletonLog:
 
         start = self.switched_at or 0
         column = np.zeros(self.count - start, dtype=np.int32)
-        ends = [first for first, _ in self.runs[1:]] + [self.count]
-        for (first, number), end in zip(self.runs, ends, strict=True):
+        for (first, number), end in zip(self.runs, self._run_ends(), strict=True):
             column[max(first, start) - start : end - start] = number
         return column
 

@@ -446,9 +446,10 @@ def _switch_to_skeletons(
 ):
     """perform_switch where every thread is recorded as skeletons: the main thread's C tracer goes on
     in skeleton mode with every other thread's records in its stream (engines.CThreads), each thread
-    numbered as it starts; a replay given the recording's schedule (`thread_schedule`) follows it.
-    Checkpoints and the journal go on as before the switch: none is taken while a second thread
-    lives, and the journal is not yet read by a replay of threads (the plan's later stages)."""
+    numbered as it starts; a run given the recording's schedule (`thread_schedule`) follows it. No
+    checkpoint is taken after the switch (a fork copies one thread), the program's collections stay
+    the recorder's (at fixed events, as a replay makes them) and output keeps its event index; the
+    journal goes on recording, though no replay of threads reads it yet (the plan's later stages)."""
     in_c = every_thread_in_c(rec, old, table, skeletons=True)
     if in_c is None:
         raise RuntimeError("every thread as skeletons needs the C tracer")
