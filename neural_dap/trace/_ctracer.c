@@ -629,9 +629,26 @@ static void group_consume(Tracer *t);
  * turn, each of which may run Python code (and so let another thread record), until none is
  * needed; from there to the write nothing runs but this. The index is the record's place; the
  * event count (`counted`) may lag the records for a moment and is never used as one. */
-static long long record_event(Tracer *t, long long inv, int line, unsigned char kind) {
+static __attribute__((noinline)) long long record_grouped(Tracer *t, long long inv, int line, unsigned char kind);
+
+static inline long long record_event(Tracer *t, long long inv, int line, unsigned char kind) {
+    if (t->group != NULL)
+        return record_grouped(t, inv, line, kind);
+    if (t->ev_len == t->ev_cap && flush_records(t) < 0)
+        return -1;
+    long long index = t->ev_first + t->ev_len;
+    EventRecord *r = &t->ev[t->ev_len++];
+    r->inv = (unsigned int)inv;
+    r->line = line;
+    r->kind = kind;
+    r->pad[0] = r->pad[1] = r->pad[2] = 0;
+    return index;
+}
+
+/* record_event in a group of skeletons (the one-thread recording above stays as short as it was) */
+static long long record_grouped(Tracer *t, long long inv, int line, unsigned char kind) {
     Tracer *s = sink_of(t);
-    if (t->group != NULL ? group_turn(t) < 0 : s->ev_len == s->ev_cap && flush_records(s) < 0)
+    if (group_turn(t) < 0)
         return -1;
     if (inv < 0) {
         /* a call in a group of skeletons: numbered here, so invocations are numbered in the order
@@ -646,8 +663,7 @@ static long long record_event(Tracer *t, long long inv, int line, unsigned char 
     r->line = line;
     r->kind = kind;
     r->pad[0] = r->pad[1] = r->pad[2] = 0;
-    if (t->group != NULL)
-        group_consume(t); /* (a replay's turn passes on at a run's last event: see group_turn) */
+    group_consume(t); /* (a replay's turn passes on at a run's last event: see group_turn) */
     return index;
 }
 
@@ -671,38 +687,36 @@ static int record_call(Tracer *t, long code_id, long long caller_last, long long
 }
 
 /* Count one event; call the hook when due (it takes checkpoints, enforces limits, may not return). */
-static int call_hook(Tracer *t, long long n);
+static __attribute__((noinline)) int call_hook(Tracer *t, long long n);
 
-static int counted(Tracer *t) {
-    int grouped = t->group != NULL;
-    t = sink_of(t);
-    long long n = ++t->count;
-    /* (every thread as skeletons: the hook is called before the next event is recorded, in
-     * group_turn, never after an event's record, where the Python code it runs could let another
-     * thread's events in before the rest of this thread's line, which a replay would not do) */
-    if (grouped)
+static inline int counted(Tracer *t) {
+    if (t->group != NULL) {
+        /* every thread as skeletons: the hook is called before the next event is recorded, in
+         * group_turn, never after an event's record, where the Python code it runs could let
+         * another thread's events in before the rest of this thread's line (a replay would not) */
+        sink_of(t)->count++;
         return 0;
-    return call_hook(t, n);
+    }
+    long long n = ++t->count;
+    return n >= t->hook_at || n >= t->next_every ? call_hook(t, n) : 0;
 }
 
-/* The hook, where it is due at event count `n`. */
+/* The hook, due at event count `n` (it takes checkpoints, enforces limits, may not return). */
 static int call_hook(Tracer *t, long long n) {
-    if (n >= t->hook_at || n >= t->next_every) {
-        if (n >= t->next_every)
-            t->next_every = (n / t->hook_every + 1) * t->hook_every;
-        PyObject *arg = PyLong_FromLongLong(n);
-        if (arg == NULL)
-            return -1;
-        PyObject *next = call_ours(t->hook, arg);
-        Py_DECREF(arg);
-        if (next == NULL)
-            return -1;
-        long long at = PyLong_AsLongLong(next);
-        Py_DECREF(next);
-        if (at == -1 && PyErr_Occurred())
-            return -1;
-        t->hook_at = at;
-    }
+    if (n >= t->next_every)
+        t->next_every = (n / t->hook_every + 1) * t->hook_every;
+    PyObject *arg = PyLong_FromLongLong(n);
+    if (arg == NULL)
+        return -1;
+    PyObject *next = call_ours(t->hook, arg);
+    Py_DECREF(arg);
+    if (next == NULL)
+        return -1;
+    long long at = PyLong_AsLongLong(next);
+    Py_DECREF(next);
+    if (at == -1 && PyErr_Occurred())
+        return -1;
+    t->hook_at = at;
     return 0;
 }
 
@@ -802,7 +816,8 @@ static void live_call(Tracer *t) {
 
 static int capturing(Tracer *t) {
     /* the event about to be counted is number t->count (0-based) */
-    return !t->skeleton || (sink_of(t)->count >= t->capture_from && sink_of(t)->count <= t->capture_to);
+    long long count = sink_of(t)->count;
+    return !t->skeleton || (count >= t->capture_from && count <= t->capture_to);
 }
 
 static int is_module_code(PyObject *code) {
