@@ -2154,6 +2154,9 @@ static int group_turn(Tracer *t) {
         }
         if (s->count >= s->hook_at || s->count >= s->next_every) {
             long long due = s->count;
+            /* (the hook is Python code: another thread may come here meanwhile, and must not find it
+             * due again and call it at the same count; call_hook moves next_every on first) */
+            s->hook_at = LLONG_MAX;
             if (call_hook(s, due) < 0)
                 return -1;
             if (s->hook_at <= due)

@@ -144,6 +144,8 @@ def record_skeleton(
     has ended, its stops go to `live` meanwhile."""
     from neural_dap.trace.skeleton import new_folder
 
+    if thread_schedule is not None and not thread_skeletons:
+        raise ValueError("a thread schedule is followed by a recording of threads as skeletons (thread_skeletons=True)")
     if journal.library() is None:
         raise journal.JournalUnavailable(
             "a skeleton recording is replayed, and replays need the journal library (neural_dap/trace/_journal),"

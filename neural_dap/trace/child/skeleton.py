@@ -184,6 +184,12 @@ class Skeleton:
                 self._write(self._next_first, events, calls)
                 self._next_first += len(events) // EVENT_SIZE
 
+    def busy(self) -> bool:
+        """The recorder's hook runs, or this process writes records in order (every thread as
+        skeletons): the end signal must wait (flushing from its handler would write records again,
+        or wait for ever on the order's lock)."""
+        return self.in_hook or (self._order is not None and self._order.locked())
+
     def hook(self, count: int) -> int:
         """Called by the engine at `hook_at` and every HOOK_EVERY events; returns the next `hook_at`. A
         what-if edit due here is made first (a checkpoint taken here holds the new value)."""
