@@ -631,18 +631,23 @@ static void group_consume(Tracer *t);
  * event count (`counted`) may lag the records for a moment and is never used as one. */
 static __attribute__((noinline)) long long record_grouped(Tracer *t, long long inv, int line, unsigned char kind);
 
-static inline long long record_event(Tracer *t, long long inv, int line, unsigned char kind) {
-    if (t->group != NULL)
-        return record_grouped(t, inv, line, kind);
-    if (t->ev_len == t->ev_cap && flush_records(t) < 0)
-        return -1;
-    long long index = t->ev_first + t->ev_len;
-    EventRecord *r = &t->ev[t->ev_len++];
+/* Write one record into `s`'s buffer (there is room); its index in the stream. */
+static inline long long write_record(Tracer *s, long long inv, int line, unsigned char kind) {
+    long long index = s->ev_first + s->ev_len;
+    EventRecord *r = &s->ev[s->ev_len++];
     r->inv = (unsigned int)inv;
     r->line = line;
     r->kind = kind;
     r->pad[0] = r->pad[1] = r->pad[2] = 0;
     return index;
+}
+
+static inline long long record_event(Tracer *t, long long inv, int line, unsigned char kind) {
+    if (t->group != NULL)
+        return record_grouped(t, inv, line, kind);
+    if (t->ev_len == t->ev_cap && flush_records(t) < 0)
+        return -1;
+    return write_record(t, inv, line, kind);
 }
 
 /* record_event in a group of skeletons (the one-thread recording above stays as short as it was) */
@@ -657,12 +662,7 @@ static long long record_grouped(Tracer *t, long long inv, int line, unsigned cha
         Entry *e = &t->stack[t->depth - 1];
         inv = e->inv = (*t->next_inv_p)++;
     }
-    long long index = s->ev_first + s->ev_len;
-    EventRecord *r = &s->ev[s->ev_len++];
-    r->inv = (unsigned int)inv;
-    r->line = line;
-    r->kind = kind;
-    r->pad[0] = r->pad[1] = r->pad[2] = 0;
+    long long index = write_record(s, inv, line, kind);
     group_consume(t); /* (a replay's turn passes on at a run's last event: see group_turn) */
     return index;
 }

@@ -552,8 +552,6 @@ class SkeletonLog:
 
     def thread_column(self):
         """The thread number of every record from the switch on (numpy, int32), by the runs."""
-        import numpy as np
-
         start = self.switched_at or 0
         column = np.zeros(self.count - start, dtype=np.int32)
         for (first, number), end in zip(self.runs, self._run_ends(), strict=True):

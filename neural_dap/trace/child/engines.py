@@ -599,7 +599,7 @@ class CThreads:
         threading.settrace(None)  # type: ignore[arg-type]
         if self.monitoring:
             self.main.stop()  # (the tool is freed)
-        followed, runs, given_up = self.group.following()
+        followed, runs, given_up = self.following()
         if runs:  # a replay under a schedule: how far it held (the parent says whether it was followed)
             self.rec.events.append(["followed", followed, runs, given_up])
 

@@ -168,16 +168,15 @@ class Skeleton:
         the C tracer hands each thread's flush a copy, and a flush is Python code, during which
         another thread may fill the buffer and flush the next records first."""
         self._next_first = first
+        self._early: dict[int, tuple[bytes, bytes]] = {}  # chunks flushed ahead of their turn
         self._order = threading.Lock()
 
-    _next_first = 0
-    _early: dict[int, tuple[bytes, bytes]] | None = None
-    _order: threading.Lock | None = None
+    _order: threading.Lock | None = None  # (set by records_from)
 
     def _in_order(self, first: int, events: bytes, calls: bytes) -> None:
         assert self._order is not None
         with self._order:
-            early = self._early = self._early or {}
+            early = self._early
             early[first] = (events, calls)
             while self._next_first in early:
                 events, calls = early.pop(self._next_first)
