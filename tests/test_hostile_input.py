@@ -3,6 +3,7 @@ what it names, and never stalls the session. Each test here failed on 5a177f8.""
 
 from __future__ import annotations
 
+import array
 import json
 import os
 import socket
@@ -372,6 +373,32 @@ def test_records_and_events_that_name_what_no_child_makes_never_index_outside_th
     for event in [*twice, ["l", 6, 2, ["y", 3], None], ["l", 6, 3, None, None]]:
         rolling.append(event)
     assert rolling.dropped == 4 and [e for e in rolling.base if e[0] == "s"] == [["s", 6, 0, 1, 0, []]]
+
+
+def test_thread_runs_and_a_schedules_outcome_a_child_sends_malformed_are_dropped(tmp_path):
+    """Every thread recorded as skeletons: the runs (["ts", first index, thread, name]) and how far a
+    schedule held (["followed", runs, of, given up]) come from the child's pipe. Entries of the wrong
+    shape (a number as a million-digit text, a negative index, a name of a megabyte) are dropped or
+    cut, never parsed into what they name; a run that starts before the last one replaces it."""
+    import msgspec
+
+    from neural_dap.trace.skeleton import SkeletonLog
+
+    log = SkeletonLog(str(tmp_path), capacity=16)
+    batch = [
+        ["switch", 0, "skeletons"],
+        ["followed", "9" * 1_000_000, 2, False],
+        ["ts", "3", 1],
+        ["ts", -5, 1],
+        ["ts", 4, 1, "n" * (1 << 20)],
+        ["ts", 2, 2],
+        ["ts", 7, [1]],
+    ]
+    encoded = msgspec.msgpack.encode(batch)
+    log.feed_frames(b"m" + len(encoded).to_bytes(4, "little") + encoded)
+    assert not log.corrupt and log.thread_skeletons and log.followed is None
+    assert log.runs == [(2, 2)] and len(log.thread_names[1]) == 200
+    assert log.schedule() == array.array("q", [2, -2]).tobytes()  # (a run past the records: no events)
 
 
 def test_library_return_values_a_child_sends_malformed_are_bounded_or_dropped(tmp_path):

@@ -500,9 +500,9 @@ class SkeletonLog:
             elif tag == "switch":
                 self.switched_at = self.count if int(event[1]) < 0 else int(event[1])
                 self.thread_skeletons = event[2:3] == ["skeletons"]
-            elif tag == "followed" and len(event) == 4:
-                self.followed = (int(event[1]), int(event[2]), bool(event[3]))
-            elif tag == "ts" and len(event) >= 3 and type(event[1]) is int and type(event[2]) is int:
+            elif tag == "followed" and len(event) == 4 and type(event[1]) is int and type(event[2]) is int:
+                self.followed = (event[1], event[2], event[3] is True)
+            elif tag == "ts" and len(event) >= 3 and type(event[1]) is int and type(event[2]) is int and event[1] >= 0:
                 self._run(event[1], event[2], event[3] if len(event) > 3 and isinstance(event[3], str) else None)
             elif tag == "k":
                 _, cid, name, filename, first = event
