@@ -382,21 +382,30 @@ def thread_skeletons(
     version: str,
     repeat: int,
 ) -> None:
-    """The four workers with every thread recorded as skeletons (issue 37's threads plan, its first
-    stage: what a session opens does not use it yet), and run again under the recorded schedule, as
-    the replay that will rebuild their values must: its cost, and whether it recorded the very
-    same records."""
-    recorded, replayed, same = [], [], []
+    """The four workers with every thread recorded as skeletons, opened as a session opens them
+    (launch key `threads: "skeletons"`: the tree of every thread, no values yet), and the first stop
+    in a worker (its values rebuilt by a replay from the checkpoint before the second thread, under
+    the recorded schedule); then the program run again under that schedule from its start, as a
+    check that a replay records the very same records."""
+    recorded, opened, stops, replayed, same = [], [], [], [], []
     for _ in range(repeat):
         t = time.perf_counter()
         first = record_skeleton(Program(str(threaded)), limits, python=python, thread_skeletons=True)
         recorded.append(time.perf_counter() - t - base_skeleton)
+        execution = SkeletonExecution(first)  # what a session opens
+        opened.append(time.perf_counter() - t - base_skeleton)
+        n = first.log.count
+        switched = first.log.switched_at or 0
+        t = time.perf_counter()
+        middle = (switched + n) // 2
+        execution.frames(middle)  # a stop there: the worker's values, by a replay under the schedule
+        stops.append(time.perf_counter() - t)
+        assert first.diverged_at is None, first.divergence_message()
         t = time.perf_counter()
         again = record_skeleton(
             Program(str(threaded)), limits, python=python, thread_skeletons=True, thread_schedule=first.log.schedule()
         )
         replayed.append(time.perf_counter() - t - base_skeleton)
-        n = first.log.count
         same.append(
             again.log.count == n
             and again.log.runs == first.log.runs
@@ -406,10 +415,12 @@ def thread_skeletons(
         first.close()
         again.close()
     record_x, replay_x = statistics.median(recorded) / plain, statistics.median(replayed) / plain
+    open_x = statistics.median(opened) / plain
     print(
-        f"{version:>8} {'threads as skeletons':>22} {n:>10} {plain * 1e3:>9.1f} {record_x:>8.1f}x  "
-        f"recorded ({record_x * plain / floor:.1f}x floor, {runs} runs); under its schedule {replay_x:.1f}x, "
-        f"same records {sum(same)} of {len(same)}; values not yet rebuilt (median of {repeat})"
+        f"{version:>8} {'threads as skeletons':>22} {n:>10} {plain * 1e3:>9.1f} {open_x:>8.1f}x  "
+        f"as a session opens it (launch key threads: skeletons) = {open_x * plain / floor:.1f}x floor "
+        f"(recorded {record_x:.1f}x, {runs} runs); a stop in a worker {statistics.median(stops) * 1e3:.0f} ms; "
+        f"run under its schedule {replay_x:.1f}x, same records {sum(same)} of {len(same)} (median of {repeat})"
     )
 
 

@@ -8,11 +8,13 @@ threaded stretch's values will have to. Not yet what a session opens (its values
 from __future__ import annotations
 
 import array
+import re
 import textwrap
 
 import numpy as np
 import pytest
 
+from neural_dap.core.actions import Action
 from neural_dap.trace.recorder import Limits, Program, record_skeleton
 from neural_dap.trace.skeleton import CALL_DTYPE, EVENT_DTYPE
 
@@ -166,3 +168,94 @@ def test_threads_started_and_ended_one_after_another_each_their_own_runs_and_non
     log, events, _, output = _recorded(alone, None)
     assert output == "45\n" and log.switched_at is None and log.runs == []
     assert log.schedule() == b"" and len(log.thread_column()) == len(events)
+
+
+# Three workers on data of their own (nothing shared changes while they run): each thread's states
+# are the same however the threads interleave, so two recordings of it compare thread by thread.
+OWN_DATA = textwrap.dedent(
+    """
+    import threading
+
+    def scale(values, k):
+        out = []
+        for v in values:
+            out.append(v * k)
+        return out
+
+    def work(seed):
+        values = [seed + i for i in range(40)]
+        total = 0
+        for round in range(30):
+            values = scale(values, 1 + round % 3)
+            total += sum(values) % 1000
+        return total
+
+    def main():
+        threads = [threading.Thread(target=work, args=(k,), name=f"worker-{k}") for k in range(3)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        return "done"
+
+    main()
+    """
+)
+
+
+def _per_thread(states, names) -> dict[str, list[tuple]]:
+    """Each thread's states, by its name, as (event, function, line, locals); a thread's ident (in
+    a `Thread`'s repr) is the system's, another in every run and in every replay."""
+    out: dict[str, list[tuple]] = {}
+    for state in states:
+        shown = {name: re.sub(r"started \d+", "started", text) for name, text in state.locals.items()}
+        out.setdefault(names.get(state.thread, "MainThread"), []).append(
+            (state.event, state.function, state.line, shown)
+        )
+    return out
+
+
+@pytest.mark.parametrize("version", ["3.11", "3.13"])
+def test_a_threaded_stretch_recorded_as_skeletons_shows_each_threads_values_as_full_capture_does(tmp_path, version):
+    """The values of every thread, rebuilt from skeleton records by a replay from the checkpoint
+    before the second thread under the recorded schedule, are what recording every thread in full
+    shows, state for state and thread by thread; and a session's threads, stacks and steps hold
+    to the threads (a worker's stack is its own, the main thread waits at its join)."""
+    from neural_dap.trace.execution import SkeletonExecution
+    from neural_dap.trace.recorder import record
+
+    python = _interpreter(version)
+    path = tmp_path / "own_data.py"
+    path.write_text(OWN_DATA)
+    full = record(Program(path=str(path)), LIMITS, python=python)
+    expected = _per_thread(full.states, full.log.thread_names)
+    rec = record_skeleton(Program(path=str(path)), LIMITS, python=python, thread_skeletons=True)
+    try:
+        assert rec.log.thread_skeletons and rec.log.switched_at is not None
+        names = {0: "MainThread", **rec.log.thread_names}
+        got = _per_thread([rec.state(i) for i in range(len(rec))], names)
+        assert rec.diverged_at is None, rec.divergence_message()
+        assert sorted(got) == sorted(expected) == ["MainThread", "worker-0", "worker-1", "worker-2"]
+        for name in ("worker-0", "worker-1", "worker-2"):
+            assert got[name] == expected[name], name
+        # (the main thread shows the workers' Thread objects, whose state is the run's interleaving)
+        assert [state[:3] for state in got["MainThread"]] == [state[:3] for state in expected["MainThread"]]
+        execution = SkeletonExecution(rec)
+        semantics = execution.semantics
+        # a stop in worker-1's `scale`: its stack is its own; the main thread stands at its join
+        worker = next(number for number, name in names.items() if name == "worker-1")
+        at = next(
+            i
+            for i in range(len(rec))
+            if semantics.thread(i) == worker and rec.tree.event(i) == "line" and rec.state(i).function == "scale"
+        )
+        assert [f.function for f in execution.frames(at)] == ["scale", "work"]
+        shown = [name for _, name in execution.threads(at)]
+        assert shown[0] == "MainThread" and "worker-1" in shown
+        main_frames = execution.thread_frames(at, 0)
+        assert [f.function for f in main_frames] == ["main", "<module>"]
+        # a step over from there stays in worker-1, however the other threads ran meanwhile
+        after = execution.apply(at, Action("step_over"))
+        assert semantics.thread(after) == worker and rec.state(after).function == "scale"
+    finally:
+        rec.close()

@@ -227,6 +227,8 @@ typedef struct Tracer {
      * happened, numbered as one); NULL: its own */
     struct Tracer *sink;
     long long ordinal;        /* (group) the thread's number in the thread table (-1: not known yet) */
+    int consume_pending;      /* (group, a replay) the run's last event is captured: the turn passes on
+                               * once its full event is sent (see record_grouped) */
 } Tracer;
 
 /* Where a tracer's records go and its events are counted: its group's one stream, or its own. */
@@ -663,7 +665,13 @@ static long long record_grouped(Tracer *t, long long inv, int line, unsigned cha
         inv = e->inv = (*t->next_inv_p)++;
     }
     long long index = write_record(s, inv, line, kind);
-    group_consume(t); /* (a replay's turn passes on at a run's last event: see group_turn) */
+    /* (a replay's turn passes on at a run's last event: see group_turn. An event captured in full
+     * keeps the turn until its full event is sent: the next run's thread would otherwise send its
+     * own first, where the value's repr lets the GIL go) */
+    if (index >= t->capture_from && index <= t->capture_to)
+        t->consume_pending = 1;
+    else
+        group_consume(t);
     return index;
 }
 
@@ -817,7 +825,19 @@ static void live_call(Tracer *t) {
 static int capturing(Tracer *t) {
     /* the event about to be counted is number t->count (0-based) */
     long long count = sink_of(t)->count;
+    if (t->sink != NULL || (t->group != NULL && t->skeleton))
+        /* every thread as skeletons: the event's place is known only once it is recorded (another
+         * thread may record while this one waits for its turn), so here only whether it may be
+         * captured; in_window says, with the record's index */
+        return count <= t->capture_to;
     return !t->skeleton || (count >= t->capture_from && count <= t->capture_to);
+}
+
+/* Whether the event recorded at `index` is captured in full (`maybe`: what capturing said). */
+static inline int in_window(Tracer *t, int maybe, long long index) {
+    if (!maybe || t->group == NULL || !t->skeleton)
+        return maybe;
+    return index >= t->capture_from && index <= t->capture_to;
 }
 
 static int is_module_code(PyObject *code) {
@@ -1067,7 +1087,19 @@ static int called_by_library(Tracer *t, PyFrameObject *started, Entry *below) {
 /* A call of the user's code at `line`: a new invocation on the stack. `frame` may be NULL
  * (sys.monitoring): then the frame that starts is asked for when it is needed (a traced caller
  * below it, a capture). */
+static int call_event_body(Tracer *t, PyFrameObject *frame, CodeInfo *info, int line);
+
+/* (a replay's turn kept for a captured event passes on once the event is sent: record_grouped) */
 static int call_event(Tracer *t, PyFrameObject *frame, CodeInfo *info, int line) {
+    int rc = call_event_body(t, frame, info, line);
+    if (t->consume_pending) {
+        t->consume_pending = 0;
+        group_consume(t);
+    }
+    return rc;
+}
+
+static int call_event_body(Tracer *t, PyFrameObject *frame, CodeInfo *info, int line) {
     if (t->group != NULL && wait_if_held(t) < 0)
         return -1;
     PyObject *code = info->code;
@@ -1130,6 +1162,7 @@ static int call_event(Tracer *t, PyFrameObject *frame, CodeInfo *info, int line)
             return -1;
         e = &t->stack[t->depth - 1]; /* (the flush may have run Python code: the stack may have moved) */
         e->last = index;
+        capture = in_window(t, capture, index);
     }
     if (capture) {
         if (begin_event(t) < 0)
@@ -1168,7 +1201,19 @@ static int left_event(Tracer *t, Entry *e, int raised) {
     return paused;
 }
 
+static int line_event_body(Tracer *t, Entry *e, int line);
+
+/* (a replay's turn kept for a captured event passes on once the event is sent: record_grouped) */
 static int line_event(Tracer *t, Entry *e, int line) {
+    int rc = line_event_body(t, e, line);
+    if (t->consume_pending) {
+        t->consume_pending = 0;
+        group_consume(t);
+    }
+    return rc;
+}
+
+static int line_event_body(Tracer *t, Entry *e, int line) {
     if (t->group != NULL && wait_if_held(t) < 0)
         return -1;
     e->calling = NULL; /* (a call that started no frame, a generator's, is over) */
@@ -1179,6 +1224,7 @@ static int line_event(Tracer *t, Entry *e, int line) {
         if (index < 0)
             return -1;
         e->last = index;
+        capture = in_window(t, capture, index);
     }
     if (capture) {
         if (begin_event(t) < 0)
@@ -1213,7 +1259,19 @@ static int line_event(Tracer *t, Entry *e, int line) {
 }
 
 /* The top frame returns `value`, or exits by the exception `raised` (not NULL). */
+static int leave_event_body(Tracer *t, int line, PyObject *value, PyObject *raised);
+
+/* (a replay's turn kept for a captured event passes on once the event is sent: record_grouped) */
 static int leave_event(Tracer *t, int line, PyObject *value, PyObject *raised) {
+    int rc = leave_event_body(t, line, value, raised);
+    if (t->consume_pending) {
+        t->consume_pending = 0;
+        group_consume(t);
+    }
+    return rc;
+}
+
+static int leave_event_body(Tracer *t, int line, PyObject *value, PyObject *raised) {
     if (t->group != NULL && wait_if_held(t) < 0)
         return -1;
     Entry *e = &t->stack[t->depth - 1];
@@ -1227,6 +1285,7 @@ static int leave_event(Tracer *t, int line, PyObject *value, PyObject *raised) {
         if (index < 0)
             return -1;
         e->last = index;
+        capture = in_window(t, capture, index);
     }
     int rc = 0;
     if (capture) {
@@ -2310,8 +2369,11 @@ static void join_group(Group *g, Tracer *t) {
         t->skeleton = 1;
         t->sink = t == g->sink ? NULL : g->sink;
         if (t != g->sink) {
-            t->capture_from = 1LL << 62;
-            t->capture_to = -1;
+            /* a replay's window (Skeleton's worker) is every thread's: each sends its stack whole at
+             * its first event in it */
+            t->capture_from = g->sink->capture_from;
+            t->capture_to = g->sink->capture_to;
+            t->snapshotted = 0;
         }
     } else {
         t->skeleton = 0; /* every event in full */

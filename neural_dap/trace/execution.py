@@ -214,14 +214,7 @@ class FullExecution:
     @functools.cached_property
     def _thread_spans(self) -> dict[int, tuple[int, int]]:
         """Per thread: its first and last event."""
-        columns = self.tree.semantics.columns
-        if columns.thread_of is None:
-            return {0: (0, len(self.tree) - 1)}
-        threads = columns.thread_of[columns.invs]
-        numbers, firsts = np.unique(threads, return_index=True)
-        _, lasts = np.unique(threads[::-1], return_index=True)
-        n = len(threads)
-        return {int(t): (int(f), n - 1 - int(b)) for t, f, b in zip(numbers, firsts, lasts, strict=True)}
+        return _thread_spans(self.tree.semantics.columns, len(self.tree))
 
     def threads(self, i: int) -> list[tuple[int, str]]:
         """The threads alive at event i: those with events before and after it, and those alive
@@ -314,7 +307,7 @@ class SkeletonExecution:
         self.tree: SkeletonTree = self.recording.tree
         tree = self.tree
         self.raised = np.flatnonzero((tree.kinds == EXCEPTION) | tree.caught_flags).tolist()
-        for known in ("_ends_by_exception", "uncaught", "user_unhandled"):
+        for known in ("_ends_by_exception", "uncaught", "user_unhandled", "_thread_spans"):
             self.__dict__.pop(known, None)
 
     @functools.cached_property
@@ -382,14 +375,38 @@ class SkeletonExecution:
             out.append(Frame(s.function, s.line, s.source, s.invocation, s.path, local_reprs, values))
         return tuple(out)
 
+    @functools.cached_property
+    def _thread_spans(self) -> dict[int, tuple[int, int]]:
+        """Per thread: its first and last event (every thread recorded as skeletons)."""
+        return _thread_spans(self.tree.semantics.columns, len(self.tree))
+
     def threads(self, i: int) -> list[tuple[int, str]]:
+        if self.tree.thread_of is not None:
+            # every thread as skeletons (trace/skeleton.py): those with events before and after i
+            names = {0: "MainThread", **self.recording.log.thread_names}
+            return [
+                (t, names.get(t, f"Thread-{t}"))
+                for t, (first, last) in sorted(self._thread_spans.items())
+                if t == 0 or first <= i <= last
+            ]
         # a skeleton follows one thread (a second one running the user's code is recorded in full);
         # where a live program is held, its threads that have run none of the user's code too
         idle = self.recording.log.idle if self.keep_open and i >= self.last else {}
         return [(0, "MainThread"), *sorted(idle.items())]
 
     def thread_frames(self, i: int, thread: int) -> tuple[Frame, ...]:
-        return self.frames(i) if thread == 0 else ()
+        semantics = self.tree.semantics
+        if self.tree.thread_of is None or thread == semantics.thread(i):
+            return self.frames(i) if thread == semantics.thread(i) else ()
+        # where `thread` stood at its latest event k up to i, its locals as they were at k (they are
+        # rebuilt by a replay of the window around k; what other threads changed since k in objects
+        # it shows is not in them)
+        k = semantics.last_of_thread(thread, i)
+        if k < 0:
+            return ()
+        frames = self.frames(k)
+        # (its latest event left a function: it stands in the caller now, at the call's line)
+        return frames[1:] if semantics.kind(k) >= RETURN else frames
 
     def output(self, start: int, end: int) -> tuple[tuple[str, str], ...]:
         return tuple(self.recording.output_between(start, end))
@@ -402,6 +419,16 @@ class SkeletonExecution:
     def close(self) -> None:
         if not self.keep_open:
             self.recording.close()
+
+
+def _thread_spans(columns, n: int) -> dict[int, tuple[int, int]]:
+    """Per thread: its first and last event (one thread: all of them)."""
+    if columns.thread_of is None:
+        return {0: (0, n - 1)}
+    threads = columns.thread_of[columns.invs]
+    numbers, firsts = np.unique(threads, return_index=True)
+    _, lasts = np.unique(threads[::-1], return_index=True)
+    return {int(t): (int(f), n - 1 - int(b)) for t, f, b in zip(numbers, firsts, lasts, strict=True)}
 
 
 def _filter_points(execution: FullExecution | SkeletonExecution, kind: str) -> list[int]:

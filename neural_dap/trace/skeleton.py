@@ -585,12 +585,19 @@ class SkeletonTree:
     `trace.actions.ActionSemantics`, the full recording's."""
 
     def __init__(
-        self, columns: EventColumns, count: int, calls: int, codes: Mapping[int, tuple[str, str, int]]
+        self,
+        columns: EventColumns,
+        count: int,
+        calls: int,
+        codes: Mapping[int, tuple[str, str, int]],
+        runs: Sequence[tuple[int, int]] = (),
     ) -> None:
         """The tree of the first `count` records and `calls` call records, from their columns (read
         and indexed while the program ran: see EventColumns): views, not copies, but for the
         invocations' ends (an invocation still running gets its end later, which a tree made before
-        must not see)."""
+        must not see). `runs`: where every thread was recorded as skeletons, (first event, thread
+        number) of each run of one thread's events (SkeletonLog.runs); the events before the first
+        are the main thread's (number 0)."""
         view = columns.view(count, calls)
         self.n = view.n
         self.kinds, self.caught_flags, self.lines, self.invs = view.kinds, view.caught, view.lines, view.invs
@@ -603,6 +610,9 @@ class SkeletonTree:
         self.library = view.library
         self.max_code = view.max_code
         self.zero_lines = view.zero_lines
+        self.thread_of: np.ndarray | None = None  # per invocation: its thread's number (None: one thread)
+        if runs:
+            self.thread_of, self.depth = _per_thread(view, runs)
         self.semantics = ActionSemantics(self._columns(codes))
 
     @functools.cached_property
@@ -638,6 +648,7 @@ class SkeletonTree:
             codes=(*((codes[c][0], codes[c][1]) for c in ids), ("", "")),
             resumes=self.resumes if self.any_resumes else None,
             library=self.library,
+            thread_of=self.thread_of,
         )
 
     def __len__(self) -> int:
@@ -689,6 +700,32 @@ class SkeletonTree:
         return out
 
 
+def _per_thread(view: TreeView, runs: Sequence[tuple[int, int]]) -> tuple[np.ndarray, np.ndarray]:
+    """Per invocation, its thread and its depth within that thread, from the runs of one thread's
+    events (the columns' depth counts every thread's open calls as one stack). A loop over runs, not
+    events: a run is thousands of events (a thread runs 5 ms before the recording hands over)."""
+    n = view.n
+    threads = np.zeros(n, dtype=np.int32)
+    opened = np.cumsum((view.kinds == CALL).astype(np.int64) - (view.kinds >= RETURN).astype(np.int64))
+    # open calls of its own thread after each event: within a run, the stream's running count less
+    # what it was where the run began, plus what the thread had open when its previous run ended
+    own = opened.copy()
+    carry: dict[int, int] = {}
+    starts = [first for first, _ in runs]
+    bounds = [0, *starts, n]
+    numbers = [0, *(number for _, number in runs)]
+    for k, number in enumerate(numbers):
+        a, b = max(0, min(bounds[k], n)), max(0, min(bounds[k + 1], n))
+        if a >= b:
+            continue
+        before = int(opened[a - 1]) if a else 0
+        own[a:b] += carry.get(number, 0) - before
+        carry[number] = int(own[b - 1])
+        threads[a:b] = number
+    call_pos = view.call_pos.astype(np.int64)
+    return threads[call_pos], own[call_pos] - 1
+
+
 class SkeletonRecording:
     """One recorded execution in skeleton mode, with its checkpoints and materialised windows."""
 
@@ -716,6 +753,7 @@ class SkeletonRecording:
         self._hashes: dict[tuple[int, int], str] = {}
         self._output_index: dict[int, list[tuple[str, str]]] | None = None
         self.window = FIRST_WINDOW  # adapted to what capturing this program costs
+        self._schedule_written: tuple[int, int] | None = None  # (runs, events) of the schedule file
 
     def _read(self) -> None:
         """The tree over the records in the files (all of them; a live recording's so far)."""
@@ -728,7 +766,13 @@ class SkeletonRecording:
             else np.zeros(0, dtype=EVENT_DTYPE)
         )
         self.events = events  # mapped for hashing the ranges a replay checks; the tree reads the columns
-        self.tree = SkeletonTree(log.columns, log.count, log.calls_bytes // CALL_DTYPE.itemsize, log.codes)
+        self.tree = SkeletonTree(
+            log.columns,
+            log.count,
+            log.calls_bytes // CALL_DTYPE.itemsize,
+            log.codes,
+            log.runs if log.thread_skeletons else (),
+        )
         # a module's call event says line 0 (as does the exit of an empty module): it is at the
         # code's first line, as full capture says
         tree = self.tree
@@ -865,7 +909,7 @@ class SkeletonRecording:
         from neural_dap.trace.program import Program
 
         path, _pid = self.log.checkpoints[checkpoint]
-        answer = _ask(path, {"from": a, "to": b})
+        answer = _ask(path, {"from": a, "to": b, **self._schedule_for(b)})
         self.materialisations += 1
         self._check_journal(answer.get("journal") or {}, a)
         self._check_hashes(answer.get("hashes") or [])
@@ -874,7 +918,8 @@ class SkeletonRecording:
         log.sources.update(self.sources)
         log.source_lines.update(self.source_lines)
         log.offset = a
-        log.raw_events = answer.get("events") or []  # (trace/threaded.py joins windows into one log)
+        # (trace/threaded.py joins windows into one log)
+        log.raw_events = _thread_records(answer.get("events") or [])
         log.feed(log.raw_events)
         got = len(log.kinds)
         expected = min(b, len(self) - 1) - a + 1
@@ -904,7 +949,7 @@ class SkeletonRecording:
             raise DivergenceError("no checkpoint is left to replay from")
         checkpoint = checkpoints[max(0, bisect_right(checkpoints, first) - 1)]
         where, _pid = self.log.checkpoints[checkpoint]
-        answer = _ask(where, {"from": first, "to": last, "watch": {"path": path}})
+        answer = _ask(where, {"from": first, "to": last, "watch": {"path": path}, **self._schedule_for(last)})
         self.materialisations += 1
         self._check_journal(answer.get("journal") or {}, first)
         self._check_hashes(answer.get("hashes") or [])
@@ -914,6 +959,20 @@ class SkeletonRecording:
         if reached <= last:
             raise DivergenceError(f"the replay ended at event {reached}, before event {last}")
         return [(int(e), enc, bool(bound)) for e, enc, bound in answer.get("watch") or []]
+
+    def _schedule_for(self, last: int) -> dict:
+        """What a replay up to event `last` needs to follow the threads (every thread recorded as
+        skeletons since a second one started): the file of their schedule, written when first asked
+        (a recording that ended; a live one's grows: written again when it has)."""
+        log = self.log
+        if not log.thread_skeletons or log.switched_at is None or last < log.switched_at:
+            return {}
+        path = os.path.join(log.folder, "schedule.bin")
+        if self._schedule_written != (len(log.runs), log.count):
+            with open(path, "wb") as fh:
+                fh.write(log.schedule())
+            self._schedule_written = (len(log.runs), log.count)
+        return {"schedule": path}
 
     def _check_hashes(self, hashes: list) -> None:
         for start, end, digest in hashes:
@@ -974,6 +1033,16 @@ class SkeletonRecording:
         self.log.checkpoints.clear()
         self.events = np.zeros(0, dtype=EVENT_DTYPE)
         shutil.rmtree(self.log.folder, ignore_errors=True)
+
+
+def _thread_records(events: list) -> list:
+    """A replay's events with each run's ["ts", first index, number(, name)] (every thread as
+    skeletons: child/runner.py) as the ["t", number(, name)] record full capture sends before a run
+    of one thread's events."""
+    return [
+        ["t", *event[2:4]] if type(event) is list and len(event) >= 3 and event[0] == "ts" else event
+        for event in events
+    ]
 
 
 def _ask(path: str, request: dict, timeout: float = 60.0) -> dict:

@@ -102,6 +102,12 @@ class RecordedOptions(msgspec.Struct, frozen=True, rename="camel"):
     # it is asked to; false: record it to its end, then debug (batch use: the language server, an
     # agent's `record`). A DAP session's launch says true unless the user said otherwise
     live: bool = False
+    # from a second thread on: "full" records every thread's every state (exact, at 30-50 times a
+    # plain run's time); "skeletons" records every thread as skeleton records (1.2-1.5 times the
+    # no-op tracer's floor) and rebuilds a stop's values by replaying the threads under the
+    # recorded schedule, which a program whose threads contend for a lock may not follow (the
+    # values there are then refused as a divergence). A recording that is not live only, for now.
+    threads: Literal["full", "skeletons"] = "full"
 
 
 def limits_from(given: Any, mode: str = "skeleton") -> Limits:
@@ -204,6 +210,8 @@ class RecordedWorld:
                 try:
                     # (child sessions and a terminal console are opened on a whole recording: batch)
                     runs_live = not (options.sub_process or program.stdin_log or program.output_copy)
+                    # (threads as skeletons: recorded to the end, then debugged; not live yet)
+                    runs_live = runs_live and options.threads != "skeletons"
                     if options.live and runs_live and journal_library() is not None:
                         explicit = isinstance(options.limits, dict) and "wallTime" in options.limits
                         opened = await self._start_live(program, limits, python, handle, explicit)
@@ -211,8 +219,11 @@ class RecordedWorld:
                             return opened
                         skeleton = opened
                     else:
+                        as_skeletons = options.threads == "skeletons"
                         skeleton = await anyio.to_thread.run_sync(
-                            lambda: record_skeleton(program, limits, python=python, recording=handle)
+                            lambda: record_skeleton(
+                                program, limits, python=python, recording=handle, thread_skeletons=as_skeletons
+                            )
                         )
                 except JournalUnavailable as exc:
                     self._recording = None
@@ -229,7 +240,15 @@ class RecordedWorld:
                 rec = skeleton
                 execution = SkeletonExecution(skeleton)
                 self.engine, self.python = skeleton.log.engine, skeleton.log.python
-                if skeleton.log.switched_at is not None:
+                if skeleton.log.switched_at is not None and skeleton.log.thread_skeletons:
+                    # every thread recorded as skeletons: travelled as one skeleton, whose values in
+                    # the threaded stretch a replay under the threads' schedule rebuilds
+                    self.notices.append(
+                        f"a second thread ran the program's code at event {skeleton.log.switched_at:,}: every"
+                        " thread was recorded as skeletons from there; the values shown there are rebuilt"
+                        " by replaying the threads in the recorded order (the program ran once)"
+                    )
+                elif skeleton.log.switched_at is not None:
                     # a second thread ran the program's code: from there every thread was recorded
                     # in full, in the same run; the states before are rebuilt from the checkpoints
                     try:

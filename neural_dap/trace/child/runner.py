@@ -334,7 +334,9 @@ def record_here(
                 skeleton.switched = True  # no checkpoint after this: a fork copies one thread
                 old.flush()
                 skeleton.records_from(old.count())
-                return _switch_to_skeletons(cfg, rec, old, table, switch, channel, first, current)
+                # (a checkpoint's replay follows the recording's schedule, which the adapter sends it)
+                schedule = skeleton.worker["schedule"] if skeleton.worker is not None else cfg.get("thread_schedule")
+                return _switch_to_skeletons(cfg, rec, old, table, switch, channel, first, current, schedule)
             if skeleton is not None:
                 old.flush()
                 skeleton.switched = True  # no checkpoint after this: a fork copies one thread
@@ -445,7 +447,15 @@ TIMESLICE = 0.005  # seconds a thread runs before the recording hands the GIL ov
 
 
 def _switch_to_skeletons(
-    cfg: dict, rec: Recorder, old, table: ThreadTable, switch: ThreadSwitch, channel: Channel, first: int, current: list
+    cfg: dict,
+    rec: Recorder,
+    old,
+    table: ThreadTable,
+    switch: ThreadSwitch,
+    channel: Channel,
+    first: int,
+    current: list,
+    schedule: str | None,
 ):
     """perform_switch where every thread is recorded as skeletons: the main thread's C tracer goes on
     in skeleton mode with every other thread's records in its stream (engines.CThreads), each thread
@@ -460,7 +470,6 @@ def _switch_to_skeletons(
     # events): the interpreter's own hand-over, at any instruction every 5 ms, is made rare, and
     # the recording hands over at an event instead, as often
     sys.setswitchinterval(float(cfg.get("switch_interval", LONG_SWITCH_INTERVAL)))
-    schedule = cfg.get("thread_schedule")
     if schedule:
         with open(schedule, "rb") as fh:
             in_c.follow(fh.read(), float(cfg.get("schedule_patience", 5.0)))

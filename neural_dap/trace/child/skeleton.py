@@ -361,6 +361,9 @@ class Skeleton:
             # {"path": [root, [kind, key], ...]}: watch that location in the frame of event `from`
             # through `to`, and capture nothing (child/watch.py)
             "watch": Watch(request["watch"]["path"], self.encode_value) if request.get("watch") else None,
+            # a file of the threads' schedule (trace/skeleton.py): a replay past where a second thread
+            # started follows it (runner._switch_to_skeletons)
+            "schedule": request.get("schedule") if isinstance(request.get("schedule"), str) else None,
         }
         silence_output()
         guard = self.channel.guard
