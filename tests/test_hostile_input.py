@@ -393,12 +393,43 @@ def test_thread_runs_and_a_schedules_outcome_a_child_sends_malformed_are_dropped
         ["ts", 4, 1, "n" * (1 << 20)],
         ["ts", 2, 2],
         ["ts", 7, [1]],
+        # who took each lock (["lk", thread, call, lock, outcome]): numbers only, none past 2^62
+        ["lk", "9" * 1_000_000, 0, 0, 1],
+        ["lk", 1, 0, 1 << 63, 1],
+        ["lk", 1, 0, 0],
+        ["lk", 1, 0, 0, True],
+        ["lk", 1, 0, 3, 1],
     ]
     encoded = msgspec.msgpack.encode(batch)
     log.feed_frames(b"m" + len(encoded).to_bytes(4, "little") + encoded)
     assert not log.corrupt and log.thread_skeletons and log.followed is None
     assert log.runs == [(2, 2)] and len(log.thread_names[1]) == 200
     assert log.schedule() == array.array("q", [2, -2]).tobytes()  # (a run past the records: no events)
+    assert log.locks() == array.array("q", [1, 0, 3, 1]).tobytes()
+
+
+@pytest.mark.parametrize(
+    "takes",
+    [
+        [0, 1, 0, 1],  # a thread's first call numbered 1: its calls must come in order, every one
+        [0, 0, 0, 1, 0, 0, 0, 1],  # the same call twice
+        [-1, 0, 0, 1],  # no such thread
+        [0, 0, 1 << 40, 1],  # a lock numbered past every take there is (never allocated for)
+        [1 << 40, 0, 0, 1],  # ... a thread too
+        [0, 0, 0, 7],  # no such outcome
+        [0, 0, 0],  # not quads
+    ],
+)
+def test_who_took_each_lock_in_a_shape_no_recording_makes_is_refused_before_a_replay_follows_it(takes):
+    """A replay takes locks in the order the recording's "lk" records say (the C tracer's group,
+    `locks`): the plan is checked whole first and refused with a ValueError, never followed in
+    part, and nothing is allocated for a thread or lock number larger than the plan's own size."""
+    from neural_dap.trace._ctracer import Threads
+
+    group = Threads(lambda: None, lambda switched: (None, False), False, True, lambda: None)
+    with pytest.raises(ValueError):
+        group.locks(array.array("q", takes).tobytes())
+    group.locks(array.array("q", [0, 0, 0, 1, 1, 0, 0, 0]).tobytes())  # (a good plan is taken after)
 
 
 def test_library_return_values_a_child_sends_malformed_are_bounded_or_dropped(tmp_path):

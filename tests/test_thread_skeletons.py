@@ -259,3 +259,59 @@ def test_a_threaded_stretch_recorded_as_skeletons_shows_each_threads_values_as_f
         assert semantics.thread(after) == worker and rec.state(after).function == "scale"
     finally:
         rec.close()
+
+
+CONTENDED = textwrap.dedent(
+    """
+    import threading
+
+    lock = threading.Lock()
+    count = [0]
+
+    def work(n):
+        seen = 0
+        for i in range(n):
+            with lock:
+                count[0] += 1
+                seen = count[0]
+        return seen
+
+    def main():
+        threads = [threading.Thread(target=work, args=(400,)) for _ in range(3)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        return count[0]
+
+    main()
+    """
+)
+
+
+@pytest.mark.parametrize("version", ["3.11", "3.12", "3.13"])
+def test_threads_that_contend_for_a_lock_replay_with_each_take_in_the_recordings_order(tmp_path, version):
+    """Three threads incrementing a counter under one lock: which waiting thread gets a released
+    lock is the kernel's choice, made between events, so a replay that follows the schedule alone
+    handed it to another thread and stalled (the fifteenth round's survey: 0 of 9). The recording
+    says who took each lock; the replay that rebuilds the values takes them in that order, so the
+    values every thread shows are the recording's: the counter each thread read under the lock,
+    taken over all threads in the order the events happened, is 1, 2, 3, ... 1,200, and no
+    replay diverged."""
+    python = _interpreter(version)
+    path = tmp_path / "contended.py"
+    path.write_text(CONTENDED)
+    rec = record_skeleton(Program(path=str(path)), LIMITS, python=python, thread_skeletons=True)
+    try:
+        assert rec.log.thread_skeletons and rec.log.switched_at is not None
+        assert len(rec.log.lock_takes) // 4 >= 1200, "every take of the lock is said"
+        seen = []
+        for i in range(rec.log.switched_at, len(rec)):
+            if rec.tree.event(i) == "line" and rec.tree.lines[i] == 9:  # `for i in range(n):`, after `seen = ...`
+                state = rec.state(i)
+                if state.locals.get("seen", "0") != "0":
+                    seen.append(int(state.locals["seen"]))
+        assert rec.diverged_at is None, rec.divergence_message()
+        assert seen == list(range(1, len(seen) + 1)) and len(seen) >= 1197
+    finally:
+        rec.close()

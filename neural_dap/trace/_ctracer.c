@@ -48,6 +48,7 @@ PyAPI_FUNC(PyObject *) PyMethod_Function(PyObject *);
 #include <string.h>
 #include <pthread.h>
 #include <time.h>
+#include <stdio.h>
 #define JOURNAL_PLUMBING 1
 #define JOURNAL_SANDBOX 2
 static int (*journal_enter)(int);
@@ -227,6 +228,7 @@ typedef struct Tracer {
      * happened, numbered as one); NULL: its own */
     struct Tracer *sink;
     long long ordinal;        /* (group) the thread's number in the thread table (-1: not known yet) */
+    long long lock_calls;     /* (group of skeletons) the thread's calls of a lock's acquiring methods so far */
     int consume_pending;      /* (group, a replay) the run's last event is captured: the turn passes on
                                * once its full event is sent (see record_grouped) */
 } Tracer;
@@ -2035,6 +2037,15 @@ static PyType_Spec tracer_spec = {
  * has ended (a server starts a thread per request). */
 
 
+/* One call of a lock's acquiring methods in a recording: the lock, whether it was taken (1), not
+ * taken (0: a call that does not block) or raised (-1), and, for a take, how many takes of that lock
+ * came before it. */
+typedef struct LockStep {
+    long long lock;
+    long long pos;
+    int ok;
+} LockStep;
+
 struct Group {
     PyObject_HEAD
     PyObject *factory;   /* callable() -> a Tracer for the calling thread, or None (one of the recorder's own) */
@@ -2066,6 +2077,8 @@ struct Group {
     long long left;      /* events left in the current run */
     double patience;     /* seconds a thread waits while the schedule does not move: then it is given up */
     volatile int diverged; /* the schedule was given up: every thread runs free */
+    const char *why;     /* ... because (the first reason: a constant text, or why_text) */
+    char why_text[200];
     pthread_mutex_t lock;
     pthread_cond_t turn;
     /* A recording of skeletons hands the GIL over at events (`timeslice`): with the interpreter's
@@ -2073,6 +2086,20 @@ struct Group {
      * at its next event, so a run ends at an event or where its thread blocks, never in the middle
      * of a line, where a replay could not end it. */
     double slice;        /* 0: no hand-over at events */
+    /* Locks (gate_locks): which thread takes a lock is decided in the kernel, not at an event, so a
+     * replay that follows the schedule can still hand a lock to another thread than the recording
+     * did. The recording numbers each lock as it is first taken and sends, for every call of a
+     * lock's acquiring methods by a thread of the program, ["lk", thread, its call number, lock,
+     * outcome]; a replay given them (`locks`) lets each such call take its lock only in the order
+     * the recording's takes had, and returns a recorded failure (a lock not taken) as one. */
+    int gating;              /* the lock types' acquiring methods are this process's gate (below) */
+    PyObject *lock_ids;      /* dict: id(lock) -> (weak reference, lock number) */
+    long long next_lock;     /* (recording) the next lock's number */
+    struct LockStep **plan;  /* (replay) per thread number: each of its calls, in order */
+    Py_ssize_t *plan_len;
+    Py_ssize_t plan_threads;
+    long long *lock_pos;     /* (replay) per lock: the takes made so far */
+    Py_ssize_t locks;
     double run_began;    /* when the current run began (monotonic seconds) */
     unsigned tick;       /* events since the clock was last read */
 };
@@ -2148,6 +2175,8 @@ static void wait_turn(Group *g, Tracer *t) {
             seen = g->run;
             since = monotonic_seconds();
         } else if (monotonic_seconds() - since > g->patience) {
+            if (g->why == NULL)
+                g->why = "no thread could go on in its turn: one waited where the recording's had not";
             g->diverged = 1;
             pthread_cond_broadcast(&g->turn);
         }
@@ -2173,6 +2202,8 @@ static int known_ordinal(Group *g, Tracer *t) {
         return -1;
     if (t->ordinal == -2) {
         pthread_mutex_lock(&g->lock);
+        if (g->why == NULL)
+            g->why = "a thread ran that the recording had not started";
         g->diverged = 1;
         pthread_cond_broadcast(&g->turn);
         pthread_mutex_unlock(&g->lock);
@@ -2741,6 +2772,7 @@ static PyObject *group_follow(PyObject *self, PyObject *args) {
     g->left = g->run < g->runs ? g->schedule[2 * g->run + 1] : 0;
     g->patience = patience;
     g->diverged = 0;
+    g->why = NULL;
     pthread_cond_broadcast(&g->turn);
     pthread_mutex_unlock(&g->lock);
     PyMem_Free(old);
@@ -2757,10 +2789,398 @@ static PyObject *group_timeslice(PyObject *self, PyObject *arg) {
     Py_RETURN_NONE;
 }
 
-/* (runs followed so far, runs in the schedule, whether it was given up) */
+/* (runs followed so far, runs in the schedule, whether it was given up, why or None) */
 static PyObject *group_following(PyObject *self, PyObject *Py_UNUSED(ignored)) {
     Group *g = (Group *)self;
-    return Py_BuildValue("nnO", g->run, g->runs, g->diverged ? Py_True : Py_False);
+    return Py_BuildValue("nnOz", g->run, g->runs, g->diverged ? Py_True : Py_False, g->diverged ? g->why : NULL);
+}
+
+/* -- locks taken in the recording's order (see Group.gating) ------------------------------------- */
+
+enum {
+    GATE_LOCK_ACQUIRE,
+    GATE_LOCK_ENTER,
+    GATE_RLOCK_ACQUIRE,
+    GATE_RLOCK_ENTER,
+    GATE_RLOCK_RESTORE,
+    GATE_QUEUE_GET,
+    GATE_QUEUE_GET_NOWAIT,
+    GATE_QUEUE_PUT,
+    GATE_QUEUE_PUT_NOWAIT,
+    GATES
+};
+static PyObject *gate_original[GATES]; /* the methods gated: the lock types are the process's, as is the gate */
+static PyObject *queue_empty;          /* _queue.Empty: a queue's get that took nothing */
+static Group *gate_group;              /* the group whose gate they are (a process has one recording) */
+
+static PyObject *call_original(int which, PyObject *self, PyObject *args, PyObject *kwargs) {
+    Py_ssize_t n = PyTuple_Size(args);
+    PyObject *all = PyTuple_New(n + 1);
+    if (all == NULL)
+        return NULL;
+    PyTuple_SetItem(all, 0, Py_NewRef(self));
+    for (Py_ssize_t i = 0; i < n; i++)
+        PyTuple_SetItem(all, i + 1, Py_NewRef(PyTuple_GetItem(args, i)));
+    PyObject *rc = PyObject_Call(gate_original[which], all, kwargs);
+    Py_DECREF(all);
+    return rc;
+}
+
+static int is_acquire(int which) { return which == GATE_LOCK_ACQUIRE || which == GATE_RLOCK_ACQUIRE; }
+static int is_get(int which) { return which == GATE_QUEUE_GET || which == GATE_QUEUE_GET_NOWAIT; }
+static int is_queue(int which) { return which >= GATE_QUEUE_GET; }
+
+/* A call's outcome: 1 it took its lock (an item), 0 it took none (False; a queue's Empty), -1 it
+ * raised otherwise. */
+static int outcome_of(int which, PyObject *rc) {
+    if (rc == NULL)
+        return is_get(which) && PyErr_ExceptionMatches(queue_empty) ? 0 : -1;
+    return is_acquire(which) ? PyObject_IsTrue(rc) : 1;
+}
+
+/* The number `lock` has in this process (-2: none yet; -1: error). */
+static long long lock_number(Group *g, PyObject *lock) {
+    PyObject *key = PyLong_FromVoidPtr(lock);
+    if (key == NULL)
+        return -1;
+    PyObject *entry = PyDict_GetItemWithError(g->lock_ids, key);
+    Py_DECREF(key);
+    if (entry == NULL)
+        return PyErr_Occurred() ? -1 : -2;
+    /* (an entry of a lock that has died names another object at the same address: none) */
+    if (PyWeakref_GetObject(PyTuple_GetItem(entry, 0)) != lock)
+        return -2;
+    return PyLong_AsLongLong(PyTuple_GetItem(entry, 1));
+}
+
+static int name_lock(Group *g, PyObject *lock, long long number) {
+    PyObject *key = PyLong_FromVoidPtr(lock);
+    PyObject *ref = PyWeakref_NewRef(lock, NULL);
+    PyObject *entry = ref == NULL ? NULL : Py_BuildValue("(OL)", ref, number);
+    int rc = key == NULL || entry == NULL ? -1 : PyDict_SetItem(g->lock_ids, key, entry);
+    Py_XDECREF(key);
+    Py_XDECREF(ref);
+    Py_XDECREF(entry);
+    return rc;
+}
+
+/* A recording: the call made, then said ["lk", thread, call, lock, outcome] (an exception it raised
+ * is kept meanwhile). */
+static PyObject *record_take(Group *g, Tracer *t, long long call, int which, PyObject *self, PyObject *args, PyObject *kwargs) {
+    PyObject *rc = call_original(which, self, args, kwargs);
+    int ok = outcome_of(which, rc);
+    PyObject *type, *value, *traceback;
+    PyErr_Fetch(&type, &value, &traceback);
+    long long number = lock_number(g, self);
+    if (number == -2) {
+        number = g->next_lock++;
+        if (name_lock(g, self, number) < 0)
+            number = -1;
+    }
+    PyObject *said = number < 0 ? NULL : Py_BuildValue("[sLLLi]", "lk", t->ordinal, call, number, ok < 0 ? -1 : ok);
+    int failed = said == NULL || PyList_Append(t->events, said) < 0;
+    Py_XDECREF(said);
+    if (failed) {
+        Py_XDECREF(rc);
+        Py_XDECREF(type);
+        Py_XDECREF(value);
+        Py_XDECREF(traceback);
+        return NULL;
+    }
+    PyErr_Restore(type, value, traceback);
+    return rc;
+}
+
+static void give_up(Group *g, const char *why) {
+    pthread_mutex_lock(&g->lock);
+    if (g->why == NULL)
+        g->why = why;
+    g->diverged = 1;
+    pthread_cond_broadcast(&g->turn);
+    pthread_mutex_unlock(&g->lock);
+}
+
+/* Wait, the GIL released, until `pos` takes of `lock` are made (the patience as in wait_turn). */
+static void wait_lock_turn(Group *g, long long lock, long long pos) {
+    int previous = enter_context(JOURNAL_PLUMBING);
+    PyThreadState *state = PyEval_SaveThread();
+    pthread_mutex_lock(&g->lock);
+    long long seen = g->lock_pos[lock];
+    Py_ssize_t seen_run = g->run;
+    double since = monotonic_seconds();
+    while (!g->diverged && g->lock_pos[lock] < pos) {
+        struct timespec until;
+        clock_gettime(CLOCK_REALTIME, &until);
+        until.tv_nsec += 20 * 1000 * 1000;
+        if (until.tv_nsec >= 1000000000L) {
+            until.tv_sec += 1;
+            until.tv_nsec -= 1000000000L;
+        }
+        pthread_cond_timedwait(&g->turn, &g->lock, &until);
+        if (g->lock_pos[lock] != seen || g->run != seen_run) {
+            seen = g->lock_pos[lock];
+            seen_run = g->run;
+            since = monotonic_seconds();
+        } else if (monotonic_seconds() - since > g->patience) {
+            if (g->why == NULL)
+                g->why = "a lock's next take in the recording's order never came";
+            g->diverged = 1;
+            pthread_cond_broadcast(&g->turn);
+        }
+    }
+    pthread_mutex_unlock(&g->lock);
+    PyEval_RestoreThread(state);
+    leave_context(previous);
+}
+
+/* A replay: the call takes its lock only once the takes the recording made before it are made, and
+ * a call that took none there takes none here. */
+static PyObject *follow_take(Group *g, Tracer *t, long long call, int which, PyObject *self, PyObject *args, PyObject *kwargs) {
+    if (g->diverged || t->ordinal < 0 || t->ordinal >= g->plan_threads || call >= g->plan_len[t->ordinal])
+        return call_original(which, self, args, kwargs); /* (past what was recorded: free) */
+    LockStep *step = &g->plan[t->ordinal][call];
+    if (step->ok < 0)
+        return call_original(which, self, args, kwargs);
+    long long number = lock_number(g, self);
+    if (number == -1)
+        return NULL;
+    if (number == -2 && name_lock(g, self, step->lock) < 0)
+        return NULL;
+    if (number >= 0 && number != step->lock) { /* another lock than the recording's: the replay went another way */
+        pthread_mutex_lock(&g->lock);
+        if (g->why == NULL) {
+            snprintf(g->why_text, sizeof g->why_text,
+                     "thread %lld's call %lld of a lock's (or queue's) methods was of lock %lld, the recording's of lock %lld",
+                     t->ordinal, call, number, step->lock);
+            g->why = g->why_text;
+        }
+        pthread_mutex_unlock(&g->lock);
+        give_up(g, NULL);
+        return call_original(which, self, args, kwargs);
+    }
+    if (step->ok == 0 && is_get(which)) {
+        PyErr_SetNone(queue_empty);
+        return NULL;
+    }
+    if (step->ok == 0)
+        Py_RETURN_FALSE;
+    wait_lock_turn(g, step->lock, step->pos);
+    PyObject *rc;
+    if (is_acquire(which) && !g->diverged) {
+        /* (taken when its turn comes, however long the holder keeps it; a hold longer than the
+         * patience gives the order up, and the call is made as the program made it) */
+        PyObject *wait = Py_BuildValue("(Od)", Py_True, g->patience);
+        /* (the wait's clock is the recorder's: the program's own call read none, the journal has none) */
+        int previous = enter_context(JOURNAL_PLUMBING);
+        rc = wait == NULL ? NULL : call_original(which, self, wait, NULL);
+        leave_context(previous);
+        Py_XDECREF(wait);
+        if (rc == Py_False) {
+            Py_DECREF(rc);
+            give_up(g, "a lock was held longer than the patience where the recording's was free");
+            rc = call_original(which, self, args, kwargs);
+        }
+    } else {
+        rc = call_original(which, self, args, kwargs);
+    }
+    if (rc != NULL) {
+        pthread_mutex_lock(&g->lock);
+        g->lock_pos[step->lock]++;
+        pthread_cond_broadcast(&g->turn);
+        pthread_mutex_unlock(&g->lock);
+    }
+    return rc;
+}
+
+/* The calling thread's number in the thread table (-1: it has none; -3: error). A thread's number is
+ * known as it starts (the thread table numbers threads in the order they are started), before it
+ * runs any code of the user's: a pool's worker takes its queue's items in library code. */
+static long long gate_ordinal(Group *g, Tracer *t) {
+    if (t->ordinal >= 0 || g->number_of == NULL)
+        return t->ordinal;
+    int previous = enter_context(JOURNAL_PLUMBING);
+    PyObject *number = PyObject_CallNoArgs(g->number_of);
+    leave_context(previous);
+    if (number == NULL)
+        return -3;
+    long long ordinal = number == Py_None ? -1 : PyLong_AsLongLong(number);
+    Py_DECREF(number);
+    if (ordinal == -1 && PyErr_Occurred())
+        return -3;
+    if (ordinal >= 0)
+        t->ordinal = ordinal;
+    return ordinal;
+}
+
+static PyObject *gated(int which, PyObject *self, PyObject *args, PyObject *kwargs) {
+    Group *g = gate_group;
+    if (g == NULL || !g->gating || g->sink == NULL || g->stopped)
+        return call_original(which, self, args, kwargs);
+    int previous = enter_context(JOURNAL_PLUMBING);
+    leave_context(previous);
+    if (previous == JOURNAL_PLUMBING) /* the recorder's own code (a flush, the hook) */
+        return call_original(which, self, args, kwargs);
+    Tracer *t;
+    if (thread_tracer(g, &t) < 0) /* (a thread of the program that has run none of the user's code: made now) */
+        return NULL;
+    if (t != NULL && t->in_event)
+        /* the recorder's reprs of the values it captures (a replay's window; the recording captured
+         * none): `repr(thread)` asks `is_alive()`, which tries the thread's lock */
+        return call_original(which, self, args, kwargs);
+    long long ordinal = t == NULL ? -1 : gate_ordinal(g, t);
+    if (ordinal == -3)
+        return NULL;
+    if (ordinal < 0) /* one of the recorder's threads, or one the table has no number for */
+        return call_original(which, self, args, kwargs);
+    long long call = t->lock_calls++;
+    return g->plan == NULL ? record_take(g, t, call, which, self, args, kwargs)
+                           : follow_take(g, t, call, which, self, args, kwargs);
+}
+
+#define GATE(name, which)                                                                          \
+    static PyObject *gate_##name(PyObject *self, PyObject *args, PyObject *kwargs) {               \
+        return gated(which, self, args, kwargs);                                                   \
+    }
+GATE(lock_acquire, GATE_LOCK_ACQUIRE)
+GATE(lock_enter, GATE_LOCK_ENTER)
+GATE(rlock_acquire, GATE_RLOCK_ACQUIRE)
+GATE(rlock_enter, GATE_RLOCK_ENTER)
+GATE(rlock_restore, GATE_RLOCK_RESTORE)
+GATE(queue_get, GATE_QUEUE_GET)
+GATE(queue_get_nowait, GATE_QUEUE_GET_NOWAIT)
+GATE(queue_put, GATE_QUEUE_PUT)
+GATE(queue_put_nowait, GATE_QUEUE_PUT_NOWAIT)
+
+static PyMethodDef gate_defs[GATES] = {
+    {"acquire", (PyCFunction)(void (*)(void))gate_lock_acquire, METH_VARARGS | METH_KEYWORDS, NULL},
+    {"__enter__", (PyCFunction)(void (*)(void))gate_lock_enter, METH_VARARGS | METH_KEYWORDS, NULL},
+    {"acquire", (PyCFunction)(void (*)(void))gate_rlock_acquire, METH_VARARGS | METH_KEYWORDS, NULL},
+    {"__enter__", (PyCFunction)(void (*)(void))gate_rlock_enter, METH_VARARGS | METH_KEYWORDS, NULL},
+    {"_acquire_restore", (PyCFunction)(void (*)(void))gate_rlock_restore, METH_VARARGS | METH_KEYWORDS, NULL},
+    {"get", (PyCFunction)(void (*)(void))gate_queue_get, METH_VARARGS | METH_KEYWORDS, NULL},
+    {"get_nowait", (PyCFunction)(void (*)(void))gate_queue_get_nowait, METH_VARARGS | METH_KEYWORDS, NULL},
+    {"put", (PyCFunction)(void (*)(void))gate_queue_put, METH_VARARGS | METH_KEYWORDS, NULL},
+    {"put_nowait", (PyCFunction)(void (*)(void))gate_queue_put_nowait, METH_VARARGS | METH_KEYWORDS, NULL},
+};
+
+static char *copy_text(const char *text);
+
+/* gate_locks(lock_type, its dict, rlock_type, its dict, queue_type, its dict): the acquiring methods
+ * of `_thread.lock` and `_thread.RLock`, and `_queue.SimpleQueue.get` (whose waiting takers the
+ * kernel chooses between too: a thread pool's workers), become the gate (the types' own dicts: the
+ * types are immutable). Their documentation stays the originals'. Once a process. */
+static PyObject *group_gate_locks(PyObject *self, PyObject *args) {
+    Group *g = (Group *)self;
+    PyObject *lock_type, *lock_dict, *rlock_type, *rlock_dict, *queue_type, *queue_dict;
+    if (!PyArg_ParseTuple(args, "O!O!O!O!O!O!", &PyType_Type, &lock_type, &PyDict_Type, &lock_dict, &PyType_Type,
+                          &rlock_type, &PyDict_Type, &rlock_dict, &PyType_Type, &queue_type, &PyDict_Type, &queue_dict))
+        return NULL;
+    if (gate_group != NULL && gate_group != g) {
+        PyErr_SetString(PyExc_RuntimeError, "gate_locks: the locks are another group's gate");
+        return NULL;
+    }
+    if (g->lock_ids == NULL && (g->lock_ids = PyDict_New()) == NULL)
+        return NULL;
+    if (gate_original[0] == NULL) {
+        PyObject *module = PyImport_ImportModule("_queue");
+        queue_empty = module == NULL ? NULL : PyObject_GetAttrString(module, "Empty");
+        Py_XDECREF(module);
+        if (queue_empty == NULL)
+            return NULL;
+        for (int which = 0; which < GATES; which++) {
+            PyObject *dict = is_queue(which) ? queue_dict : which >= GATE_RLOCK_ACQUIRE ? rlock_dict : lock_dict;
+            PyObject *original = PyDict_GetItemString(dict, gate_defs[which].ml_name);
+            if (original == NULL) {
+                PyErr_Format(PyExc_TypeError, "gate_locks: no %s to gate", gate_defs[which].ml_name);
+                return NULL;
+            }
+            gate_original[which] = Py_NewRef(original);
+            PyObject *doc = PyObject_GetAttrString(original, "__doc__");
+            const char *text = doc != NULL && PyUnicode_Check(doc) ? PyUnicode_AsUTF8AndSize(doc, NULL) : NULL;
+            if (text != NULL)
+                gate_defs[which].ml_doc = copy_text(text);
+            Py_XDECREF(doc);
+            PyErr_Clear();
+        }
+        for (int which = 0; which < GATES; which++) {
+            int queue = is_queue(which), rlock = !queue && which >= GATE_RLOCK_ACQUIRE;
+            PyObject *type = queue ? queue_type : rlock ? rlock_type : lock_type;
+            PyObject *dict = queue ? queue_dict : rlock ? rlock_dict : lock_dict;
+            PyObject *gate = PyDescr_NewMethod((PyTypeObject *)type, &gate_defs[which]);
+            if (gate == NULL || PyDict_SetItemString(dict, gate_defs[which].ml_name, gate) < 0) {
+                Py_XDECREF(gate);
+                return NULL;
+            }
+            Py_DECREF(gate);
+        }
+        PyType_Modified((PyTypeObject *)lock_type);
+        PyType_Modified((PyTypeObject *)rlock_type);
+        PyType_Modified((PyTypeObject *)queue_type);
+    }
+    gate_group = g;
+    g->gating = 1;
+    Py_RETURN_NONE;
+}
+
+/* locks(takes): a replay takes locks in the recording's order: int64 quads (thread, its call number,
+ * lock, outcome), in the order the recording said them. */
+static PyObject *group_locks(PyObject *self, PyObject *arg) {
+    Group *g = (Group *)self;
+    Py_buffer view;
+    if (PyObject_GetBuffer(arg, &view, PyBUF_SIMPLE) < 0)
+        return NULL;
+    Py_ssize_t quads = view.len / (4 * (Py_ssize_t)sizeof(long long));
+    const long long *q = view.buf;
+    long long threads = 0, locks = 0;
+    int bad = view.len % (4 * (Py_ssize_t)sizeof(long long)) != 0 || g->plan != NULL;
+    for (Py_ssize_t i = 0; i < quads && !bad; i++) {
+        long long thread = q[4 * i], lock = q[4 * i + 2], ok = q[4 * i + 3];
+        /* (thread numbers and lock numbers are counted from 0 as they come: never past the count) */
+        bad = thread < 0 || thread > quads || lock < 0 || lock > quads || ok < -1 || ok > 1;
+        threads = thread + 1 > threads ? thread + 1 : threads;
+        locks = lock + 1 > locks ? lock + 1 : locks;
+    }
+    Py_ssize_t *len = bad ? NULL : PyMem_Calloc(threads + 1, sizeof(Py_ssize_t));
+    LockStep **plan = bad || len == NULL ? NULL : PyMem_Calloc(threads + 1, sizeof(LockStep *));
+    long long *pos = plan == NULL ? NULL : PyMem_Calloc(locks + 1, sizeof(long long));
+    for (Py_ssize_t i = 0; i < quads && pos != NULL && !bad; i++)
+        bad = q[4 * i + 1] != len[q[4 * i]]++; /* each thread's calls in order, every one of them */
+    for (long long t = 0; t < threads && pos != NULL && !bad; t++) {
+        plan[t] = PyMem_Calloc(len[t] + 1, sizeof(LockStep));
+        bad = plan[t] == NULL;
+    }
+    if (pos != NULL && !bad) {
+        long long *taken = PyMem_Calloc(locks + 1, sizeof(long long));
+        bad = taken == NULL;
+        for (Py_ssize_t i = 0; i < quads && !bad; i++) {
+            LockStep *step = &plan[q[4 * i]][q[4 * i + 1]];
+            step->lock = q[4 * i + 2];
+            step->ok = (int)q[4 * i + 3];
+            step->pos = step->ok == 1 ? taken[step->lock]++ : 0;
+        }
+        PyMem_Free(taken);
+    }
+    PyBuffer_Release(&view);
+    if (bad || pos == NULL) {
+        for (long long t = 0; plan != NULL && t < threads; t++)
+            PyMem_Free(plan[t]);
+        PyMem_Free(plan);
+        PyMem_Free(len);
+        PyMem_Free(pos);
+        if (!PyErr_Occurred())
+            PyErr_SetString(PyExc_ValueError, "locks: int64 quads (thread, call, lock, outcome), each thread's calls in order, once");
+        return NULL;
+    }
+    if (g->lock_ids == NULL && (g->lock_ids = PyDict_New()) == NULL)
+        return NULL;
+    pthread_mutex_lock(&g->lock);
+    g->plan = plan;
+    g->plan_len = len;
+    g->plan_threads = threads;
+    g->lock_pos = pos;
+    g->locks = locks;
+    pthread_mutex_unlock(&g->lock);
+    Py_RETURN_NONE;
 }
 
 static PyObject *group_threads(PyObject *self, PyObject *Py_UNUSED(ignored)) {
@@ -2794,6 +3214,7 @@ static void group_dealloc(Group *self) {
     Py_XDECREF((PyObject *)self->sink);
     Py_XDECREF(self->number_of);
     PyMem_Free(self->schedule);
+    Py_XDECREF(self->lock_ids);
     PyTypeObject *type = Py_TYPE((PyObject *)self);
     freefunc free_ = (freefunc)PyType_GetSlot(type, Py_tp_free);
     free_(self);
@@ -2815,6 +3236,10 @@ static PyMethodDef group_methods[] = {
      "follow(schedule, patience): record each event only in a run of its thread's (int64 pairs: thread number, events)."},
     {"following", group_following, METH_NOARGS, "(runs followed, runs in the schedule, given up)."},
     {"timeslice", group_timeslice, METH_O, "timeslice(seconds): hand the GIL over at an event once a thread has run that long."},
+    {"gate_locks", group_gate_locks, METH_VARARGS,
+     "gate_locks(lock_type, its dict, rlock_type, its dict): every call of a lock's acquiring methods by a thread of "
+     "the group is said (\"lk\"), or, given `locks`, takes its lock in the recording's order."},
+    {"locks", group_locks, METH_O, "locks(takes): int64 quads (thread, call, lock, outcome) a replay takes locks by."},
     {"on_start", (PyCFunction)(void (*)(void))group_on_start, METH_FASTCALL, "PY_START / PY_RESUME callback."},
     {"on_line", (PyCFunction)(void (*)(void))group_on_line, METH_FASTCALL, "LINE callback."},
     {"on_jump", (PyCFunction)(void (*)(void))group_on_jump, METH_FASTCALL, "JUMP callback."},

@@ -130,21 +130,24 @@ def record_skeleton(
     thread_skeletons: bool = False,
     thread_schedule: bytes | None = None,
     schedule_patience: float = 5.0,
+    thread_locks: bytes | None = None,
 ):
     """Run `program` recording only its skeleton, with checkpoints to materialise states from
     (see `trace.skeleton`). Returns a `SkeletonRecording`; close it to end its checkpoints.
     `thread_skeletons`: from a second thread on, every thread is recorded as skeleton records too
     (`SkeletonLog.runs` says whose), not in full; `thread_schedule`: and follows that schedule
     (`SkeletonLog.schedule()` of an earlier recording of it), as a replay will, giving it up where
-    no thread can go on for `schedule_patience` seconds (`SkeletonLog.followed`): the first stage
-    of recording threads at interpreter speed (docs/design-notes.md, issue 37's fifteenth round).
+    no thread can go on for `schedule_patience` seconds (`SkeletonLog.followed`), and, given
+    `thread_locks` (`SkeletonLog.locks()`), takes the program's locks in that recording's order:
+    recording threads at interpreter speed (docs/design-notes.md, issue 37's fifteenth and sixteenth
+    rounds).
     `what_if`: values to set on the way, {"at", "name", "value", "function"} (child/whatif.py);
     `journal_of`: the first run's journal, which a what-if branch reads up to its first edit;
     `live`: the program is debugged while it runs (trace/live_recording.py): this returns when it
     has ended, its stops go to `live` meanwhile."""
     from neural_dap.trace.skeleton import new_folder
 
-    if thread_schedule is not None and not thread_skeletons:
+    if (thread_schedule is not None or thread_locks is not None) and not thread_skeletons:
         raise ValueError("a thread schedule is followed by a recording of threads as skeletons (thread_skeletons=True)")
     if journal.library() is None:
         raise journal.JournalUnavailable(
@@ -179,6 +182,11 @@ def record_skeleton(
             fh.write(thread_schedule)
         extra["thread_schedule"] = schedule_path
         extra["schedule_patience"] = schedule_patience
+    if thread_locks is not None:
+        locks_path = os.path.join(folder, "locks.bin")
+        with open(locks_path, "wb") as fh:
+            fh.write(thread_locks)
+        extra["thread_locks"] = locks_path
     try:
         return _record(
             program, limits, python=python, engine=engine, extra=extra, folder=folder, handle=recording, live=live

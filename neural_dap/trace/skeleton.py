@@ -377,6 +377,9 @@ class SkeletonLog:
         self.thread_skeletons = False
         self.runs: list[tuple[int, int]] = []
         self.thread_names: dict[int, str] = {}
+        # every call of a lock's acquiring methods by a thread of the program (every thread as
+        # skeletons): int64 quads (thread, its call number, lock, outcome), in the order said
+        self.lock_takes = array.array("q")
         # a recording that followed a schedule: (runs followed, runs in it, whether it was given up)
         self.followed: tuple[int, int, bool] | None = None
         # a live recording (child/frontier.py): each stop the program made (events recorded then, why,
@@ -502,6 +505,8 @@ class SkeletonLog:
                 self.thread_skeletons = event[2:3] == ["skeletons"]
             elif tag == "followed" and len(event) == 4 and type(event[1]) is int and type(event[2]) is int:
                 self.followed = (event[1], event[2], event[3] is True)
+            elif tag == "lk" and len(event) == 5 and all(type(v) is int and -1 <= v < 1 << 62 for v in event[1:]):
+                self.lock_takes.extend(event[1:])
             elif tag == "ts" and len(event) >= 3 and type(event[1]) is int and type(event[2]) is int and event[1] >= 0:
                 self._run(event[1], event[2], event[3] if len(event) > 3 and isinstance(event[3], str) else None)
             elif tag == "k":
@@ -545,6 +550,10 @@ class SkeletonLog:
         the last run to the end of the records."""
         pairs = [(number, end - first) for (first, number), end in zip(self.runs, self._run_ends(), strict=True)]
         return array.array("q", [value for pair in pairs for value in pair]).tobytes()
+
+    def locks(self) -> bytes:
+        """Who took each lock (`lock_takes`), as a replay takes them: native int64 quads."""
+        return self.lock_takes.tobytes()
 
     def _run_ends(self) -> list[int]:
         """Where each run ends: where the next begins, the last at the end of the records."""
@@ -754,6 +763,7 @@ class SkeletonRecording:
         self._output_index: dict[int, list[tuple[str, str]]] | None = None
         self.window = FIRST_WINDOW  # adapted to what capturing this program costs
         self._schedule_written: tuple[int, int] | None = None  # (runs, events) of the schedule file
+        self._threads_why = ""  # the latest replay of threads gave their recorded order up: why
 
     def _read(self) -> None:
         """The tree over the records in the files (all of them; a live recording's so far)."""
@@ -912,6 +922,7 @@ class SkeletonRecording:
         answer = _ask(path, {"from": a, "to": b, **self._schedule_for(b)})
         self.materialisations += 1
         self._check_journal(answer.get("journal") or {}, a)
+        self._check_threads(answer.get("threads"))
         self._check_hashes(answer.get("hashes") or [])
         log = EventLog(self.program or Program(self.main_path), self.main_path)
         log.codes.update(self.log.codes)
@@ -952,6 +963,7 @@ class SkeletonRecording:
         answer = _ask(where, {"from": first, "to": last, "watch": {"path": path}, **self._schedule_for(last)})
         self.materialisations += 1
         self._check_journal(answer.get("journal") or {}, first)
+        self._check_threads(answer.get("threads"))
         self._check_hashes(answer.get("hashes") or [])
         if self.diverged_at is not None and last >= self.diverged_at:
             raise DivergenceError(self.divergence_message())
@@ -968,11 +980,14 @@ class SkeletonRecording:
         if not log.thread_skeletons or log.switched_at is None or last < log.switched_at:
             return {}
         path = os.path.join(log.folder, "schedule.bin")
+        locks = os.path.join(log.folder, "locks.bin")
         if self._schedule_written != (len(log.runs), log.count):
             with open(path, "wb") as fh:
                 fh.write(log.schedule())
+            with open(locks, "wb") as fh:
+                fh.write(log.locks())
             self._schedule_written = (len(log.runs), log.count)
-        return {"schedule": path}
+        return {"schedule": path, "locks": locks}
 
     def _check_hashes(self, hashes: list) -> None:
         for start, end, digest in hashes:
@@ -997,6 +1012,14 @@ class SkeletonRecording:
         if isinstance(at, int):
             self._diverged(at if at >= 0 else first, str(report.get("why") or ""))
 
+    def _check_threads(self, report: Any) -> None:
+        """A replay of threads that gave the recorded schedule up: why, for the divergence its
+        records will show (the records say where)."""
+        why = report.get("why") if isinstance(report, dict) and report.get("given_up") is True else None
+        self._threads_why = ""
+        if isinstance(why, str):
+            self._threads_why = f"the threads' replay gave the recorded order up ({why[:300]})"
+
     def divergence_message(self) -> str:
         text = f"the program did not replay the same way after event {self.diverged_at}"
         return f"{text}: {self.divergence}" if self.divergence else text
@@ -1004,7 +1027,7 @@ class SkeletonRecording:
     def _diverged(self, index: int, why: str = "") -> None:
         if self.diverged_at is None or index < self.diverged_at:
             self.diverged_at = index
-            self.divergence = why
+            self.divergence = why or self._threads_why
 
     # -- states ------------------------------------------------------------------------------------------
     def state(self, i: int) -> State:
@@ -1042,6 +1065,7 @@ def _thread_records(events: list) -> list:
     return [
         ["t", *event[2:4]] if type(event) is list and len(event) >= 3 and event[0] == "ts" else event
         for event in events
+        if not (type(event) is list and event[:1] == ["lk"])
     ]
 
 

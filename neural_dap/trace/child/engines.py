@@ -3,6 +3,7 @@ Each records the same events (see `neural_dap.trace.child`). Standard library on
 
 from __future__ import annotations
 
+import gc
 import sys
 import threading
 from _thread import get_ident
@@ -599,7 +600,7 @@ class CThreads:
         threading.settrace(None)  # type: ignore[arg-type]
         if self.monitoring:
             self.main.stop()  # (the tool is freed)
-        followed, runs, given_up = self.following()
+        followed, runs, given_up, _why = self.following()
         if runs:  # a replay under a schedule: how far it held (the parent says whether it was followed)
             self.rec.events.append(["followed", followed, runs, given_up])
 
@@ -615,9 +616,30 @@ class CThreads:
         the schedule does not move gives it up (`following`)."""
         self.group.follow(schedule, patience)
 
-    def following(self) -> tuple[int, int, bool]:
-        """(runs followed so far, runs in the schedule, whether it was given up)"""
+    def following(self) -> tuple[int, int, bool, str | None]:
+        """(runs followed so far, runs in the schedule, whether it was given up, and why)"""
         return self.group.following()
+
+    def gate_locks(self) -> None:
+        """The acquiring methods of the program's locks (`_thread.lock`, `_thread.RLock`: what
+        `threading`'s locks, conditions, events, semaphores and queues are made of) and
+        `_queue.SimpleQueue.get` (a thread pool's work queue) go through the
+        group: each call a thread of the program makes is said (["lk", thread, call, lock,
+        outcome]), or, after `follow_locks`, takes its lock in the recording's order. A thread's
+        turn in the schedule says when it runs, not which of two threads gets a lock: the kernel
+        decides that, between events."""
+        import _queue
+        import _thread
+
+        kinds = (type(_thread.allocate_lock()), _thread.RLock, _queue.SimpleQueue)
+        # (the types are immutable: their own dicts, under the read-only views Python gives)
+        dicts = [gc.get_referents(vars(kind))[0] for kind in kinds]
+        self.group.gate_locks(*(value for pair in zip(kinds, dicts, strict=True) for value in pair))
+
+    def follow_locks(self, takes: bytes) -> None:
+        """A replay: each lock is taken in the order of `takes` (native int64 quads: thread, its
+        call, lock, outcome; `SkeletonLog.locks()`)."""
+        self.group.locks(takes)
 
 
 def every_thread_in_c(rec: Recorder, engine, threads: ThreadTable, skeletons: bool = False) -> CThreads | None:

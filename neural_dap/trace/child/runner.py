@@ -335,8 +335,12 @@ def record_here(
                 old.flush()
                 skeleton.records_from(old.count())
                 # (a checkpoint's replay follows the recording's schedule, which the adapter sends it)
-                schedule = skeleton.worker["schedule"] if skeleton.worker is not None else cfg.get("thread_schedule")
-                return _switch_to_skeletons(cfg, rec, old, table, switch, channel, first, current, schedule)
+                worker = skeleton.worker
+                schedule = worker["schedule"] if worker is not None else cfg.get("thread_schedule")
+                locks = worker["locks"] if worker is not None else cfg.get("thread_locks")
+                take = _switch_to_skeletons(cfg, rec, old, table, switch, channel, first, current, schedule, locks)
+                skeleton.following = current[0].following  # (a worker says how far its replay held)
+                return take
             if skeleton is not None:
                 old.flush()
                 skeleton.switched = True  # no checkpoint after this: a fork copies one thread
@@ -456,13 +460,16 @@ def _switch_to_skeletons(
     first: int,
     current: list,
     schedule: str | None,
+    locks: str | None,
 ):
     """perform_switch where every thread is recorded as skeletons: the main thread's C tracer goes on
     in skeleton mode with every other thread's records in its stream (engines.CThreads), each thread
     numbered as it starts; a run given the recording's schedule (`thread_schedule`) follows it. No
     checkpoint is taken after the switch (a fork copies one thread), the program's collections stay
     the recorder's (at fixed events, as a replay makes them) and output keeps its event index; the
-    journal goes on recording, though no replay of threads reads it yet (the plan's later stages)."""
+    journal goes on recording, though no replay of threads reads it yet (the plan's later stages).
+    The program's locks are taken through the group (`CThreads.gate_locks`): a recording says who
+    took each, a replay given that (`locks`) takes them in the same order."""
     in_c = every_thread_in_c(rec, old, table, skeletons=True)
     if in_c is None:
         raise RuntimeError("every thread as skeletons needs the C tracer")
@@ -470,6 +477,13 @@ def _switch_to_skeletons(
     # events): the interpreter's own hand-over, at any instruction every 5 ms, is made rare, and
     # the recording hands over at an event instead, as often
     sys.setswitchinterval(float(cfg.get("switch_interval", LONG_SWITCH_INTERVAL)))
+    in_c.gate_locks()
+    if locks:
+        with open(locks, "rb") as fh:
+            try:
+                in_c.follow_locks(fh.read())
+            except ValueError:  # (not what a recording says: the replay goes free, its divergence is found)
+                pass
     if schedule:
         with open(schedule, "rb") as fh:
             in_c.follow(fh.read(), float(cfg.get("schedule_patience", 5.0)))

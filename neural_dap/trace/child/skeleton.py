@@ -120,9 +120,12 @@ class Skeleton:
         self.next_time = self.started
         self.checkpoints: list[tuple[int, int]] = []  # (event index, pid)
         self.worker: dict | None = None  # in a worker: the request it serves
+        self._finishing = threading.Lock()  # a worker's answer is being sent
         self.switched = False  # a second thread ran the program's code: every thread recorded in full since
         self.frontier: Any = None  # a live recording: where the program stops for the adapter (child/frontier.py)
         self.in_hook = False  # the hook runs (the main thread's signal waits for it: runner.py)
+        # every thread as skeletons: (runs followed, runs, given up, why) of the schedule a replay follows
+        self.following: Any = None
         self.collector = Collector(as_program)  # installed when the program starts (start())
         if cfg.get("record_files"):  # the adapter's files for the records (trace/skeleton.py's SkeletonLog)
             channel.record_files(*cfg["record_files"])
@@ -364,6 +367,8 @@ class Skeleton:
             # a file of the threads' schedule (trace/skeleton.py): a replay past where a second thread
             # started follows it (runner._switch_to_skeletons)
             "schedule": request.get("schedule") if isinstance(request.get("schedule"), str) else None,
+            # ... and of who took each lock, in order (a replay takes them so: engines.CThreads.gate_locks)
+            "locks": request.get("locks") if isinstance(request.get("locks"), str) else None,
         }
         silence_output()
         guard = self.channel.guard
@@ -423,9 +428,15 @@ class Skeleton:
             worker["range"] = None
 
     def _finish_worker(self, count: int, outcome: tuple | None = None) -> None:
-        """Send what was captured and the hashes of what was replayed, then end this process."""
+        """Send what was captured and the hashes of what was replayed, then end this process. Once:
+        in a replay of threads, one thread's hook may end the window while the main thread ends the
+        program (two answers on one connection read as one corrupt document)."""
         worker = self.worker
         assert worker is not None
+        with plumbing():
+            if not self._finishing.acquire(blocking=False):
+                while True:  # (the first one sends the answer and ends the process)
+                    time.sleep(60)
         self.tracer.flush()
         self._close_range(count)
         answer = {
@@ -435,6 +446,9 @@ class Skeleton:
             "outcome": list(outcome) if outcome else None,
             "journal": _journal_report(worker.get("net", False)),
         }
+        if self.following is not None:  # (a replay of threads: where it stopped following the recording, and why)
+            followed, runs, given_up, why = self.following()
+            answer["threads"] = {"followed": followed, "runs": runs, "given_up": given_up, "why": why}
         if worker["watch"] is not None:
             answer["watch"] = worker["watch"].series
         try:
