@@ -315,3 +315,62 @@ def test_threads_that_contend_for_a_lock_replay_with_each_take_in_the_recordings
         assert seen == list(range(1, len(seen) + 1)) and len(seen) >= 1197
     finally:
         rec.close()
+
+
+LOCKS_AS_EVER = textwrap.dedent(
+    """
+    import _queue, inspect, queue, threading
+
+    def work(k, results):
+        out = results[k] = []  # (each thread its own list: the order two threads append in is a race)
+        lock, rlock, q = threading.Lock(), threading.RLock(), queue.SimpleQueue()
+        out.append(lock.acquire(blocking=False))
+        out.append(lock.acquire(timeout=0.01))  # (held: times out)
+        lock.release()
+        try:
+            lock.release()
+        except RuntimeError as exc:
+            out.append(type(exc).__name__)
+        with rlock, rlock:
+            out.append(rlock.acquire(False))
+            rlock.release()
+        try:
+            q.get_nowait()
+        except queue.Empty:
+            out.append("Empty")
+        q.put(7)
+        out.append(q.get(timeout=1))
+        out.append(str(inspect.signature(_queue.SimpleQueue.get)))
+        out.append(threading.Event().wait(0.01))
+
+    results = {}
+    threads = [threading.Thread(target=work, args=(k, results)) for k in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    print(results[0], results[1])
+    """
+)
+
+
+@pytest.mark.parametrize("version", ["3.11", "3.12", "3.13"])
+def test_locks_and_queues_answer_as_ever_while_the_recording_says_who_took_them(tmp_path, version):
+    """The program's locks and queues go through the recorder's gate while every thread is
+    recorded as skeletons: a try that fails, a timeout, releasing an unlocked lock, an RLock taken
+    twice, a queue that is empty, an event's timed wait and the methods' signatures answer as in a
+    plain run, and each call is said."""
+    import subprocess
+
+    python = _interpreter(version)
+    path = tmp_path / "locks.py"
+    path.write_text(LOCKS_AS_EVER)
+    plain = subprocess.run([python or "python3", str(path)], capture_output=True, text=True, check=True).stdout
+    rec = record_skeleton(Program(path=str(path)), LIMITS, python=python, thread_skeletons=True)
+    try:
+        assert rec.outcome.kind == "finished", rec.outcome
+        assert rec.stdout == plain
+        assert "False" in plain and "RuntimeError" in plain and "Empty" in plain and "block=True" in plain
+        assert len(rec.log.lock_takes) // 4 >= 20
+    finally:
+        rec.close()

@@ -2878,15 +2878,11 @@ static PyObject *record_take(Group *g, Tracer *t, long long call, int which, PyO
             number = -1;
     }
     PyObject *said = number < 0 ? NULL : Py_BuildValue("[sLLLi]", "lk", t->ordinal, call, number, ok < 0 ? -1 : ok);
-    int failed = said == NULL || PyList_Append(t->events, said) < 0;
+    if (said == NULL || PyList_Append(t->events, said) < 0)
+        /* (the call was made: the program keeps what it got, its lock or its item; the record is
+         * lost, and a replay that needs it goes its own way and says so) */
+        PyErr_Clear();
     Py_XDECREF(said);
-    if (failed) {
-        Py_XDECREF(rc);
-        Py_XDECREF(type);
-        Py_XDECREF(value);
-        Py_XDECREF(traceback);
-        return NULL;
-    }
     PyErr_Restore(type, value, traceback);
     return rc;
 }
@@ -2969,14 +2965,17 @@ static PyObject *follow_take(Group *g, Tracer *t, long long call, int which, PyO
     if (is_acquire(which) && !g->diverged) {
         /* (taken when its turn comes, however long the holder keeps it; a hold longer than the
          * patience gives the order up, and the call is made as the program made it) */
-        PyObject *wait = Py_BuildValue("(Od)", Py_True, g->patience);
+        /* (at most an hour: a longer timeout, infinity too, overflows the lock's own limit) */
+        PyObject *wait = Py_BuildValue("(Od)", Py_True, g->patience < 3600.0 ? g->patience : 3600.0);
         /* (the wait's clock is the recorder's: the program's own call read none, the journal has none) */
         int previous = enter_context(JOURNAL_PLUMBING);
         rc = wait == NULL ? NULL : call_original(which, self, wait, NULL);
         leave_context(previous);
         Py_XDECREF(wait);
-        if (rc == Py_False) {
-            Py_DECREF(rc);
+        if (rc == NULL || rc == Py_False) {
+            if (rc == NULL)
+                PyErr_Clear(); /* (the program's own call below raises what it raises) */
+            Py_XDECREF(rc);
             give_up(g, "a lock was held longer than the patience where the recording's was free");
             rc = call_original(which, self, args, kwargs);
         }
@@ -3095,10 +3094,24 @@ static PyObject *group_gate_locks(PyObject *self, PyObject *args) {
                 return NULL;
             }
             gate_original[which] = Py_NewRef(original);
+            /* the original's documentation, its signature line first (inspect.signature reads it) */
             PyObject *doc = PyObject_GetAttrString(original, "__doc__");
-            const char *text = doc != NULL && PyUnicode_Check(doc) ? PyUnicode_AsUTF8AndSize(doc, NULL) : NULL;
+            PyErr_Clear();
+            PyObject *signature = PyObject_GetAttrString(original, "__text_signature__");
+            PyErr_Clear();
+            if (doc == NULL || !PyUnicode_Check(doc)) {
+                Py_XDECREF(doc);
+                doc = PyUnicode_FromString("");
+            }
+            PyObject *whole = signature != NULL && PyUnicode_Check(signature) && doc != NULL
+                ? PyUnicode_FromFormat("%s%U\n--\n\n%U", gate_defs[which].ml_name, signature, doc)
+                : Py_XNewRef(doc);
+            PyErr_Clear();
+            const char *text = whole != NULL && PyUnicode_Check(whole) ? PyUnicode_AsUTF8AndSize(whole, NULL) : NULL;
             if (text != NULL)
                 gate_defs[which].ml_doc = copy_text(text);
+            Py_XDECREF(whole);
+            Py_XDECREF(signature);
             Py_XDECREF(doc);
             PyErr_Clear();
         }
@@ -3123,7 +3136,8 @@ static PyObject *group_gate_locks(PyObject *self, PyObject *args) {
 }
 
 /* locks(takes): a replay takes locks in the recording's order: int64 quads (thread, its call number,
- * lock, outcome), in the order the recording said them. */
+ * lock, outcome), in the order the recording said them (a call nested in another, a signal
+ * handler's in a blocked acquire, is said first: each is placed by its thread and number). */
 static PyObject *group_locks(PyObject *self, PyObject *arg) {
     Group *g = (Group *)self;
     Py_buffer view;
@@ -3134,30 +3148,37 @@ static PyObject *group_locks(PyObject *self, PyObject *arg) {
     long long threads = 0, locks = 0;
     int bad = view.len % (4 * (Py_ssize_t)sizeof(long long)) != 0 || g->plan != NULL;
     for (Py_ssize_t i = 0; i < quads && !bad; i++) {
-        long long thread = q[4 * i], lock = q[4 * i + 2], ok = q[4 * i + 3];
-        /* (thread numbers and lock numbers are counted from 0 as they come: never past the count) */
-        bad = thread < 0 || thread > quads || lock < 0 || lock > quads || ok < -1 || ok > 1;
+        long long thread = q[4 * i], call = q[4 * i + 1], lock = q[4 * i + 2], ok = q[4 * i + 3];
+        /* (thread, call and lock numbers are counted from 0 as they come: never past the count) */
+        bad = thread < 0 || thread > quads || call < 0 || call > quads || lock < 0 || lock > quads || ok < -1 || ok > 1;
         threads = thread + 1 > threads ? thread + 1 : threads;
         locks = lock + 1 > locks ? lock + 1 : locks;
     }
     Py_ssize_t *len = bad ? NULL : PyMem_Calloc(threads + 1, sizeof(Py_ssize_t));
     LockStep **plan = bad || len == NULL ? NULL : PyMem_Calloc(threads + 1, sizeof(LockStep *));
     long long *pos = plan == NULL ? NULL : PyMem_Calloc(locks + 1, sizeof(long long));
-    for (Py_ssize_t i = 0; i < quads && pos != NULL && !bad; i++)
-        bad = q[4 * i + 1] != len[q[4 * i]]++; /* each thread's calls in order, every one of them */
+    for (Py_ssize_t i = 0; i < quads && pos != NULL; i++) /* (each thread's calls: as many as its largest number) */
+        if (q[4 * i + 1] + 1 > len[q[4 * i]])
+            len[q[4 * i]] = q[4 * i + 1] + 1;
     for (long long t = 0; t < threads && pos != NULL && !bad; t++) {
         plan[t] = PyMem_Calloc(len[t] + 1, sizeof(LockStep));
         bad = plan[t] == NULL;
+        for (Py_ssize_t c = 0; !bad && c < len[t]; c++)
+            plan[t][c].ok = 2; /* (not said yet) */
     }
     if (pos != NULL && !bad) {
         long long *taken = PyMem_Calloc(locks + 1, sizeof(long long));
         bad = taken == NULL;
         for (Py_ssize_t i = 0; i < quads && !bad; i++) {
             LockStep *step = &plan[q[4 * i]][q[4 * i + 1]];
+            bad = step->ok != 2; /* (a call said twice) */
             step->lock = q[4 * i + 2];
             step->ok = (int)q[4 * i + 3];
             step->pos = step->ok == 1 ? taken[step->lock]++ : 0;
         }
+        for (long long t = 0; t < threads && !bad; t++) /* (every call of a thread said, once) */
+            for (Py_ssize_t c = 0; !bad && c < len[t]; c++)
+                bad = plan[t][c].ok == 2;
         PyMem_Free(taken);
     }
     PyBuffer_Release(&view);
@@ -3168,7 +3189,7 @@ static PyObject *group_locks(PyObject *self, PyObject *arg) {
         PyMem_Free(len);
         PyMem_Free(pos);
         if (!PyErr_Occurred())
-            PyErr_SetString(PyExc_ValueError, "locks: int64 quads (thread, call, lock, outcome), each thread's calls in order, once");
+            PyErr_SetString(PyExc_ValueError, "locks: int64 quads (thread, call, lock, outcome), every call of each thread once");
         return NULL;
     }
     if (g->lock_ids == NULL && (g->lock_ids = PyDict_New()) == NULL)

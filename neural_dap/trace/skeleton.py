@@ -505,8 +505,9 @@ class SkeletonLog:
                 self.thread_skeletons = event[2:3] == ["skeletons"]
             elif tag == "followed" and len(event) == 4 and type(event[1]) is int and type(event[2]) is int:
                 self.followed = (event[1], event[2], event[3] is True)
-            elif tag == "lk" and len(event) == 5 and all(type(v) is int and -1 <= v < 1 << 62 for v in event[1:]):
-                self.lock_takes.extend(event[1:])
+            elif tag == "lk" and len(event) == 5 and all(type(v) is int and 0 <= v < 1 << 62 for v in event[1:4]):
+                if event[4] in (-1, 0, 1) and type(event[4]) is int:
+                    self.lock_takes.extend(event[1:])
             elif tag == "ts" and len(event) >= 3 and type(event[1]) is int and type(event[2]) is int and event[1] >= 0:
                 self._run(event[1], event[2], event[3] if len(event) > 3 and isinstance(event[3], str) else None)
             elif tag == "k":
@@ -921,8 +922,8 @@ class SkeletonRecording:
         path, _pid = self.log.checkpoints[checkpoint]
         answer = _ask(path, {"from": a, "to": b, **self._schedule_for(b)})
         self.materialisations += 1
+        self._check_threads(answer.get("threads"))  # (first: the journal's divergence may name no reason)
         self._check_journal(answer.get("journal") or {}, a)
-        self._check_threads(answer.get("threads"))
         self._check_hashes(answer.get("hashes") or [])
         log = EventLog(self.program or Program(self.main_path), self.main_path)
         log.codes.update(self.log.codes)
@@ -962,8 +963,8 @@ class SkeletonRecording:
         where, _pid = self.log.checkpoints[checkpoint]
         answer = _ask(where, {"from": first, "to": last, "watch": {"path": path}, **self._schedule_for(last)})
         self.materialisations += 1
-        self._check_journal(answer.get("journal") or {}, first)
         self._check_threads(answer.get("threads"))
+        self._check_journal(answer.get("journal") or {}, first)
         self._check_hashes(answer.get("hashes") or [])
         if self.diverged_at is not None and last >= self.diverged_at:
             raise DivergenceError(self.divergence_message())
