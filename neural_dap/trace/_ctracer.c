@@ -2153,6 +2153,28 @@ static double monotonic_seconds(void) {
     return (double)now.tv_sec + now.tv_nsec / 1e9;
 }
 
+/* One wait of at most 20 ms on the group's condition (its lock held): a wait's patience is checked
+ * between them. */
+static void wait_a_little(Group *g) {
+    struct timespec until;
+    clock_gettime(CLOCK_REALTIME, &until);
+    until.tv_nsec += 20 * 1000 * 1000;
+    if (until.tv_nsec >= 1000000000L) {
+        until.tv_sec += 1;
+        until.tv_nsec -= 1000000000L;
+    }
+    pthread_cond_timedwait(&g->turn, &g->lock, &until);
+}
+
+/* The recorded order is given up (a wait whose patience is over, a call it does not know): every
+ * thread runs free (the group's lock held). */
+static void order_given_up(Group *g, const char *why) {
+    if (g->why == NULL)
+        g->why = why;
+    g->diverged = 1;
+    pthread_cond_broadcast(&g->turn);
+}
+
 /* Wait, the GIL released, until the current run is this thread's. A wait during which the schedule
  * does not move for `patience` seconds gives it up: a thread blocked where the recording's was not
  * (the replay went another way), or one the schedule has no run for. */
@@ -2163,22 +2185,12 @@ static void wait_turn(Group *g, Tracer *t) {
     Py_ssize_t seen = g->run;
     double since = monotonic_seconds();
     while (!my_turn(g, t)) {
-        struct timespec until;
-        clock_gettime(CLOCK_REALTIME, &until);
-        until.tv_nsec += 20 * 1000 * 1000;
-        if (until.tv_nsec >= 1000000000L) {
-            until.tv_sec += 1;
-            until.tv_nsec -= 1000000000L;
-        }
-        pthread_cond_timedwait(&g->turn, &g->lock, &until);
+        wait_a_little(g);
         if (g->run != seen) {
             seen = g->run;
             since = monotonic_seconds();
         } else if (monotonic_seconds() - since > g->patience) {
-            if (g->why == NULL)
-                g->why = "no thread could go on in its turn: one waited where the recording's had not";
-            g->diverged = 1;
-            pthread_cond_broadcast(&g->turn);
+            order_given_up(g, "no thread could go on in its turn: one waited where the recording's had not");
         }
     }
     pthread_mutex_unlock(&g->lock);
@@ -2889,10 +2901,7 @@ static PyObject *record_take(Group *g, Tracer *t, long long call, int which, PyO
 
 static void give_up(Group *g, const char *why) {
     pthread_mutex_lock(&g->lock);
-    if (g->why == NULL)
-        g->why = why;
-    g->diverged = 1;
-    pthread_cond_broadcast(&g->turn);
+    order_given_up(g, why);
     pthread_mutex_unlock(&g->lock);
 }
 
@@ -2905,23 +2914,13 @@ static void wait_lock_turn(Group *g, long long lock, long long pos) {
     Py_ssize_t seen_run = g->run;
     double since = monotonic_seconds();
     while (!g->diverged && g->lock_pos[lock] < pos) {
-        struct timespec until;
-        clock_gettime(CLOCK_REALTIME, &until);
-        until.tv_nsec += 20 * 1000 * 1000;
-        if (until.tv_nsec >= 1000000000L) {
-            until.tv_sec += 1;
-            until.tv_nsec -= 1000000000L;
-        }
-        pthread_cond_timedwait(&g->turn, &g->lock, &until);
+        wait_a_little(g);
         if (g->lock_pos[lock] != seen || g->run != seen_run) {
             seen = g->lock_pos[lock];
             seen_run = g->run;
             since = monotonic_seconds();
         } else if (monotonic_seconds() - since > g->patience) {
-            if (g->why == NULL)
-                g->why = "a lock's next take in the recording's order never came";
-            g->diverged = 1;
-            pthread_cond_broadcast(&g->turn);
+            order_given_up(g, "a lock's next take in the recording's order never came");
         }
     }
     pthread_mutex_unlock(&g->lock);
