@@ -2175,22 +2175,26 @@ static void order_given_up(Group *g, const char *why) {
     pthread_cond_broadcast(&g->turn);
 }
 
-/* Wait, the GIL released, until the current run is this thread's. A wait during which the schedule
- * does not move for `patience` seconds gives it up: a thread blocked where the recording's was not
- * (the replay went another way), or one the schedule has no run for. */
-static void wait_turn(Group *g, Tracer *t) {
+/* Wait, the GIL released, until the current run is this thread's (`lock` < 0), or until `pos` takes
+ * of `lock` are made. A wait during which the replay does not move (no run ends; no take of that
+ * lock) for `patience` seconds gives the recorded order up: a thread blocked where the recording's
+ * was not (the replay went another way), or one the schedule has no run for. */
+static void wait_for(Group *g, Tracer *t, long long lock, long long pos) {
     int previous = enter_context(JOURNAL_PLUMBING);
     PyThreadState *state = PyEval_SaveThread();
     pthread_mutex_lock(&g->lock);
-    Py_ssize_t seen = g->run;
+    /* (runs and takes only grow: their sum moves when either does) */
+    long long seen = g->run + (lock >= 0 ? g->lock_pos[lock] : 0);
     double since = monotonic_seconds();
-    while (!my_turn(g, t)) {
+    while (lock < 0 ? !my_turn(g, t) : !g->diverged && g->lock_pos[lock] < pos) {
         wait_a_little(g);
-        if (g->run != seen) {
-            seen = g->run;
+        long long moved = g->run + (lock >= 0 ? g->lock_pos[lock] : 0);
+        if (moved != seen) {
+            seen = moved;
             since = monotonic_seconds();
         } else if (monotonic_seconds() - since > g->patience) {
-            order_given_up(g, "no thread could go on in its turn: one waited where the recording's had not");
+            order_given_up(g, lock < 0 ? "no thread could go on in its turn: one waited where the recording's had not"
+                                       : "a lock's next take in the recording's order never came");
         }
     }
     pthread_mutex_unlock(&g->lock);
@@ -2239,7 +2243,7 @@ static int group_turn(Tracer *t) {
             continue;
         }
         if (!my_turn(g, t)) {
-            wait_turn(g, t);
+            wait_for(g, t, -1, 0);
             continue;
         }
         if (s->ev_len == s->ev_cap) {
@@ -2905,29 +2909,6 @@ static void give_up(Group *g, const char *why) {
     pthread_mutex_unlock(&g->lock);
 }
 
-/* Wait, the GIL released, until `pos` takes of `lock` are made (the patience as in wait_turn). */
-static void wait_lock_turn(Group *g, long long lock, long long pos) {
-    int previous = enter_context(JOURNAL_PLUMBING);
-    PyThreadState *state = PyEval_SaveThread();
-    pthread_mutex_lock(&g->lock);
-    long long seen = g->lock_pos[lock];
-    Py_ssize_t seen_run = g->run;
-    double since = monotonic_seconds();
-    while (!g->diverged && g->lock_pos[lock] < pos) {
-        wait_a_little(g);
-        if (g->lock_pos[lock] != seen || g->run != seen_run) {
-            seen = g->lock_pos[lock];
-            seen_run = g->run;
-            since = monotonic_seconds();
-        } else if (monotonic_seconds() - since > g->patience) {
-            order_given_up(g, "a lock's next take in the recording's order never came");
-        }
-    }
-    pthread_mutex_unlock(&g->lock);
-    PyEval_RestoreThread(state);
-    leave_context(previous);
-}
-
 /* A replay: the call takes its lock only once the takes the recording made before it are made, and
  * a call that took none there takes none here. */
 static PyObject *follow_take(Group *g, Tracer *t, long long call, int which, PyObject *self, PyObject *args, PyObject *kwargs) {
@@ -2959,7 +2940,7 @@ static PyObject *follow_take(Group *g, Tracer *t, long long call, int which, PyO
     }
     if (step->ok == 0)
         Py_RETURN_FALSE;
-    wait_lock_turn(g, step->lock, step->pos);
+    wait_for(g, t, step->lock, step->pos);
     PyObject *rc;
     if (is_acquire(which) && !g->diverged) {
         /* (taken when its turn comes, however long the holder keeps it; a hold longer than the

@@ -177,16 +177,10 @@ def record_skeleton(
     if thread_skeletons:
         extra["thread_skeletons"] = True
     if thread_schedule is not None:
-        schedule_path = os.path.join(folder, "schedule.bin")
-        with open(schedule_path, "wb") as fh:
-            fh.write(thread_schedule)
-        extra["thread_schedule"] = schedule_path
+        extra["thread_schedule"] = _written(os.path.join(folder, "schedule.bin"), thread_schedule)
         extra["schedule_patience"] = schedule_patience
     if thread_locks is not None:
-        locks_path = os.path.join(folder, "locks.bin")
-        with open(locks_path, "wb") as fh:
-            fh.write(thread_locks)
-        extra["thread_locks"] = locks_path
+        extra["thread_locks"] = _written(os.path.join(folder, "locks.bin"), thread_locks)
     try:
         return _record(
             program, limits, python=python, engine=engine, extra=extra, folder=folder, handle=recording, live=live
@@ -196,6 +190,13 @@ def record_skeleton(
 
         shutil.rmtree(folder, ignore_errors=True)
         raise
+
+
+def _written(path: str, data: bytes) -> str:
+    """`path`, with `data` written to it (a file the recording child reads)."""
+    with open(path, "wb") as fh:
+        fh.write(data)
+    return path
 
 
 def _record(program: Program, limits: Limits, **kwargs):

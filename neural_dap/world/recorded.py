@@ -103,10 +103,11 @@ class RecordedOptions(msgspec.Struct, frozen=True, rename="camel"):
     # agent's `record`). A DAP session's launch says true unless the user said otherwise
     live: bool = False
     # from a second thread on: "full" records every thread's every state (exact, at 30-50 times a
-    # plain run's time); "skeletons" records every thread as skeleton records (1.2-1.5 times the
-    # no-op tracer's floor) and rebuilds a stop's values by replaying the threads under the
-    # recorded schedule, which a program whose threads contend for a lock may not follow (the
-    # values there are then refused as a divergence). A recording that is not live only, for now.
+    # plain run's time); "skeletons" records every thread as skeleton records (1.6-2.6 times the
+    # no-op tracer's floor) and rebuilds a stop's values by replaying the threads in the recorded
+    # order of runs and lock takes, which some programs do not follow (a thread waiting on I/O;
+    # docs/time-travel.md): the values there are then refused as a divergence, with the reason.
+    # A recording that is not live only, for now.
     threads: Literal["full", "skeletons"] = "full"
 
 
