@@ -393,19 +393,22 @@ def test_thread_runs_and_a_schedules_outcome_a_child_sends_malformed_are_dropped
         ["ts", 4, 1, "n" * (1 << 20)],
         ["ts", 2, 2],
         ["ts", 7, [1]],
-        # who took each lock (["lk", thread, call, lock, outcome]): numbers only, none past 2^62
-        ["lk", "9" * 1_000_000, 0, 0, 1],
-        ["lk", 1, 0, 1 << 63, 1],
-        ["lk", 1, 0, 0],
-        ["lk", 1, 0, 0, True],
-        ["lk", 1, 0, 3, 1],
+        # who took each lock (["lk", thread, call, lock, outcome, order]): numbers only, none past 2^62
+        ["lk", "9" * 1_000_000, 0, 0, 1, 0],
+        ["lk", 1, 0, 1 << 63, 1, 0],
+        ["lk", 1, 0, 0, 1],
+        ["lk", 1, 0, 0, True, 0],
+        ["lk", 1, 0, 0, 1, 1 << 63],
+        ["lk", 1, 0, 0, 1, "0"],
+        ["lk", 1, 1, 3, 1, 7],
+        ["lk", 1, 0, 3, 1, 5],  # (said after a later take: placed before it)
     ]
     encoded = msgspec.msgpack.encode(batch)
     log.feed_frames(b"m" + len(encoded).to_bytes(4, "little") + encoded)
     assert not log.corrupt and log.thread_skeletons and log.followed is None
     assert log.runs == [(2, 2)] and len(log.thread_names[1]) == 200
     assert log.schedule() == array.array("q", [2, -2]).tobytes()  # (a run past the records: no events)
-    assert log.locks() == array.array("q", [1, 0, 3, 1]).tobytes()
+    assert log.locks() == array.array("q", [1, 0, 3, 1, 1, 1, 3, 1]).tobytes()
 
 
 @pytest.mark.parametrize(

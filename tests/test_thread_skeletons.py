@@ -317,6 +317,100 @@ def test_threads_that_contend_for_a_lock_replay_with_each_take_in_the_recordings
         rec.close()
 
 
+HELD_ACROSS_A_SLEEP = textwrap.dedent(
+    """
+    import threading
+    import time
+
+    lock = threading.Lock()
+    count = [0]
+
+    def work(n):
+        seen = 0
+        for i in range(n):
+            with lock:
+                count[0] += 1
+                seen = count[0]
+                time.sleep(0)
+        return seen
+
+    threads = [threading.Thread(target=work, args=(100_000,)) for _ in range(3)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    """
+)
+
+
+@pytest.mark.parametrize("version", ["3.11", "3.13"])
+def test_a_recording_cut_at_its_event_limit_replays_its_last_events_with_threads_blocked_in_a_take(tmp_path, version):
+    """Threads that hold a lock across a sleep (the others block in its acquire), recorded until
+    the event limit ends the program: there some thread is blocked in a take the recording never
+    said. A replay used to let that call take the lock at once; the threads whose takes the
+    recording did say then waited on it, and every stop near the end diverged (the sixteenth
+    round's survey: a counter under a lock, 0 of 12; this program 8 of 8). The last stops show
+    the counter as the recording left it, one more at each."""
+    python = _interpreter(version)
+    path = tmp_path / "held.py"
+    path.write_text(HELD_ACROSS_A_SLEEP)
+    rec = record_skeleton(
+        Program(path=str(path)), Limits(max_events=6_000, wall_time=120), python=python, thread_skeletons=True
+    )
+    try:
+        assert rec.log.outcome is not None and rec.log.outcome[0] == "event_limit"
+        assert rec.log.switched_at is not None and len(rec) == 6_000
+        seen = []
+        for i in range(len(rec) - 400, len(rec)):
+            if rec.tree.event(i) == "line" and rec.tree.lines[i] == 10:  # `for i in range(n):`, after the body
+                seen.append(int(rec.state(i).locals["seen"]))
+        assert rec.diverged_at is None, rec.divergence_message()
+        assert len(seen) >= 50 and seen == list(range(seen[0], seen[0] + len(seen)))
+        assert seen[-1] >= 900, "the counter near the end is the recording's last values (an iteration: 6 events)"
+    finally:
+        rec.close()
+
+
+POOL = textwrap.dedent(
+    """
+    from concurrent.futures import ThreadPoolExecutor
+
+    def task(x):
+        total = 0
+        for i in range(2000):
+            total += (x * i) % 13
+        return total
+
+    with ThreadPoolExecutor(4) as pool:
+        print(sum(pool.map(task, range(40))))
+    """
+)
+
+
+@pytest.mark.parametrize("version", ["3.11", "3.13"])
+def test_a_thread_pools_workers_take_the_recordings_items(tmp_path, version):
+    """A thread pool's workers take their items from a `SimpleQueue`. From 3.13 its put hands an
+    item to the worker waiting longest, so which worker gets which item is decided as the gets
+    start, not as they return: a replay that ordered the gets as they returned gave items to other
+    workers, and every stop of the threaded stretch diverged (the sixteenth round's survey: 0 of 4
+    recordings on 3.13; this test, so ordered, 2 of 3). Each stop shows the item a worker had in the
+    recording."""
+    python = _interpreter(version)
+    path = tmp_path / "pool.py"
+    path.write_text(POOL)
+    rec = record_skeleton(Program(path=str(path)), LIMITS, python=python, thread_skeletons=True)
+    try:
+        first = rec.log.switched_at
+        assert first is not None and rec.log.thread_skeletons
+        # `total += ...` in the workers, at 8 places over the threaded stretch
+        adding = [i for i in range(first, len(rec)) if rec.tree.lines[i] == 7 and rec.tree.event(i) == "line"]
+        items = {rec.state(i).locals["x"] for i in adding[:: len(adding) // 8]}
+        assert rec.diverged_at is None, rec.divergence_message()
+        assert len(items) >= 6
+    finally:
+        rec.close()
+
+
 LOCKS_AS_EVER = textwrap.dedent(
     """
     import _queue, inspect, queue, threading

@@ -2090,11 +2090,13 @@ struct Group {
      * replay that follows the schedule can still hand a lock to another thread than the recording
      * did. The recording numbers each lock as it is first taken and sends, for every call of a
      * lock's acquiring methods by a thread of the program, ["lk", thread, its call number, lock,
-     * outcome]; a replay given them (`locks`) lets each such call take its lock only in the order
-     * the recording's takes had, and returns a recorded failure (a lock not taken) as one. */
+     * outcome, order] (`order`: the take's place among its lock's, record_take); a replay given
+     * them (`locks`, in that order) lets each such call take its lock only in the order the
+     * recording's takes had, and returns a recorded failure (a lock not taken) as one. */
     int gating;              /* the lock types' acquiring methods are this process's gate (below) */
     PyObject *lock_ids;      /* dict: id(lock) -> (weak reference, lock number) */
     long long next_lock;     /* (recording) the next lock's number */
+    long long next_order;    /* (recording) the next take's place in its lock's order */
     struct LockStep **plan;  /* (replay) per thread number: each of its calls, in order */
     Py_ssize_t *plan_len;
     Py_ssize_t plan_threads;
@@ -2175,10 +2177,16 @@ static void order_given_up(Group *g, const char *why) {
     pthread_cond_broadcast(&g->turn);
 }
 
-/* Wait, the GIL released, until the current run is this thread's (`lock` < 0), or until `pos` takes
- * of `lock` are made. A wait during which the replay does not move (no run ends; no take of that
- * lock) for `patience` seconds gives the recorded order up: a thread blocked where the recording's
- * was not (the replay went another way), or one the schedule has no run for. */
+#define THE_TURN (-1)       /* wait_for: until the current run is the thread's */
+#define THE_SCHEDULE_END (-2) /* ... until the schedule is followed to its end */
+
+static int schedule_ended(Group *g) { return g->schedule == NULL || g->diverged || g->run >= g->runs; }
+
+/* Wait, the GIL released, until the current run is this thread's (`lock` THE_TURN), until the
+ * schedule is over (THE_SCHEDULE_END), or until `pos` takes of `lock` are made. A wait during which
+ * the replay does not move (no run ends; no take of that lock) for `patience` seconds gives the
+ * recorded order up: a thread blocked where the recording's was not (the replay went another way),
+ * or one the schedule has no run for. */
 static void wait_for(Group *g, Tracer *t, long long lock, long long pos) {
     int previous = enter_context(JOURNAL_PLUMBING);
     PyThreadState *state = PyEval_SaveThread();
@@ -2186,15 +2194,35 @@ static void wait_for(Group *g, Tracer *t, long long lock, long long pos) {
     /* (runs and takes only grow: their sum moves when either does) */
     long long seen = g->run + (lock >= 0 ? g->lock_pos[lock] : 0);
     double since = monotonic_seconds();
-    while (lock < 0 ? !my_turn(g, t) : !g->diverged && g->lock_pos[lock] < pos) {
+    while (lock == THE_TURN ? !my_turn(g, t)
+           : lock == THE_SCHEDULE_END ? !schedule_ended(g)
+                                      : !g->diverged && g->lock_pos[lock] < pos) {
         wait_a_little(g);
         long long moved = g->run + (lock >= 0 ? g->lock_pos[lock] : 0);
         if (moved != seen) {
             seen = moved;
             since = monotonic_seconds();
         } else if (monotonic_seconds() - since > g->patience) {
-            order_given_up(g, lock < 0 ? "no thread could go on in its turn: one waited where the recording's had not"
-                                       : "a lock's next take in the recording's order never came");
+            if (g->why == NULL) {
+                long long whose = g->run < g->runs ? g->schedule[2 * g->run] : -1;
+                if (lock == THE_SCHEDULE_END)
+                    snprintf(g->why_text, sizeof g->why_text,
+                             "thread %lld took a lock the recording's never took before it ended, and the "
+                             "replay did not reach that end: thread %lld's run %lld of %lld never ended",
+                             t->ordinal, whose, (long long)g->run, (long long)g->runs);
+                else if (lock == THE_TURN)
+                    snprintf(g->why_text, sizeof g->why_text,
+                             "no thread could go on in its turn: thread %lld waited for a run of its own, "
+                             "thread %lld's run %lld of %lld never ended (%lld events left; event %lld)",
+                             t->ordinal, whose, (long long)g->run, (long long)g->runs, g->left, g->sink ? g->sink->count : -1);
+                else
+                    snprintf(g->why_text, sizeof g->why_text,
+                             "a lock's next take in the recording's order never came: thread %lld waited for "
+                             "take %lld of lock %lld, %lld were made (the current run: thread %lld's, %lld of %lld; event %lld)",
+                             t->ordinal, pos, lock, g->lock_pos[lock], whose, (long long)g->run, (long long)g->runs, g->sink ? g->sink->count : -1);
+                g->why = g->why_text;
+            }
+            order_given_up(g, NULL);
         }
     }
     pthread_mutex_unlock(&g->lock);
@@ -2243,7 +2271,7 @@ static int group_turn(Tracer *t) {
             continue;
         }
         if (!my_turn(g, t)) {
-            wait_for(g, t, -1, 0);
+            wait_for(g, t, THE_TURN, 0);
             continue;
         }
         if (s->ev_len == s->ev_cap) {
@@ -2880,20 +2908,44 @@ static int name_lock(Group *g, PyObject *lock, long long number) {
     return rc;
 }
 
-/* A recording: the call made, then said ["lk", thread, call, lock, outcome] (an exception it raised
- * is kept meanwhile). */
-static PyObject *record_take(Group *g, Tracer *t, long long call, int which, PyObject *self, PyObject *args, PyObject *kwargs) {
-    PyObject *rc = call_original(which, self, args, kwargs);
-    int ok = outcome_of(which, rc);
-    PyObject *type, *value, *traceback;
-    PyErr_Fetch(&type, &value, &traceback);
+/* Where a take is decided. A lock is taken as its acquire returns (the log says it then, the lock
+ * held). A queue's item is taken as get returns on 3.11 and 3.12, but from 3.13 a put hands its item
+ * to the thread parked longest in get, so the item a get receives is decided when it *starts*: the
+ * order of the calls' starts is the order of the items. */
+static int decided_at_start(int which) { return Py_Version >= 0x030D0000 && is_get(which); }
+
+/* The lock's number (numbered as first taken), or -1 (its error cleared: the take goes unsaid). */
+static long long numbered_lock(Group *g, PyObject *self) {
     long long number = lock_number(g, self);
     if (number == -2) {
         number = g->next_lock++;
         if (name_lock(g, self, number) < 0)
             number = -1;
     }
-    PyObject *said = number < 0 ? NULL : Py_BuildValue("[sLLLi]", "lk", t->ordinal, call, number, ok < 0 ? -1 : ok);
+    if (number < 0)
+        PyErr_Clear();
+    return number;
+}
+
+/* A recording: the call made, then said ["lk", thread, call, lock, outcome, order] (an exception it
+ * raised is kept meanwhile): `order` places the take among the takes of its lock (where it was
+ * decided: decided_at_start), so the log may say takes out of that order. */
+static PyObject *record_take(Group *g, Tracer *t, long long call, int which, PyObject *self, PyObject *args, PyObject *kwargs) {
+    long long number = -1, order = -1;
+    if (decided_at_start(which)) {
+        number = numbered_lock(g, self);
+        order = g->next_order++;
+    }
+    PyObject *rc = call_original(which, self, args, kwargs);
+    int ok = outcome_of(which, rc);
+    PyObject *type, *value, *traceback;
+    PyErr_Fetch(&type, &value, &traceback);
+    if (order < 0) {
+        number = numbered_lock(g, self);
+        order = g->next_order++;
+    }
+    PyObject *said =
+        number < 0 ? NULL : Py_BuildValue("[sLLLiL]", "lk", t->ordinal, call, number, ok < 0 ? -1 : ok, order);
     if (said == NULL || PyList_Append(t->events, said) < 0)
         /* (the call was made: the program keeps what it got, its lock or its item; the record is
          * lost, and a replay that needs it goes its own way and says so) */
@@ -2909,11 +2961,26 @@ static void give_up(Group *g, const char *why) {
     pthread_mutex_unlock(&g->lock);
 }
 
+/* One more take of `lock` is made (a replay): the next one in the recording's order may go. */
+static void took(Group *g, long long lock) {
+    pthread_mutex_lock(&g->lock);
+    g->lock_pos[lock]++;
+    pthread_cond_broadcast(&g->turn);
+    pthread_mutex_unlock(&g->lock);
+}
+
 /* A replay: the call takes its lock only once the takes the recording made before it are made, and
  * a call that took none there takes none here. */
 static PyObject *follow_take(Group *g, Tracer *t, long long call, int which, PyObject *self, PyObject *args, PyObject *kwargs) {
-    if (g->diverged || t->ordinal < 0 || t->ordinal >= g->plan_threads || call >= g->plan_len[t->ordinal])
-        return call_original(which, self, args, kwargs); /* (past what was recorded: free) */
+    if (g->diverged || t->ordinal < 0)
+        return call_original(which, self, args, kwargs);
+    if (t->ordinal >= g->plan_threads || call >= g->plan_len[t->ordinal]) {
+        /* A call the recording has no take for never returned while it recorded (a recording that
+         * ended at its limit ends with threads blocked in a take): made free before the schedule's
+         * end, it would take a lock the recording's threads went on taking, and they would wait. */
+        wait_for(g, t, THE_SCHEDULE_END, 0);
+        return call_original(which, self, args, kwargs);
+    }
     LockStep *step = &g->plan[t->ordinal][call];
     if (step->ok < 0)
         return call_original(which, self, args, kwargs);
@@ -2941,6 +3008,10 @@ static PyObject *follow_take(Group *g, Tracer *t, long long call, int which, PyO
     if (step->ok == 0)
         Py_RETURN_FALSE;
     wait_for(g, t, step->lock, step->pos);
+    if (decided_at_start(which)) { /* (the next take may start now: it parks behind this one) */
+        took(g, step->lock);
+        return call_original(which, self, args, kwargs);
+    }
     PyObject *rc;
     if (is_acquire(which) && !g->diverged) {
         /* (taken when its turn comes, however long the holder keeps it; a hold longer than the
@@ -2962,12 +3033,8 @@ static PyObject *follow_take(Group *g, Tracer *t, long long call, int which, PyO
     } else {
         rc = call_original(which, self, args, kwargs);
     }
-    if (rc != NULL) {
-        pthread_mutex_lock(&g->lock);
-        g->lock_pos[step->lock]++;
-        pthread_cond_broadcast(&g->turn);
-        pthread_mutex_unlock(&g->lock);
-    }
+    if (rc != NULL)
+        took(g, step->lock);
     return rc;
 }
 

@@ -313,7 +313,7 @@ def _record_once(
     if folder is not None:
         from neural_dap.trace.skeleton import SkeletonLog, SkeletonRecording
 
-        skeleton = SkeletonLog(folder, limits.max_events + 1)
+        skeleton = SkeletonLog(folder, limits.max_events + 1, limit=limits.max_events)
         feed = skeleton.feed_frames
         deadline = started + limits.wall_time + _GRACE_SECONDS
         if live is not None:  # (a live recording has no wall time: the session ends it)

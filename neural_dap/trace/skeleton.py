@@ -349,9 +349,12 @@ class SkeletonLog:
     """Reads the recording child's pipe in skeleton mode: records to files (the child writes them
     there itself, `record_files`, and says how many), the rest in memory."""
 
-    def __init__(self, folder: str, capacity: int = 1 << 24) -> None:
-        """`capacity`: the events expected at most (the recording's limit), see EventColumns."""
+    def __init__(self, folder: str, capacity: int = 1 << 24, limit: int | None = None) -> None:
+        """`capacity`: the events expected at most, see EventColumns; `limit`: the recording's
+        event limit (the events other threads record after it, while the program is ended there,
+        are not kept: `close`)."""
         self.folder = folder
+        self.limit = limit
         self.events_path = os.path.join(folder, "events.bin")
         self.calls_path = os.path.join(folder, "calls.bin")
         # (made empty before the child started, which may be writing them already: never truncated here)
@@ -378,8 +381,11 @@ class SkeletonLog:
         self.runs: list[tuple[int, int]] = []
         self.thread_names: dict[int, str] = {}
         # every call of a lock's acquiring methods by a thread of the program (every thread as
-        # skeletons): int64 quads (thread, its call number, lock, outcome), in the order said
+        # skeletons): int64 quads (thread, its call number, lock, outcome), in the order said, and
+        # each one's place among its lock's takes (a take said after a later one: a 3.13 queue's
+        # get, decided as it starts and said as it returns)
         self.lock_takes = array.array("q")
+        self.lock_order = array.array("q")
         # a recording that followed a schedule: (runs followed, runs in it, whether it was given up)
         self.followed: tuple[int, int, bool] | None = None
         # a live recording (child/frontier.py): each stop the program made (events recorded then, why,
@@ -505,9 +511,9 @@ class SkeletonLog:
                 self.thread_skeletons = event[2:3] == ["skeletons"]
             elif tag == "followed" and len(event) == 4 and type(event[1]) is int and type(event[2]) is int:
                 self.followed = (event[1], event[2], event[3] is True)
-            elif tag == "lk" and len(event) == 5 and all(type(v) is int and 0 <= v < 1 << 62 for v in event[1:4]):
-                if event[4] in (-1, 0, 1) and type(event[4]) is int:
-                    self.lock_takes.extend(event[1:])
+            elif tag == "lk" and _is_take(event):
+                self.lock_takes.extend(event[1:5])
+                self.lock_order.append(event[5])
             elif tag == "ts" and len(event) >= 3 and type(event[1]) is int and type(event[2]) is int and event[1] >= 0:
                 self._run(event[1], event[2], event[3] if len(event) > 3 and isinstance(event[3], str) else None)
             elif tag == "k":
@@ -553,8 +559,10 @@ class SkeletonLog:
         return array.array("q", [value for pair in pairs for value in pair]).tobytes()
 
     def locks(self) -> bytes:
-        """Who took each lock (`lock_takes`), as a replay takes them: native int64 quads."""
-        return self.lock_takes.tobytes()
+        """Who took each lock (`lock_takes`), as a replay takes them: native int64 quads, in the
+        order the takes were decided."""
+        quads = np.frombuffer(self.lock_takes, dtype=np.int64).reshape(-1, 4)
+        return quads[np.argsort(np.frombuffer(self.lock_order, dtype=np.int64), kind="stable")].tobytes()
 
     def _run_ends(self) -> list[int]:
         """Where each run ends: where the next begins, the last at the end of the records."""
@@ -575,8 +583,24 @@ class SkeletonLog:
                 file.flush()
 
     def close(self) -> None:
+        """The recording ended: the records stop at its event limit (the thread that reached it
+        ends the program, while the others may go on recording until it is gone)."""
         self._events.close()
         self._calls.close()
+        if self.limit is not None and self.count > self.limit:
+            self.count = self.limit
+            self.runs = [run for run in self.runs if run[0] < self.limit]
+
+
+def _is_take(event: list) -> bool:
+    """["lk", thread, call, lock, outcome, order] (child/engines.py `gate_locks`): numbers, none
+    past 2^62; the outcome -1 (the call raised), 0 (nothing taken) or 1."""
+    return (
+        len(event) == 6
+        and all(type(v) is int and 0 <= v < 1 << 62 for v in (event[1], event[2], event[3], event[5]))
+        and type(event[4]) is int
+        and event[4] in (-1, 0, 1)
+    )
 
 
 def _open_records(path: str):
@@ -923,7 +947,7 @@ class SkeletonRecording:
         answer = _ask(path, {"from": a, "to": b, **self._schedule_for(b)})
         self.materialisations += 1
         self._check_threads(answer.get("threads"))  # (first: the journal's divergence may name no reason)
-        self._check_journal(answer.get("journal") or {}, a)
+        self._check_journal(answer.get("journal") or {}, a, b)
         self._check_hashes(answer.get("hashes") or [])
         log = EventLog(self.program or Program(self.main_path), self.main_path)
         log.codes.update(self.log.codes)
@@ -964,7 +988,7 @@ class SkeletonRecording:
         answer = _ask(where, {"from": first, "to": last, "watch": {"path": path}, **self._schedule_for(last)})
         self.materialisations += 1
         self._check_threads(answer.get("threads"))
-        self._check_journal(answer.get("journal") or {}, first)
+        self._check_journal(answer.get("journal") or {}, first, last)
         self._check_hashes(answer.get("hashes") or [])
         if self.diverged_at is not None and last >= self.diverged_at:
             raise DivergenceError(self.divergence_message())
@@ -1004,13 +1028,15 @@ class SkeletonRecording:
                 self._diverged(start)
                 return
 
-    def _check_journal(self, report: dict, first: int) -> None:
+    def _check_journal(self, report: dict, first: int, last: int) -> None:
         """A replay that asked the journal for something it did not hold (or made a call the net
-        refused) is one no more from that event on."""
+        refused) is one no more from that event on. (One that did so after `last`, the window's
+        end, as another thread ran on while the replay's answer was made, changed nothing the
+        window holds: a replay that reaches that event will say so.)"""
         if not report.get("net", True):
             self.unguarded = True
         at = report.get("diverged_at")
-        if isinstance(at, int):
+        if isinstance(at, int) and at <= last:
             self._diverged(at if at >= 0 else first, str(report.get("why") or ""))
 
     def _check_threads(self, report: Any) -> None:

@@ -625,7 +625,7 @@ class CThreads:
         `threading`'s locks, conditions, events, semaphores and queues are made of) and
         `_queue.SimpleQueue.get` (a thread pool's work queue) go through the
         group: each call a thread of the program makes is said (["lk", thread, call, lock,
-        outcome]), or, after `follow_locks`, takes its lock in the recording's order. A thread's
+        outcome, order]), or, after `follow_locks`, takes its lock in the recording's order. A thread's
         turn in the schedule says when it runs, not which of two threads gets a lock: the kernel
         decides that, between events."""
         import _queue
