@@ -468,7 +468,7 @@ def whole_programs(
     program = Program(str(server), argv=(str(port_file),))
     # plain and recorded runs taken in turns, the median of each: one run's rate varies by up to 4x on
     # a busy two-core machine (a single pair once read 67% where the medians say a fifth)
-    plain_rates, recorded_rates = [], []
+    plain_rates, recorded_rates, skeleton_rates = [], [], []
     for _ in range(repeat):
         plain_rates.append(
             served_per_second(
@@ -478,11 +478,20 @@ def whole_programs(
         recorded_rates.append(
             served_per_second(lambda: record_skeleton(program, limits, python=python).close(), port_file, requests)
         )
+        skeleton_rates.append(
+            served_per_second(
+                lambda: record_skeleton(program, limits, python=python, thread_skeletons=True).close(),
+                port_file,
+                requests,
+            )
+        )
     plain_rate, recorded_rate = statistics.median(plain_rates), statistics.median(recorded_rates)
+    skeleton_rate = statistics.median(skeleton_rates)
     print(
         f"{version:>8} {'ThreadingHTTPServer':>22} {requests:>10} {1e3 / plain_rate:>9.2f} "
         f"{plain_rate / recorded_rate:>8.1f}x  {plain_rate:.0f} requests/s plain, {recorded_rate:.0f} recorded"
-        f" ({recorded_rate / plain_rate:.0%}); plain ms: per request"
+        f" ({recorded_rate / plain_rate:.0%}), {skeleton_rate:.0f} with every thread as skeletons"
+        f" ({skeleton_rate / plain_rate:.0%}); plain ms: per request"
     )
     libraries = tmp / "libraries.py"
     libraries.write_text(LIBRARIES.format(n=3000 * scale))

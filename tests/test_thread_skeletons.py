@@ -411,6 +411,144 @@ def test_a_thread_pools_workers_take_the_recordings_items(tmp_path, version):
         rec.close()
 
 
+TALKING_THREADS = textwrap.dedent(
+    """
+    import socket
+    import sys
+    import threading
+
+    def serve(listener, got):
+        conn, _ = listener.accept()
+        with conn:
+            while True:
+                data = conn.recv(64)
+                if not data:
+                    break
+                got.append(data.decode())
+                conn.sendall(data.upper())
+
+    def keep(path, lines):
+        for line in lines:
+            with open(path, "a") as fh:
+                fh.write(line + "\\n")
+
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen()
+    got = []
+    server = threading.Thread(target=serve, args=(listener, got))
+    server.start()
+    writer = threading.Thread(target=keep, args=(sys.argv[1], ["one", "two", "three"]))
+    writer.start()
+    client = socket.create_connection(listener.getsockname())
+    replies = []
+    for word in ["apple", "pear", "plum"]:
+        client.sendall(word.encode())
+        replies.append(client.recv(64).decode())
+    client.close()
+    server.join()
+    writer.join()
+    print(replies, got)
+    """
+)
+
+
+@pytest.mark.parametrize("version", ["3.11", "3.12", "3.13"])
+def test_threads_that_talk_to_the_world_replay_what_each_received_and_change_it_once(tmp_path, version):
+    """A server thread receiving on a socket, a thread appending to a file, the main thread
+    sending and reading replies. Each thread's calls are journaled as its own, and a replay
+    answers each from its own, no sooner than the recording's returned (the sixteenth round's
+    replay stopped at the first call of a thread other than the main one: "the replay's other
+    thread called poll"). Every stop of the threaded stretch shows what the recording received, and
+    the file has the one run's lines."""
+    python = _interpreter(version)
+    path = tmp_path / "talk.py"
+    path.write_text(TALKING_THREADS)
+    kept = tmp_path / "kept.txt"
+    rec = record_skeleton(Program(path=str(path), argv=(str(kept),)), LIMITS, python=python, thread_skeletons=True)
+    try:
+        assert rec.outcome.kind == "finished", rec.outcome
+        first = rec.log.switched_at
+        assert first is not None and rec.log.thread_skeletons
+        received, replied = [], []
+        for i in range(first, len(rec)):
+            state = rec.state(i)
+            if rec.tree.lines[i] == 13 and rec.tree.event(i) == "line":  # `got.append(...)`
+                received.append(state.locals["data"])
+            if rec.tree.lines[i] == 32 and rec.tree.event(i) == "line":  # `client.sendall(...)`
+                replied.append(state.locals["replies"])
+        assert rec.diverged_at is None, rec.divergence_message()
+        assert received == ["b'apple'", "b'pear'", "b'plum'"]
+        assert replied[-1] == "['APPLE', 'PEAR']"
+        assert kept.read_text() == "one\ntwo\nthree\n", "the thread's writes were made once"
+    finally:
+        rec.close()
+
+
+ENDED_UNJOINED = textwrap.dedent(
+    """
+    import threading
+    import time
+
+    def work():
+        return sum(range(100))
+
+    helper = threading.Thread(target=work, daemon=True)
+    helper.start()
+    time.sleep(0.2)
+    print("done")
+    """
+)
+
+
+@pytest.mark.parametrize("version", ["3.11", "3.12"])
+def test_capturing_a_thread_that_ended_changes_nothing_in_the_replay(tmp_path, version):
+    """With the libraries traced, the interpreter's exit (`threading._shutdown`) holds Thread
+    objects in its frames. On 3.11 and 3.12 a Thread's repr asks `is_alive()`, which, for a
+    thread that ended, takes its lock and marks it stopped: a replay that captured one changed
+    the program it replays, and its last events diverged (the main thread's `_stop` found its lock
+    gone). The capture shows the same text, changing nothing."""
+    python = _interpreter(version)
+    path = tmp_path / "ended.py"
+    path.write_text(ENDED_UNJOINED)
+    rec = record_skeleton(Program(path=str(path), trace="all"), LIMITS, python=python, thread_skeletons=True)
+    try:
+        assert rec.outcome.kind == "finished", rec.outcome
+        texts = set()
+        for i in range(len(rec) - 60, len(rec)):
+            texts.update(v for v in rec.state(i).locals.values() if v.startswith("<_MainThread("))
+        assert rec.diverged_at is None, rec.divergence_message()
+        assert texts, "the exit's frames hold the main thread"
+    finally:
+        rec.close()
+
+
+@pytest.mark.parametrize("by_the_recorder", [True, False])
+def test_the_recorders_own_imports_leave_the_programs_folder_to_the_program(tmp_path, monkeypatch, by_the_recorder):
+    """An import the recorder makes while the program runs (`_queue` as every thread becomes
+    skeletons; a lazy import of its own) went through the program's folder first, like any
+    import, and the import system kept that folder's listing: in the recording, from before a
+    thread of the program added a file there; in a replay, as the folder is now. The program's
+    next import listed the folder again in the recording but not in the replay, which diverged
+    ("the replay called stat(...), which the recording did not at this point: the recording had
+    opendir(...)": the talking-threads test above, on a busy machine). The recorder's imports look
+    in the interpreter's folders only, through finders of their own; the program's are as ever."""
+    import sys
+
+    from neural_dap.trace.child import imports
+
+    program_folder = str(tmp_path)
+    monkeypatch.setattr(sys, "path", [program_folder, *sys.path])
+    monkeypatch.setattr(sys, "meta_path", list(sys.meta_path))
+    monkeypatch.delitem(sys.modules, "colorsys", raising=False)
+    monkeypatch.delitem(sys.path_importer_cache, program_folder, raising=False)
+    imports.install(sys.path[1:], lambda: by_the_recorder)
+    import colorsys
+
+    assert colorsys.rgb_to_hsv(0.2, 0.4, 0.4)[:2] == (0.5, 0.5)
+    assert (program_folder in sys.path_importer_cache) is not by_the_recorder
+
+
 LOCKS_AS_EVER = textwrap.dedent(
     """
     import _queue, inspect, queue, threading

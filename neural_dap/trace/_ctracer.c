@@ -54,6 +54,7 @@ PyAPI_FUNC(PyObject *) PyMethod_Function(PyObject *);
 static int (*journal_enter)(int);
 static void (*journal_leave)(int);
 static void (*journal_set_counter)(const long long *);
+static void (*journal_set_takes)(const long long *, const volatile int *);
 
 static int enter_context(int context) { return journal_enter != NULL ? journal_enter(context) : 0; }
 static void leave_context(int previous) {
@@ -2097,6 +2098,9 @@ struct Group {
     PyObject *lock_ids;      /* dict: id(lock) -> (weak reference, lock number) */
     long long next_lock;     /* (recording) the next lock's number */
     long long next_order;    /* (recording) the next take's place in its lock's order */
+    /* takes made so far (said, or followed): with the events, how far the threads have gone, for
+     * the journal, which answers a thread's call no sooner than the recording's returned */
+    volatile long long takes;
     struct LockStep **plan;  /* (replay) per thread number: each of its calls, in order */
     Py_ssize_t *plan_len;
     Py_ssize_t plan_threads;
@@ -2187,16 +2191,28 @@ static int schedule_ended(Group *g) { return g->schedule == NULL || g->diverged 
  * the replay does not move (no run ends; no take of that lock) for `patience` seconds gives the
  * recorded order up: a thread blocked where the recording's was not (the replay went another way),
  * or one the schedule has no run for. */
+static int waited_enough(Group *g, Tracer *t, long long lock, long long pos) {
+    return lock == THE_TURN           ? my_turn(g, t)
+           : lock == THE_SCHEDULE_END ? schedule_ended(g)
+                                      : g->diverged || g->lock_pos[lock] >= pos;
+}
+
 static void wait_for(Group *g, Tracer *t, long long lock, long long pos) {
+    /* Nothing to wait for: the GIL is kept. Let go, it lets another thread run code no event or
+     * take orders (the recording's thread went on holding it): a logging cache filled first by
+     * the other thread, which then took a lock the recording's had not. */
+    pthread_mutex_lock(&g->lock);
+    int ready = waited_enough(g, t, lock, pos);
+    pthread_mutex_unlock(&g->lock);
+    if (ready)
+        return;
     int previous = enter_context(JOURNAL_PLUMBING);
     PyThreadState *state = PyEval_SaveThread();
     pthread_mutex_lock(&g->lock);
     /* (runs and takes only grow: their sum moves when either does) */
     long long seen = g->run + (lock >= 0 ? g->lock_pos[lock] : 0);
     double since = monotonic_seconds();
-    while (lock == THE_TURN ? !my_turn(g, t)
-           : lock == THE_SCHEDULE_END ? !schedule_ended(g)
-                                      : !g->diverged && g->lock_pos[lock] < pos) {
+    while (!waited_enough(g, t, lock, pos)) {
         wait_a_little(g);
         long long moved = g->run + (lock >= 0 ? g->lock_pos[lock] : 0);
         if (moved != seen) {
@@ -2651,6 +2667,8 @@ static PyObject *group_adopt(PyObject *self, PyObject *arg) {
             return NULL;
         g->sink = (Tracer *)Py_NewRef(arg);
         join_group(g, t);
+        if (journal_set_takes != NULL) /* (and whether the order is given up: then nothing waits for it) */
+            journal_set_takes((const long long *)&g->takes, &g->diverged);
         t->live = 0;
         t->stop_at = t->stop_depth = t->stop_exit_inv = t->stop_resume_of = -1;
         t->stop_reason = 0;
@@ -2870,6 +2888,16 @@ static PyObject *call_original(int which, PyObject *self, PyObject *args, PyObje
     return rc;
 }
 
+/* The original call of a take the gate says or follows, in the recorder's context: what it reads
+ * inside (the clock, for a timeout's deadline) is the journal's in neither (a replay makes the call
+ * with its own patience, or after the recording's outcome, never as the program did). */
+static PyObject *take_unjournaled(int which, PyObject *self, PyObject *args, PyObject *kwargs) {
+    int previous = enter_context(JOURNAL_PLUMBING);
+    PyObject *rc = call_original(which, self, args, kwargs);
+    leave_context(previous);
+    return rc;
+}
+
 static int is_acquire(int which) { return which == GATE_LOCK_ACQUIRE || which == GATE_RLOCK_ACQUIRE; }
 static int is_get(int which) { return which == GATE_QUEUE_GET || which == GATE_QUEUE_GET_NOWAIT; }
 static int is_queue(int which) { return which >= GATE_QUEUE_GET; }
@@ -2935,14 +2963,17 @@ static PyObject *record_take(Group *g, Tracer *t, long long call, int which, PyO
     if (decided_at_start(which)) {
         number = numbered_lock(g, self);
         order = g->next_order++;
+        g->takes++;
     }
-    PyObject *rc = call_original(which, self, args, kwargs);
+    PyObject *rc = take_unjournaled(which, self, args, kwargs);
     int ok = outcome_of(which, rc);
     PyObject *type, *value, *traceback;
     PyErr_Fetch(&type, &value, &traceback);
     if (order < 0) {
         number = numbered_lock(g, self);
         order = g->next_order++;
+        if (ok == 1)
+            g->takes++;
     }
     PyObject *said =
         number < 0 ? NULL : Py_BuildValue("[sLLLiL]", "lk", t->ordinal, call, number, ok < 0 ? -1 : ok, order);
@@ -2965,6 +2996,7 @@ static void give_up(Group *g, const char *why) {
 static void took(Group *g, long long lock) {
     pthread_mutex_lock(&g->lock);
     g->lock_pos[lock]++;
+    g->takes++;
     pthread_cond_broadcast(&g->turn);
     pthread_mutex_unlock(&g->lock);
 }
@@ -2973,17 +3005,17 @@ static void took(Group *g, long long lock) {
  * a call that took none there takes none here. */
 static PyObject *follow_take(Group *g, Tracer *t, long long call, int which, PyObject *self, PyObject *args, PyObject *kwargs) {
     if (g->diverged || t->ordinal < 0)
-        return call_original(which, self, args, kwargs);
+        return take_unjournaled(which, self, args, kwargs);
     if (t->ordinal >= g->plan_threads || call >= g->plan_len[t->ordinal]) {
         /* A call the recording has no take for never returned while it recorded (a recording that
          * ended at its limit ends with threads blocked in a take): made free before the schedule's
          * end, it would take a lock the recording's threads went on taking, and they would wait. */
         wait_for(g, t, THE_SCHEDULE_END, 0);
-        return call_original(which, self, args, kwargs);
+        return take_unjournaled(which, self, args, kwargs);
     }
     LockStep *step = &g->plan[t->ordinal][call];
     if (step->ok < 0)
-        return call_original(which, self, args, kwargs);
+        return take_unjournaled(which, self, args, kwargs);
     long long number = lock_number(g, self);
     if (number == -1)
         return NULL;
@@ -2999,9 +3031,11 @@ static PyObject *follow_take(Group *g, Tracer *t, long long call, int which, PyO
         }
         pthread_mutex_unlock(&g->lock);
         give_up(g, NULL);
-        return call_original(which, self, args, kwargs);
+        return take_unjournaled(which, self, args, kwargs);
     }
     if (step->ok == 0 && is_get(which)) {
+        if (decided_at_start(which))
+            g->takes++; /* (counted as it started, as the recording counted it) */
         PyErr_SetNone(queue_empty);
         return NULL;
     }
@@ -3010,7 +3044,7 @@ static PyObject *follow_take(Group *g, Tracer *t, long long call, int which, PyO
     wait_for(g, t, step->lock, step->pos);
     if (decided_at_start(which)) { /* (the next take may start now: it parks behind this one) */
         took(g, step->lock);
-        return call_original(which, self, args, kwargs);
+        return take_unjournaled(which, self, args, kwargs);
     }
     PyObject *rc;
     if (is_acquire(which) && !g->diverged) {
@@ -3018,20 +3052,18 @@ static PyObject *follow_take(Group *g, Tracer *t, long long call, int which, PyO
          * patience gives the order up, and the call is made as the program made it) */
         /* (at most an hour: a longer timeout, infinity too, overflows the lock's own limit) */
         PyObject *wait = Py_BuildValue("(Od)", Py_True, g->patience < 3600.0 ? g->patience : 3600.0);
-        /* (the wait's clock is the recorder's: the program's own call read none, the journal has none) */
-        int previous = enter_context(JOURNAL_PLUMBING);
-        rc = wait == NULL ? NULL : call_original(which, self, wait, NULL);
-        leave_context(previous);
+        /* (the wait reads the recorder's clock, as the recording's call did: take_unjournaled) */
+        rc = wait == NULL ? NULL : take_unjournaled(which, self, wait, NULL);
         Py_XDECREF(wait);
         if (rc == NULL || rc == Py_False) {
             if (rc == NULL)
                 PyErr_Clear(); /* (the program's own call below raises what it raises) */
             Py_XDECREF(rc);
             give_up(g, "a lock was held longer than the patience where the recording's was free");
-            rc = call_original(which, self, args, kwargs);
+            rc = take_unjournaled(which, self, args, kwargs);
         }
     } else {
-        rc = call_original(which, self, args, kwargs);
+        rc = take_unjournaled(which, self, args, kwargs);
     }
     if (rc != NULL)
         took(g, step->lock);
@@ -3482,6 +3514,7 @@ PyMODINIT_FUNC PyInit__ctracer(void) {
     journal_enter = (int (*)(int))dlsym(RTLD_DEFAULT, "nd_journal_enter");
     journal_leave = (void (*)(int))dlsym(RTLD_DEFAULT, "nd_journal_leave");
     journal_set_counter = (void (*)(const long long *))dlsym(RTLD_DEFAULT, "nd_journal_set_counter");
+    journal_set_takes = (void (*)(const long long *, const volatile int *))dlsym(RTLD_DEFAULT, "nd_journal_set_takes");
 
     TAG_C = PyUnicode_InternFromString("c");
     TAG_L = PyUnicode_InternFromString("l");

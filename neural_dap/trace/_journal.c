@@ -35,9 +35,13 @@
  * when read with the GIL held (the program's time.monotonic(), time.sleep's deadline), the wall
  * clock always.
  *
+ * Threads: the main thread's calls, and those of the threads the program's thread table numbers as
+ * they start (every thread recorded as skeletons: `nd_journal_thread`), each entry saying whose; a
+ * replay answers each thread from its own entries, in its own order. Other threads (the recorder's;
+ * a recording of threads in full, never replayed) are not journaled.
+ *
  * Not covered (a replay reports a divergence there): asynchronous signals (a replay does not receive
- * them), memory shared with another process that keeps writing it, threads (a threaded stretch of a
- * recording is captured in full and never replayed).
+ * them), memory shared with another process that keeps writing it.
  */
 #define _GNU_SOURCE
 #include <dirent.h>
@@ -81,7 +85,7 @@
 #include <unistd.h>
 
 #define EXPORT __attribute__((visibility("default")))
-#define VERSION 1
+#define VERSION 2
 
 /* -- modes and contexts ----------------------------------------------------------------------- */
 
@@ -90,11 +94,15 @@ enum { CTX_PROGRAM, CTX_PLUMBING, CTX_SANDBOX };
 enum { R_REAL, R_RECORD, R_REPLAY, R_SANDBOX };
 
 static volatile int g_mode = MODE_OFF;
-static pthread_t g_thread;           /* the program's thread: the only one journaled or replayed */
+static pthread_t g_thread;           /* the program's main thread (its number: 0) */
+static volatile int g_threads;        /* another thread of the program was numbered (nd_journal_thread) */
+static __thread int t_number = -1;    /* another thread of the program: its number (nd_journal_thread) */
 static __thread int t_ctx = CTX_PROGRAM;
 static __thread int t_inside;         /* inside one of our own wrappers' journal work (a signal came) */
 static int (*gil_held)(void);         /* PyGILState_Check, found once the interpreter is up */
 static const long long *g_counter;    /* the tracer's event count (for where a replay diverged) */
+static const long long *g_takes;      /* threads as skeletons: the lock takes made (nd_journal_set_takes) */
+static const volatile int *g_given_up; /* ... and whether the replay gave the threads' order up */
 
 static int route(void) {
     int mode = g_mode;
@@ -105,14 +113,23 @@ static int route(void) {
         return R_REAL;
     if (ctx == CTX_SANDBOX || mode == MODE_SANDBOX)
         return R_SANDBOX;
-    if (!pthread_equal(pthread_self(), g_thread))
-        return mode == MODE_REPLAY ? R_SANDBOX : R_REAL; /* (a replay runs one thread: the program's) */
+    if (t_number < 0 && !pthread_equal(pthread_self(), g_thread))
+        /* (a thread the program's thread table has not numbered: the recorder's own, or one of a
+         * recording whose threads are not replayed, captured in full instead) */
+        return mode == MODE_REPLAY ? R_SANDBOX : R_REAL;
     if (mode == MODE_RECORD)
         return R_RECORD;
     if (mode == MODE_REPLAY)
         return R_REPLAY;
     return R_REAL;
 }
+
+/* How far the program has gone: its events, and the lock takes of its threads. */
+static long long events_now(void) { return g_counter ? *(volatile const long long *)g_counter : -1; }
+static long long takes_now(void) { return g_takes ? *(volatile const long long *)g_takes : -1; }
+
+/* The calling thread's number in the journal (0: the main thread). */
+static uint32_t my_number(void) { return t_number < 0 ? 0 : (uint32_t)t_number; }
 
 /* -- the real functions ------------------------------------------------------------------------ */
 
@@ -297,8 +314,11 @@ REAL(int, shm_unlink, (const char *));
 
 /* -- the journal file ----------------------------------------------------------------------------- */
 
-/* One entry: a 24-byte header, then `len` payload bytes: the first `plen` of them name the call's
- * path (for messages), the rest are what the call gave the program (bytes read, a struct stat, ...). */
+/* One entry: a 44-byte header, then `len` payload bytes: the first `plen` of them name the call's
+ * path (for messages), the rest are what the call gave the program (bytes read, a struct stat, ...).
+ * `thread`: the calling thread's number (0 the main thread; the others numbered as the program
+ * started them: every thread as skeletons, child/threads.py); `at` and `takes`: the events recorded
+ * and the lock takes made (threads as skeletons) when the call returned (-1: not known). */
 #pragma pack(push, 1)
 typedef struct {
     uint16_t op;
@@ -307,6 +327,9 @@ typedef struct {
     int64_t ret;
     int32_t err;
     uint32_t key;
+    uint32_t thread;
+    int64_t at;
+    int64_t takes;
 } Entry;
 #pragma pack(pop)
 
@@ -399,8 +422,9 @@ static int g_trace_fd = 2;
 
 static void trace_call(const char *how, int op, uint32_t key, int64_t ret) {
     char line[120];
-    int n = snprintf(line, sizeof line, "[journal %d] %s %s key=%u ret=%lld entry=%llu\n", (int)syscall(SYS_getpid), how,
-                     op_name(op), key, (long long)ret, (unsigned long long)j_entries);
+    int n = snprintf(line, sizeof line, "[journal %d] %s %s key=%u ret=%lld entry=%llu thread=%u event=%lld takes=%lld\n",
+                     (int)syscall(SYS_getpid), how, op_name(op), key, (long long)ret, (unsigned long long)j_entries,
+                     my_number(), events_now(), takes_now());
     NEED(write);
     if (n > 0)
         real_write(g_trace_fd, line, (size_t)n);
@@ -453,7 +477,8 @@ static void jput(int op, uint32_t key, int64_t ret, int err, const char *path, c
     if (g_trace)
         trace_call("record", op, key, ret);
     size_t plen = path_len(path);
-    Entry e = {(uint16_t)op, (uint16_t)plen, (uint32_t)(plen + l1 + l2), ret, err, key};
+    Entry e = {(uint16_t)op, (uint16_t)plen, (uint32_t)(plen + l1 + l2), ret, err, key, my_number(),
+               events_now(), takes_now()};
     pthread_mutex_lock(&j_lock);
     size_t total = sizeof e + plen + l1 + l2;
     if (total > FLUSH_AT) {
@@ -503,14 +528,23 @@ static void diverge(const char *fmt, ...) {
 
 /* -- replaying: a window of entries ahead, matched per stream ------------------------------------- */
 
+/* A call looks this many entries of its own thread ahead. The ring holds every thread's entries
+ * from the oldest not yet consumed: one thread's may wait there while another's are consumed (a
+ * thread that waited long in a call of the recording is answered at once), up to WINDOW_MAX. */
 #define WINDOW 4096
+#define WINDOW_MAX (1 << 20)
 typedef struct {
     Entry e;
     uint64_t payload; /* file offset of its payload */
     int used;
 } Pending;
-static Pending r_win[WINDOW];
+static Pending *r_win;
+static int r_cap;
 static int r_head, r_count; /* ring: r_count entries from r_head; consumed ones may sit inside */
+/* Threads replay at once (a call made with the GIL released): the ring and the read-ahead are
+ * theirs in turn, and each takes its entry away as a copy. */
+static pthread_mutex_t r_lock = PTHREAD_MUTEX_INITIALIZER;
+static __thread Pending t_taken;
 static char r_cache[1 << 16];  /* read-ahead over the file */
 static uint64_t r_cache_at = UINT64_MAX;
 static size_t r_cache_len;
@@ -552,14 +586,31 @@ static int file_read(void *dst, size_t n, uint64_t at) {
     return 0;
 }
 
+/* A ring twice as large (WINDOW at first), its entries from index 0; 0 when it cannot grow. */
+static int grow(void) {
+    int cap = r_cap ? 2 * r_cap : WINDOW;
+    if (cap > WINDOW_MAX)
+        return 0;
+    Pending *ring = malloc((size_t)cap * sizeof *ring);
+    if (ring == NULL)
+        return 0;
+    for (int k = 0; k < r_count; k++)
+        ring[k] = r_win[(r_head + k) % r_cap];
+    free(r_win);
+    r_win = ring;
+    r_cap = cap;
+    r_head = 0;
+    return 1;
+}
+
 /* Load one more entry into the window; 0 when there is none. */
 static int load_one(void) {
-    if (r_count == WINDOW)
+    if (r_count == r_cap && !grow())
         return 0;
     Entry e;
     if (file_read(&e, sizeof e, j_next) < 0)
         return 0;
-    Pending *p = &r_win[(r_head + r_count) % WINDOW];
+    Pending *p = &r_win[(r_head + r_count) % r_cap];
     p->e = e;
     p->payload = j_next + sizeof e;
     p->used = 0;
@@ -570,7 +621,7 @@ static int load_one(void) {
 
 static void drop_used_head(void) {
     while (r_count > 0 && r_win[r_head].used) {
-        r_head = (r_head + 1) % WINDOW;
+        r_head = (r_head + 1) % r_cap;
         r_count--;
         j_entries++;
     }
@@ -581,9 +632,10 @@ static const char *describe_next(char *buf, size_t n) {
         snprintf(buf, n, "the recording's journal ends there");
         return buf;
     }
+    uint32_t me = my_number();
     for (int k = 0; k < r_count; k++) {
-        Pending *p = &r_win[(r_head + k) % WINDOW];
-        if (p->used)
+        Pending *p = &r_win[(r_head + k) % r_cap];
+        if (p->used || p->e.thread != me)
             continue;
         char path[160] = "";
         if (p->e.plen) {
@@ -603,37 +655,149 @@ static const char *describe_next(char *buf, size_t n) {
     return buf;
 }
 
-/* The entry for this call: the first unused one of the same op and key in the window. NULL (and a
- * divergence, unless `tolerant`) where there is none. */
+/* Threads replayed: a call returns no sooner, in the replay's events, than the recording's did. A
+ * thread that runs no traced code (a server's loop in the library: no event orders it) would
+ * otherwise run ahead of the others, its waits answered at once, and read what they had not yet
+ * written. Then no sooner in lock takes either, but only while takes are being made (SOON): the
+ * flag that ends a server's loop is set by a thread after its event, before it takes a lock and
+ * waits; but the takes made in the recording while this call was out may be takes of the very lock
+ * this thread holds (a logging handler's), which the replay makes only once the call returns.
+ * Only where the calling thread does not hold the GIL: the others must run meanwhile (a call made
+ * holding it, the recording's thread held it too). A wait during which the program goes no further
+ * for PATIENCE seconds ends (the replay went another way: the threads' schedule gives up too, and
+ * says why). */
+#define PATIENCE 5
+#define SOON (10 * 1000 * 1000) /* nanoseconds */
+static int order_given_up(void) { return g_given_up != NULL && *g_given_up; }
+
+static void wait_for_events(int64_t at, int64_t takes) {
+    if (!g_threads || g_counter == NULL || at < 0 || order_given_up() || (events_now() >= at && takes_now() >= takes))
+        return;
+    if (gil_held != NULL && gil_held())
+        return;
+    NEED(clock_gettime);
+    NEED(nanosleep);
+    struct timespec since, now, pause = {0, 100 * 1000};
+    real_clock_gettime(CLOCK_MONOTONIC, &since);
+    long long seen = events_now() + takes_now();
+    while (!g_diverged && !order_given_up()) {
+        long long events = events_now(), took = takes_now();
+        if (events >= at && took >= takes)
+            return;
+        if (events + took != seen) {
+            seen = events + took;
+            real_clock_gettime(CLOCK_MONOTONIC, &since);
+        } else {
+            real_clock_gettime(CLOCK_MONOTONIC, &now);
+            long long still = (now.tv_sec - since.tv_sec) * 1000000000LL + (now.tv_nsec - since.tv_nsec);
+            if (still > PATIENCE * 1000000000LL || (events >= at && still > SOON))
+                return;
+        }
+        real_nanosleep(&pause, NULL);
+    }
+}
+
+/* The entry at `where` (its payload's offset) in the ring, once every entry before it of another
+ * thread is consumed (the r_lock held; released while it waits). Threads replayed: a call is
+ * answered in the recording's order of every thread's calls. Untraced code shares state no event
+ * orders (the import system's cache of a folder, filled by whichever thread looks first): a thread
+ * that got there first in the replay, where another had in the recording, made a call the
+ * recording never had. Only where the calling thread does not hold the GIL (see wait_for_events);
+ * a wait during which no entry is consumed for PATIENCE seconds ends, and the order is not waited
+ * for again in this replay (an entry the replay never asks for would hold every later call). */
+static volatile int g_order_given_up;
+static Pending *after_the_others(uint64_t where, uint32_t me) {
+    NEED(clock_gettime);
+    NEED(nanosleep);
+    struct timespec since = {0, 0}, now, pause = {0, 100 * 1000};
+    uint64_t seen = j_entries;
+    for (;;) {
+        Pending *mine = NULL;
+        int waiting = 0;
+        for (int k = 0; k < r_count && mine == NULL; k++) {
+            Pending *p = &r_win[(r_head + k) % r_cap];
+            if (p->payload == where)
+                mine = p;
+            else if (!p->used && p->e.thread != me)
+                waiting = 1;
+        }
+        if (mine == NULL || !waiting || g_diverged || g_order_given_up || order_given_up())
+            return mine;
+        if (since.tv_sec == 0 || j_entries != seen) {
+            seen = j_entries;
+            real_clock_gettime(CLOCK_MONOTONIC, &since);
+        } else {
+            real_clock_gettime(CLOCK_MONOTONIC, &now);
+            if (now.tv_sec - since.tv_sec > PATIENCE) {
+                g_order_given_up = 1;
+                return mine;
+            }
+        }
+        pthread_mutex_unlock(&r_lock);
+        real_nanosleep(&pause, NULL);
+        pthread_mutex_lock(&r_lock);
+    }
+}
+
+/* The entry for this call: the first unused one of the same op, key and thread in the window (a
+ * copy, the calling thread's). NULL (and a divergence, unless `tolerant`) where there is none. */
 static Pending *take(int op, uint32_t key, const char *path, int tolerant) {
     if (g_diverged)
         return NULL;
     t_inside = 1;
+    pthread_mutex_lock(&r_lock);
     Pending *found = NULL;
-    for (int k = 0;; k++) {
-        if (k == r_count && !load_one())
+    uint32_t me = my_number();
+    int at_end = 0; /* (every entry looked at: the journal has no more of this thread's) */
+    for (int k = 0, mine = 0; mine < WINDOW; k++) {
+        if (k == r_count && !load_one()) {
+            at_end = 1;
             break;
+        }
         if (k >= r_count)
             break;
-        Pending *p = &r_win[(r_head + k) % WINDOW];
+        Pending *p = &r_win[(r_head + k) % r_cap];
+        if (p->e.thread != me)
+            continue;
+        mine++;
         if (!p->used && p->e.op == op && p->e.key == key) {
             found = p;
             break;
         }
     }
+    if (found != NULL && g_threads && !(gil_held != NULL && gil_held()))
+        found = after_the_others(found->payload, me);
     if (g_trace)
         trace_call(found ? "replay" : "MISSING", op, key, found ? found->e.ret : -1);
     if (found != NULL) {
         found->used = 1;
+        t_taken = *found;
+        found = &t_taken;
         drop_used_head();
+        pthread_mutex_unlock(&r_lock);
+        wait_for_events(found->e.at, found->e.takes);
+        pthread_mutex_lock(&r_lock);
+    } else if (!tolerant && at_end && me != 0 && g_threads && !(gil_held != NULL && gil_held())) {
+        /* Another thread's call the journal has no answer for, nor any later call of that thread:
+         * the recording ended while the thread was in it (a server's poll when the program
+         * exited). It does not return while the replay goes on; it is a divergence only once no
+         * event has come for PATIENCE seconds (then nothing waits for the program's end). */
+        pthread_mutex_unlock(&r_lock);
+        wait_for_events(INT64_MAX, 0);
+        pthread_mutex_lock(&r_lock);
+        diverge("the replay's thread %u called %s, which the recording's never returned from before it ended", me,
+                op_name(op));
     } else if (!tolerant) {
-        char next[240];
+        char next[240], who[40] = "";
         describe_next(next, sizeof next);
+        if (me != 0)
+            snprintf(who, sizeof who, " (its thread %u)", me);
         if (path)
-            diverge("the replay called %s(%.160s), which the recording did not at this point: %s", op_name(op), path, next);
+            diverge("the replay called %s(%.160s)%s, which the recording did not at this point: %s", op_name(op), path, who, next);
         else
-            diverge("the replay called %s(%u), which the recording did not at this point: %s", op_name(op), key, next);
+            diverge("the replay called %s(%u)%s, which the recording did not at this point: %s", op_name(op), key, who, next);
     }
+    pthread_mutex_unlock(&r_lock);
     t_inside = 0;
     return found;
 }
@@ -645,7 +809,13 @@ static long payload(Pending *p, void *dst, size_t cap) {
         diverge("the replay asked %s for %zu bytes where the recording got %zu", op_name(p->e.op), cap, n);
         return -1;
     }
-    if (n && file_read(dst, n, p->payload + p->e.plen) < 0) {
+    int inside = t_inside;
+    t_inside = 1;
+    pthread_mutex_lock(&r_lock);
+    int unread = n && file_read(dst, n, p->payload + p->e.plen) < 0;
+    pthread_mutex_unlock(&r_lock);
+    t_inside = inside;
+    if (unread) {
         diverge("the journal could not be read");
         return -1;
     }
@@ -3531,6 +3701,15 @@ EXPORT int nd_journal_replay(int fd) {
     return 0;
 }
 
+/* The calling thread is the program's thread `number` (> 0; numbered as the program started it):
+ * its calls are journaled and replayed as the main thread's are, each thread's on its own. */
+EXPORT void nd_journal_thread(int number) {
+    if (number > 0) {
+        t_number = number;
+        g_threads = 1;
+    }
+}
+
 EXPORT void nd_journal_off(void) { g_mode = MODE_OFF; }
 EXPORT int nd_journal_mode(void) { return g_mode; }
 
@@ -3554,6 +3733,10 @@ EXPORT int nd_journal_flush(void) {
 EXPORT unsigned long long nd_journal_entries(void) { return j_entries; }
 EXPORT unsigned long long nd_journal_bytes(void) { return j_next; }
 EXPORT void nd_journal_set_counter(const long long *counter) { g_counter = counter; }
+EXPORT void nd_journal_set_takes(const long long *takes, const volatile int *given_up) {
+    g_takes = takes;
+    g_given_up = given_up;
+}
 
 /* Where a replay stopped being one: -2 none; else the event count then (-1 unknown). The reason is
  * written into `why`. */

@@ -105,8 +105,9 @@ class RecordedOptions(msgspec.Struct, frozen=True, rename="camel"):
     # from a second thread on: "full" records every thread's every state (exact, at 30-50 times a
     # plain run's time); "skeletons" records every thread as skeleton records (1.6-2.6 times the
     # no-op tracer's floor) and rebuilds a stop's values by replaying the threads in the recorded
-    # order of runs and lock takes, which some programs do not follow (a thread waiting on I/O;
-    # docs/time-travel.md): the values there are then refused as a divergence, with the reason.
+    # order of runs and lock takes, each thread's reads answered from the journal, which some
+    # programs do not follow (threads sharing a library's cache, as logging's; docs/time-travel.md):
+    # the values there are then refused as a divergence, with the reason.
     # A recording that is not live only, for now.
     threads: Literal["full", "skeletons"] = "full"
 

@@ -25,7 +25,7 @@ from collections.abc import Iterator
 
 PROGRAM, PLUMBING, SANDBOX = 0, 1, 2  # a thread's context
 MODE_OFF, MODE_LIVE, MODE_RECORD, MODE_REPLAY, MODE_SANDBOX = 0, 1, 2, 3, 4  # the process's mode
-_VERSION = 1
+_VERSION = 2  # (2: each entry says its thread)
 
 
 class Journal:
@@ -60,6 +60,11 @@ class Journal:
     def flush(self) -> None:
         self.lib.nd_journal_flush()
 
+    def thread(self, number: int) -> None:
+        """The calling thread is the program's thread `number` (numbered as the program started
+        it): its calls are journaled, and replayed, as the main thread's are."""
+        self.lib.nd_journal_thread(number)
+
     def mode(self) -> int:
         return int(self.lib.nd_journal_mode())
 
@@ -87,6 +92,12 @@ class Journal:
             yield
         finally:
             self._leave(previous)
+
+    def in_plumbing(self) -> bool:
+        """The calling thread runs the recorder's own work (the plumbing context)."""
+        previous = self._enter(PLUMBING)
+        self._leave(previous)
+        return previous == PLUMBING
 
     def enter(self, context: int) -> int:
         """Switch this thread to `context` for good (a thread of the recorder's own, the recorder's

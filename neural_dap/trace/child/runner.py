@@ -14,6 +14,7 @@ import types
 from _thread import get_ident
 from collections.abc import Callable
 
+from neural_dap.trace.child import imports as recorder_imports
 from neural_dap.trace.child.channel import Channel, Limits
 from neural_dap.trace.child.dressed import like
 from neural_dap.trace.child.engines import choose_engine, every_thread_in_c
@@ -467,7 +468,8 @@ def _switch_to_skeletons(
     numbered as it starts; a run given the recording's schedule (`thread_schedule`) follows it. No
     checkpoint is taken after the switch (a fork copies one thread), the program's collections stay
     the recorder's (at fixed events, as a replay makes them) and output keeps its event index; the
-    journal goes on recording, though no replay of threads reads it yet (the plan's later stages).
+    journal goes on recording, each thread's calls as that thread's (a replay answers each thread
+    from its own: trace/_journal.c).
     The program's locks are taken through the group (`CThreads.gate_locks`): a recording says who
     took each, a replay given that (`locks`) takes them in the same order."""
     in_c = every_thread_in_c(rec, old, table, skeletons=True)
@@ -490,6 +492,8 @@ def _switch_to_skeletons(
     else:
         in_c.group.timeslice(float(cfg.get("timeslice", TIMESLICE)))
     channel.events.append(["switch", first, "skeletons"])
+    if JOURNAL is not None:  # (each thread's calls journaled, and replayed, as the main thread's)
+        table.started = JOURNAL.thread
     switch.numbered = table.numbered
     in_c.adopt()
     current[0] = in_c
@@ -800,6 +804,8 @@ def _run(
     begin()
     ours = cfg.get("own_path")
     rest = [p for p in sys.path[1:] if p != ours]
+    if JOURNAL is not None:  # (the recorder's imports look where the program's own do not)
+        recorder_imports.install(rest, JOURNAL.in_plumbing)
     module = cfg.get("module")
     if module:
         if cfg.get("cwd"):

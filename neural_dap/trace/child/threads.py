@@ -52,6 +52,9 @@ class ThreadTable:
         self.idents: dict[int, int] = {}  # number -> the ident of its thread (a live recording's steps)
         self._current = -1
         self._unnamed = False  # the current thread's name is not known yet: look again at each event
+        # called in each thread `numbered` started, with its number, before it runs (the journal
+        # follows each such thread's calls: child/journal.py `thread`)
+        self.started: Callable[[int], None] | None = None
         self.begin()
 
     def emitter(self) -> Callable[[object], None]:
@@ -110,9 +113,13 @@ class ThreadTable:
         number = self._count
         self._count += 1
 
+        started = self.started
+
         def run(*args, **kwargs):
             self._local.number = number
             self.idents[number] = get_ident()
+            if started is not None:
+                started(number)
             return function(*args, **kwargs)
 
         return run
