@@ -549,6 +549,69 @@ def test_the_recorders_own_imports_leave_the_programs_folder_to_the_program(tmp_
     assert (program_folder in sys.path_importer_cache) is not by_the_recorder
 
 
+SERVING_MAIN_THREAD = textwrap.dedent(
+    """
+    import threading
+    import urllib.request
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_GET(self):
+            body = ("hello " + self.path).encode()
+            self.send_response(200)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args):
+            pass
+
+    def ask(port, answers):
+        for k in range(5):
+            with urllib.request.urlopen(f"http://127.0.0.1:{port}/r{k}", timeout=30) as reply:
+                answers.append(reply.read().decode())
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    server.daemon_threads = False  # (its request threads are kept, and reaped as they end)
+    answers = []
+    client = threading.Thread(target=ask, args=(server.server_address[1], answers))
+    client.start()
+    for _ in range(5):
+        server.handle_request()
+    client.join()
+    server.server_close()
+    print(answers)
+    """
+)
+
+
+@pytest.mark.parametrize("version", ["3.11", "3.12", "3.13"])
+def test_a_server_whose_main_thread_serves_replays_every_request(tmp_path, version):
+    """The main thread serves, a thread per request (`ThreadingHTTPServer`), and reaps the request
+    threads that ended as it starts the next (`is_alive`). The replay's capture showed the server's
+    list of those threads: on 3.11 and 3.12 a `Thread`'s repr asks `is_alive()`, which marks an
+    ended thread stopped, so the program's own `is_alive()` then took no lock where the recording's
+    had, and the replay gave the order up at the first requests (0 of 6 before). Every handler's stop
+    shows its request."""
+    python = _interpreter(version)
+    path = tmp_path / "serve.py"
+    path.write_text(SERVING_MAIN_THREAD)
+    rec = record_skeleton(Program(path=str(path)), LIMITS, python=python, thread_skeletons=True)
+    try:
+        assert rec.outcome.kind == "finished", rec.outcome
+        first = rec.log.switched_at
+        assert first is not None
+        bodies = []
+        for i in range(first, len(rec)):
+            if rec.tree.lines[i] == 9 and rec.tree.event(i) == "line":  # `self.send_response(200)`
+                bodies.append(rec.state(i).locals["body"])
+        rec.state(len(rec) - 1)
+        assert rec.diverged_at is None, rec.divergence_message()
+        assert sorted(bodies) == [f"b'hello /r{k}'" for k in range(5)]
+    finally:
+        rec.close()
+
+
 LOCKS_AS_EVER = textwrap.dedent(
     """
     import _queue, inspect, queue, threading

@@ -48,6 +48,7 @@ PyAPI_FUNC(PyObject *) PyMethod_Function(PyObject *);
 #include <string.h>
 #include <pthread.h>
 #include <time.h>
+#include <unistd.h>
 #include <stdio.h>
 #define JOURNAL_PLUMBING 1
 #define JOURNAL_SANDBOX 2
@@ -2186,17 +2187,18 @@ static void order_given_up(Group *g, const char *why) {
 
 static int schedule_ended(Group *g) { return g->schedule == NULL || g->diverged || g->run >= g->runs; }
 
-/* Wait, the GIL released, until the current run is this thread's (`lock` THE_TURN), until the
- * schedule is over (THE_SCHEDULE_END), or until `pos` takes of `lock` are made. A wait during which
- * the replay does not move (no run ends; no take of that lock) for `patience` seconds gives the
- * recorded order up: a thread blocked where the recording's was not (the replay went another way),
- * or one the schedule has no run for. */
+/* What wait_for waits for has come (the group's lock held). */
 static int waited_enough(Group *g, Tracer *t, long long lock, long long pos) {
     return lock == THE_TURN           ? my_turn(g, t)
            : lock == THE_SCHEDULE_END ? schedule_ended(g)
                                       : g->diverged || g->lock_pos[lock] >= pos;
 }
 
+/* Wait, the GIL released, until the current run is this thread's (`lock` THE_TURN), until the
+ * schedule is over (THE_SCHEDULE_END), or until `pos` takes of `lock` are made. A wait during which
+ * the replay does not move (no run ends; no take of that lock) for `patience` seconds gives the
+ * recorded order up: a thread blocked where the recording's was not (the replay went another way),
+ * or one the schedule has no run for. */
 static void wait_for(Group *g, Tracer *t, long long lock, long long pos) {
     /* Nothing to wait for: the GIL is kept. Let go, it lets another thread run code no event or
      * take orders (the recording's thread went on holding it): a logging cache filled first by
@@ -3090,6 +3092,18 @@ static long long gate_ordinal(Group *g, Tracer *t) {
     return ordinal;
 }
 
+/* ND_JOURNAL_TRACE=1: each call the gate sees goes into the journal's trace (finding out why a
+ * replay of threads gave their order up). */
+static void (*journal_trace_line)(const char *);
+static void gate_trace(Tracer *t, long long call, int which, PyObject *self, const char *how) {
+    if (journal_trace_line == NULL)
+        return;
+    char line[200];
+    snprintf(line, sizeof line, "[gate %d] %s thread=%lld call=%lld which=%d object=%p event=%lld\n", (int)getpid(), how,
+             t->ordinal, call, which, (void *)self, gate_group && gate_group->sink ? gate_group->sink->count : -1);
+    journal_trace_line(line);
+}
+
 static PyObject *gated(int which, PyObject *self, PyObject *args, PyObject *kwargs) {
     Group *g = gate_group;
     if (g == NULL || !g->gating || g->sink == NULL || g->stopped)
@@ -3111,6 +3125,7 @@ static PyObject *gated(int which, PyObject *self, PyObject *args, PyObject *kwar
     if (ordinal < 0) /* one of the recorder's threads, or one the table has no number for */
         return call_original(which, self, args, kwargs);
     long long call = t->lock_calls++;
+    gate_trace(t, call, which, self, g->plan == NULL ? "rec" : "rep");
     return g->plan == NULL ? record_take(g, t, call, which, self, args, kwargs)
                            : follow_take(g, t, call, which, self, args, kwargs);
 }
@@ -3515,6 +3530,7 @@ PyMODINIT_FUNC PyInit__ctracer(void) {
     journal_leave = (void (*)(int))dlsym(RTLD_DEFAULT, "nd_journal_leave");
     journal_set_counter = (void (*)(const long long *))dlsym(RTLD_DEFAULT, "nd_journal_set_counter");
     journal_set_takes = (void (*)(const long long *, const volatile int *))dlsym(RTLD_DEFAULT, "nd_journal_set_takes");
+    journal_trace_line = (void (*)(const char *))dlsym(RTLD_DEFAULT, "nd_journal_trace_line");
 
     TAG_C = PyUnicode_InternFromString("c");
     TAG_L = PyUnicode_InternFromString("l");

@@ -95,9 +95,16 @@ class Journal:
 
     def in_plumbing(self) -> bool:
         """The calling thread runs the recorder's own work (the plumbing context)."""
+        return self._context() == PLUMBING
+
+    def in_sandbox(self) -> bool:
+        """The calling thread runs code the recorder runs for the user (a repr of a value)."""
+        return self._context() == SANDBOX
+
+    def _context(self) -> int:
         previous = self._enter(PLUMBING)
         self._leave(previous)
-        return previous == PLUMBING
+        return int(previous)
 
     def enter(self, context: int) -> int:
         """Switch this thread to `context` for good (a thread of the recorder's own, the recorder's

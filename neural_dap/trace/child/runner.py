@@ -31,7 +31,7 @@ from neural_dap.trace.child.lifetime import (
 from neural_dap.trace.child.recorder import PASS, TEE, Capture, Recorder, set_output_mode
 from neural_dap.trace.child.skeleton import Skeleton
 from neural_dap.trace.child.switch import ThreadSwitch
-from neural_dap.trace.child.threads import ThreadTable, wait_for_threads, watch_for_threads
+from neural_dap.trace.child.threads import ThreadTable, quiet_thread_reprs, wait_for_threads, watch_for_threads
 from neural_dap.trace.child.values import _short
 from neural_dap.trace.child.whatif import Edits
 
@@ -804,8 +804,9 @@ def _run(
     begin()
     ours = cfg.get("own_path")
     rest = [p for p in sys.path[1:] if p != ours]
-    if JOURNAL is not None:  # (the recorder's imports look where the program's own do not)
+    if JOURNAL is not None:  # (the recorder's imports and reprs leave the program as it was)
         recorder_imports.install(rest, JOURNAL.in_plumbing)
+        quiet_thread_reprs(JOURNAL.in_sandbox)
     module = cfg.get("module")
     if module:
         if cfg.get("cwd"):

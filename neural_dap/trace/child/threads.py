@@ -19,11 +19,13 @@ Two jobs:
 from __future__ import annotations
 
 import _thread
+import functools
 import os
 import sys
 import threading
 from _thread import get_ident
 from collections.abc import Callable
+from typing import Any
 
 from neural_dap.trace.child.dressed import like
 from neural_dap.trace.child.switch import ThreadSwitch
@@ -217,3 +219,35 @@ def wait_for_threads() -> None:
         shutdown()
     except Exception:  # a thread's atexit work raised: the interpreter prints it and exits too
         pass
+
+
+def quiet_thread_reprs(by_the_recorder: Callable[[], bool]) -> None:
+    """On 3.11 and 3.12 a `Thread`'s repr asks `is_alive()`, which, for a thread that has ended,
+    takes and releases the thread's state lock and marks the thread stopped. The recorder's reprs
+    of the program's values (`by_the_recorder()`: a replay's capture, a list of threads in a server's
+    attributes) then changed the program they show: the program's next `is_alive()` of that thread
+    took no lock, where the recording's had (a replay of threads gave its order up), and a thread's
+    `_stop` at exit found its lock gone. Made there, the repr says the same, looking at the lock
+    only. (3.13's `is_alive` looks at a handle and changes nothing.)"""
+    if sys.version_info >= (3, 13):
+        return
+    original = threading.Thread.__repr__
+
+    @functools.wraps(original)
+    def __repr__(self):
+        return _thread_text(self) if by_the_recorder() else original(self)
+
+    threading.Thread.__repr__ = __repr__  # type: ignore[method-assign]
+
+
+def _thread_text(thread: Any) -> str:  # (a threading.Thread: its private attributes, untyped)
+    """`Thread.__repr__`'s text on 3.11 and 3.12, without calling `is_alive()`."""
+    lock = thread._tstate_lock
+    status = "started" if thread._started.is_set() else "initial"
+    if thread._is_stopped or (lock is not None and not lock.locked()):
+        status = "stopped"
+    if thread._daemonic:
+        status += " daemon"
+    if thread._ident is not None:
+        status += f" {thread._ident}"
+    return f"<{type(thread).__name__}({thread._name}, {status})>"

@@ -9,7 +9,6 @@ import time
 import types
 import weakref
 from _thread import get_ident
-from typing import Any
 
 try:  # the same walk in C (trace/_values.c); where it was not built, the definitions below run
     from neural_dap.trace._values import interrupt as _interrupt_in_c
@@ -33,7 +32,6 @@ _ATOMS = frozenset({int, str, float, bool, type(None), bytes, complex})
 _LITERAL_CONTAINERS = frozenset({list, tuple, dict, set, frozenset})
 _builtin_repr = repr
 _HIDDEN_MODULE_TYPES = (types.FunctionType, type, types.BuiltinFunctionType)  # (modules are shown)
-_THREAD_REPR = threading.Thread.__repr__
 
 
 def without_addresses(text: str) -> str:
@@ -193,7 +191,7 @@ class Reprs:
                     guard.busy = seq
                 else:
                     guard.others[ident] = seq
-                text = _thread_text(value) if kind.__repr__ is _THREAD_REPR else repr(value)
+                text = repr(value)
                 if mine:
                     guard.busy = 0
                 else:
@@ -336,25 +334,6 @@ class Reprs:
             # (the object is kept beside its text: its id cannot be reused while `seen` lives)
             found = seen[id(value)] = (value, self.repr(value))
         return found[1]
-
-
-def _thread_text(thread: Any) -> str:  # (a threading.Thread: its private attributes, untyped)
-    """`Thread.__repr__`'s text, without what it does on 3.11 and 3.12: it asks `is_alive()`,
-    which, for a thread that has ended, takes and releases the thread's state lock and marks it
-    stopped. A replay that captured such a value changed the program it replays (the main thread's
-    lock at exit: `_stop` found it gone). Here the lock is only looked at; 3.13's `is_alive` changes
-    nothing."""
-    lock: Any = getattr(thread, "_tstate_lock", _MISSING)
-    if lock is _MISSING:  # (3.13: a handle, looked at only)
-        return repr(thread)
-    status = "started" if thread._started.is_set() else "initial"
-    if thread._is_stopped or (lock is not None and not lock.locked()):
-        status = "stopped"
-    if thread._daemonic:
-        status += " daemon"
-    if thread._ident is not None:
-        status += f" {thread._ident}"
-    return f"<{type(thread).__name__}({thread._name}, {status})>"
 
 
 def _same(key: object, value: object) -> bool:
