@@ -106,7 +106,7 @@ class RecordedOptions(msgspec.Struct, frozen=True, rename="camel"):
     # plain run's time); "skeletons" records every thread as skeleton records (1.6-2.6 times the
     # no-op tracer's floor) and rebuilds a stop's values by replaying the threads in the recorded
     # order of runs and lock takes, each thread's reads answered from the journal, which some
-    # programs do not follow (threads sharing a library's cache, as logging's; docs/time-travel.md):
+    # programs do not follow (a cache whichever thread looks first fills; docs/time-travel.md):
     # the values there are then refused as a divergence, with the reason.
     # A recording that is not live only, for now.
     threads: Literal["full", "skeletons"] = "full"
