@@ -289,6 +289,12 @@ CONTENDED = textwrap.dedent(
 )
 
 
+def _line_events(rec, line: int, first: int) -> list[int]:
+    """The indices of the recording's line events at `line` (any file) from `first` on."""
+    tree = rec.tree
+    return [i for i in range(first, len(rec)) if tree.lines[i] == line and tree.event(i) == "line"]
+
+
 @pytest.mark.parametrize("version", ["3.11", "3.12", "3.13"])
 def test_threads_that_contend_for_a_lock_replay_with_each_take_in_the_recordings_order(tmp_path, version):
     """Three threads incrementing a counter under one lock: which waiting thread gets a released
@@ -306,11 +312,10 @@ def test_threads_that_contend_for_a_lock_replay_with_each_take_in_the_recordings
         assert rec.log.thread_skeletons and rec.log.switched_at is not None
         assert len(rec.log.lock_takes) // 4 >= 1200, "every take of the lock is said"
         seen = []
-        for i in range(rec.log.switched_at, len(rec)):
-            if rec.tree.event(i) == "line" and rec.tree.lines[i] == 9:  # `for i in range(n):`, after `seen = ...`
-                state = rec.state(i)
-                if state.locals.get("seen", "0") != "0":
-                    seen.append(int(state.locals["seen"]))
+        for i in _line_events(rec, 9, rec.log.switched_at):  # `for i in range(n):`, after `seen = ...`
+            state = rec.state(i)
+            if state.locals.get("seen", "0") != "0":
+                seen.append(int(state.locals["seen"]))
         assert rec.diverged_at is None, rec.divergence_message()
         assert seen == list(range(1, len(seen) + 1)) and len(seen) >= 1197
     finally:
@@ -360,10 +365,8 @@ def test_a_recording_cut_at_its_event_limit_replays_its_last_events_with_threads
     try:
         assert rec.log.outcome is not None and rec.log.outcome[0] == "event_limit"
         assert rec.log.switched_at is not None and len(rec) == 6_000
-        seen = []
-        for i in range(len(rec) - 400, len(rec)):
-            if rec.tree.event(i) == "line" and rec.tree.lines[i] == 10:  # `for i in range(n):`, after the body
-                seen.append(int(rec.state(i).locals["seen"]))
+        # `for i in range(n):`, after the body
+        seen = [int(rec.state(i).locals["seen"]) for i in _line_events(rec, 10, len(rec) - 400)]
         assert rec.diverged_at is None, rec.divergence_message()
         assert len(seen) >= 50 and seen == list(range(seen[0], seen[0] + len(seen)))
         assert seen[-1] >= 900, "the counter near the end is the recording's last values (an iteration: 6 events)"
@@ -403,7 +406,7 @@ def test_a_thread_pools_workers_take_the_recordings_items(tmp_path, version):
         first = rec.log.switched_at
         assert first is not None and rec.log.thread_skeletons
         # `total += ...` in the workers, at 8 places over the threaded stretch
-        adding = [i for i in range(first, len(rec)) if rec.tree.lines[i] == 7 and rec.tree.event(i) == "line"]
+        adding = _line_events(rec, 7, first)
         items = {rec.state(i).locals["x"] for i in adding[:: len(adding) // 8]}
         assert rec.diverged_at is None, rec.divergence_message()
         assert len(items) >= 6
@@ -470,12 +473,13 @@ def test_threads_that_talk_to_the_world_replay_what_each_received_and_change_it_
         assert rec.outcome.kind == "finished", rec.outcome
         first = rec.log.switched_at
         assert first is not None and rec.log.thread_skeletons
+        appending, sending = set(_line_events(rec, 13, first)), set(_line_events(rec, 32, first))
         received, replied = [], []
-        for i in range(first, len(rec)):
+        for i in range(first, len(rec)):  # (every state of the threaded stretch is read)
             state = rec.state(i)
-            if rec.tree.lines[i] == 13 and rec.tree.event(i) == "line":  # `got.append(...)`
+            if i in appending:  # `got.append(...)`
                 received.append(state.locals["data"])
-            if rec.tree.lines[i] == 32 and rec.tree.event(i) == "line":  # `client.sendall(...)`
+            if i in sending:  # `client.sendall(...)`
                 replied.append(state.locals["replies"])
         assert rec.diverged_at is None, rec.divergence_message()
         assert received == ["b'apple'", "b'pear'", "b'plum'"]
@@ -601,10 +605,8 @@ def test_a_server_whose_main_thread_serves_replays_every_request(tmp_path, versi
         assert rec.outcome.kind == "finished", rec.outcome
         first = rec.log.switched_at
         assert first is not None
-        bodies = []
-        for i in range(first, len(rec)):
-            if rec.tree.lines[i] == 9 and rec.tree.event(i) == "line":  # `self.send_response(200)`
-                bodies.append(rec.state(i).locals["body"])
+        # `self.send_response(200)` in each handler
+        bodies = [rec.state(i).locals["body"] for i in _line_events(rec, 9, first)]
         rec.state(len(rec) - 1)
         assert rec.diverged_at is None, rec.divergence_message()
         assert sorted(bodies) == [f"b'hello /r{k}'" for k in range(5)]

@@ -1007,10 +1007,9 @@ class SkeletonRecording:
         path = os.path.join(log.folder, "schedule.bin")
         locks = os.path.join(log.folder, "locks.bin")
         if self._schedule_written != (len(log.runs), log.count):
-            with open(path, "wb") as fh:
-                fh.write(log.schedule())
-            with open(locks, "wb") as fh:
-                fh.write(log.locks())
+            for file, data in ((path, log.schedule()), (locks, log.locks())):
+                with open(file, "wb") as fh:
+                    fh.write(data)
             self._schedule_written = (len(log.runs), log.count)
         return {"schedule": path, "locks": locks}
 
