@@ -372,6 +372,26 @@ def script_seconds(python: str, path: Path) -> float:
     return max(total - (time.perf_counter() - t), 1e-6)
 
 
+def record_live(program: Program, limits: Limits, python: str, **options):
+    """The program recorded as a debug session runs it by default (live: it stops at its first
+    event for the session, then runs on with no breakpoint to its end; from a second thread on,
+    every thread as skeletons); the finished recording."""
+    import threading
+
+    from neural_dap.trace.live_recording import LiveControl
+
+    control = LiveControl()
+    finished: list = []
+    runner = threading.Thread(
+        target=lambda: finished.append(record_skeleton(program, limits, python=python, live=control, **options))
+    )
+    runner.start()
+    if control.next_stop(timeout=120) is not None:
+        control.run()  # (no breakpoint, no step: on to the end)
+    runner.join()
+    return finished[0]
+
+
 def thread_skeletons(
     python: str,
     threaded: Path,
@@ -387,8 +407,11 @@ def thread_skeletons(
     in a worker (its values rebuilt by a replay from the checkpoint before the second thread, under
     the recorded schedule); then the program run again under that schedule from its start, as a
     check that a replay records the very same records."""
-    recorded, opened, stops, replayed, same = [], [], [], [], []
+    recorded, opened, stops, replayed, same, live = [], [], [], [], [], []
     for _ in range(repeat):
+        t = time.perf_counter()
+        record_live(Program(str(threaded)), limits, python, thread_skeletons=True).close()
+        live.append(time.perf_counter() - t - base_skeleton)
         t = time.perf_counter()
         first = record_skeleton(Program(str(threaded)), limits, python=python, thread_skeletons=True)
         recorded.append(time.perf_counter() - t - base_skeleton)
@@ -416,6 +439,11 @@ def thread_skeletons(
         again.close()
     record_x, replay_x = statistics.median(recorded) / plain, statistics.median(replayed) / plain
     open_x = statistics.median(opened) / plain
+    live_x = statistics.median(live) / plain
+    print(
+        f"{version:>8} {'threads, live session':>22} {n:>10} {plain * 1e3:>9.1f} {live_x:>8.1f}x  "
+        f"as a debug session runs it by default (live, every thread as skeletons) = {live_x * plain / floor:.1f}x floor"
+    )
     print(
         f"{version:>8} {'threads as skeletons':>22} {n:>10} {plain * 1e3:>9.1f} {open_x:>8.1f}x  "
         f"as a session opens it (launch key threads: skeletons) = {open_x * plain / floor:.1f}x floor "
@@ -468,8 +496,13 @@ def whole_programs(
     program = Program(str(server), argv=(str(port_file),))
     # plain and recorded runs taken in turns, the median of each: one run's rate varies by up to 4x on
     # a busy two-core machine (a single pair once read 67% where the medians say a fifth)
-    plain_rates, recorded_rates, skeleton_rates = [], [], []
+    plain_rates, recorded_rates, skeleton_rates, live_rates = [], [], [], []
     for _ in range(repeat):
+        live_rates.append(
+            served_per_second(
+                lambda: record_live(program, limits, python, thread_skeletons=True).close(), port_file, requests
+            )
+        )
         plain_rates.append(
             served_per_second(
                 lambda: subprocess.run([python, str(server), str(port_file)], check=True), port_file, requests
@@ -487,6 +520,12 @@ def whole_programs(
         )
     plain_rate, recorded_rate = statistics.median(plain_rates), statistics.median(recorded_rates)
     skeleton_rate = statistics.median(skeleton_rates)
+    live_rate = statistics.median(live_rates)
+    print(
+        f"{version:>8} {'server, live session':>22} {requests:>10} {1e3 / plain_rate:>9.2f} "
+        f"{plain_rate / live_rate:>8.1f}x  {live_rate:.0f} requests/s as a debug session runs it by default"
+        f" (live, every thread as skeletons: {live_rate / plain_rate:.0%} of plain)"
+    )
     print(
         f"{version:>8} {'ThreadingHTTPServer':>22} {requests:>10} {1e3 / plain_rate:>9.2f} "
         f"{plain_rate / recorded_rate:>8.1f}x  {plain_rate:.0f} requests/s plain, {recorded_rate:.0f} recorded"

@@ -111,11 +111,14 @@ async def test_a_full_recording_keeps_values_and_answers_with_the_safe_evaluator
     assert answers["shape.area()"].startswith("ERROR")  # no program to call it in
 
 
-async def test_where_threads_ran_an_expression_the_values_cannot_answer_says_why(tmp_path: Path) -> None:
-    """A threaded run recorded to its end (`"live": false`) is a full recording, with no program at
-    its stops (a copy would hold one thread): a module, a call or `locals()` cannot be answered
-    there, and the error says so: the module is shown (as debugpy shows it among the module's
-    globals), but only as its text. (Where a live program is held at a stop, a copy of it made there
+@pytest.mark.parametrize("threads", ["full", "skeletons"])
+async def test_where_threads_ran_an_expression_the_values_cannot_answer_says_why(tmp_path: Path, threads: str) -> None:
+    """A threaded run recorded to its end (`"live": false`) with every thread in full (`"threads":
+    "full"`) has no program at its stops (a copy would hold one thread): a module, a call or
+    `locals()` cannot be answered there, and the error says so: the module is shown (as debugpy
+    shows it among the module's globals), but only as its text. With every thread as skeletons (the
+    default) a replay of the threads to the stop leaves a copy of the worker there, which answers
+    with its real objects. (Where a live program is held at a stop, a copy of it made there
     answers: tests/test_live_sessions.py.)"""
     program = tmp_path / "worker.py"
     program.write_text(
@@ -139,15 +142,18 @@ async def test_where_threads_ran_an_expression_the_values_cannot_answer_says_why
     )
     answers = {}
     async with adapter() as client:
-        stopped = await start(
-            client, {"program": str(program), "live": False}, breakpoints={str(program): [{"line": 8}]}
-        )
+        launch = {"program": str(program), "live": False, "threads": threads}
+        stopped = await start(client, launch, breakpoints={str(program): [{"line": 8}]})
         thread = stopped["body"]["threadId"]
         frames = (await client.call("stackTrace", {"threadId": thread}))["stackFrames"]
         for expression in ("step + 1", "threading.current_thread().name", "sorted(locals())"):
             reply = await client.request("evaluate", {"expression": expression, "frameId": frames[0]["id"]})
             answers[expression] = reply["body"]["result"] if reply["success"] else "ERROR " + reply["message"]
     assert answers["step + 1"] == "3"
+    if threads == "skeletons":
+        assert answers["threading.current_thread().name"] == "'Thread-1 (bump)'"
+        assert answers["sorted(locals())"] == "['step']"
+        return
     why = "only the values recorded at this stop are known (the program ran more than one thread"
     assert "<module 'threading' from" in answers["threading.current_thread().name"]
     assert "is only known as text" in answers["threading.current_thread().name"]

@@ -340,16 +340,19 @@ HELD_WORKER = textwrap.dedent(
 )
 
 
-async def test_a_worker_held_at_a_stop_answers_expressions_with_its_real_objects(tmp_path: Path) -> None:
+@pytest.mark.parametrize("threads", ["skeletons", "full"])
+async def test_a_worker_held_at_a_stop_answers_expressions_with_its_real_objects(tmp_path: Path, threads: str) -> None:
     """Where the program is held, every thread recorded, a copy of it made at the stop evaluates the
     user's expressions as debugpy does: a method call, the running thread, an exception's args (also
     in the Variables view), and the program's threads as the program has them (a fork keeps one).
     The Threads view lists a thread that waits idle (it has no event to say it is alive). A moment
-    travelled back to has no program: it says so."""
+    travelled back to: every thread as skeletons (the default), a replay of the threads in the
+    recorded order leaves a copy there that answers; every thread in full, it has no program, and
+    says so."""
     program = tmp_path / "held.py"
     program.write_text(HELD_WORKER)
     async with adapter() as client:
-        await _launch(client, {"program": str(program)}, {str(program): [{"line": 17}]})
+        await _launch(client, {"program": str(program), "threads": threads}, {str(program): [{"line": 17}]})
         thread = (await client.wait_event("stopped", timeout=30))["body"]["threadId"]
         frames = (await client.call("stackTrace", {"threadId": thread}))["stackFrames"]
         assert (frames[0]["name"], frames[0]["line"]) == ("work", 17)
@@ -380,6 +383,11 @@ async def test_a_worker_held_at_a_stop_answers_expressions_with_its_real_objects
         await client.call("stepBack", {"threadId": thread})
         await client.wait_event("stopped", timeout=30)
         frames = (await client.call("stackTrace", {"threadId": thread}))["stackFrames"]
+        assert (frames[0]["name"], frames[0]["line"]) == ("work", 16)
+        if threads == "skeletons":
+            assert await evaluate("box.double()") == "42"
+            assert await evaluate("threading.current_thread().name") == "'worker'"
+            return
         with pytest.raises(DapError, match="nothing of the program runs here"):
             await evaluate("box.double()")
 

@@ -86,15 +86,19 @@ async def _step(client, command: str, thread_id: int) -> dict:
 
 
 @pytest.mark.anyio
-@pytest.mark.parametrize("recording", ["auto", "full", "threads as skeletons"])
+@pytest.mark.parametrize("recording", ["auto", "full", "threads in full", "recorded first"])
 @pytest.mark.parametrize("version", ["3.11", "3.12"])
 async def test_a_breakpoint_in_a_worker_thread_stops_there_with_its_stack_and_locals(tmp_path, recording, version):
-    """(`threads: "skeletons"`: every thread recorded as skeleton records, each stop's values rebuilt
-    by a replay under the recorded schedule; "auto" and "full" record every thread in full)"""
+    """ "auto" (a live session: every thread recorded as skeleton records, a stop's own event
+    captured as it happens, the others rebuilt by a replay under the recorded schedule), "full"
+    (every state of the run), "threads in full" (live, every thread's every state from the second
+    one on), "recorded first" (`"live": false`: recorded to its end, every thread in full)"""
     path = _program(tmp_path)
     launch = {"program": path, "recording": recording, "stopOnEntry": False}
-    if recording == "threads as skeletons":
-        launch.update(recording="auto", threads="skeletons")
+    if recording == "threads in full":
+        launch.update(recording="auto", threads="full")
+    elif recording == "recorded first":
+        launch.update(recording="auto", live=False)
     python = _interpreter(version)
     if python:
         launch["python"] = python

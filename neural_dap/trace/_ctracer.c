@@ -233,6 +233,7 @@ typedef struct Tracer {
     long long lock_calls;     /* (group of skeletons) the thread's calls of a lock's acquiring methods so far */
     int consume_pending;      /* (group, a replay) the run's last event is captured: the turn passes on
                                * once its full event is sent (see record_grouped) */
+    long long stop_index;     /* (group of skeletons, live) the index of the latest stop's event (-1: none) */
 } Tracer;
 
 /* Where a tracer's records go and its events are counted: its group's one stream, or its own. */
@@ -669,6 +670,11 @@ static long long record_grouped(Tracer *t, long long inv, int line, unsigned cha
         inv = e->inv = (*t->next_inv_p)++;
     }
     long long index = write_record(s, inv, line, kind);
+    if (t->stop_reason != 0 && t->live) {
+        /* a live stop at this event (live_stop): it is the one captured, and the stop's */
+        t->capture_from = t->capture_to = index;
+        t->stop_index = index;
+    }
     /* (a replay's turn passes on at a run's last event: see group_turn. An event captured in full
      * keeps the turn until its full event is sent: the next run's thread would otherwise send its
      * own first, where the value's repr lets the GIL go) */
@@ -700,6 +706,17 @@ static int record_call(Tracer *t, long code_id, long long caller_last, long long
 
 /* Count one event; call the hook when due (it takes checkpoints, enforces limits, may not return). */
 static __attribute__((noinline)) int call_hook(Tracer *t, long long n);
+
+static int group_stopped(Tracer *t);
+
+/* An event recorded as a skeleton is counted; in a group of skeletons, a live stop made at it
+ * follows (group_stopped: the hook is not where a group's stops are made). */
+static inline int counted(Tracer *t);
+static inline int skeleton_counted(Tracer *t) {
+    if (counted(t) < 0)
+        return -1;
+    return t->group != NULL && t->stop_reason != 0 ? group_stopped(t) : 0;
+}
 
 static inline int counted(Tracer *t) {
     if (t->group != NULL) {
@@ -743,9 +760,18 @@ static void live_stop(Tracer *t, int reason) {
     t->stop_reason = reason;
     t->capture_from = t->capture_to = t->count;
     t->snapshotted = 0;
-    t->hook_at = t->count + 1;
-    if (t->group != NULL)
-        return; /* (every thread in full: each event is whole already, the group's on_stop follows it) */
+    if (t->group != NULL && t->skeleton) {
+        /* every thread as skeletons: the event's index is known once it is recorded (another
+         * thread may record meanwhile): the window is the record this event writes (record_grouped
+         * narrows it to that index), and the group's on_stop follows it */
+        t->capture_from = 0;
+        t->capture_to = LLONG_MAX - 1;
+        t->stop_index = -1;
+    } else {
+        t->hook_at = t->count + 1;
+        if (t->group != NULL)
+            return; /* (every thread in full: each event is whole already, the group's on_stop follows it) */
+    }
     /* every frame on the stack is sent whole (its locals as they are now), not as changes since an
      * earlier stop's capture: each stop's window stands alone */
     for (Py_ssize_t d = 0; d < t->depth; d++) {
@@ -1184,7 +1210,7 @@ static int call_event_body(Tracer *t, PyFrameObject *frame, CodeInfo *info, int 
         if (emit(t, event) < 0)
             return -1;
     }
-    return t->skeleton ? counted(t) : group_stopped(t);
+    return t->skeleton ? skeleton_counted(t) : group_stopped(t);
 }
 
 /* A generator's or coroutine's frame leaves: the helper keeps a suspended one to link its resume.
@@ -1259,7 +1285,7 @@ static int line_event_body(Tracer *t, Entry *e, int line) {
     }
     Py_CLEAR(e->pending);
     e->line = line;
-    return t->skeleton ? counted(t) : group_stopped(t);
+    return t->skeleton ? skeleton_counted(t) : group_stopped(t);
 }
 
 /* The top frame returns `value`, or exits by the exception `raised` (not NULL). */
@@ -1338,7 +1364,7 @@ static int leave_event_body(Tracer *t, int line, PyObject *value, PyObject *rais
         end_event(t);
     if (rc < 0)
         return -1;
-    return t->skeleton ? counted(t) : group_stopped(t);
+    return t->skeleton ? skeleton_counted(t) : group_stopped(t);
 }
 
 static void set_pending(Entry *e, PyObject *exc) {
@@ -1917,6 +1943,11 @@ static PyObject *tracer_stop_reason(PyObject *self, PyObject *Py_UNUSED(ignored)
     return PyLong_FromLong(reason);
 }
 
+/* (a group of skeletons) the index of the latest live stop's event (-1: none). */
+static PyObject *tracer_stop_index(PyObject *self, PyObject *Py_UNUSED(ignored)) {
+    return PyLong_FromLongLong(((Tracer *)self)->stop_index);
+}
+
 static PyObject *tracer_stop_at(PyObject *self, PyObject *arg) {
     Tracer *t = (Tracer *)self;
     long long at = PyLong_AsLongLong(arg);
@@ -1936,6 +1967,7 @@ static int tracer_init(Tracer *self, PyObject *args, PyObject *kwargs) {
                                      &dotted))
         return -1;
     self->stop_at = self->stop_depth = self->stop_exit_inv = self->stop_resume_of = -1;
+    self->stop_index = -1;
     self->ordinal = -1;
     self->dotted = dotted;
     self->next_inv_p = &self->next_inv;
@@ -2004,6 +2036,7 @@ static PyMethodDef tracer_methods[] = {
     {"next_invocation", tracer_next_invocation, METH_NOARGS, "The id the next invocation gets."},
     {"live", tracer_live, METH_VARARGS,
      "live(stop_at, stop_depth, stop_exit_inv, stop_exceptions, breakpoints[, stop_resume_of]): where the running program stops next."},
+    {"stop_index", tracer_stop_index, METH_NOARGS, "(a group of skeletons) The index of the latest live stop's event (-1: none)."},
     {"stop_reason", tracer_stop_reason, METH_NOARGS, "Why the hook is called now (0: not a live stop); clears it."},
     {"stop_at", tracer_stop_at, METH_O, "stop_at(count): stop at that event (a pause: the next one)."},
     {NULL, NULL, 0, NULL},
@@ -3110,7 +3143,9 @@ static PyObject *gated(int which, PyObject *self, PyObject *args, PyObject *kwar
         return call_original(which, self, args, kwargs);
     int previous = enter_context(JOURNAL_PLUMBING);
     leave_context(previous);
-    if (previous == JOURNAL_PLUMBING) /* the recorder's own code (a flush, the hook) */
+    /* the recorder's own code (a flush, the hook), and what it runs of the program's for the user
+     * (a repr of a value shown at a live stop: no replay makes it) */
+    if (previous == JOURNAL_PLUMBING || previous == JOURNAL_SANDBOX)
         return call_original(which, self, args, kwargs);
     Tracer *t;
     if (thread_tracer(g, &t) < 0) /* (a thread of the program that has run none of the user's code: made now) */

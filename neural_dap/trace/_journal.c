@@ -100,6 +100,8 @@ static __thread int t_number = -1;    /* another thread of the program: its numb
 static __thread int t_ctx = CTX_PROGRAM;
 static __thread int t_inside;         /* inside one of our own wrappers' journal work (a signal came) */
 static int (*gil_held)(void);         /* PyGILState_Check, found once the interpreter is up */
+static void *(*save_thread)(void);    /* PyEval_SaveThread, PyEval_RestoreThread (found with it) */
+static void (*restore_thread)(void *);
 static const long long *g_counter;    /* the tracer's event count (for where a replay diverged) */
 static const long long *g_takes;      /* threads as skeletons: the lock takes made (nd_journal_set_takes) */
 static const volatile int *g_given_up; /* ... and whether the replay gave the threads' order up */
@@ -547,10 +549,15 @@ static pthread_mutex_t r_lock = PTHREAD_MUTEX_INITIALIZER;
 static __thread Pending t_taken;
 static char r_cache[1 << 16];  /* read-ahead over the file */
 static uint64_t r_cache_at = UINT64_MAX;
+/* (a replay of a live recording) the journal's bytes written by the stop it replays to: what a
+ * thread of the program wrote after (it ran on in library code) may be written only in part */
+static uint64_t r_limit = UINT64_MAX;
 static size_t r_cache_len;
 
 static int file_read(void *dst, size_t n, uint64_t at) {
     char *out = dst;
+    if (at > r_limit || n > r_limit - at)
+        return -1;
     while (n > 0) {
         if (at >= r_cache_at && at < r_cache_at + r_cache_len) {
             size_t have = (size_t)(r_cache_at + r_cache_len - at);
@@ -697,6 +704,38 @@ static void wait_for_events(int64_t at, int64_t takes) {
     }
 }
 
+/* Threads replayed, a call of a thread whose entries are all used: the recording's thread made it
+ * after the journal's end (a live recording's journal is what was written by its latest stop; a
+ * thread in library code ran on past it), or never returned from it (a server's poll when the
+ * program exited). It does not return while the replay goes on (a replay's window ends, and its
+ * process with it, before where the recording made it); the GIL is let go meanwhile, where the
+ * thread held it, so the others run to that end. Returns once no event has come for PATIENCE
+ * seconds (then it is a divergence). */
+static void wait_past_the_journal(void) {
+    NEED(clock_gettime);
+    NEED(nanosleep);
+    void *state = NULL;
+    if (gil_held != NULL && gil_held() && save_thread != NULL && restore_thread != NULL)
+        state = save_thread();
+    struct timespec since, now, pause = {0, 1000 * 1000};
+    real_clock_gettime(CLOCK_MONOTONIC, &since);
+    long long seen = events_now();
+    while (!g_diverged) {
+        long long events = events_now();
+        if (events != seen) {
+            seen = events;
+            real_clock_gettime(CLOCK_MONOTONIC, &since);
+        } else {
+            real_clock_gettime(CLOCK_MONOTONIC, &now);
+            if (now.tv_sec - since.tv_sec > PATIENCE)
+                break;
+        }
+        real_nanosleep(&pause, NULL);
+    }
+    if (state != NULL)
+        restore_thread(state);
+}
+
 /* The entry at `where` (its payload's offset) in the ring, once every entry before it of another
  * thread is consumed (the r_lock held; released while it waits). Threads replayed: a call is
  * answered in the recording's order of every thread's calls. Untraced code shares state no event
@@ -777,16 +816,14 @@ static Pending *take(int op, uint32_t key, const char *path, int tolerant) {
         pthread_mutex_unlock(&r_lock);
         wait_for_events(found->e.at, found->e.takes);
         pthread_mutex_lock(&r_lock);
-    } else if (!tolerant && at_end && me != 0 && g_threads && !(gil_held != NULL && gil_held())) {
-        /* Another thread's call the journal has no answer for, nor any later call of that thread:
-         * the recording ended while the thread was in it (a server's poll when the program
-         * exited). It does not return while the replay goes on; it is a divergence only once no
-         * event has come for PATIENCE seconds (then nothing waits for the program's end). */
+    } else if (!tolerant && at_end && g_threads) {
+        /* A call the journal has no answer for, nor any later call of that thread: made after the
+         * journal's end (see wait_past_the_journal) */
         pthread_mutex_unlock(&r_lock);
-        wait_for_events(INT64_MAX, 0);
+        wait_past_the_journal();
         pthread_mutex_lock(&r_lock);
-        diverge("the replay's thread %u called %s, which the recording's never returned from before it ended", me,
-                op_name(op));
+        diverge("the replay's thread %u called %s, which the recording's had not returned from where its journal ends",
+                me, op_name(op));
     } else if (!tolerant) {
         char next[240], who[40] = "";
         describe_next(next, sizeof next);
@@ -3687,9 +3724,18 @@ EXPORT void nd_journal_sandbox(const char *scratch) {
 
 /* This process is a replay: from here on, answer from the journal at the position inherited from
  * the checkpoint it was forked from. `fd`: the journal, readable. */
+/* A replay answers the program's descriptors with the recording's numbers, which the replay's own
+ * (this one) may have too: a file object of the program's that the recorder's work lets go (a
+ * repr's traceback) closes its number for real. The journal is read through a number far above
+ * the program's. */
+#define JOURNAL_FD_FLOOR 900
+
 EXPORT int nd_journal_replay(int fd) {
-    if (fd >= 0)
-        j_fd = fd;
+    if (fd >= 0) {
+        NEED(fcntl);
+        int high = real_fcntl(fd, F_DUPFD_CLOEXEC, JOURNAL_FD_FLOOR);
+        j_fd = high >= 0 ? high : fd;
+    }
     j_len = 0;
     r_head = r_count = 0;
     r_cache_at = UINT64_MAX;
@@ -3697,6 +3743,10 @@ EXPORT int nd_journal_replay(int fd) {
     g_thread = pthread_self();
     if (gil_held == NULL)
         gil_held = (int (*)(void))dlsym(RTLD_DEFAULT, "PyGILState_Check");
+    if (save_thread == NULL || restore_thread == NULL) {
+        save_thread = (void *(*)(void))dlsym(RTLD_DEFAULT, "PyEval_SaveThread");
+        restore_thread = (void (*)(void *))dlsym(RTLD_DEFAULT, "PyEval_RestoreThread");
+    }
     g_mode = MODE_REPLAY;
     return 0;
 }
@@ -3731,6 +3781,17 @@ EXPORT int nd_journal_flush(void) {
 }
 
 EXPORT unsigned long long nd_journal_entries(void) { return j_entries; }
+
+/* The bytes written to the journal's file so far (all of them whole entries). */
+EXPORT unsigned long long nd_journal_flushed(void) {
+    pthread_mutex_lock(&j_lock);
+    unsigned long long flushed = j_flushed;
+    pthread_mutex_unlock(&j_lock);
+    return flushed;
+}
+
+/* A replay reads no further than `bytes` of the journal (a live recording's, as its stop wrote it). */
+EXPORT void nd_journal_replay_limit(unsigned long long bytes) { r_limit = bytes; }
 EXPORT unsigned long long nd_journal_bytes(void) { return j_next; }
 EXPORT void nd_journal_set_counter(const long long *counter) { g_counter = counter; }
 

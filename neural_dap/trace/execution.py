@@ -25,13 +25,15 @@ from bisect import bisect_left, bisect_right
 from collections.abc import Callable
 from typing import Any, Protocol
 
+import msgspec
 import numpy as np
 
 from neural_dap.core.actions import Action, Target
 from neural_dap.core.state import Frame, State, Value
 from neural_dap.trace.actions import EXCEPTION, LINE, RETURN, ActionSemantics, Columns, last_equal
+from neural_dap.trace.eventlog import apply_changes, decode_value
 from neural_dap.trace.recorder import RecorderError, Recording
-from neural_dap.trace.skeleton import SkeletonRecording, SkeletonTree
+from neural_dap.trace.skeleton import DivergenceError, SkeletonRecording, SkeletonTree
 from neural_dap.trace.tree import Facts, StateTree
 
 
@@ -316,10 +318,39 @@ class SkeletonExecution:
 
     @functools.cached_property
     def uncaught(self) -> list[int]:
-        if not self._ends_by_exception:
+        tree = self.tree
+        ends = []
+        if self._ends_by_exception:
+            ends = _uncaught(tree.event, lambda k: int(tree.depth[tree.invs[k]]), len(tree))
+        return sorted(set(self._threads_ended_by_exceptions() + ends))
+
+    def _threads_ended_by_exceptions(self) -> list[int]:
+        """(every thread as skeletons) Where each exception that ended a thread other than the main
+        one was raised, as FullExecution finds them; a SystemExit ends a thread quietly (the
+        exception's text is the thread's last state: a live stop's own, or a replay's)."""
+        semantics = self.tree.semantics
+        columns = semantics.columns
+        if columns.thread_of is None:
             return []
         tree = self.tree
-        return _uncaught(tree.event, lambda k: int(tree.depth[tree.invs[k]]), len(tree))
+        out = []
+        for thread, (_first, last) in self._thread_spans.items():
+            if thread == 0 or semantics.kind(last) != EXCEPTION or int(columns.parent[columns.invs[last]]) >= 0:
+                continue
+            try:
+                if (self.state(last).value or "").startswith("SystemExit"):
+                    continue
+            except DivergenceError:
+                pass  # (its text cannot be rebuilt: a stop there says so)
+            k = last
+            while True:
+                before = semantics.last_of_thread(thread, k - 1) if k > 0 else -1
+                depth = int(tree.depth[tree.invs[k]])
+                if before < 0 or semantics.kind(before) != EXCEPTION or int(tree.depth[tree.invs[before]]) != depth + 1:
+                    break
+                k = before
+            out.append(k)
+        return out
 
     @functools.cached_property
     def user_unhandled(self) -> list[int]:
@@ -355,6 +386,30 @@ class SkeletonExecution:
         return self.recording.state(i)
 
     def frames(self, i: int) -> tuple[Frame, ...]:
+        return self._held_globals(i, self._frames(i))
+
+    def _held_globals(self, i: int, frames: tuple[Frame, ...]) -> tuple[Frame, ...]:
+        """Where a live program of threads is held (event i is its stop), each `<module>` frame of the
+        user's with its globals as the program has them there (child/frontier.py `_module_globals`):
+        a replay rebuilds a frame as it was at its thread's latest event, and other threads may have
+        changed the module's globals since (a server's counter, a pool's results)."""
+        held = self.recording.log.held_globals
+        if held is None or held[0] != i or not self.keep_open:
+            return frames
+        out = []
+        for frame in frames:
+            changes = held[1].get(frame.path) if frame.function == "<module>" else None
+            if changes is None:
+                out.append(frame)
+                continue
+            local_reprs: dict[str, str] = {}
+            encoded: dict[str, list] = {}
+            apply_changes(local_reprs, encoded, changes)
+            values = {name: decode_value(enc) for name, enc in encoded.items()}
+            out.append(msgspec.structs.replace(frame, locals=local_reprs, values=values))
+        return tuple(out)
+
+    def _frames(self, i: int) -> tuple[Frame, ...]:
         window = self.recording.window_for(i)
         here = i - window.offset
         out = []
@@ -383,16 +438,22 @@ class SkeletonExecution:
     def threads(self, i: int) -> list[tuple[int, str]]:
         if self.tree.thread_of is not None:
             # every thread as skeletons (trace/skeleton.py): those with events before and after i
-            names = {0: "MainThread", **self.recording.log.thread_names}
+            log = self.recording.log
+            names = {0: "MainThread", **log.thread_names}
+            # (a live program's: the threads alive where it is held, and those that have run none
+            # of the user's code: a thread waiting in a pool's queue has no later event to say so)
+            alive = (log.alive or frozenset()) if self.keep_open else frozenset()
+            spans = self._thread_spans
+            idle = log.idle if self.keep_open and i >= self.last else {}
             return [
                 (t, names.get(t, f"Thread-{t}"))
-                for t, (first, last) in sorted(self._thread_spans.items())
-                if t == 0 or first <= i <= last
-            ]
+                for t, (first, last) in sorted(spans.items())
+                if t == 0 or first <= i <= last or (first <= i and t in alive)
+            ] + [(t, name) for t, name in sorted(idle.items()) if t not in spans]
         # a skeleton follows one thread (a second one running the user's code is recorded in full);
         # where a live program is held, its threads that have run none of the user's code too
         idle = self.recording.log.idle if self.keep_open and i >= self.last else {}
-        return [(0, "MainThread"), *sorted(idle.items())]
+        return [(0, "MainThread"), *sorted((t, name) for t, name in idle.items() if t != 0)]
 
     def thread_frames(self, i: int, thread: int) -> tuple[Frame, ...]:
         semantics = self.tree.semantics
@@ -404,9 +465,9 @@ class SkeletonExecution:
         k = semantics.last_of_thread(thread, i)
         if k < 0:
             return ()
-        frames = self.frames(k)
+        frames = self._frames(k)
         # (its latest event left a function: it stands in the caller now, at the call's line)
-        return frames[1:] if semantics.kind(k) >= RETURN else frames
+        return self._held_globals(i, frames[1:] if semantics.kind(k) >= RETURN else frames)
 
     def output(self, start: int, end: int) -> tuple[tuple[str, str], ...]:
         return tuple(self.recording.output_between(start, end))

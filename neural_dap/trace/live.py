@@ -51,7 +51,9 @@ class LiveStop:
             raise LiveError("the program did not replay the same way up to this stop")
         start = checkpoints[max(0, bisect_right(checkpoints, index) - 1)]
         path, _pid = recording.log.checkpoints[start]
-        self._connect(path, {"from": index, "to": index, "live": msgspec.structs.asdict(limits)})
+        # (past a second thread: the replay follows the threads' recorded order to the stop)
+        request = {"from": index, "to": index, "live": msgspec.structs.asdict(limits), **recording.schedule_for(index)}
+        self._connect(path, request)
 
     @classmethod
     def held(cls, path: str, index: int, limits: LiveLimits = DEFAULT_LIMITS) -> LiveStop:

@@ -396,6 +396,12 @@ class SkeletonLog:
         self.held: tuple[int, str] | None = None  # (thread, copy's socket) of the latest threaded stop
         self.alive: frozenset[int] | None = None  # ... and the threads alive there
         self.idle: dict[int, str] = {}  # ... those that have run none of the user's code: their names
+        # ... and (every thread as skeletons) the event shown there and the globals of the user's
+        # modules as the program had them: {path: [name, encoding, ...]} (child/frontier.py)
+        self.held_globals: tuple[int, dict[str, list]] | None = None
+        # (every thread as skeletons, a live program) the journal's bytes its latest stop wrote: what
+        # a replay reads of it (other threads may write on meanwhile); None: all of it
+        self.journal_bytes: int | None = None
         # the values the library's functions returned into the user's frames during live steps:
         # (event, frame's invocation, name, text, its children or None), `event` the first one after
         # it (child/returned.py)
@@ -473,12 +479,15 @@ class SkeletonLog:
     def _messages(self, batch: list) -> None:
         for event in batch:
             tag = event[0]
-            if self.switched_at is not None and tag in _FULL_TAGS:
+            if self.switched_at is not None and not self.thread_skeletons and tag in _FULL_TAGS:
                 self.threaded.append(event)  # every thread, in full, since the switch (child/switch.py)
             elif tag in _FULL_TAGS:
                 self.window.append(event)  # a live stop's event, captured in full (child/frontier.py)
             elif tag == "stopped":
-                self.stops.append((int(event[1]), str(event[2]), self.window))
+                window = self.window
+                if window and self.thread_skeletons and len(event) > 3 and type(event[3]) is int:
+                    window = [["t", event[3]], *window]  # (the thread that stopped: its run's record)
+                self.stops.append((int(event[1]), str(event[2]), window))
                 self.window = []
                 # (every thread in full: the thread that stopped, and the socket of the copy of the
                 # program held there, which answers expressions: child/frontier.py `_held_copy`)
@@ -493,6 +502,7 @@ class SkeletonLog:
                 self.alive = (
                     frozenset(n for n in alive if type(n) is int) | frozenset(self.idle) if alive is not None else None
                 )
+                self.held_globals = _held_globals(event, self.count)
                 returned = event[6] if len(event) > 6 and isinstance(event[6], list) else ()
                 self.library_returns.extend(
                     (r[3], r[0], r[1][:200], *_returned_value(r[2]))
@@ -540,6 +550,9 @@ class SkeletonLog:
                 self.what_if.append((int(event[1]), str(event[2]), str(event[3])))
             elif tag == "end":
                 self.outcome = tuple(event[1:])
+                self.journal_bytes = None  # (the journal is whole)
+            elif tag == "journaled" and len(event) == 2 and type(event[1]) is int and event[1] >= 0:
+                self.journal_bytes = event[1]
 
     def _run(self, first: int, number: int, name: str | None) -> None:
         """A run of one thread's records begins at `first` (a record at an index another run began
@@ -944,7 +957,7 @@ class SkeletonRecording:
         from neural_dap.trace.program import Program
 
         path, _pid = self.log.checkpoints[checkpoint]
-        answer = _ask(path, {"from": a, "to": b, **self._schedule_for(b)})
+        answer = _ask(path, {"from": a, "to": b, **self.schedule_for(b)})
         self.materialisations += 1
         self._check_threads(answer.get("threads"))  # (first: the journal's divergence may name no reason)
         self._check_journal(answer.get("journal") or {}, a, b)
@@ -985,7 +998,7 @@ class SkeletonRecording:
             raise DivergenceError("no checkpoint is left to replay from")
         checkpoint = checkpoints[max(0, bisect_right(checkpoints, first) - 1)]
         where, _pid = self.log.checkpoints[checkpoint]
-        answer = _ask(where, {"from": first, "to": last, "watch": {"path": path}, **self._schedule_for(last)})
+        answer = _ask(where, {"from": first, "to": last, "watch": {"path": path}, **self.schedule_for(last)})
         self.materialisations += 1
         self._check_threads(answer.get("threads"))
         self._check_journal(answer.get("journal") or {}, first, last)
@@ -997,21 +1010,25 @@ class SkeletonRecording:
             raise DivergenceError(f"the replay ended at event {reached}, before event {last}")
         return [(int(e), enc, bool(bound)) for e, enc, bound in answer.get("watch") or []]
 
-    def _schedule_for(self, last: int) -> dict:
+    def schedule_for(self, last: int) -> dict:
         """What a replay up to event `last` needs to follow the threads (every thread recorded as
         skeletons since a second one started): the file of their schedule, written when first asked
         (a recording that ended; a live one's grows: written again when it has)."""
         log = self.log
         if not log.thread_skeletons or log.switched_at is None or last < log.switched_at:
             return {}
+        limit = {} if log.journal_bytes is None else {"journal_bytes": log.journal_bytes}
         path = os.path.join(log.folder, "schedule.bin")
         locks = os.path.join(log.folder, "locks.bin")
         if self._schedule_written != (len(log.runs), log.count):
             for file, data in ((path, log.schedule()), (locks, log.locks())):
-                with open(file, "wb") as fh:
+                # (written aside, then moved in: a replay asked for a moment ago may be reading it)
+                aside = f"{file}.{threading.get_ident()}"
+                with open(aside, "wb") as fh:
                     fh.write(data)
+                os.replace(aside, file)
             self._schedule_written = (len(log.runs), log.count)
-        return {"schedule": path, "locks": locks}
+        return {"schedule": path, "locks": locks, **limit}
 
     def _check_hashes(self, hashes: list) -> None:
         for start, end, digest in hashes:
@@ -1082,6 +1099,25 @@ class SkeletonRecording:
         self.log.checkpoints.clear()
         self.events = np.zeros(0, dtype=EVENT_DTYPE)
         shutil.rmtree(self.log.folder, ignore_errors=True)
+
+
+def _held_globals(stopped: list, count: int) -> tuple[int, dict[str, list]] | None:
+    """A threaded stop's globals of the user's modules (["stopped", count, reason, thread, copy,
+    alive, returns, {path: [name, encoding, ...]}]), and the event they are shown at: the stop's, or
+    (a pause: count -1) the latest recorded. None where the stop has none, or they are malformed."""
+    found = stopped[7] if len(stopped) > 7 else None
+    if not isinstance(found, dict):
+        return None
+    modules = {
+        path: changes
+        for path, changes in found.items()
+        if isinstance(path, str)
+        and isinstance(changes, list)
+        and len(changes) % 2 == 0
+        and all(isinstance(name, str) for name in changes[::2])
+    }
+    at = stopped[1] - 1 if type(stopped[1]) is int and stopped[1] > 0 else count - 1
+    return at, modules
 
 
 def _thread_records(events: list) -> list:

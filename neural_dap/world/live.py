@@ -171,7 +171,7 @@ def counted_lines(
 
 
 def threaded_request(
-    execution: FullExecution,
+    execution: FullExecution | SkeletonExecution,
     start: int,
     action: Action,
     answer: int,
@@ -236,8 +236,11 @@ def _step_ends_at(semantics: Any, start: int, kind: str, owner: int, answer: int
     return True
 
 
-def _child_invocation(execution: FullExecution, inv: int) -> int:
-    """The recording child's id of the tree's invocation `inv` (its states carry it)."""
+def _child_invocation(execution: FullExecution | SkeletonExecution, inv: int) -> int:
+    """The recording child's id of the tree's invocation `inv` (a full recording's states carry it;
+    a skeleton's numbers are the recorder's: every thread's calls numbered in the stream's order)."""
+    if isinstance(execution, SkeletonExecution):
+        return inv
     columns = execution.semantics.columns
     index = first_equal(columns.invs, inv, 0, len(columns.invs))
     return execution.state(index).invocation if index >= 0 else -1

@@ -102,14 +102,16 @@ class RecordedOptions(msgspec.Struct, frozen=True, rename="camel"):
     # it is asked to; false: record it to its end, then debug (batch use: the language server, an
     # agent's `record`). A DAP session's launch says true unless the user said otherwise
     live: bool = False
-    # from a second thread on: "full" records every thread's every state (exact, at 30-50 times a
-    # plain run's time); "skeletons" records every thread as skeleton records (1.6-2.6 times the
-    # no-op tracer's floor) and rebuilds a stop's values by replaying the threads in the recorded
-    # order of runs and lock takes, each thread's reads answered from the journal, which some
-    # programs do not follow (a cache whichever thread looks first fills; docs/time-travel.md):
-    # the values there are then refused as a divergence, with the reason.
-    # A recording that is not live only, for now.
-    threads: Literal["full", "skeletons"] = "full"
+    # from a second thread on: "skeletons" records every thread as skeleton records (1.6-2.6 times
+    # the no-op tracer's floor): a live stop's own event is captured as it happens, and the other
+    # moments' values are rebuilt by replaying the threads in the recorded order of runs and lock
+    # takes, each thread's reads answered from the journal, which some programs do not follow (a
+    # cache whichever thread looks first fills; docs/time-travel.md): the values there are then
+    # refused as a divergence, with the reason. "full" records every thread's every state (exact,
+    # at 30-50 times a plain run's time). Unsaid: "skeletons" where the session runs live (a server,
+    # a long job: each stop's own state is the program's, held there), "full" where the program is
+    # recorded to its end first (every value there is the recording's)
+    threads: Literal["full", "skeletons"] | None = None
 
 
 def limits_from(given: Any, mode: str = "skeleton") -> Limits:
@@ -212,16 +214,15 @@ class RecordedWorld:
                 try:
                     # (child sessions and a terminal console are opened on a whole recording: batch)
                     runs_live = not (options.sub_process or program.stdin_log or program.output_copy)
-                    # (threads as skeletons: recorded to the end, then debugged; not live yet)
-                    runs_live = runs_live and options.threads != "skeletons"
-                    if options.live and runs_live and journal_library() is not None:
+                    runs_live = options.live and runs_live and journal_library() is not None
+                    as_skeletons = options.threads == "skeletons" if options.threads is not None else runs_live
+                    if runs_live:
                         explicit = isinstance(options.limits, dict) and "wallTime" in options.limits
-                        opened = await self._start_live(program, limits, python, handle, explicit)
+                        opened = await self._start_live(program, limits, python, handle, explicit, as_skeletons)
                         if isinstance(opened, Stop):
                             return opened
                         skeleton = opened
                     else:
-                        as_skeletons = options.threads == "skeletons"
                         skeleton = await anyio.to_thread.run_sync(
                             lambda: record_skeleton(
                                 program, limits, python=python, recording=handle, thread_skeletons=as_skeletons
@@ -284,7 +285,13 @@ class RecordedWorld:
         return await self._opened(rec, execution)
 
     async def _start_live(
-        self, program: Program, limits: Limits, python: str | None, handle: RecordingHandle, wall_time: bool
+        self,
+        program: Program,
+        limits: Limits,
+        python: str | None,
+        handle: RecordingHandle,
+        wall_time: bool,
+        thread_skeletons: bool,
     ) -> Stop | SkeletonRecording:
         """Debug while it runs (world/live.py): the program starts under the recorder and the session
         opens at its first event, at once. Where it ended before that (it could not stop there: the
@@ -296,7 +303,9 @@ class RecordedWorld:
         if not wall_time:
             limits = msgspec.structs.replace(limits, wall_time=float("inf"))
         live = self._running = LiveRun.begin(
-            lambda control: record_skeleton(program, limits, python=python, recording=handle, live=control)
+            lambda control: record_skeleton(
+                program, limits, python=python, recording=handle, live=control, thread_skeletons=thread_skeletons
+            )
         )
         execution = await anyio.to_thread.run_sync(live.first, program, main_path)
         if execution is not None:
@@ -414,7 +423,10 @@ class RecordedWorld:
             frontier = execution.last
             wants_exceptions = bool(exceptions - {"uncaught"})
             request: dict | None
-            if isinstance(execution, FullExecution):  # every thread, in full, since a second one ran
+            if isinstance(execution, FullExecution) or (
+                isinstance(execution, SkeletonExecution) and _threads_as_skeletons(execution)
+            ):
+                # every thread recorded (in full, or as skeletons) since a second one ran
                 request = None
                 if not (stop.hit_breakpoint or stop.hit_exception):
                     request = threaded_request(
@@ -461,13 +473,24 @@ class RecordedWorld:
                 skeleton.keep_open = False
                 self._running = None  # the program ended: its recording is whole
                 self.outcome = skeleton.recording.outcome
-                if skeleton.recording.log.switched_at is not None:
+                self._held = None
+                if skeleton.recording.log.switched_at is not None and not skeleton.recording.log.thread_skeletons:
                     before = self._base
                     await self._join_threads(skeleton)
                     start, seen = self._rebased(start, before), self._rebased(seen, before)
                     self.index = start
                 continue
-            if skeleton.recording.log.switched_at is not None:
+            if _threads_as_skeletons(skeleton):
+                # every thread is recorded as skeletons, and the program is held: travelled as it
+                # is, the stopped thread's event as captured there, the other moments of the
+                # threads rebuilt by a replay under their recorded order; the copy held there answers
+                held = skeleton.recording.log.held
+                here = skeleton.recording.log.stops[-1][0] - 1 if skeleton.recording.log.stops else -1
+                if held is not None and live.reason != "pause" and here >= 0:
+                    self._held = (here, held[1])
+                elif held is not None:
+                    self._held = (skeleton.last, held[1])
+            elif skeleton.recording.log.switched_at is not None:
                 # every thread is recorded in full now, and the program is held: the recording so
                 # far becomes one full recording, travelled as any (world/live.py)
                 before = self._base
@@ -697,7 +720,9 @@ class RecordedWorld:
         """The program runs threads and is held at `stop`'s event: a copy of it made there answers
         (child/frontier.py `_held_copy`), the stopped thread's frames as the stop shows them."""
         held = self._held
-        return held is not None and self.live and self.execution is self._joined and held[0] == stop.index
+        if held is None or not self.live or held[0] != stop.index:
+            return False
+        return self.execution is self._joined or _threads_as_skeletons(self.execution)
 
     def _evaluate_live(self, execution: Execution, index: int, frame: int, expression: str) -> LiveResult:
         live = self._live_stop(execution, index)
@@ -981,3 +1006,12 @@ def _is_library(path: str) -> bool:
 
     prefixes = {os.path.realpath(sysconfig.get_path(key)) for key in ("stdlib", "platstdlib", "purelib", "platlib")}
     return "site-packages" in path or "dist-packages" in path or any(path.startswith(p + os.sep) for p in prefixes)
+
+
+def _threads_as_skeletons(execution: object) -> bool:
+    """A skeleton recording whose threads (a second one ran) are recorded as skeletons too: it is
+    travelled as it is, the threads' values rebuilt by a replay under their recorded order."""
+    if not isinstance(execution, SkeletonExecution):
+        return False
+    log = execution.recording.log
+    return log.switched_at is not None and log.thread_skeletons

@@ -50,7 +50,7 @@ import threading
 from typing import Any
 
 from neural_dap.trace.child import live
-from neural_dap.trace.child.journal import mark_thread, plumbing
+from neural_dap.trace.child.journal import mark_thread, plumbing, sandboxed
 from neural_dap.trace.child.lifetime import die_with_parent, fork_ours
 from neural_dap.trace.child.returned import ForeignReturns
 from neural_dap.trace.child.skeleton import silence_output
@@ -82,6 +82,7 @@ class Frontier:
         self._idle_numbers: dict[int, tuple[object, int]] = {}  # ident -> (its Thread, its number)
         # what the library's functions return into the user's frames while a step runs (runner sets it)
         self.returns: ForeignReturns | None = None
+        self.recorder: Any = None  # (runner sets it) its encodings of values: `_module_globals`
 
     def start(self) -> None:
         """The command reader, and the pause signal; the program stops at its first event."""
@@ -94,6 +95,13 @@ class Frontier:
         if self.cthreads is not None:
             # every thread in full: the main thread stops right here, at its latest event in the
             # user's code (a server's main thread waits in library code), the others at their next
+            if self.cthreads.skeletons and self.skeleton.busy():
+                # (every thread as skeletons, the main thread writing records in order: stopping
+                # here would write them again under the order's lock: any thread's next event)
+                self.paused = True
+                for tracer in self.cthreads.group.tracers():
+                    tracer.stop_at(0)
+                return
             if not self.holding and not self.cthreads.group.held():  # (a thread stopping already stays the one)
                 self.paused = True
                 self.cthreads.group.stop_here(self.cthreads.main_tracer)
@@ -223,10 +231,18 @@ class Frontier:
             self.holding = True
             ended = False
             try:
-                self.skeleton.flush_journal()
+                count = self._recorded_so_far(reason_code)
+                journaled = self.skeleton.flush_journal()
+                if self.cthreads.skeletons and journaled is not None:
+                    # (the other threads may go on journaling, in library code, while this one is
+                    # held: a replay to this stop reads no further than this)
+                    self.channel.events.append(["journaled", journaled])
                 copy = self._held_copy()
                 number = self.cthreads.table.number()
-                self.channel.events.append(["stopped", -1, reason, number, copy, self._alive() + self._idle()])
+                stopped = ["stopped", count, reason, number, copy, self._alive() + self._idle()]
+                if self.cthreads.skeletons:
+                    stopped += [None, self._module_globals()]
+                self.channel.events.append(stopped)
                 self.channel.flush()
                 self.stops += 1
                 command = self.commands.get()
@@ -246,6 +262,43 @@ class Frontier:
                     self.released.notify_all()
                 self._left_hold(ended)
 
+    def _recorded_so_far(self, reason_code: int) -> int:
+        """Every thread as skeletons: the records so far handed over, and the count up to the stop's
+        event (its index + 1; it was captured in full as it was recorded: the stop's window). -1:
+        every thread in full, or a pause (shown at the latest event)."""
+        if not self.cthreads.skeletons:
+            return -1
+        self.cthreads.flush()
+        tracer = self.cthreads.by_ident.get(threading.get_ident())
+        at = tracer.stop_index() if tracer is not None and reason_code else -1
+        return at + 1 if at >= 0 else -1
+
+    def _module_globals(self) -> dict[str, list]:
+        """Every thread as skeletons: the globals of each module of the user's whose `<module>` frame is
+        on a thread's stack (a script's), as they are at this stop, encoded as a frame's locals are:
+        {path: [name, encoding, ...]}. A thread's frames are rebuilt by a replay as they were at its
+        latest event; a module's globals other threads changed since (a server's counter, a pool's
+        results) are the program's now, as debugpy shows them."""
+        rec = self.recorder
+        if rec is None:
+            return {}
+        found: dict[str, dict] = {}
+        for top in list(sys._current_frames().values()):
+            frame: Any = top
+            while frame is not None:
+                code = frame.f_code
+                if code.co_name == "<module>" and code.co_filename not in found and rec.is_user(code):
+                    found[code.co_filename] = frame.f_globals
+                frame = frame.f_back
+        out: dict[str, list] = {}
+        with sandboxed():  # (the program's reprs, run for the user: they change nothing)
+            for path, names in found.items():
+                try:
+                    out[path] = rec.make_differ(True)(dict(names)) or []
+                except Exception:  # (a repr that fails is the recorder's to show, not to die of)
+                    continue
+        return out
+
     def _alive(self) -> list[int]:
         """The numbers of the program's threads alive now (an idle one, waiting in a pool's queue or
         on an event, has no event that says so: the adapter lists it from this)."""
@@ -260,7 +313,14 @@ class Frontier:
         user's code (a server's thread in `serve_forever`, a thread waiting on an event): debugpy
         lists them too, with no frame of the user's. A thread keeps its number while it stays so
         (IDLE_NUMBERS up); it gets one of its own with its first event of the user's code."""
-        if self.cthreads is not None:
+        numbers: dict[int, int] = {}  # ident -> its number in the thread table
+        if self.cthreads is not None and self.cthreads.skeletons:
+            # every thread as skeletons: numbered as each started; every thread alive is said with
+            # its number and name (the adapter lists those with no event of the user's code)
+            traced: set = set()
+            for number, ident in list(self.cthreads.table.idents.items()):
+                numbers[ident] = max(number, numbers.get(ident, -1))
+        elif self.cthreads is not None:
             traced = set(self.cthreads.table.idents.values())
         else:
             traced = {threading.main_thread().ident}
@@ -269,6 +329,9 @@ class Frontier:
         for ident, thread in list(threading._active.items()):  # type: ignore[attr-defined]
             name = getattr(thread, "name", "")
             if ident in traced or not isinstance(name, str) or name.startswith(OWN_THREADS):
+                continue
+            if ident in numbers:
+                out.append([numbers[ident], name])
                 continue
             kept = self._idle_numbers.get(ident)
             if kept is None or kept[0] is not thread:  # (an ident is reused once its thread ends)

@@ -37,6 +37,8 @@ class Journal:
         lib.nd_journal_refusals.argtypes = [ctypes.c_char_p, ctypes.c_size_t]
         lib.nd_journal_entries.restype = ctypes.c_ulonglong
         lib.nd_journal_bytes.restype = ctypes.c_ulonglong
+        lib.nd_journal_flushed.restype = ctypes.c_ulonglong
+        lib.nd_journal_replay_limit.argtypes = [ctypes.c_ulonglong]
         lib.nd_journal_checkpoint.argtypes = [ctypes.POINTER(ctypes.c_int), ctypes.c_int]
         self._enter = lib.nd_journal_enter
         self._leave = lib.nd_journal_leave
@@ -57,8 +59,14 @@ class Journal:
     def off(self) -> None:
         self.lib.nd_journal_off()
 
-    def flush(self) -> None:
+    def flush(self) -> int:
+        """Everything journaled so far into the file; the bytes it holds (whole entries)."""
         self.lib.nd_journal_flush()
+        return int(self.lib.nd_journal_flushed())
+
+    def limit(self, bytes_: int) -> None:
+        """(a replay) Read no further than `bytes_` of the journal (a live recording's stop wrote them)."""
+        self.lib.nd_journal_replay_limit(bytes_)
 
     def thread(self, number: int) -> None:
         """The calling thread is the program's thread `number` (numbered as the program started

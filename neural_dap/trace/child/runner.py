@@ -234,6 +234,7 @@ def record_here(
             os.set_inheritable(int(cfg["command_fd"]), False)
             skeleton.frontier = Frontier(int(cfg["command_fd"]), engine, skeleton, channel)
             skeleton.frontier.returns = ForeignReturns(engine, rec.is_user, rec.encode_object, rec.user_cache)
+            skeleton.frontier.recorder = rec
             skeleton.replay_seconds = 3600.0
 
     def begin_journal() -> None:
@@ -317,9 +318,9 @@ def record_here(
         real_exit(0)
 
     switch = ThreadSwitch(get_ident(), END_SIGNAL)
-    # every thread recorded as skeletons from the second on (the first stage of issue 37's plan:
-    # recorded, not yet replayed for values; only a recording that is not live, in C)
-    skeletons = bool(cfg.get("thread_skeletons")) and skeleton is not None and "command_fd" not in cfg
+    # every thread recorded as skeletons from the second on (their values a replay's under the
+    # recorded schedule; in C), live or not
+    skeletons = bool(cfg.get("thread_skeletons")) and skeleton is not None
 
     def perform_switch():
         """In the main thread, between bytecodes: a second thread runs the program's code, so every
@@ -341,6 +342,8 @@ def record_here(
                 locks = worker["locks"] if worker is not None else cfg.get("thread_locks")
                 take = _switch_to_skeletons(cfg, rec, old, table, switch, channel, first, current, schedule, locks)
                 skeleton.following = current[0].following  # (a worker says how far its replay held)
+                if skeleton.frontier is not None:
+                    skeleton.frontier.threaded(current[0])  # a live recording stops every thread from now on
                 return take
             if skeleton is not None:
                 old.flush()

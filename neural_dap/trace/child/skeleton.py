@@ -256,10 +256,12 @@ class Skeleton:
             self.next_time = time.monotonic() + self.every_seconds
         return min(self.next_count, self.max_events)
 
-    def flush_journal(self) -> None:
-        if JOURNAL is not None:
-            with plumbing():
-                JOURNAL.flush()
+    def flush_journal(self) -> int | None:
+        """Everything journaled so far into the file; the bytes it holds (None: no journal)."""
+        if JOURNAL is None:
+            return None
+        with plumbing():
+            return JOURNAL.flush()
 
     def checkpoint(self, count: int, at_stop: bool = False) -> None:
         """A copy of the program paused at event `count` (see the module's docstring); `at_stop`: a live
@@ -387,6 +389,8 @@ class Skeleton:
             # what would change the world is refused
             if JOURNAL.mode() in (MODE_RECORD, MODE_REPLAY):
                 JOURNAL.replay(self.journal_fd)
+                if type(request.get("journal_bytes")) is int:
+                    JOURNAL.limit(request["journal_bytes"])  # (a live recording's, as its stop wrote it)
             net = JOURNAL.install_net()
         self.worker["net"] = net
         # stop right after the window (a live stop: at its event; the hook runs once that event is
