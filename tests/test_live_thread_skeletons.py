@@ -6,7 +6,9 @@ threads in the recorded order. The program runs once: what it writes is written 
 
 from __future__ import annotations
 
+import tempfile
 import textwrap
+from pathlib import Path
 
 import pytest
 
@@ -118,3 +120,60 @@ async def test_a_live_session_of_threads_stops_steps_travels_back_and_changes_th
     # the program ran once: each worker wrote each of its lines once
     lines = log.read_text().splitlines() if log.exists() else []
     assert sorted(lines) == [f"w{i} {k}" for i in range(2) for k in range(3)]
+
+
+HELD = textwrap.dedent(
+    """\
+    import threading
+
+    tally = {"done": 0}
+
+
+    def work(n):
+        for k in range(n):
+            tally["done"] += 1
+            print(k)
+        return n
+
+
+    worker = threading.Thread(target=work, args=(3,), name="worker")
+    worker.start()
+    worker.join()
+    """
+)
+PRINT_LINE = 9  # print(k)
+
+
+@pytest.mark.anyio
+async def test_a_held_stops_own_values_and_globals_need_no_replay_and_a_moment_that_does_not_rebuild_says_so(
+    tmp_path,
+):
+    """Where the program is held at a stop in a worker, the stop's frames are its own event's (captured
+    as the program made it) and the module's globals are the program's there: neither needs a replay
+    of the threads, so a stop shows whole even where the other moments do not rebuild (here: the
+    recording's checkpoints are gone), and asking for one of those (the main thread's frames, which a
+    replay rebuilds) is refused with the reason, never an internal error."""
+    program = tmp_path / "held.py"
+    program.write_text(HELD)
+    # (the session's own temporary folder, short: a checkpoint's socket path has at most 107 bytes)
+    with tempfile.TemporaryDirectory(prefix="nd-") as where:
+        await _held_without_checkpoints(program, Path(where))
+
+
+async def _held_without_checkpoints(program: Path, folder: Path) -> None:
+    async with adapter(env={"TMPDIR": str(folder)}) as client:
+        body = (await start(client, {"program": str(program)}, {str(program): [{"line": PRINT_LINE}]}))["body"]
+        worker = body["threadId"]
+        gone = list(folder.glob("neural-dap-rec-*/cp-*.sock"))
+        assert gone, "the recording keeps its checkpoints as sockets in its folder"
+        for path in gone:
+            path.unlink()
+        body = await _go(client, "continue", worker)
+        assert body["reason"] == "breakpoint" and body["threadId"] == worker
+        function, line, shown = await _top(client, worker)
+        assert (function, line) == ("work", PRINT_LINE) and shown["Locals.k"] == "1"
+        assert shown["Globals.tally"] == "{'done': 2}"
+        assert await _evaluate(client, worker, "tally['done'] * 10") == "20"
+        reply = await client.request("stackTrace", {"threadId": 1})
+        assert not reply["success"] and "cannot be rebuilt" in reply["message"], reply
+        assert "internal error" not in reply["message"]

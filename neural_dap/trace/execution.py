@@ -409,6 +409,30 @@ class SkeletonExecution:
             out.append(msgspec.structs.replace(frame, locals=local_reprs, values=values))
         return tuple(out)
 
+    def held_module_frame(self, i: int, path: str) -> Frame | None:
+        """Where a live program of threads is held (event i is its stop): the `<module>` frame of
+        `path` on the main thread's stack, with its globals as the program has them there, made
+        from the records alone (no replay: one of the other threads' moments may not rebuild,
+        the stop's own does). None where it is not held at i, or the module is not on that stack."""
+        held = self.recording.log.held_globals
+        if held is None or held[0] != i or not self.keep_open or path not in held[1]:
+            return None
+        semantics = self.tree.semantics
+        columns = semantics.columns
+        k = semantics.last_of_thread(0, i)
+        if k < 0:
+            return None
+        for e in self.tree.stack(k):
+            inv = int(columns.invs[e])
+            function, where = columns.codes[int(columns.code_of[inv])]
+            if function != "<module>" or where != path:
+                continue
+            line = int(columns.lines[e])
+            lines = self.recording.source_lines.get(path) or []
+            source = lines[line - 1] if 0 < line <= len(lines) else ""
+            return self._held_globals(i, (Frame("<module>", line, source, inv, path),))[0]
+        return None
+
     def _frames(self, i: int) -> tuple[Frame, ...]:
         window = self.recording.window_for(i)
         here = i - window.offset

@@ -645,7 +645,10 @@ class RecordedWorld:
             module_frame = await anyio.to_thread.run_sync(_module_frame, execution, i, state.path)
         outer: tuple[Frame, ...] = ()
         if frames and frames[-1].function != "<module>":
-            outer = await anyio.to_thread.run_sync(enclosing_frames, execution, i)
+            try:
+                outer = await anyio.to_thread.run_sync(enclosing_frames, execution, i)
+            except DivergenceError:
+                pass  # (another moment that does not rebuild: the stop's own frames stand)
         exception_line = 0
         if hit_exception and state.event == "line" and state.caught:
             # the frame's state as the exception reached it (across an `await`: the coroutine's)
@@ -692,7 +695,10 @@ class RecordedWorld:
         execution = self._require()
         if thread_id == self.thread_id(stop):
             return stop.stack
-        return await anyio.to_thread.run_sync(execution.thread_frames, stop.index, thread_id - 1)
+        try:
+            return await anyio.to_thread.run_sync(execution.thread_frames, stop.index, thread_id - 1)
+        except DivergenceError as exc:
+            raise WorldError(f"that thread's frames cannot be rebuilt here: {exc}") from None
 
     async def evaluate_live(self, stop: Stop, frame: int, expression: str) -> LiveResult:
         """`expression` in a live copy of the program at `stop` (see trace/live.py): one copy at a
@@ -978,11 +984,18 @@ def _rows(rows: object, width: int) -> list[dict]:
 
 def _module_frame(execution: Execution, i: int, path: str) -> Frame | None:
     """The `<module>` frame of `path` on the main thread's stack as it stood at event i: the globals a
-    thread's function reads (the values as of the main thread's latest traced line)."""
-    return next(
-        (f for f in execution.thread_frames(i, 0) if f.function == "<module>" and f.path == path),
-        None,
-    )
+    thread's function reads (the values as of the main thread's latest traced line; where a live
+    program of threads is held, as it has them there). None where it is not there, or its moment
+    does not rebuild (the stop's own values stand; its Globals are left out rather than wrong)."""
+    if isinstance(execution, SkeletonExecution):
+        held = execution.held_module_frame(i, path)
+        if held is not None:
+            return held
+    try:
+        frames = execution.thread_frames(i, 0)
+    except DivergenceError:
+        return None
+    return next((f for f in frames if f.function == "<module>" and f.path == path), None)
 
 
 def _may_stop(semantics: ActionSemantics, hit: int, hits: HitFilter) -> bool:
