@@ -489,6 +489,58 @@ def test_threads_that_talk_to_the_world_replay_what_each_received_and_change_it_
         rec.close()
 
 
+LOGGING_THREADS = textwrap.dedent(
+    """
+    import logging
+    import sys
+    import threading
+
+    logging.basicConfig(filename=sys.argv[1], level=logging.INFO, format="%(threadName)s %(message)s")
+    log = logging.getLogger("work")
+
+    def work(k):
+        for j in range(10):
+            log.info("worker %d step %d", k, j)
+
+    threads = [threading.Thread(target=work, args=(k,), name=f"w{k}") for k in range(3)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    print("done")
+    """
+)
+
+
+@pytest.mark.parametrize("version", ["3.11", "3.12", "3.13"])
+def test_threads_logging_to_one_file_replay_the_recordings_run_each_time(tmp_path, version):
+    """Three threads logging to one file: the level cache `Logger.isEnabledFor` fills is filled by
+    whichever thread looks first, with no event or lock take between the look and the fill. The
+    recorder's own question of each new code object (is it the user's?) looked at the file
+    system, and a system call lets another thread run: a thread running logging's code for the
+    first time let another look at the cache right there, which a replay could not place (the
+    replay then took another lock than the recording: refused, 1 time in 2 or 3). A file is looked
+    at once now. Recorded and replayed three times over, every state of the threaded stretch
+    rebuilds, and the file holds each run's lines once."""
+    python = _interpreter(version)
+    path = tmp_path / "logging_threads.py"
+    path.write_text(LOGGING_THREADS)
+    for attempt in range(3):
+        out = tmp_path / f"run{attempt}.log"
+        rec = record_skeleton(Program(path=str(path), argv=(str(out),)), LIMITS, python=python, thread_skeletons=True)
+        try:
+            assert rec.outcome.kind == "finished", rec.outcome
+            first = rec.log.switched_at
+            assert first is not None and rec.log.thread_skeletons
+            steps = [rec.state(i).locals.get("j") for i in range(first, len(rec), 3)]
+            assert rec.diverged_at is None, (attempt, rec.divergence_message())
+            assert any(step is not None for step in steps)
+            lines = out.read_text().splitlines()
+            assert sorted(lines) == sorted(f"w{k} worker {k} step {j}" for k in range(3) for j in range(10))
+        finally:
+            rec.close()
+
+
 ENDED_UNJOINED = textwrap.dedent(
     """
     import threading

@@ -168,6 +168,12 @@ class Recorder:
         self.library_cache: dict[int, bool] = {}
         self.code_ids: dict[int, int] = {}
         self.codes_seen: list[types.CodeType] = []
+        # filename -> whether its code is the user's (`_judge_file`): a file is looked up on disk
+        # once (a new code object of a file judged before costs no system call, and so no hand-over
+        # of the GIL: with threads, library code a thread runs for the first time let another
+        # thread run right there, at a moment no event or lock take orders, which a replay cannot
+        # place: a logging cache filled by whichever thread looked first)
+        self.judged_files: dict[str, bool] = {}
         self.next_invocation = 0
         self.depth = 0
         self.output_left = self.limits.max_output
@@ -189,6 +195,7 @@ class Recorder:
         self.program = path if inside or (self.trace_all and not library) else ""
         self.user_cache.clear()
         self.library_cache.clear()
+        self.judged_files.clear()
 
     # -- what is the user's code -----------------------------------------------------------------
     def is_user(self, code: types.CodeType) -> bool:
@@ -236,6 +243,12 @@ class Recorder:
             return True
         if filename.startswith("<"):
             return False
+        found = self.judged_files.get(filename)
+        if found is None:
+            found = self.judged_files[filename] = self._judge_path(filename)
+        return found
+
+    def _judge_path(self, filename: str) -> bool:
         path = os.path.realpath(filename)
         if any(path.startswith(p) for p in self.excluded):
             return False
