@@ -173,6 +173,14 @@ def startup_seconds(python: str, path: Path, func: str, skeleton: bool) -> float
     return time.perf_counter() - t
 
 
+def live_startup_seconds(python: str, path: Path) -> float:
+    """A live recording (`record_live`) of a function that returns at once: its fixed cost."""
+    t = time.perf_counter()
+    program = Program(str(path), source="def base(*a):\n    return 0\n", entry="base")
+    record_live(program, Limits(), python).close()
+    return time.perf_counter() - t
+
+
 def skeleton_seconds(python: str, program: Program, limits: Limits, engine: str) -> tuple[float, int, float]:
     t = time.perf_counter()
     rec = record_skeleton(program, limits, python=python, engine=engine)
@@ -408,10 +416,13 @@ def thread_skeletons(
     the recorded schedule); then the program run again under that schedule from its start, as a
     check that a replay records the very same records."""
     recorded, opened, stops, replayed, same, live = [], [], [], [], [], []
+    # (a live recording's own fixed cost: the empty call recorded live, its first stop's round trip
+    # to the session included, as `base_skeleton` is a recording's to its end)
+    base_live = statistics.median(live_startup_seconds(python, threaded.with_name("base_live.py")) for _ in range(3))
     for _ in range(repeat):
         t = time.perf_counter()
         record_live(Program(str(threaded)), limits, python, thread_skeletons=True).close()
-        live.append(time.perf_counter() - t - base_skeleton)
+        live.append(time.perf_counter() - t - base_live)
         t = time.perf_counter()
         first = record_skeleton(Program(str(threaded)), limits, python=python, thread_skeletons=True)
         recorded.append(time.perf_counter() - t - base_skeleton)
@@ -443,6 +454,7 @@ def thread_skeletons(
     print(
         f"{version:>8} {'threads, live session':>22} {n:>10} {plain * 1e3:>9.1f} {live_x:>8.1f}x  "
         f"as a debug session runs it by default (live, every thread as skeletons) = {live_x * plain / floor:.1f}x floor"
+        f" (a live recording's fixed {base_live * 1e3:.0f} ms left out, as a recording's is from the others)"
     )
     print(
         f"{version:>8} {'threads as skeletons':>22} {n:>10} {plain * 1e3:>9.1f} {open_x:>8.1f}x  "
