@@ -10,6 +10,7 @@ import tempfile
 import textwrap
 from pathlib import Path
 
+import anyio
 import pytest
 
 from .dap_helpers import adapter, start
@@ -177,3 +178,63 @@ async def _held_without_checkpoints(program: Path, folder: Path) -> None:
         reply = await client.request("stackTrace", {"threadId": 1})
         assert not reply["success"] and "cannot be rebuilt" in reply["message"], reply
         assert "internal error" not in reply["message"]
+
+
+IDLE_SERVER = textwrap.dedent(
+    """\
+    import http.server
+    import sys
+    import threading
+
+    served = {"n": 0}
+
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def do_GET(self):
+            served["n"] += 1
+            self.send_response(200)
+            self.end_headers()
+            self.wfile.write(b"ok")
+
+        def log_message(self, *args):
+            pass
+
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", int(sys.argv[1])), Handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    threading.Event().wait()
+    """
+)
+
+
+@pytest.mark.anyio
+async def test_a_pause_where_every_thread_waits_shows_the_program_at_once(tmp_path):
+    """A server in a thread, the main thread waiting for ever, three requests served: a pause stops
+    the program there and shows its latest event, the values of which a replay of the threads
+    rebuilds up to the recording's very last event, where every thread of the replay waits as the
+    program did (no next event ends the replay's window: it took the checkpoint's 60 s limit)."""
+    import socket
+    import urllib.request
+
+    from .test_live_sessions import _free_port, _launch
+
+    program = tmp_path / "idle_server.py"
+    program.write_text(IDLE_SERVER)
+    port = _free_port()
+    async with adapter() as client:
+        await _launch(client, {"program": str(program), "args": [str(port)]}, {})
+        for _ in range(100):
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
+                break
+            except OSError:
+                await anyio.sleep(0.1)
+        for k in range(3):
+            await anyio.to_thread.run_sync(lambda k=k: urllib.request.urlopen(f"http://127.0.0.1:{port}/{k}").read())
+        await client.call("pause", {"threadId": 1})
+        body = (await client.wait_event("stopped", timeout=15))["body"]
+        assert body["reason"] == "pause"
+        names = [t["name"] for t in (await client.call("threads"))["threads"]]
+        assert "MainThread" in names and any("serve_forever" in name for name in names)
+        assert await _evaluate(client, 1, "served['n']") == "3"
+        await client.call("disconnect")

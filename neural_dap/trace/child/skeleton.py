@@ -26,6 +26,7 @@ Standard library only (the recording child runs under any interpreter).
 
 from __future__ import annotations
 
+import _thread
 import hashlib
 import json
 import os
@@ -38,7 +39,15 @@ from typing import Any
 from neural_dap.trace.child import live
 from neural_dap.trace.child.collector import EVERY as HOOK_EVERY
 from neural_dap.trace.child.collector import Collector
-from neural_dap.trace.child.journal import JOURNAL, MODE_RECORD, MODE_REPLAY, as_program, plumbing, reopen_read_only
+from neural_dap.trace.child.journal import (
+    JOURNAL,
+    MODE_RECORD,
+    MODE_REPLAY,
+    as_program,
+    mark_thread,
+    plumbing,
+    reopen_read_only,
+)
 from neural_dap.trace.child.lifetime import Lifeline, die_with_parent, fork_ours
 from neural_dap.trace.child.recorder import DISCARD, set_output_mode
 from neural_dap.trace.child.watch import Watch
@@ -47,6 +56,8 @@ from neural_dap.trace.child.whatif import Edits
 EVENT_SIZE = 12
 CALL_SIZE = 12
 HASH_EVERY = 1 << 16  # events per hashed range of records
+# seconds a replay of threads waits, its window's last event recorded, for a next event to end it
+WINDOW_END_GRACE = 0.05
 _EXIT = os._exit  # the real one: the runner wraps os._exit (to flush a program's own exit)
 
 
@@ -401,6 +412,24 @@ class Skeleton:
             return
         self.tracer.skeleton(self.hook, self.flush, HOOK_EVERY, self._sooner(self.worker["to"] + 1))
         self.tracer.capture(self.worker["from"], self.worker["to"])
+        if self.worker["schedule"] is not None and not self.worker["live"]:
+            # (a thread of the recorder's: `threading` would count it among the program's)
+            _thread.start_new_thread(self._finish_once_reached, ())
+
+    def _finish_once_reached(self) -> None:
+        """(a replay of threads, in a thread of the recorder's) End the window once its last event is
+        recorded, where no event follows it to call the hook: the window ends at the recording's
+        latest event, and the program there waits (a server idle in its poll, a live program paused
+        where every thread waits), as the recording's had stopped. The hook of a next event ends it
+        first wherever one comes."""
+        mark_thread()
+        worker = self.worker
+        assert worker is not None
+        with plumbing():
+            while self.tracer.count() <= worker["to"]:
+                time.sleep(0.005)
+            time.sleep(WINDOW_END_GRACE)
+            self._finish_worker(worker["to"] + 1)
 
     def _hash(self, events: bytes, first: int) -> None:
         """Hash the records replayed before the window in aligned ranges (the last one ends where the
