@@ -375,6 +375,34 @@ def test_records_and_events_that_name_what_no_child_makes_never_index_outside_th
     assert rolling.dropped == 4 and [e for e in rolling.base if e[0] == "s"] == [["s", 6, 0, 1, 0, []]]
 
 
+def test_a_threaded_stops_globals_and_journal_length_a_child_sends_malformed_are_dropped(tmp_path):
+    """Every thread as skeletons, a live stop: the user's modules' globals ride on the stop's message
+    and the journal's length the replays read to on ["journaled", bytes] (child/frontier.py).
+    Globals that do not decode (a structured value of the wrong shape, a name that is not text, an
+    odd list) are dropped as they arrive, module by module, never decoded at every stop again; a
+    length past 2^62 is refused (ctypes would have cut a longer one to another number)."""
+    import msgspec
+
+    from neural_dap.trace.skeleton import SkeletonLog
+
+    log = SkeletonLog(str(tmp_path), capacity=16)
+    fine = ["n", "3", "rows", ["[1]", "list", [["0", "1"]], 0]]
+    stop = [
+        "stopped", 5, "breakpoint", 1, "/held.sock", [0, 1], None,
+        {"/ok.py": fine, "/bad.py": ["x", [1]], "/worse.py": ["y", ["a", "b", 5, 0]], "/odd.py": ["z"], 7: fine,
+         "/names.py": [3, "4"]},
+    ]  # fmt: skip
+    batch = [["switch", 0, "skeletons"], ["journaled", 1 << 63], ["journaled", -1], stop]
+    encoded = msgspec.msgpack.encode(batch)
+    log.feed_frames(b"m" + len(encoded).to_bytes(4, "little") + encoded)
+    assert not log.corrupt and log.journal_bytes is None
+    assert log.held_globals == (4, {"/ok.py": fine})
+    batch = [["journaled", 4096], ["stopped", -1, "pause", 0, "/held.sock", [0], None, "not a dict"]]
+    encoded = msgspec.msgpack.encode(batch)
+    log.feed_frames(b"m" + len(encoded).to_bytes(4, "little") + encoded)
+    assert log.journal_bytes == 4096 and log.held_globals is None
+
+
 def test_thread_runs_and_a_schedules_outcome_a_child_sends_malformed_are_dropped(tmp_path):
     """Every thread recorded as skeletons: the runs (["ts", first index, thread, name]) and how far a
     schedule held (["followed", runs, of, given up]) come from the child's pipe. Entries of the wrong

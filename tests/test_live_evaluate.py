@@ -117,9 +117,10 @@ async def test_where_threads_ran_an_expression_the_values_cannot_answer_says_why
     "full"`) has no program at its stops (a copy would hold one thread): a module, a call or
     `locals()` cannot be answered there, and the error says so: the module is shown (as debugpy
     shows it among the module's globals), but only as its text. With every thread as skeletons (the
-    default) a replay of the threads to the stop leaves a copy of the worker there, which answers
-    with its real objects. (Where a live program is held at a stop, a copy of it made there
-    answers: tests/test_live_sessions.py.)"""
+    default of a live session; said here, where the run is recorded to its end first) a replay of
+    the threads to the stop leaves a copy of the worker there, which answers with its real objects.
+    (Where a live program is held at a stop, a copy of it made there answers:
+    tests/test_live_sessions.py.)"""
     program = tmp_path / "worker.py"
     program.write_text(
         textwrap.dedent(

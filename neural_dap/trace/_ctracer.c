@@ -239,6 +239,9 @@ typedef struct Tracer {
 /* Where a tracer's records go and its events are counted: its group's one stream, or its own. */
 static inline Tracer *sink_of(Tracer *t) { return t->sink != NULL ? t->sink : t; }
 
+/* (a group of skeletons, live) a stop is made at the event about to be recorded (live_stop) */
+static inline int stop_pending(Tracer *t) { return t->live && t->stop_reason != 0 && t->stop_index == -1; }
+
 /* A recording of every thread (see the Group type below): one Tracer per thread, one numbering of
  * invocations, one event list, each run of a thread's events after a thread record. */
 typedef struct Group Group;
@@ -670,7 +673,7 @@ static long long record_grouped(Tracer *t, long long inv, int line, unsigned cha
         inv = e->inv = (*t->next_inv_p)++;
     }
     long long index = write_record(s, inv, line, kind);
-    if (t->stop_reason != 0 && t->live) {
+    if (stop_pending(t)) {
         /* a live stop at this event (live_stop): it is the one captured, and the stop's */
         t->capture_from = t->capture_to = index;
         t->stop_index = index;
@@ -762,10 +765,10 @@ static void live_stop(Tracer *t, int reason) {
     t->snapshotted = 0;
     if (t->group != NULL && t->skeleton) {
         /* every thread as skeletons: the event's index is known once it is recorded (another
-         * thread may record meanwhile): the window is the record this event writes (record_grouped
-         * narrows it to that index), and the group's on_stop follows it */
-        t->capture_from = 0;
-        t->capture_to = LLONG_MAX - 1;
+         * thread may record meanwhile): the window is the record this event writes (a stop pending,
+         * `stop_pending`, captures it, and record_grouped makes its index the window), and the
+         * group's on_stop follows it. (The window itself is not widened meanwhile: a thread that
+         * joins the group copies the sink's.) */
         t->stop_index = -1;
     } else {
         t->hook_at = t->count + 1;
@@ -859,7 +862,7 @@ static int capturing(Tracer *t) {
         /* every thread as skeletons: the event's place is known only once it is recorded (another
          * thread may record while this one waits for its turn), so here only whether it may be
          * captured; in_window says, with the record's index */
-        return count <= t->capture_to;
+        return count <= t->capture_to || stop_pending(t);
     return !t->skeleton || (count >= t->capture_from && count <= t->capture_to);
 }
 

@@ -788,6 +788,7 @@ static Pending *take(int op, uint32_t key, const char *path, int tolerant) {
     Pending *found = NULL;
     uint32_t me = my_number();
     int at_end = 0; /* (every entry looked at: the journal has no more of this thread's) */
+    int unused = 0; /* ... and none of its own left unanswered (a call of another kind) */
     for (int k = 0, mine = 0; mine < WINDOW; k++) {
         if (k == r_count && !load_one()) {
             at_end = 1;
@@ -799,6 +800,7 @@ static Pending *take(int op, uint32_t key, const char *path, int tolerant) {
         if (p->e.thread != me)
             continue;
         mine++;
+        unused += !p->used;
         if (!p->used && p->e.op == op && p->e.key == key) {
             found = p;
             break;
@@ -816,14 +818,25 @@ static Pending *take(int op, uint32_t key, const char *path, int tolerant) {
         pthread_mutex_unlock(&r_lock);
         wait_for_events(found->e.at, found->e.takes);
         pthread_mutex_lock(&r_lock);
-    } else if (!tolerant && at_end && g_threads) {
-        /* A call the journal has no answer for, nor any later call of that thread: made after the
-         * journal's end (see wait_past_the_journal) */
+    } else if (!tolerant && at_end && !unused && g_threads && r_limit != UINT64_MAX) {
+        /* A live recording's journal (what its latest stop had written): a call it has no answer
+         * for, and no other call of that thread left, was made after that (see
+         * wait_past_the_journal) */
         pthread_mutex_unlock(&r_lock);
         wait_past_the_journal();
         pthread_mutex_lock(&r_lock);
         diverge("the replay's thread %u called %s, which the recording's had not returned from where its journal ends",
                 me, op_name(op));
+    } else if (!tolerant && at_end && !unused && me != 0 && g_threads && !(gil_held != NULL && gil_held())) {
+        /* Another thread's call the journal has no answer for, nor any later call of that thread:
+         * the recording ended while the thread was in it (a server's poll when the program
+         * exited). It does not return while the replay goes on; it is a divergence only once no
+         * event has come for PATIENCE seconds (then nothing waits for the program's end). */
+        pthread_mutex_unlock(&r_lock);
+        wait_for_events(INT64_MAX, 0);
+        pthread_mutex_lock(&r_lock);
+        diverge("the replay's thread %u called %s, which the recording's never returned from before it ended", me,
+                op_name(op));
     } else if (!tolerant) {
         char next[240], who[40] = "";
         describe_next(next, sizeof next);

@@ -302,6 +302,7 @@ class SkeletonExecution:
     def __init__(self, recording: SkeletonRecording) -> None:
         self.recording = recording
         self.keep_open = False  # a live program's recording: closed only when the session ends
+        self._quiet_exits: dict[int, bool] = {}  # a thread's last event: its exception is a SystemExit
         self.refresh()
 
     def refresh(self) -> None:
@@ -337,11 +338,15 @@ class SkeletonExecution:
         for thread, (_first, last) in self._thread_spans.items():
             if thread == 0 or semantics.kind(last) != EXCEPTION or int(columns.parent[columns.invs[last]]) >= 0:
                 continue
-            try:
-                if (self.state(last).value or "").startswith("SystemExit"):
-                    continue
-            except DivergenceError:
-                pass  # (its text cannot be rebuilt: a stop there says so)
+            quiet = self._quiet_exits.get(last)
+            if quiet is None:  # (asked once an event: a live recording's grows, its past does not change)
+                try:
+                    quiet = (self.state(last).value or "").startswith("SystemExit")
+                except DivergenceError:
+                    quiet = False  # (its text cannot be rebuilt: a stop there says so)
+                self._quiet_exits[last] = quiet
+            if quiet:
+                continue
             k = last
             while True:
                 before = semantics.last_of_thread(thread, k - 1) if k > 0 else -1

@@ -551,7 +551,7 @@ class SkeletonLog:
             elif tag == "end":
                 self.outcome = tuple(event[1:])
                 self.journal_bytes = None  # (the journal is whole)
-            elif tag == "journaled" and len(event) == 2 and type(event[1]) is int and event[1] >= 0:
+            elif tag == "journaled" and len(event) == 2 and type(event[1]) is int and 0 <= event[1] < 1 << 62:
                 self.journal_bytes = event[1]
 
     def _run(self, first: int, number: int, name: str | None) -> None:
@@ -1108,16 +1108,27 @@ def _held_globals(stopped: list, count: int) -> tuple[int, dict[str, list]] | No
     found = stopped[7] if len(stopped) > 7 else None
     if not isinstance(found, dict):
         return None
-    modules = {
-        path: changes
-        for path, changes in found.items()
-        if isinstance(path, str)
-        and isinstance(changes, list)
-        and len(changes) % 2 == 0
-        and all(isinstance(name, str) for name in changes[::2])
-    }
+    modules = {path: changes for path, changes in found.items() if isinstance(path, str) and _readable(changes)}
     at = stopped[1] - 1 if type(stopped[1]) is int and stopped[1] > 0 else count - 1
     return at, modules
+
+
+def _readable(changes: object) -> bool:
+    """A frame's locals as the child encodes them ([name, encoding, ...]) that decode: a module whose
+    globals do not is left out (its Globals come from a replay), never an error at every stop."""
+    from neural_dap.trace.eventlog import apply_changes, decode_value
+
+    if not isinstance(changes, list) or len(changes) % 2 or not all(isinstance(n, str) for n in changes[::2]):
+        return False
+    try:
+        names: dict = {}
+        encoded: dict = {}
+        apply_changes(names, encoded, changes)
+        for enc in encoded.values():
+            decode_value(enc)
+    except (TypeError, ValueError, RecursionError, IndexError, AttributeError):
+        return False
+    return True
 
 
 def _thread_records(events: list) -> list:

@@ -489,7 +489,9 @@ class RecordedWorld:
                 if held is not None and live.reason != "pause" and here >= 0:
                     self._held = (here, held[1])
                 elif held is not None:
-                    self._held = (skeleton.last, held[1])
+                    # (a pause: the copy holds the paused thread's frames, at its own latest event)
+                    at = skeleton.semantics.last_of_thread(held[0], skeleton.last)
+                    self._held = (at, held[1]) if at >= 0 else None
             elif skeleton.recording.log.switched_at is not None:
                 # every thread is recorded in full now, and the program is held: the recording so
                 # far becomes one full recording, travelled as any (world/live.py)

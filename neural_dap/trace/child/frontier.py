@@ -38,6 +38,7 @@ frames above it are not recorded). Standard library only.
 
 from __future__ import annotations
 
+import _thread
 import functools
 import json
 import os
@@ -47,6 +48,7 @@ import signal
 import socket
 import sys
 import threading
+import time
 from typing import Any
 
 from neural_dap.trace.child import live
@@ -97,10 +99,12 @@ class Frontier:
             # user's code (a server's main thread waits in library code), the others at their next
             if self.cthreads.skeletons and self.skeleton.busy():
                 # (every thread as skeletons, the main thread writing records in order: stopping
-                # here would write them again under the order's lock: any thread's next event)
+                # here would write them again under the order's lock: any thread's next event, or
+                # here again in a moment, where every thread waits in library code)
                 self.paused = True
                 for tracer in self.cthreads.group.tracers():
                     tracer.stop_at(0)
+                _thread.start_new_thread(self._pause_again, ())
                 return
             if not self.holding and not self.cthreads.group.held():  # (a thread stopping already stays the one)
                 self.paused = True
@@ -157,6 +161,13 @@ class Frontier:
         self.ending = True
         self.commands.put(command)
         if not self.holding:
+            self._pause_self()
+
+    def _pause_again(self) -> None:
+        """(a thread of the recorder's) A pause not made yet in a moment: the signal again."""
+        mark_thread()
+        time.sleep(0.02)
+        if self.paused and not self.holding:
             self._pause_self()
 
     def _pause_self(self) -> None:
@@ -271,6 +282,8 @@ class Frontier:
         self.cthreads.flush()
         tracer = self.cthreads.by_ident.get(threading.get_ident())
         at = tracer.stop_index() if tracer is not None and reason_code else -1
+        if at >= 0:
+            self.skeleton.wait_written(at + 1)
         return at + 1 if at >= 0 else -1
 
     def _module_globals(self) -> dict[str, list]:

@@ -187,6 +187,16 @@ class Skeleton:
 
     _order: threading.Lock | None = None  # (set by records_from)
 
+    def wait_written(self, count: int, seconds: float = 1.0) -> None:
+        """(every thread as skeletons) Until the records before `count` are handed over in order:
+        another thread's flush may hold a copy of an earlier chunk it has not written yet, and a
+        stop said before its own record is there would not be found in the records."""
+        if self._order is None:
+            return
+        deadline = time.monotonic() + seconds
+        while self._next_first < count and time.monotonic() < deadline:
+            time.sleep(0.001)
+
     def _in_order(self, first: int, events: bytes, calls: bytes) -> None:
         assert self._order is not None
         with self._order:
@@ -243,7 +253,9 @@ class Skeleton:
             if count > self.worker["to"]:
                 self._finish_worker(count)
             return self._worker_next(count)
-        if self.frontier is not None:
+        # (every thread recorded: a stop is the group's to make, right after its event, and a
+        # reason set now is one pending for the event about to be recorded: not the hook's)
+        if self.frontier is not None and self.frontier.cthreads is None:
             reason = self.tracer.stop_reason()
             if reason:  # a live stop: the program is held here until the adapter says go on
                 if self.frontier.stop(count, reason) == "end":
