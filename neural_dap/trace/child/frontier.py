@@ -56,7 +56,7 @@ from neural_dap.trace.child.journal import mark_thread, plumbing, sandboxed
 from neural_dap.trace.child.lifetime import die_with_parent, fork_ours
 from neural_dap.trace.child.returned import ForeignReturns
 from neural_dap.trace.child.skeleton import silence_output
-from neural_dap.trace.child.threads import OWN_THREADS
+from neural_dap.trace.child.threads import OWN_THREADS, as_ours
 
 PAUSE_SIGNAL = signal.SIGRTMIN + 4 if hasattr(signal, "SIGRTMIN") else None
 IDLE_NUMBERS = 10_000  # the numbers of threads that have run none of the user's code (see `_idle`)
@@ -166,6 +166,7 @@ class Frontier:
     def _pause_again(self) -> None:
         """(a thread of the recorder's) A pause not made yet in a moment: the signal again."""
         mark_thread()
+        as_ours()
         time.sleep(0.02)
         if self.paused and not self.holding:
             self._pause_self()

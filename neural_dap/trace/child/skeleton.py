@@ -50,6 +50,7 @@ from neural_dap.trace.child.journal import (
 )
 from neural_dap.trace.child.lifetime import Lifeline, die_with_parent, fork_ours
 from neural_dap.trace.child.recorder import DISCARD, set_output_mode
+from neural_dap.trace.child.threads import as_ours
 from neural_dap.trace.child.watch import Watch
 from neural_dap.trace.child.whatif import Edits
 
@@ -435,6 +436,7 @@ class Skeleton:
         where every thread waits), as the recording's had stopped. The hook of a next event ends it
         first wherever one comes."""
         mark_thread()
+        as_ours()  # (with the libraries traced, the standard library it calls is no event of the program's)
         worker = self.worker
         assert worker is not None
         with plumbing():
