@@ -127,6 +127,33 @@ def test_a_schedule_no_thread_can_follow_is_given_up_and_the_program_runs_to_its
     assert log.followed == (1, 2, True)
 
 
+def test_a_replay_that_gave_the_threads_order_up_shows_nothing_from_where_it_did(tmp_path):
+    """A replay of threads that gave the recorded order up (a lock held past the patience under
+    load, a thread the recording never started) runs its threads free from there: its records may
+    still be the recording's (a loop's same lines) while its values are another interleaving's (a
+    counter under a lock, given to another thread). It was believed as long as the records agreed:
+    a suite under load once showed a counter one off. The run it was in when it gave up is where the
+    recording stops being rebuilt, with the reason; the states before stay."""
+    from neural_dap.trace.skeleton import DivergenceError
+
+    path = tmp_path / "workers.py"
+    path.write_text(WORKERS.replace("40_000", "400"))
+    rec = record_skeleton(Program(path=str(path)), LIMITS, thread_skeletons=True)
+    try:
+        runs = rec.log.runs
+        assert len(runs) >= 4 and rec.diverged_at is None
+        before = runs[2][0] - 1
+        rec.state(before)  # (a window of the stretch, rebuilt as the recording ran)
+        # what a worker's answer says when its threads ran free from their third run on
+        rec._check_threads({"followed": 2, "runs": len(runs), "given_up": True, "why": "a lock was held"}, len(rec) - 1)
+        assert rec.diverged_at == runs[2][0]
+        with pytest.raises(DivergenceError, match=re.escape("gave the recorded order up (a lock was held")):
+            rec.state(runs[2][0])
+        assert rec.state(before).function in ("work", "main")
+    finally:
+        rec.close()
+
+
 def test_threads_started_and_ended_one_after_another_each_their_own_runs_and_none_is_a_schedule(tmp_path):
     """A thread started per request, 200 of them one after another (each thread's tracer is dropped
     once its thread ends, while the one stream goes on): every thread's events are its own runs, the

@@ -959,7 +959,7 @@ class SkeletonRecording:
         path, _pid = self.log.checkpoints[checkpoint]
         answer = _ask(path, {"from": a, "to": b, **self.schedule_for(b)})
         self.materialisations += 1
-        self._check_threads(answer.get("threads"))  # (first: the journal's divergence may name no reason)
+        self._check_threads(answer.get("threads"), b)  # (first: the journal's divergence may name no reason)
         self._check_journal(answer.get("journal") or {}, a, b)
         self._check_hashes(answer.get("hashes") or [])
         log = EventLog(self.program or Program(self.main_path), self.main_path)
@@ -1000,7 +1000,7 @@ class SkeletonRecording:
         where, _pid = self.log.checkpoints[checkpoint]
         answer = _ask(where, {"from": first, "to": last, "watch": {"path": path}, **self.schedule_for(last)})
         self.materialisations += 1
-        self._check_threads(answer.get("threads"))
+        self._check_threads(answer.get("threads"), last)
         self._check_journal(answer.get("journal") or {}, first, last)
         self._check_hashes(answer.get("hashes") or [])
         if self.diverged_at is not None and last >= self.diverged_at:
@@ -1055,13 +1055,21 @@ class SkeletonRecording:
         if isinstance(at, int) and at <= last:
             self._diverged(at if at >= 0 else first, str(report.get("why") or ""))
 
-    def _check_threads(self, report: Any) -> None:
-        """A replay of threads that gave the recorded schedule up: why, for the divergence its
-        records will show (the records say where)."""
+    def _check_threads(self, report: Any, last: int) -> None:
+        """A replay of threads that gave the recorded order up: why, for the divergence its records
+        will show, and a divergence from the run it was in by itself. Its threads ran free from
+        there: their records may still be the recording's (the same lines, a loop's) while their
+        values are another interleaving's (a counter under a lock given to another thread after a
+        wait past the patience, under load), never to be shown as the recording's."""
         why = report.get("why") if isinstance(report, dict) and report.get("given_up") is True else None
         self._threads_why = ""
-        if isinstance(why, str):
-            self._threads_why = f"the threads' replay gave the recorded order up ({why[:300]})"
+        if not isinstance(why, str):
+            return
+        self._threads_why = f"the threads' replay gave the recorded order up ({why[:300]})"
+        followed = report.get("followed")
+        runs = self.log.runs
+        if type(followed) is int and 0 <= followed < len(runs) and runs[followed][0] <= last:
+            self._diverged(runs[followed][0], self._threads_why)
 
     def divergence_message(self) -> str:
         text = f"the program did not replay the same way after event {self.diverged_at}"
