@@ -38,7 +38,6 @@ frames above it are not recorded). Standard library only.
 
 from __future__ import annotations
 
-import _thread
 import functools
 import json
 import os
@@ -48,7 +47,6 @@ import signal
 import socket
 import sys
 import threading
-import time
 from typing import Any
 
 from neural_dap.trace.child import live
@@ -56,7 +54,7 @@ from neural_dap.trace.child.journal import mark_thread, plumbing, sandboxed
 from neural_dap.trace.child.lifetime import die_with_parent, fork_ours
 from neural_dap.trace.child.returned import ForeignReturns
 from neural_dap.trace.child.skeleton import silence_output
-from neural_dap.trace.child.threads import OWN_THREADS, as_ours
+from neural_dap.trace.child.threads import OWN_THREADS
 
 PAUSE_SIGNAL = signal.SIGRTMIN + 4 if hasattr(signal, "SIGRTMIN") else None
 IDLE_NUMBERS = 10_000  # the numbers of threads that have run none of the user's code (see `_idle`)
@@ -98,13 +96,12 @@ class Frontier:
             # every thread in full: the main thread stops right here, at its latest event in the
             # user's code (a server's main thread waits in library code), the others at their next
             if self.cthreads.skeletons and self.skeleton.busy():
-                # (every thread as skeletons, the main thread writing records in order: stopping
-                # here would write them again under the order's lock: any thread's next event, or
-                # here again in a moment, where every thread waits in library code)
+                # (every thread as skeletons, the main thread writing records in order, as it does
+                # right before an event of its own: stopping here would write them again under the
+                # order's lock: its next event, or another thread's, is the stop)
                 self.paused = True
                 for tracer in self.cthreads.group.tracers():
                     tracer.stop_at(0)
-                _thread.start_new_thread(self._pause_again, ())
                 return
             if not self.holding and not self.cthreads.group.held():  # (a thread stopping already stays the one)
                 self.paused = True
@@ -161,14 +158,6 @@ class Frontier:
         self.ending = True
         self.commands.put(command)
         if not self.holding:
-            self._pause_self()
-
-    def _pause_again(self) -> None:
-        """(a thread of the recorder's) A pause not made yet in a moment: the signal again."""
-        mark_thread()
-        as_ours()
-        time.sleep(0.02)
-        if self.paused and not self.holding:
             self._pause_self()
 
     def _pause_self(self) -> None:

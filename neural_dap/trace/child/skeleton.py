@@ -26,7 +26,6 @@ Standard library only (the recording child runs under any interpreter).
 
 from __future__ import annotations
 
-import _thread
 import hashlib
 import json
 import os
@@ -50,7 +49,6 @@ from neural_dap.trace.child.journal import (
 )
 from neural_dap.trace.child.lifetime import Lifeline, die_with_parent, fork_ours
 from neural_dap.trace.child.recorder import DISCARD, set_output_mode
-from neural_dap.trace.child.threads import as_ours
 from neural_dap.trace.child.watch import Watch
 from neural_dap.trace.child.whatif import Edits
 
@@ -201,18 +199,25 @@ class Skeleton:
     def _in_order(self, first: int, events: bytes, calls: bytes) -> None:
         assert self._order is not None
         with self._order:
-            early = self._early
-            early[first] = (events, calls)
-            while self._next_first in early:
-                events, calls = early.pop(self._next_first)
-                self._write(self._next_first, events, calls)
-                self._next_first += len(events) // EVENT_SIZE
+            self._writing = threading.get_ident()
+            try:
+                early = self._early
+                early[first] = (events, calls)
+                while self._next_first in early:
+                    events, calls = early.pop(self._next_first)
+                    self._write(self._next_first, events, calls)
+                    self._next_first += len(events) // EVENT_SIZE
+            finally:
+                self._writing = None
+
+    _writing: int | None = None  # the thread writing records in order now (`_in_order`)
 
     def busy(self) -> bool:
-        """The recorder's hook runs, or this process writes records in order (every thread as
-        skeletons): the end signal must wait (flushing from its handler would write records again,
-        or wait for ever on the order's lock)."""
-        return self.in_hook or (self._order is not None and self._order.locked())
+        """The recorder's hook runs, or the calling thread writes records in order (every thread as
+        skeletons): a signal handled here must wait (flushing from its handler would write records
+        again, or wait for ever on the order's lock it holds). Another thread writing them is no
+        reason to: it lets the lock go."""
+        return self.in_hook or self._writing == threading.get_ident()
 
     def hook(self, count: int) -> int:
         """Called by the engine at `hook_at` and every HOOK_EVERY events; returns the next `hook_at`. A
@@ -426,8 +431,9 @@ class Skeleton:
         self.tracer.skeleton(self.hook, self.flush, HOOK_EVERY, self._sooner(self.worker["to"] + 1))
         self.tracer.capture(self.worker["from"], self.worker["to"])
         if self.worker["schedule"] is not None and not self.worker["live"]:
-            # (a thread of the recorder's: `threading` would count it among the program's)
-            _thread.start_new_thread(self._finish_once_reached, ())
+            # (started before the replay meets its second thread, as the guard's watcher is: the
+            # group of every thread's tracers knows it for the recorder's by its name)
+            threading.Thread(target=self._finish_once_reached, name="neural-dap-window-end", daemon=True).start()
 
     def _finish_once_reached(self) -> None:
         """(a replay of threads, in a thread of the recorder's) End the window once its last event is
@@ -436,7 +442,6 @@ class Skeleton:
         where every thread waits), as the recording's had stopped. The hook of a next event ends it
         first wherever one comes."""
         mark_thread()
-        as_ours()  # (with the libraries traced, the standard library it calls is no event of the program's)
         worker = self.worker
         assert worker is not None
         with plumbing():

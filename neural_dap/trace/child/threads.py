@@ -34,25 +34,12 @@ THREADS_OUTCOME = "threads"
 OWN_THREADS = "neural-dap"  # the prefix of the names of the recorder's own threads (the flusher, ...)
 
 
-# the recorder's threads started with `_thread` alone, unseen by `threading` (a replay's: the program
-# it replays must not count them among its threads); they add themselves (`as_ours`)
-_BARE_OWN: set[int] = set()
-
-
 def is_ours() -> bool:
     """The running thread is one of the recorder's own: never the program's, whatever code it runs
     (with justMyCode false the standard library it calls is traced code). Ours started before the
-    program: they are registered (no dummy Thread is made for one still starting up), or started
-    bare and said so (`as_ours`)."""
-    if get_ident() in _BARE_OWN:
-        return True
+    program: they are registered (no dummy Thread is made for one still starting up)."""
     thread = threading._active.get(get_ident())  # type: ignore[attr-defined]
     return thread is not None and thread.name.startswith(OWN_THREADS)
-
-
-def as_ours() -> None:
-    """The calling thread, started with `_thread` (not `threading`), is one of the recorder's own."""
-    _BARE_OWN.add(get_ident())
 
 
 class ThreadTable:
