@@ -418,7 +418,8 @@ def thread_skeletons(
     recorded, opened, stops, replayed, same, live = [], [], [], [], [], []
     # (a live recording's own fixed cost: the empty call recorded live, its first stop's round trip
     # to the session included, as `base_skeleton` is a recording's to its end)
-    base_live = statistics.median(live_startup_seconds(python, threaded.with_name("base_live.py")) for _ in range(3))
+    live_startup_seconds(python, threaded.with_name("base_live.py"))  # (a first one warms the caches up)
+    base_live = statistics.median(live_startup_seconds(python, threaded.with_name("base_live.py")) for _ in range(5))
     for _ in range(repeat):
         t = time.perf_counter()
         record_live(Program(str(threaded)), limits, python, thread_skeletons=True).close()
@@ -472,7 +473,9 @@ def whole_programs(
         [python, "-c", "import sys; print(sys.version.split()[0])"], capture_output=True, text=True
     ).stdout.strip()
     threaded = tmp / "threaded.py"
-    threaded.write_text(THREADED.format(n=25_000 * scale))
+    # (2M events: at 200k a run of 8 ms, the fixed costs of starting and ending a recording, some
+    # tens of ms, moved the ratios by more than the recording's own work)
+    threaded.write_text(THREADED.format(n=250_000 * scale))
     plain = statistics.median(script_seconds(python, threaded) for _ in range(repeat))
     floor = floor_seconds(python, threaded, "main", "")
     t = time.perf_counter()
