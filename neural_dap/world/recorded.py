@@ -102,13 +102,14 @@ class RecordedOptions(msgspec.Struct, frozen=True, rename="camel"):
     # it is asked to; false: record it to its end, then debug (batch use: the language server, an
     # agent's `record`). A DAP session's launch says true unless the user said otherwise
     live: bool = False
-    # from a second thread on: "skeletons" records every thread as skeleton records (1.6-2.6 times
-    # the no-op tracer's floor): a live stop's own event is captured as it happens, and the other
+    # from a second thread on: "skeletons" records every thread as skeleton records (1.5 to 1.7
+    # times the no-op tracer's floor: docs/benchmarks.md): a live stop's own event is captured as
+    # it happens, and the other
     # moments' values are rebuilt by replaying the threads in the recorded order of runs and lock
     # takes, each thread's reads answered from the journal, which some programs do not follow (a
     # cache whichever thread looks first fills; docs/time-travel.md): the values there are then
     # refused as a divergence, with the reason. "full" records every thread's every state (exact,
-    # at 30-50 times a plain run's time). Unsaid: "skeletons" where the session runs live (a server,
+    # at 30-60 times a plain run's time). Unsaid: "skeletons" where the session runs live (a server,
     # a long job: each stop's own state is the program's, held there), "full" where the program is
     # recorded to its end first (every value there is the recording's)
     threads: Literal["full", "skeletons"] | None = None
