@@ -75,6 +75,16 @@ def _free_port() -> int:
         return probe.getsockname()[1]
 
 
+async def _listening(port: int) -> None:
+    """Until a server of the program's accepts on `port` (it binds it while the session goes on)."""
+    for _ in range(100):
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
+            return
+        except OSError:
+            await anyio.sleep(0.1)
+
+
 async def _launch(client, launch: dict, breakpoints: dict[str, list[dict]]) -> float:
     """initialize, launch, breakpoints, configurationDone; returns how long the launch took to answer."""
     await client.call("initialize", {"adapterID": "neural-dap", "linesStartAt1": True, "columnsStartAt1": True})
@@ -143,12 +153,7 @@ async def test_a_server_stops_in_its_handler_as_a_request_arrives_and_serves_on(
         )
         assert _children(mark), "the session's processes are not found by their mark"
         assert took < 10  # the server never ends: the launch does not wait for it
-        for _ in range(100):  # (the server binds its port while the session goes on)
-            try:
-                socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
-                break
-            except OSError:
-                await anyio.sleep(0.1)
+        await _listening(port)  # (the server binds its port while the session goes on)
         threading.Thread(target=request, args=("ada",), daemon=True).start()
         stopped = await client.wait_event("stopped", timeout=30)
         assert stopped["body"]["reason"] == "breakpoint"
@@ -201,12 +206,7 @@ async def test_a_server_with_a_thread_per_request_stops_in_each_requests_thread(
             client, {"program": str(program), "args": [str(port)]}, {str(program): [{"line": HANDLER_NAME_LINE}]}
         )
         assert _children(mark), "the session's processes are not found by their mark"
-        for _ in range(100):
-            try:
-                socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
-                break
-            except OSError:
-                await anyio.sleep(0.1)
+        await _listening(port)
         threads_stopped = []
         for served, name in enumerate(("ada", "bob"), start=1):
             threading.Thread(target=request, args=(name,), daemon=True).start()

@@ -213,22 +213,16 @@ async def test_a_pause_where_every_thread_waits_shows_the_program_at_once(tmp_pa
     the program there and shows its latest event, the values of which a replay of the threads
     rebuilds up to the recording's very last event, where every thread of the replay waits as the
     program did (no next event ends the replay's window: it took the checkpoint's 60 s limit)."""
-    import socket
     import urllib.request
 
-    from .test_live_sessions import _free_port, _launch
+    from .test_live_sessions import _free_port, _launch, _listening
 
     program = tmp_path / "idle_server.py"
     program.write_text(IDLE_SERVER)
     port = _free_port()
     async with adapter() as client:
         await _launch(client, {"program": str(program), "args": [str(port)]}, {})
-        for _ in range(100):
-            try:
-                socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
-                break
-            except OSError:
-                await anyio.sleep(0.1)
+        await _listening(port)
         for k in range(3):
             await anyio.to_thread.run_sync(lambda k=k: urllib.request.urlopen(f"http://127.0.0.1:{port}/{k}").read())
         await client.call("pause", {"threadId": 1})
