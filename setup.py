@@ -5,12 +5,14 @@
   build (its sys.monitoring front end).
 - The structure of values (`_values`), same API: the walk over an object's attributes that a full
   capture makes at every line (child/values.py's Reprs.structure defines it).
+- The records' index (`_records`), same API: the adapter's one pass over a recording's skeleton
+  records as they arrive (trace/skeleton.py keeps numpy passes that do the same where it is not built).
 - The journal (`_journal`): a plain C library, no Python in it, which the adapter preloads into the
   recording child (LD_PRELOAD) so that the program's contact with the world is recorded once and
   replays touch nothing (see its header). Named like an extension so that the same build step makes
   it; it is never imported.
 
-`optional=True`: where either cannot be built, neural-dap still records, with its pure-Python engines
+`optional=True`: where one cannot be built, neural-dap still records, with its pure-Python engines
 (same events, slower) and, without the journal, in full (every state kept, no replays).
 """
 
@@ -30,7 +32,7 @@ def _of_the_limited_api(name: str) -> Extension:
     )
 
 
-extensions = [_of_the_limited_api("_ctracer"), _of_the_limited_api("_values")]
+extensions = [_of_the_limited_api(name) for name in ("_ctracer", "_values", "_records")]
 if sys.platform.startswith("linux"):
     extensions.append(
         Extension(

@@ -336,16 +336,26 @@ def test_a_record_notice_naming_more_than_the_files_hold_is_refused(tmp_path):
     assert log.corrupt and log.count == 0 and log.columns.capacity == 16
 
 
-def test_records_and_events_that_name_what_no_child_makes_never_index_outside_the_recording(tmp_path):
+@pytest.mark.parametrize("indexer", ["c", "numpy"])
+def test_records_and_events_that_name_what_no_child_makes_never_index_outside_the_recording(
+    tmp_path, monkeypatch, indexer
+):
     """A corrupt or hostile child's records: a call whose caller and resumed run lie in the future
     or nowhere, an end of an invocation never called (at line 0); a code numbered -1; a thread
     stream that starts one invocation twice and then passes the threaded budget. The log is
     marked corrupt, its tree ends before the first record that lies and names no caller or resumed
-    run that is not an earlier invocation, and folding the stream keeps only what is alive."""
+    run that is not an earlier invocation, and folding the stream keeps only what is alive. The
+    same whether the records are indexed by the C pass or by numpy's."""
     import msgspec
     import numpy as np
 
+    from neural_dap.trace import skeleton as skeleton_module
     from neural_dap.trace.rolling import RollingEvents
+
+    if indexer == "numpy":
+        monkeypatch.setattr(skeleton_module, "_records_index", None)
+    elif skeleton_module._records_index is None:
+        pytest.skip("the C pass (neural_dap/trace/_records) is not built here")
     from neural_dap.trace.skeleton import CALL, CALL_DTYPE, EVENT_DTYPE, RETURN, SkeletonLog, SkeletonRecording
 
     events = np.array([(0, 1, CALL, b""), (0, 2, 1, b""), (1, 3, CALL, b""), (7, 0, RETURN, b"")], dtype=EVENT_DTYPE)

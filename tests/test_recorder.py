@@ -467,6 +467,49 @@ def test_what_the_programs_own_trace_function_does_at_a_first_line_shows_there(v
     assert first.locals["b"] == "['call', 'line']"
 
 
+@pytest.mark.parametrize("version", ["3.12", "3.13"])
+def test_what_the_programs_own_monitoring_tool_does_at_a_line_shows_there(version):
+    """The program's own sys.monitoring tool runs at each LINE too, after the recorder's: each line
+    shows what it did at the lines before, as a LINE of every line shows it; the C tracer makes no
+    line's event at a call or a start once the program has a tool (child/own_tracers.py), where
+    `print(n)`'s would show the tool's work at that very line."""
+    from .test_child_real_world import _interpreter
+
+    program = Program(
+        "/virtual/own_tool.py",
+        source=textwrap.dedent(
+            """\
+            import sys
+
+            box = []
+
+
+            def seen(code, line):
+                if code.co_name == "f":
+                    box.append(line)
+
+
+            def f(b):
+                n = len(b)
+                print(n)
+                return n
+
+
+            mon = sys.monitoring
+            mon.use_tool_id(2, "the program's")
+            mon.register_callback(2, mon.events.LINE, seen)
+            mon.set_local_events(2, f.__code__, mon.events.LINE)
+            f(box)
+            mon.set_local_events(2, f.__code__, 0)
+            mon.free_tool_id(2)
+            """
+        ),
+    )
+    rec = record(program, python=_interpreter(version))
+    lines = [(s.line, s.locals["b"]) for s in rec.states if s.function == "f" and s.event == "line"]
+    assert lines == [(12, "[]"), (13, "[12]"), (14, "[12, 13]")]  # (its LINE callback runs after ours)
+
+
 @pytest.mark.parametrize("version", ["3.11", "3.12"])
 def test_a_program_that_dies_of_an_exception_prints_the_interpreters_traceback(tmp_path, version):
     """As `python program.py` prints it on stderr (debugpy shows it in the debug console), from the

@@ -142,6 +142,157 @@ def test_the_sys_monitoring_engines_record_the_same_skeleton(version, engine):
         _compare(Program(str(EXAMPLES / name)), random.Random(3), python=python, engine=engine)
 
 
+FIRST_LINES = textwrap.dedent(
+    """\
+    import functools
+    import sys
+
+
+    def fib(n):
+        if n < 2:
+            return n
+        return fib(n - 1) + fib(n - 2)
+
+
+    def one(x): return x + 1
+
+
+    def countdown(n):
+        while n:
+            n -= 1
+        return n
+
+
+    def each(xs):
+        for x in xs:
+            yield x
+
+
+    def guarded(x):
+        try:
+            return 10 // x
+        except ZeroDivisionError:
+            return 0
+
+
+    def outer(x):
+        def inner():
+            return x * 2
+        return inner()
+
+
+    def logged(function):
+        @functools.wraps(function)
+        def wrapper(*args, **kwargs):
+            result = function(*args, **kwargs)
+            return result
+        return wrapper
+
+
+    @logged
+    def square(x, by=1):
+        y = x * x
+        return y * by
+
+
+    class Money:
+        def __init__(self, cents):
+            self.cents = cents
+
+        def __add__(self, other):
+            return Money(self.cents + other.cents)
+
+        @property
+        def euros(self):
+            return self.cents // 100
+
+        def __del__(self):
+            seen.append(self.cents)
+
+
+    class Box:
+        size = 3
+
+        def grow(self, by):
+            self.size += by
+            return self.size
+
+
+    class Bigger(Box):
+        def grow(self, by):
+            return super().grow(by * 2)
+
+
+    seen = []
+
+
+    def missing(x):
+        y = x
+        return undefined_name(y)
+
+
+    def relay(x):
+        y = x
+        return missing(y)
+
+
+    def lookups(money, other):
+        return len(seen) + (money + other).euros + max(money.euros, other.euros)
+
+
+    def printed(xs):
+        for x in xs:
+            print(x, sep="")
+        return sum(xs)
+
+
+    def main():
+        total = fib(6) + one(1) + countdown(3) + sum(each([1, 2]))
+        total += guarded(0) + guarded(5) + outer(2) + square(3) + square(2, by=2)
+        total += sum(map(one, [1, 2])) + sorted([3, 1], key=lambda v: -v)[0]
+        total += lookups(Money(250), Money(150)) + printed([1, 2]) + len(seen)
+        try:
+            relay(1)
+        except NameError:
+            total += 1
+        args = (4,)
+        total += square(*args) + Bigger().grow(1)
+        if hasattr(sys, "monitoring"):
+            sys.monitoring.restart_events()  # (another tool's: every DISABLEd event comes again)
+        total += fib(4) + Box().grow(2)
+        return total
+    """
+)
+
+
+@pytest.mark.parametrize("version", ["3.12", "3.13"])
+def test_the_c_tracers_first_lines_made_at_the_start_are_the_line_events_python_sees(version):
+    """The C tracer makes a function's first line's event at its start, and a line that only reads
+    until a call or a return at that event, where no other way leads to those lines
+    (child/line_shortcuts.py): its records and states are those of the Python engine, which takes
+    every LINE as it comes. In recursion, loops, try, closures, decorators, keyword and star calls,
+    properties, operators' and finalizers' methods run by a line, super(), an exception raised at a
+    line's first instruction, calls from library code, and after another tool restarts the events
+    the tracer DISABLEd."""
+    python = _python(version)
+    if python is None:
+        pytest.skip(f"no python{version} on this machine")
+    program = Program("/virtual/first_lines.py", source=FIRST_LINES, entry="main")
+    c_full = record(program, python=python, engine="cmonitoring")
+    py_full = record(program, python=python, engine="monitoring")
+    assert c_full.outcome.value == py_full.outcome.value == "86"
+    assert [s.format_view() for s in c_full.states] == [s.format_view() for s in py_full.states]
+    recordings = [record_skeleton(program, python=python, engine=e) for e in ("cmonitoring", "monitoring")]
+    try:
+        trees = [SkeletonExecution(r).tree for r in recordings]
+        assert len(trees[0].kinds) == len(trees[1].kinds) > 150
+        for column in ("kinds", "lines", "invs"):
+            assert np.array_equal(getattr(trees[0], column), getattr(trees[1], column)), column
+    finally:
+        for r in recordings:
+            r.close()
+
+
 @pytest.mark.parametrize("version", [None, "3.12", "3.13"])
 def test_a_window_rebuilt_deep_in_a_recursion_starts_with_every_callers_locals(tmp_path, version):
     """A window that starts deep in a recursion snapshots the frames already on the stack; under
@@ -443,12 +594,17 @@ def _random_run(rng: random.Random, n: int) -> tuple[list[tuple[int, int, int]],
     return events, calls
 
 
-def test_the_tree_indexed_batch_by_batch_is_the_tree_of_the_whole_run(tmp_path, monkeypatch):
+@pytest.mark.parametrize("indexer", ["c", "numpy"])
+def test_the_tree_indexed_batch_by_batch_is_the_tree_of_the_whole_run(tmp_path, monkeypatch, indexer):
     """The adapter indexes each batch of records as its notice comes (skeleton.EventColumns), the
     call records sometimes behind the events: the stacks, steps and breakpoints a session reads
     must be those of the whole run indexed at once, and a tree made mid-way must not see ends
-    that come after it."""
+    that come after it. The same by the C pass and by numpy's."""
     monkeypatch.setattr(skeleton_module, "_CHUNK", 7)  # (batches split into several chunks too)
+    if indexer == "numpy":
+        monkeypatch.setattr(skeleton_module, "_records_index", None)
+    elif skeleton_module._records_index is None:
+        pytest.skip("the C pass (neural_dap/trace/_records) is not built here")
     rng = random.Random(37)
     events, calls = _random_run(rng, 3000)
     events_path, calls_path = tmp_path / "events.bin", tmp_path / "calls.bin"

@@ -102,6 +102,12 @@ typedef struct {
                            * is calling (its CALL event), compared by address only; NULL: none */
     long foreign;         /* settrace: untraced frames running right above this one (library code it
                            * called): the one whose return brings this to 0 returns into this frame */
+    const int *deferred;  /* sys.monitoring: its code's deferred line of each instruction (see
+                           * deferred_line_event), NULL: none; ... */
+    const int *defer_flags; /* ... and whether a line (from defer_lo on, defer_n of them) is one */
+    int defer_lo, defer_n;
+    int first_line;       /* sys.monitoring: its code's first line (see first_line_event), 0: none ... */
+    int first_made;       /* ... whose event was made at the start, its LINE still to come */
 } Entry;
 
 /* A recording of every thread: the module globals another thread's stack shows, as one thread
@@ -153,6 +159,14 @@ typedef struct {
     int resumable;        /* a generator's, coroutine's or async generator's code */
     int library;          /* library code, as the recorder's `library(code)` says (-1: not asked yet) */
     PyObject *bp_lines;   /* a live recording: the breakpoint lines of its file (borrowed from Tracer.breakpoints) */
+    int first_line;       /* sys.monitoring: the line whose LINE event can only come right after a start
+                           * (0: none; see first_line_event) */
+    int start_line;       /* sys.monitoring: the line of its start (not a generator's: its resumes
+                           * start elsewhere); 0: not known yet */
+    const int *deferred;  /* sys.monitoring: per instruction, the line whose event it makes (see
+                           * deferred_line_event), NULL: none; and those lines as flags */
+    const int *defer_flags;
+    int defer_lo, defer_n;
 } CodeInfo;
 
 typedef struct Tracer {
@@ -987,6 +1001,11 @@ static CodeInfo *code_info(Tracer *t, PyObject *code) {
     info->resumable = 0;
     info->library = -1;
     info->bp_lines = NULL;
+    info->first_line = 0;
+    info->start_line = 0;
+    info->deferred = NULL;
+    info->defer_flags = NULL;
+    info->defer_lo = info->defer_n = 0;
     if (t->breakpoints != NULL) {
         PyObject *filename = PyObject_GetAttrString(code, "co_filename");
         if (filename == NULL)
@@ -1063,6 +1082,11 @@ static Entry *push(Tracer *t, PyObject *code, PyFrameObject *frame) {
     e->bp_lines = NULL;
     e->calling = NULL;
     e->foreign = 0;
+    e->first_line = 0;
+    e->first_made = 0;
+    e->deferred = NULL;
+    e->defer_flags = NULL;
+    e->defer_lo = e->defer_n = 0;
     return e;
 }
 
@@ -1132,6 +1156,7 @@ static int call_event(Tracer *t, PyFrameObject *frame, CodeInfo *info, int line)
     return rc;
 }
 
+
 static int call_event_body(Tracer *t, PyFrameObject *frame, CodeInfo *info, int line) {
     if (t->group != NULL && wait_if_held(t) < 0)
         return -1;
@@ -1186,6 +1211,11 @@ static int call_event_body(Tracer *t, PyFrameObject *frame, CodeInfo *info, int 
     e->resumable = info->resumable;
     e->lines = info->lines;
     e->n_lines = info->n_lines;
+    e->first_line = info->resumable ? 0 : info->first_line;
+    e->deferred = info->deferred;
+    e->defer_flags = info->defer_flags;
+    e->defer_lo = info->defer_lo;
+    e->defer_n = info->defer_n;
     e->depth = depth;
     if (t->skeleton) {
         long long caller_last = depth > 0 ? t->stack[t->depth - 2].last : -1;
@@ -1477,23 +1507,44 @@ static int ensure_line_table(Tracer *t, CodeInfo *info) {
     Py_DECREF(table);
     if (rc < 0)
         return -1;
-    info->lines = (const int *)PyBytes_AsString(table);
-    info->n_lines = PyBytes_Size(table) / (Py_ssize_t)sizeof(int);
+    /* child/monitoring.py's line_table: n, n lines, n deferred lines, the first line, the
+     * lowest deferred line, how many flags follow, the flags */
+    Py_ssize_t size = PyBytes_Size(table) / (Py_ssize_t)sizeof(int);
+    const int *ints = (const int *)PyBytes_AsString(table);
+    Py_ssize_t n = size > 0 ? ints[0] : -1;
+    if (n < 0 || size < 2 * n + 4 || ints[2 * n + 3] < 0 || size != 2 * n + 4 + ints[2 * n + 3]) {
+        PyErr_SetString(PyExc_ValueError, "a line table is n, n lines, n deferred lines, the first, lowest and flags");
+        return -1;
+    }
+    info->lines = ints + 1;
+    info->n_lines = n;
+    info->first_line = ints[2 * n + 1];
+    info->defer_lo = ints[2 * n + 2];
+    info->defer_n = ints[2 * n + 3];
+    if (info->defer_n > 0) {
+        info->deferred = ints + 1 + n;
+        info->defer_flags = ints + 2 * n + 4;
+    }
     return 0;
 }
 
-/* The line of the instruction at byte `offset`; -1: it has none, -2: error. */
-static int line_in(const int *lines, Py_ssize_t n_lines, PyObject *offset_obj) {
-    long offset = PyLong_AsLong(offset_obj);
-    if (offset == -1 && PyErr_Occurred())
-        return -2;
+/* The line of the instruction at byte `offset`; -1: it has none. */
+static inline int line_at(const int *lines, Py_ssize_t n_lines, long offset) {
     long unit = offset / 2;
     return lines != NULL && unit >= 0 && unit < n_lines ? lines[unit] : -1;
 }
 
-/* The line an exit of the top entry happens at; -2: error. */
-static int exit_line(Tracer *t, Entry *e, PyObject *offset_obj) {
-    int line = line_in(e->lines, e->n_lines, offset_obj);
+/* The line of the instruction at byte offset `offset_obj`; -1: it has none, -2: error. */
+static int line_in(const int *lines, Py_ssize_t n_lines, PyObject *offset_obj) {
+    long offset = PyLong_AsLong(offset_obj);
+    if (offset == -1 && PyErr_Occurred())
+        return -2;
+    return line_at(lines, n_lines, offset);
+}
+
+/* The line an exit of the top entry happens at, at byte `offset`; -2: error. */
+static int exit_line(Tracer *t, Entry *e, long offset) {
+    int line = line_at(e->lines, e->n_lines, offset);
     if (line == -1) { /* an instruction with no line of its own: ask the frame, as f_lineno does */
         if (e->frame == NULL && find_frames(t) < 0)
             return -2;
@@ -1593,6 +1644,63 @@ static PyObject *disable(Tracer *t) {
     return t->disable;
 }
 
+/* The line shortcuts below are on until the program installs a trace function or a monitoring tool of
+ * its own (child/own_tracers.py): what that tool does at a line would show after the line's event.
+ * One switch for the process, as the program's tool is for every thread; a fork (a checkpoint, a
+ * replay) keeps its state. */
+static int shortcuts = 1;
+
+static PyObject *no_shortcuts(PyObject *self, PyObject *Py_UNUSED(ignored)) {
+    shortcuts = 0;
+    Py_RETURN_NONE;
+}
+
+/* -- a code's first line, made at its start ----------------------------------------------------------
+ * Every call of a function runs its first line right after its start: in a recursion that LINE
+ * callback was a fifth of all callbacks (issue 37). Where that line can be reached no other way
+ * (child/line_shortcuts.py: the instruction right after RESUME starts it, it is the line's only
+ * stretch, and no jump or handler lands in it), its line event is made at each start, right after
+ * the call's; the LINE that follows is DISABLEd where it fires (and left out, should it fire again:
+ * another tool's restart_events). What is DISABLEd is DISABLEd for every thread's tracer: so every
+ * tracer makes the event, from the code alone (one that waited to see the LINE first never saw it
+ * once another thread's tracer had DISABLEd it). The records are those the LINE callback made. */
+
+/* -- deferred lines -----------------------------------------------------------------------------------
+ * (child/line_shortcuts.py) A line that only loads until an instruction with an event of its own (a
+ * CALL, a return): its LINE is DISABLEd where it fires, and its event is made at that event, before
+ * it, or where an exception leaves the frame before it (PY_UNWIND's offset). No Python code runs
+ * in between (no attribute, operator or hash; no eval-breaker check: no signal's handler, no
+ * other thread). `deferred[unit]`: L in the line before its event, -L at it. Every other line
+ * between two runs of it makes an event of its own (the rules there), so the latest line says
+ * whether this run's is made already. */
+
+/* The deferred line of the instruction at byte `offset` of the top entry `e`'s code, made now
+ * unless this run of it made it already: 1 if made (the recorder's hook may have run), 0 if not,
+ * -1: error. */
+static int deferred_line_event(Tracer *t, Entry *e, long offset) {
+    long unit = offset / 2;
+    if (e->deferred == NULL || unit < 0 || unit >= e->n_lines || e->deferred[unit] == 0)
+        return 0;
+    int line = e->deferred[unit] < 0 ? -e->deferred[unit] : e->deferred[unit];
+    return e->line == line ? 0 : line_event(t, e, line) < 0 ? -1 : 1;
+}
+
+/* Whether a LINE of `line` in entry `e`'s code is a deferred line's (its event is made elsewhere). */
+static inline int is_deferred_line(Entry *e, int line) {
+    return e->defer_n > 0 && (unsigned)(line - e->defer_lo) < (unsigned)e->defer_n && e->defer_flags[line - e->defer_lo];
+}
+
+/* Right after a start of `code` is recorded: its first line's event. */
+static int first_line_event(Tracer *t, PyObject *code) {
+    /* (the start's own callback, in its thread: the entry it pushed is on top unless the hook
+     * ended the recording meanwhile) */
+    Entry *e = t->active && t->depth > 0 && t->stack[t->depth - 1].code == code ? &t->stack[t->depth - 1] : NULL;
+    if (e == NULL || e->first_line <= 0 || !shortcuts)
+        return 0;
+    e->first_made = 1; /* (set first: nothing of this thread's runs a callback during the event) */
+    return line_event(t, e, e->first_line);
+}
+
 /* PY_START and PY_RESUME: (code, offset); PY_THROW: (code, offset, exception), a resume too */
 static PyObject *mon_start(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
     Tracer *t = (Tracer *)self;
@@ -1617,14 +1725,23 @@ static PyObject *mon_start(PyObject *self, PyObject *const *args, Py_ssize_t nar
         if (ensure_line_table(t, info) < 0)
             return NULL;
     }
-    int line = nargs >= 2 ? line_in(info->lines, info->n_lines, args[1]) : -1;
+    /* a function's start is always at its RESUME: its line is known after the first (no offset to
+     * read, at every call) */
+    int line = nargs == 2 && info->start_line > 0 ? info->start_line
+               : nargs >= 2                       ? line_in(info->lines, info->n_lines, args[1])
+                                                  : -1;
     if (line == -2)
         return NULL;
+    if (nargs == 2 && !info->resumable && line > 0)
+        info->start_line = line;
     if (line == -1) {
         PyFrameObject *frame = PyEval_GetFrame(); /* the frame that starts */
         line = frame != NULL ? PyFrame_GetLineNumber(frame) : 0;
     }
-    return done(call_event(t, NULL, info, line));
+    PyObject *code = args[0];
+    if (call_event(t, NULL, info, line) < 0)
+        return NULL;
+    return done(nargs == 2 ? first_line_event(t, code) : 0);
 }
 
 /* LINE: (code, line) */
@@ -1636,6 +1753,13 @@ static PyObject *mon_line(PyObject *self, PyObject *const *args, Py_ssize_t narg
     int line = (int)PyLong_AsLong(args[1]);
     if (line == -1 && PyErr_Occurred())
         return NULL;
+    if (e->first_made) {
+        e->first_made = 0;
+        if (line == e->first_line)
+            return disable(t); /* (its event was made at the start) */
+    }
+    if (shortcuts && is_deferred_line(e, line))
+        return disable(t); /* (its event is made at the line's own event) */
     return done(line_event(t, e, line));
 }
 
@@ -1663,6 +1787,7 @@ static PyObject *mon_jump(PyObject *self, PyObject *const *args, Py_ssize_t narg
     Entry *e = top_entry_of_code(t, args[0]);
     if (e == NULL)
         Py_RETURN_NONE;
+    e->first_made = 0;
     return done(line_event(t, e, (int)number));
 }
 
@@ -1672,7 +1797,18 @@ static PyObject *leave(PyObject *self, PyObject *const *args, Py_ssize_t nargs, 
     Entry *e = nargs >= 3 ? top_entry_of_code(t, args[0]) : NULL;
     if (e == NULL)
         Py_RETURN_NONE;
-    int line = exit_line(t, e, args[1]);
+    e->first_made = 0; /* (its first line's LINE is not coming any more) */
+    long offset = PyLong_AsLong(args[1]);
+    if (offset == -1 && PyErr_Occurred())
+        return NULL;
+    if (e->deferred != NULL && shortcuts) { /* (a return that is its line's event, or an exception leaving a deferred line) */
+        int made = deferred_line_event(t, e, offset);
+        if (made < 0)
+            return NULL;
+        if (made > 0 && (e = top_entry_of_code(t, args[0])) == NULL)
+            Py_RETURN_NONE;
+    }
+    int line = exit_line(t, e, offset);
     if (line == -2)
         return NULL;
     return done(raised ? leave_event(t, line, NULL, args[2]) : leave_event(t, line, args[2], NULL));
@@ -1692,6 +1828,20 @@ static PyObject *mon_call(PyObject *self, PyObject *const *args, Py_ssize_t narg
     Entry *e = nargs >= 3 ? top_entry_of_code(t, args[0]) : NULL;
     if (e == NULL)
         Py_RETURN_NONE;
+    e->first_made = 0;
+    int made_here = 0; /* a deferred line's event is made at this site: it is never DISABLEd */
+    if (e->deferred != NULL && shortcuts) {
+        long offset = PyLong_AsLong(args[1]);
+        if (offset == -1 && PyErr_Occurred())
+            return NULL;
+        long unit = offset / 2;
+        made_here = unit >= 0 && unit < e->n_lines && e->deferred[unit] < 0;
+        int made = made_here ? deferred_line_event(t, e, offset) : 0;
+        if (made < 0)
+            return NULL;
+        if (made > 0 && (e = top_entry_of_code(t, args[0])) == NULL)
+            Py_RETURN_NONE;
+    }
     PyObject *callable = args[2];
     if ((PyObject *)Py_TYPE(callable) == METHOD_TYPE)
         callable = PyMethod_Function(callable);
@@ -1700,6 +1850,8 @@ static PyObject *mon_call(PyObject *self, PyObject *const *args, Py_ssize_t narg
         Py_RETURN_NONE;
     }
     e->calling = NULL;
+    if (made_here)
+        Py_RETURN_NONE;
     return disable(t);
 }
 
@@ -1707,8 +1859,10 @@ static PyObject *mon_call(PyObject *self, PyObject *const *args, Py_ssize_t narg
 static PyObject *mon_handled(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
     Tracer *t = (Tracer *)self;
     Entry *e = nargs >= 3 ? top_entry_of_code(t, args[0]) : NULL;
-    if (e != NULL && nargs >= 3)
+    if (e != NULL && nargs >= 3) {
+        e->first_made = 0;
         set_pending(e, args[2]);
+    }
     Py_RETURN_NONE;
 }
 
@@ -3558,6 +3712,7 @@ static PyMethodDef module_methods[] = {
     {"floor_set_disable", floor_set_disable, METH_O, "floor_set_disable(sys.monitoring.DISABLE)"},
     {"floor_settrace", floor_settrace, METH_O, "floor_settrace(on): a C trace function that does nothing (3.11)."},
     {"dict_version", dict_version, METH_O, "dict_version(d): the dict's version tag (CPython 3.11 to 3.13 only)."},
+    {"no_shortcuts", no_shortcuts, METH_NOARGS, "no_shortcuts(): the line shortcuts end (the program traces itself)."},
     {NULL, NULL, 0, NULL},
 };
 

@@ -33,6 +33,7 @@ steps search the invocation column in growing slices (a step's answer is usually
 
 from __future__ import annotations
 
+import functools
 from collections import OrderedDict
 from collections.abc import Callable, Iterable
 
@@ -122,11 +123,16 @@ class ActionSemantics:
         self.n = len(columns.kinds)
         self.paths: tuple[str, ...] = tuple(sorted({path for _, path in columns.codes}))
         self._path_ids = {path: k for k, path in enumerate(self.paths)}
-        code_paths = np.array([self._path_ids[path] for _, path in columns.codes], dtype=np.int32)
-        # per invocation: the index of its path in `paths`
-        self.path_of = code_paths[columns.code_of] if len(columns.code_of) else np.zeros(0, dtype=np.int32)
         self._line_indexes: OrderedDict[tuple[str, int], np.ndarray] = OrderedDict()
         self._continuations: np.ndarray | None = None  # per invocation: the one that continues it
+
+    @functools.cached_property
+    def path_of(self) -> np.ndarray:
+        """Per invocation: the index of its path in `paths` (made when first asked: a recording's
+        end waited for it, a pass over every invocation)."""
+        columns = self.columns
+        code_paths = np.array([self._path_ids[path] for _, path in columns.codes], dtype=np.int32)
+        return code_paths[columns.code_of] if len(columns.code_of) else np.zeros(0, dtype=np.int32)
 
     def __len__(self) -> int:
         return self.n

@@ -39,6 +39,11 @@ from neural_dap.trace.collector_pause import out_of_sight, paused_collector
 from neural_dap.trace.eventlog import decode_repr, decode_value
 from neural_dap.trace.rolling import RollingEvents
 
+try:  # (one pass in C over each batch of records; the numpy passes below do the same without it)
+    from neural_dap.trace._records import index as _records_index
+except ImportError:  # pragma: no cover - a checkout whose extensions are not built
+    _records_index = None
+
 # per event: its invocation, line and kind byte (the kind | CAUGHT on a line right after a handled
 # exception, | LIBRARY_CALL on a call made by library code, | SUSPENDED on a return that is a
 # generator's or coroutine's pause; see child/skeleton.py)
@@ -103,6 +108,9 @@ class TreeView(NamedTuple):
     zero_lines: np.ndarray
 
 
+_BUILT = object()  # (EventColumns' indexer: the C pass where it is built)
+
+
 class EventColumns:
     """The tree's columns of a recording's records, read as they are counted: on the adapter's
     thread that reads the child's pipe, while the program runs on the other core. Read after the
@@ -118,47 +126,52 @@ class EventColumns:
 
     The event columns are allocated for `capacity` events (the recording's event limit, at most
     2^28): the kernel gives their pages only as they are written, so they grow in place and the
-    tree takes views of them, not copies. Past `capacity`, and for the per-invocation columns
-    (whose count is not known ahead), a column is copied into one twice its size. Read and
+    tree takes views of them, not copies; so do the per-invocation columns (at most one invocation
+    per event): growing them by copying cost the reading thread a fifth of its time. Past
+    `capacity` a column is copied into one twice its size. Read and
     extended on the thread that reads the pipe, and read by a tree only while the program is
     stopped or has ended."""
 
-    def __init__(self, path: str, capacity: int, calls_path: str | None = None) -> None:
+    def __init__(self, path: str, capacity: int, calls_path: str | None = None, indexer: Any = _BUILT) -> None:
+        """`indexer`: the C pass (`_records`, the default where it is built), or None: numpy's."""
         self.path = path
         self.calls_path = calls_path
         self.count = 0  # records read
         self.capacity = max(1, min(capacity, 1 << 28))
-        try:
-            self.kinds = _column(np.uint8, self.capacity)
-            self.caught = _column(np.bool_, self.capacity)
-            self.lines = _column(np.int32, self.capacity)
-            self.invs = _column(np.uint32, self.capacity)
-        except (MemoryError, OSError):  # (a system that commits memory when it is mapped: start small, grow)
-            self.capacity = min(self.capacity, 1 << 16)
-            self.kinds = _column(np.uint8, self.capacity)
-            self.caught = _column(np.bool_, self.capacity)
-            self.lines = _column(np.int32, self.capacity)
-            self.invs = _column(np.uint32, self.capacity)
-        # per invocation
+        # per invocation: at most one per event, so the same capacity (virtual too)
         self.invocations = 0
         self.terminals = 0  # return and exception events read
         self.calls_read = 0  # invocations whose call record is read (the rest: unnamed, no caller)
         self.max_code = -1  # the largest code id a call record named
         self.any_resumes = False
         self.any_library = False
-        size = 1 << 12
-        self.call_pos = _column(np.int32 if self.capacity < 1 << 31 else np.int64, size)
-        self.depth = _column(np.int64, size)
-        self.end_index = _column(np.int64, size)
-        self.parent = _column(np.int64, size)
-        self.code_of = _column(np.int64, size)  # the child's code id (-1: no call record yet)
-        self.caller_last = _column(np.int64, size)
-        self.resumes = _column(np.int64, size)
-        self.library = _column(np.bool_, size)
-        self.paused = _column(np.bool_, size)  # its exit was a pause (a yield, an await), not a return
+        try:
+            self._allocate(self.capacity, self.capacity)
+        except (MemoryError, OSError):  # (a system that commits memory when it is mapped: start small, grow)
+            self.capacity = min(self.capacity, 1 << 16)
+            self._allocate(self.capacity, 1 << 12)
         self._zero: list[np.ndarray] = []  # a call or exit at line 0 (a module's: see SkeletonRecording)
         self._lock = threading.Lock()  # (the pipe's thread and a tree read at a stop may both extend)
         self.broken = False  # a record named an invocation not called yet: nothing after it is read
+        self.indexer = _records_index if indexer is _BUILT else indexer
+
+    def _allocate(self, events: int, invocations: int) -> None:
+        self.kinds = _column(np.uint8, events)
+        self.caught = _column(np.bool_, events)
+        self.lines = _column(np.int32, events)
+        self.invs = _column(np.uint32, events)
+        # (events' indices and invocations' numbers in 4 bytes while they fit: a long recording's
+        # columns are written as its records come, each page a fault of the reading thread)
+        index = np.int32 if self.capacity < 1 << 31 else np.int64
+        self.call_pos = _column(index, invocations)
+        self.depth = _column(index, invocations)
+        self.end_index = _column(index, invocations)
+        self.parent = _column(index, invocations)
+        self.code_of = _column(np.int64, invocations)  # the child's code id (-1: no call record yet)
+        self.caller_last = _column(index, invocations)
+        self.resumes = _column(index, invocations)
+        self.library = _column(np.bool_, invocations)
+        self.paused = _column(np.bool_, invocations)  # its exit was a pause (a yield, an await), not a return
 
     _PER_INVOCATION = (
         "call_pos",
@@ -205,27 +218,58 @@ class EventColumns:
                     chunk = np.fromfile(f, dtype=EVENT_DTYPE, count=min(_CHUNK, count - self.count))
                     if not len(chunk):
                         break  # (a shorter file than its count: the tree ends where the records do)
-                    a, b = self.count, self.count + len(chunk)
-                    kinds = chunk["kind"]
-                    # every event belongs to an invocation whose call came at it or before (the
-                    # child numbers them so): a record that says otherwise is corrupt, and the
-                    # columns end before it (they index per invocation with it)
-                    called = self.invocations + np.cumsum((kinds & _KIND) == CALL)
-                    wrong = np.flatnonzero(chunk["inv"] >= called)
-                    if len(wrong):
-                        self.broken = True
-                        chunk, b = chunk[: wrong[0]], a + int(wrong[0])
-                        kinds = chunk["kind"]
-                    np.bitwise_and(kinds, _KIND, out=self.kinds[a:b])
-                    np.greater_equal(kinds, CAUGHT, out=self.caught[a:b])
-                    self.lines[a:b] = chunk["line"]
-                    self.invs[a:b] = chunk["inv"]
-                    self.count = b
-                    self._index(a, b, kinds)
+                    if self.indexer is not None:
+                        self._index_in_c(chunk)
+                    else:
+                        self._index_with_numpy(chunk)
                     if self.broken:
                         break
         if calls is not None:
             self._read_calls(calls)
+
+    def _index_in_c(self, chunk: np.ndarray) -> None:
+        a = self.count
+        self._reserve(self.invocations + len(chunk))
+        read, self.invocations, self.terminals, library, zeros = self.indexer(
+            chunk,
+            a,
+            self.invocations,
+            self.terminals,
+            self.kinds,
+            self.caught,
+            self.lines,
+            self.invs,
+            *(getattr(self, name) for name in self._PER_INVOCATION),
+        )
+        self.count = a + read
+        self.broken = read < len(chunk)
+        self.any_library = self.any_library or bool(library)
+        if zeros:
+            self._note_zero_lines(a, self.count)
+
+    def _index_with_numpy(self, chunk: np.ndarray) -> None:
+        a, b = self.count, self.count + len(chunk)
+        kinds = chunk["kind"]
+        # every event belongs to an invocation whose call came at it or before (the
+        # child numbers them so): a record that says otherwise is corrupt, and the
+        # columns end before it (they index per invocation with it)
+        called = self.invocations + np.cumsum((kinds & _KIND) == CALL)
+        wrong = np.flatnonzero(chunk["inv"] >= called)
+        if len(wrong):
+            self.broken = True
+            chunk, b = chunk[: wrong[0]], a + int(wrong[0])
+            kinds = chunk["kind"]
+        np.bitwise_and(kinds, _KIND, out=self.kinds[a:b])
+        np.greater_equal(kinds, CAUGHT, out=self.caught[a:b])
+        self.lines[a:b] = chunk["line"]
+        self.invs[a:b] = chunk["inv"]
+        self.count = b
+        self._index(a, b, kinds)
+
+    def _note_zero_lines(self, a: int, b: int) -> None:
+        zero = np.flatnonzero((self.lines[a:b] == 0) & (self.kinds[a:b] != LINE))
+        if len(zero):
+            self._zero.append(zero + a)
 
     def _index(self, a: int, b: int, raw_kinds: np.ndarray) -> None:
         """The invocations that events a..b-1 start and end."""
@@ -255,9 +299,7 @@ class EventColumns:
             called = invs[library].astype(np.int64)
             self.library[called[called < self.invocations]] = True
             self.any_library = True
-        zero = np.flatnonzero((self.lines[a:b] == 0) & (kinds != LINE))
-        if len(zero):
-            self._zero.append(zero + a)
+        self._note_zero_lines(a, b)
 
     def _read_calls(self, calls: int) -> None:
         """The call records of the invocations read so far, up to `calls` of them."""
@@ -333,12 +375,24 @@ class EventColumns:
         return zero[zero < count]
 
 
+_MAP_NORESERVE = 0x4000  # (Linux's: the mmap module does not name it)
+_HUGE_FROM = 2 << 20  # a column's first 2 MiB in small pages: a small recording keeps small columns
+
+
 def _column(dtype, capacity: int, start: np.ndarray | None = None) -> np.ndarray:
-    """A column of `capacity` items, beginning with `start`'s, in an anonymous mapping: the kernel
-    gives it pages only as they are written, whatever the allocator's state (np.zeros is calloc,
-    which clears memory it reuses from the heap: every page of a column, for every recording
-    still alive)."""
-    buffer = mmap.mmap(-1, max(1, capacity * np.dtype(dtype).itemsize))
+    """A column of `capacity` items, beginning with `start`'s, in a private anonymous mapping
+    reserved, not committed: the kernel gives it pages only as they are written, whatever the
+    allocator's state (np.zeros is calloc, which clears memory it reuses from the heap: every page
+    of a column, for every recording still alive). Past its first 2 MiB the kernel is asked for
+    huge pages (512 times fewer faults while a long recording is read; a shared mapping, as these
+    were, gets none and cost the reading thread more than the rest of its work)."""
+    size = max(1, capacity * np.dtype(dtype).itemsize)
+    buffer = mmap.mmap(-1, size, flags=mmap.MAP_PRIVATE | _MAP_NORESERVE)
+    if size > _HUGE_FROM and hasattr(mmap, "MADV_HUGEPAGE"):
+        try:
+            buffer.madvise(mmap.MADV_HUGEPAGE, _HUGE_FROM, size - _HUGE_FROM)
+        except OSError:  # (a kernel without transparent huge pages: small ones)
+            pass
     column: np.ndarray = np.frombuffer(buffer, dtype=dtype, count=capacity)
     if start is not None:
         column[: len(start)] = start
@@ -673,9 +727,14 @@ class SkeletonTree:
         whose record is not read, -1) into ("", "")."""
         ids = sorted(codes)
         code_of = self.code_of
-        if max(self.max_code, ids[-1] if ids else 0) < _DENSE_CODES:
+        dense = bool(ids) and ids[0] == 0 and ids[-1] == len(ids) - 1 and self.max_code < len(ids)
+        if dense and (not len(code_of) or int(code_of.min()) >= 0):
+            # every id the child numbered (0, 1, 2, ... as it met them) is named, and every call's
+            # record read: each id is its own index (no pass that maps them, at a recording's end)
+            code_index = code_of
+        elif max(self.max_code, ids[-1] if ids else 0) < _DENSE_CODES:
             # the child numbers codes 0, 1, 2, ... as it meets them: a table, not a search
-            table = np.full(max(self.max_code, ids[-1] if ids else 0) + 2, len(ids), dtype=np.int64)
+            table = np.full(max(self.max_code, ids[-1] if ids else 0) + 2, len(ids), dtype=np.int32)
             table[ids] = np.arange(len(ids))
             code_index = table[code_of]  # (-1, no record: the table's last entry, unnamed)
         else:  # (ids no child makes: a corrupt pipe)

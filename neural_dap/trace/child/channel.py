@@ -145,6 +145,7 @@ class Channel:
     _record_files: tuple[str, str, int] | None = None
     _record_fds: tuple[int, int] | None = None
     _written = (0, 0)  # bytes of each file written so far
+    _reserved = (0, 0)  # ... and the bytes the file system has allocated for each (_allocated_ahead)
 
     def write_records(self, first: int, events, calls) -> None:
         """Skeleton records (see child.skeleton), the first event's index and both arrays:
@@ -180,6 +181,10 @@ class Channel:
                     flags = os.O_WRONLY | os.O_CLOEXEC
                     self._record_fds = (os.open(events_path, flags), os.open(calls_path, flags))
                 events_at, calls_at = self._written
+                self._reserved = (
+                    _allocated_ahead(self._record_fds[0], events_at + len(events), self._reserved[0], 16 << 20),
+                    _allocated_ahead(self._record_fds[1], calls_at + len(calls), self._reserved[1], 4 << 20),
+                )
                 _pwrite_all(self._record_fds[0], events, events_at)
                 _pwrite_all(self._record_fds[1], calls, calls_at)
             except OSError:
@@ -222,6 +227,33 @@ class Channel:
             except (OSError, ValueError, TypeError):
                 pass
             self.closed = True
+
+
+_FALLOC_FL_KEEP_SIZE = 1
+_fallocate: Any = None  # libc's fallocate (False: none here)
+
+
+def _allocated_ahead(fd: int, upto: int, reserved: int, step: int) -> int:
+    """The file's blocks allocated ahead, past `upto` bytes, in steps of `step` (its size kept: the
+    adapter reads the records counted, never the file's size): a write into allocated blocks costs
+    the file system half as much as one that allocates them as it goes (ext4: 2.3 ms for fib(25)'s
+    16 MB of records, 1.2 ms). Where it cannot be done, the writes allocate, as before. Returns the
+    bytes allocated now."""
+    global _fallocate
+    if upto <= reserved:
+        return reserved
+    if _fallocate is None:
+        try:
+            import ctypes
+
+            _fallocate = ctypes.CDLL(None, use_errno=True).fallocate
+            _fallocate.argtypes = [ctypes.c_int, ctypes.c_int, ctypes.c_long, ctypes.c_long]
+        except (OSError, AttributeError):
+            _fallocate = False
+    size = max(step, upto - reserved)
+    if _fallocate is False or _fallocate(fd, _FALLOC_FL_KEEP_SIZE, reserved, size) != 0:
+        return upto + (1 << 62)  # (not again: the file system does not allocate ahead)
+    return reserved + size
 
 
 def _pwrite_all(fd: int, data, offset: int) -> None:

@@ -9,11 +9,12 @@ import threading
 from _thread import get_ident
 from collections.abc import Callable
 
+from neural_dap.trace.child import own_tracers
 from neural_dap.trace.child.coroutines import RESUMABLE
 from neural_dap.trace.child.monitoring import (
     LOCAL_EVENTS,
     free_tool,
-    instruction_lines,
+    line_table,
     loop_line_rule,
     monitor,
     register,
@@ -512,7 +513,7 @@ class CMonitoring:
         def jump_line(code, offset, target):
             return loop_line(line_tables, code, offset, target, mon.DISABLE)
 
-        tracer.monitoring(mon.DISABLE, enable, jump_line, lambda code: instruction_lines(code).tobytes())
+        tracer.monitoring(mon.DISABLE, enable, jump_line, line_table)
 
     def register(self, callbacks) -> None:
         """`callbacks` (a Tracer, or the Threads group) get this tool's events from now on."""
@@ -521,18 +522,24 @@ class CMonitoring:
         self.mon.register_callback(self.tool, self.mon.events.CALL, t.on_call)
 
     def start(self) -> None:
+        from neural_dap.trace._ctracer import no_shortcuts
+
         self.configure(self.tracer)
         self.tracer.start()
         self.mon.use_tool_id(self.tool, "neural-dap")
         self.register(self.tracer)
         E = self.mon.events
         self.mon.set_events(self.tool, E.PY_START | E.PY_RESUME | E.PY_THROW | E.PY_UNWIND | E.EXCEPTION_HANDLED)
+        self.unwatch = own_tracers.watch(no_shortcuts)  # (the program's own tracer ends the line shortcuts)
 
     def stop(self) -> None:
         if not self.stopped:  # (the tool is ours only until then: another engine may take it next)
             self.stopped = True
+            self.unwatch()
             unmonitor(self.mon, self.tool, self.enabled)
         self.tracer.stop()
+
+    unwatch: Callable[[], None] = staticmethod(lambda: None)
 
 
 class CThreads:

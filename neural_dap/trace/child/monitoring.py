@@ -8,6 +8,8 @@ from __future__ import annotations
 import sys
 from array import array
 
+from neural_dap.trace.child.line_shortcuts import Shape
+
 LOCAL_EVENTS = 0
 if hasattr(sys, "monitoring"):
     _E = sys.monitoring.events
@@ -59,6 +61,23 @@ def instruction_lines(code) -> array:
             for offset in range(start, end, 2):
                 table[offset // 2] = line
     return table
+
+
+def line_table(code) -> bytes:
+    """The C tracer's table of `code`: how many instructions (n), the line of each
+    (`instruction_lines`), then the shortcuts of child/line_shortcuts.py: each instruction's
+    deferred line (n more), the first line, and the deferred lines as flags from the lowest
+    (lowest, how many, a flag per line)."""
+    shape = Shape(code)
+    lines = instruction_lines(code)
+    deferred = sorted({abs(v) for v in shape.deferred if v})
+    lowest = deferred[0] if deferred else 0
+    flags = array("i", [0]) * (deferred[-1] - lowest + 1 if deferred else 0)
+    for line in deferred:
+        flags[line - lowest] = 1
+    head = array("i", [len(lines)])
+    tail = array("i", [shape.first_line, lowest, len(flags)])
+    return (head + lines + shape.deferred + tail + flags).tobytes()
 
 
 def free_tool(mon) -> int:
