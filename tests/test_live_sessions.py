@@ -438,6 +438,38 @@ def test_an_end_right_behind_a_run_ends_the_program_the_run_let_go(tmp_path: Pat
     assert ended[0].outcome.kind == "paused", ended[0].outcome
 
 
+def test_breakpoints_set_while_the_program_runs_hold_once_the_program_says_so(tmp_path: Path) -> None:
+    """A breakpoint set while the program runs (no stop held) is taken by a thread of the
+    recorder's, which waits for the GIL: the program says when it holds (the session answers
+    setBreakpoints then), and from then on its next hit stops there. (A request made right after the
+    answer met a breakpoint the session had removed, on a loaded machine: CI, once.)"""
+    from neural_dap.trace.live_recording import LiveControl
+    from neural_dap.trace.recorder import Limits, Program, record_skeleton
+
+    program = tmp_path / "loop.py"
+    program.write_text(LOOP)
+    control = LiveControl()
+    ended: list = []
+    recorder = threading.Thread(
+        target=lambda: ended.append(record_skeleton(Program(str(program)), Limits(wall_time=60), live=control))
+    )
+    recorder.start()
+    try:
+        assert control.next_stop(timeout=30) is not None  # held at its first event
+        run = {"at": -1, "within": -1, "exit": -1, "exceptions": False, "breakpoints": {}, "resumes": -1}
+        os.write(control.command_write, json.dumps({"run": run}).encode() + b"\n")  # it runs on, no stop
+        time.sleep(0.2)
+        assert control.next_stop(timeout=0.1) is None  # (running, no breakpoint)
+        control.set_breakpoints({str(program): [LOOP_LINE]})
+        assert control.breakpoints_taken(10.0)
+        stop = control.next_stop(timeout=10)
+        assert stop is not None and stop[1] == "breakpoint"
+    finally:
+        control.end()
+        recorder.join(timeout=30)
+    assert ended and ended[0].outcome.kind == "paused", ended
+
+
 async def test_a_hit_count_stops_a_long_loop_at_once_and_travels_both_ways(tmp_path: Path) -> None:
     program = tmp_path / "loop.py"
     program.write_text(LOOP)

@@ -44,12 +44,14 @@ class BreakpointRequests(Connection):
             else [p.SourceBreakpoint(line=ln) for ln in args.lines or []]
         )
         specs = self.debugger.set_line_breakpoints(path, requested, self._source_text(path))
+        await self.debugger.breakpoints_taken()
         await self.respond(request, {"breakpoints": [_breakpoint(s) for s in specs]})
 
     async def on_set_function_breakpoints(self, request: p.Request) -> None:
         args = self._args(request, p.SetFunctionBreakpointsArguments)
         specs = self.debugger.breakpoints.set_functions(args.breakpoints, self._known_sources())
         self.debugger.breakpoints_changed()
+        await self.debugger.breakpoints_taken()
         await self.respond(request, {"breakpoints": [_breakpoint(s) for s in specs]})
 
     def _known_sources(self) -> dict[str, str]:

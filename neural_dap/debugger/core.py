@@ -75,6 +75,8 @@ class RunsLive(Protocol):
 
     def breakpoints_changed(self, targets: tuple) -> None: ...
 
+    async def breakpoints_taken(self) -> None: ...
+
 
 class Paused(Exception):
     """The running program stopped where the user paused it: the request ends there."""
@@ -299,6 +301,13 @@ class Debugger:
         world = self.world
         if isinstance(world, RunsLive) and world.live:
             world.breakpoints_changed(self.breakpoints.targets())
+
+    async def breakpoints_taken(self) -> None:
+        """Once a program that runs while it is debugged stops at the lines set last (a front end
+        answers the request that set them then: a request made right after must meet them)."""
+        world = self.world
+        if isinstance(world, RunsLive) and world.live:
+            await world.breakpoints_taken()
 
     # -- execution ---------------------------------------------------------------------------------
     async def first_stop(self) -> Report:

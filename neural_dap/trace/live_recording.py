@@ -11,6 +11,7 @@ import json
 import os
 import signal
 import threading
+import time
 from typing import Any
 
 # the child's (child/frontier.py): the program stops at its next event
@@ -31,6 +32,7 @@ class LiveControl:
         self.taken = 0  # stops the session has taken
         self.command_read, self.command_write = os.pipe()
         os.set_inheritable(self.command_write, False)
+        self.breakpoints_sent = 0  # the number of the latest breakpoints sent while it runs
 
     # -- the recorder's side (its collector thread) --------------------------------------------------
     def started(self, pid: int, log: Any) -> None:
@@ -99,8 +101,24 @@ class LiveControl:
         self._send({"run": run})
 
     def set_breakpoints(self, breakpoints: dict[str, list[int]]) -> None:
-        """While it runs: the lines it stops at from now on."""
-        self._send({"breakpoints": breakpoints})
+        """While it runs: the lines it stops at from now on (`breakpoints_taken` waits until they
+        hold: the program reads them in a thread of the recorder's, which waits for the GIL)."""
+        self.breakpoints_sent += 1
+        self._send({"breakpoints": breakpoints, "number": self.breakpoints_sent})
+
+    def breakpoints_taken(self, timeout: float) -> bool:
+        """Whether the running program took the breakpoints sent last (within `timeout` seconds:
+        a program busy in C code takes them at its next event; False then, or once it ended)."""
+        deadline = time.monotonic() + timeout
+        with self.changed:
+            while True:
+                log = self.log
+                if log is not None and log.breakpoints_applied >= self.breakpoints_sent:
+                    return True
+                left = deadline - time.monotonic()
+                if self.finished or left <= 0:
+                    return False
+                self.changed.wait(left)
 
     def pause(self) -> bool:
         if self.pid is None or PAUSE_SIGNAL is None or self.finished:

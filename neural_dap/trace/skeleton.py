@@ -456,6 +456,9 @@ class SkeletonLog:
         # (every thread as skeletons, a live program) the journal's bytes its latest stop wrote: what
         # a replay reads of it (other threads may write on meanwhile); None: all of it
         self.journal_bytes: int | None = None
+        # (a live recording) the latest breakpoints the program took while it ran (their number:
+        # LiveControl.set_breakpoints), so that a session answers setBreakpoints once they hold
+        self.breakpoints_applied = 0
         # the values the library's functions returned into the user's frames during live steps:
         # (event, frame's invocation, name, text, its children or None), `event` the first one after
         # it (child/returned.py)
@@ -607,6 +610,8 @@ class SkeletonLog:
                 self.journal_bytes = None  # (the journal is whole)
             elif tag == "journaled" and len(event) == 2 and type(event[1]) is int and 0 <= event[1] < 1 << 62:
                 self.journal_bytes = event[1]
+            elif tag == "breakpoints" and len(event) == 2 and type(event[1]) is int:
+                self.breakpoints_applied = max(self.breakpoints_applied, event[1])
 
     def _run(self, first: int, number: int, name: str | None) -> None:
         """A run of one thread's records begins at `first` (a record at an index another run began

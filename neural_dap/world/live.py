@@ -134,6 +134,13 @@ class LiveRun:
         if self.running:
             self.control.set_breakpoints(breakpoint_lines(targets))
 
+    async def breakpoints_taken(self) -> None:
+        """Once the running program stops at the breakpoints set last (a request that sets them is
+        answered then, as debugpy answers once its tracer has them): at most 2 s, a program busy in
+        C code taking them at its next event."""
+        if self.running:
+            await anyio.to_thread.run_sync(self.control.breakpoints_taken, 2.0)
+
     def end(self) -> None:
         self.control.end()
 

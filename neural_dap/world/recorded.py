@@ -343,6 +343,11 @@ class RecordedWorld:
             self._running.set_breakpoints(targets)
             self._targets_set = targets
 
+    async def breakpoints_taken(self) -> None:
+        """Once the running program stops at the lines `breakpoints_changed` gave it."""
+        if self._running is not None:
+            await self._running.breakpoints_taken()
+
     async def _opened(self, rec: Recording | SkeletonRecording, execution: Execution) -> Stop:
         self.what_if.keep_journal(rec.journal_file if isinstance(rec, SkeletonRecording) else None)
         if rec.refused:

@@ -477,6 +477,7 @@ class CMonitoring:
 
     def __init__(self, rec: Recorder) -> None:
         self.tracer = c_tracer(rec)
+        self.is_library = rec.is_library
         self.loop_line = loop_line_rule(rec.as_debugpy)
         self.mon = sys.monitoring  # type: ignore[attr-defined]
         self.tool = free_tool(self.mon)
@@ -513,7 +514,14 @@ class CMonitoring:
         def jump_line(code, offset, target):
             return loop_line(line_tables, code, offset, target, mon.DISABLE)
 
-        tracer.monitoring(mon.DISABLE, enable, jump_line, line_table)
+        is_library = self.is_library
+
+        def table(code) -> bytes:
+            # (no shortcuts in library code a recording of every file traces: reading a code's
+            # bytecode for them costs 0.2 ms a code, and a program calls thousands of the library's)
+            return line_table(code, shortcuts=not is_library(code))
+
+        tracer.monitoring(mon.DISABLE, enable, jump_line, table)
 
     def register(self, callbacks) -> None:
         """`callbacks` (a Tracer, or the Threads group) get this tool's events from now on."""

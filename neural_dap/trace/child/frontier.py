@@ -145,6 +145,8 @@ class Frontier:
                     continue
                 if isinstance(command, dict) and "breakpoints" in command and "run" not in command:
                     self._set_breakpoints(command["breakpoints"])  # (under the GIL: between two events)
+                    if type(command.get("number")) is int:  # (the session answers once they hold)
+                        self.channel.events.append(["breakpoints", command["number"]])
                 elif isinstance(command, dict) and command.get("end"):
                     self._end_soon(command)
                 elif isinstance(command, dict):

@@ -73,10 +73,11 @@ class Shape:
     one of its caches): L in a deferred line L up to that line's event's instruction (its caches
     too), -L at that instruction, 0 elsewhere."""
 
-    def __init__(self, code) -> None:
+    def __init__(self, code, shortcuts: bool = True) -> None:
+        """`shortcuts` False: none (the table of a code that takes every LINE)."""
         self.first_line = 0
         self.deferred = array("i", [0]) * (len(code.co_code) // 2)
-        if code.co_flags & RESUMABLE:
+        if not shortcuts or code.co_flags & RESUMABLE:
             return
         try:
             instructions = list(dis.get_instructions(code))
@@ -86,28 +87,33 @@ class Shape:
         self._find(code, instructions, entries)
 
     def _find(self, code, instructions: list, entries: list) -> None:
-        line_of = {ins.offset: ln for ins in instructions for ln in [_line(code, ins)]}
-        stretches = _stretches(code)
+        line_of = {ins.offset: _line(code, ins) for ins in instructions}
         handlers = {entry.target for entry in entries}
         jumps_into: dict[int, list[int]] = {}  # target -> the jumps' own offsets
         for ins in instructions:
             if ins.opcode in _JUMPS and isinstance(ins.argval, int):
                 jumps_into.setdefault(ins.argval, []).append(ins.offset)
-        by_line: dict[int, list[tuple[int, int]]] = {}
+        # each stretch's instructions, in one pass (instructions and stretches both in offset order)
+        stretches = _stretches(code)
+        own: dict[int, list] = {}  # line -> its stretches as [begin, end, instructions]
+        k = 0
         for begin, end, line in stretches:
+            inside = []
+            while k < len(instructions) and instructions[k].offset < end:
+                if instructions[k].offset >= begin:
+                    inside.append(instructions[k])
+                k += 1
             if line is not None and line > 0:
-                by_line.setdefault(line, []).append((begin, end))
+                own.setdefault(line, []).append((begin, end, inside))
         resume = next((k for k, ins in enumerate(instructions) if ins.opname == "RESUME"), None)
         first_start = instructions[resume + 1].offset if resume is not None and resume + 1 < len(instructions) else -1
-        for line, own in by_line.items():
-            if len(own) != 1:
+        for line, found in own.items():
+            if len(found) != 1:
                 continue
-            begin, end = own[0]
-            inside = [ins for ins in instructions if begin <= ins.offset < end]
-            landing = [
-                ins for ins in inside if ins.offset in handlers or (ins.offset != begin and ins.offset in jumps_into)
-            ]
-            if not inside or landing:
+            begin, end, inside = found[0]
+            if not inside or any(
+                ins.offset in handlers or (ins.offset != begin and ins.offset in jumps_into) for ins in inside
+            ):
                 continue
             sources = jumps_into.get(begin, [])
             if any(source >= begin or line_of.get(source) in (None, line) for source in sources):

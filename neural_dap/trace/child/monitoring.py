@@ -63,12 +63,12 @@ def instruction_lines(code) -> array:
     return table
 
 
-def line_table(code) -> bytes:
+def line_table(code, shortcuts: bool = True) -> bytes:
     """The C tracer's table of `code`: how many instructions (n), the line of each
     (`instruction_lines`), then the shortcuts of child/line_shortcuts.py: each instruction's
     deferred line (n more), the first line, and the deferred lines as flags from the lowest
-    (lowest, how many, a flag per line)."""
-    shape = Shape(code)
+    (lowest, how many, a flag per line); `shortcuts` False: none."""
+    shape = Shape(code, shortcuts)
     lines = instruction_lines(code)
     deferred = sorted({abs(v) for v in shape.deferred if v})
     lowest = deferred[0] if deferred else 0
