@@ -7,7 +7,8 @@ Run: python benchmarks/recording.py [--python PATH ...] [--repeat N] [--scale K]
 All runs happen in fresh child processes of the same interpreter; the plain run executes the
 program without a tracer (`python -c`). Timings are wall-clock medians over --repeat runs, the
 fixed cost of a recording (interpreter start-up, an empty traced call) subtracted (for the
-skeleton column, that of an empty recording made right before each run). "skeleton" is
+skeleton column, that of an empty recording made right before each run); "/floor" is the median of
+each repetition's own ratio (plain, floor, empty and recorded runs one after the other). "skeleton" is
 `record_skeleton` (per-event records, fork checkpoints); "full" is `record` (every state, as
 datasets use it) with its event log indexed, as a session does on first use. "far stop" is the
 time to the state and call stack of an event far from the start (a breakpoint hit late in the run,
@@ -646,15 +647,19 @@ def main() -> None:
                 path = Path(tmp) / f"{name}.py"
                 path.write_text(source)
                 program = Program(str(path), entry=func, entry_args=args)
-                plain = statistics.median(plain_seconds(python, path, func, args) for _ in range(opts.repeat))
-                floor = statistics.median(floor_seconds(python, path, func, args) for _ in range(opts.repeat))
-                # each run beside an empty recording made right before it (the fixed cost drifts by
-                # several ms over a benchmark: subtracted pairwise, the ratio holds still)
-                runs = []
+                # each repetition a plain run, a floor run, an empty recording and the recording, one
+                # after the other: this machine's speed drifts by 10% over minutes, more than a row's
+                # margin, so the ratio to the floor is taken within each repetition (the recording
+                # less the empty one made right before it), then its median
+                plains, floors, runs, to_floor = [], [], [], []
                 for _ in range(opts.repeat):
+                    plains.append(plain_seconds(python, path, func, args))
+                    floors.append(floor_seconds(python, path, func, args))
                     base = startup_seconds(python, Path(tmp) / "base.py", "base", True)
-                    runs.append(skeleton_seconds(python, program, limits, opts.engine))
-                    runs[-1] = (runs[-1][0] - base, *runs[-1][1:])
+                    run = skeleton_seconds(python, program, limits, opts.engine)
+                    runs.append((run[0] - base, *run[1:]))
+                    to_floor.append(runs[-1][0] / floors[-1])
+                plain, floor = statistics.median(plains), statistics.median(floors)
                 skeleton = statistics.median(r[0] for r in runs)
                 events, per_event = runs[0][1], runs[0][2]
                 late, back = far_stops(python, program, limits)
@@ -666,7 +671,7 @@ def main() -> None:
                     full_text = f"{full / plain:>8.1f}x"
                 print(
                     f"{version:>8} {name:>10} {events:>10} {plain * 1e3:>9.1f} {floor / plain:>6.1f}x "
-                    f"{skeleton / plain:>8.1f}x {skeleton / floor:>6.2f}x {full_text:>9} "
+                    f"{skeleton / plain:>8.1f}x {statistics.median(to_floor):>6.2f}x {full_text:>9} "
                     f"{per_event:>8.1f} {late * 1e3:>7.0f}ms {back * 1e3:>5.0f}ms"
                 )
             whole_programs(python, Path(tmp), opts.scale, limits, base_skeleton, base_full, opts.repeat)

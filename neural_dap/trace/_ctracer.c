@@ -106,6 +106,7 @@ typedef struct {
                            * deferred_line_event), NULL: none; ... */
     const int *defer_flags; /* ... and whether a line (from defer_lo on, defer_n of them) is one */
     int defer_lo, defer_n;
+    int at_calls;         /* ... and whether one is made at a CALL */
     int first_line;       /* sys.monitoring: its code's first line (see first_line_event), 0: none ... */
     int first_made;       /* ... whose event was made at the start, its LINE still to come */
 } Entry;
@@ -167,6 +168,7 @@ typedef struct {
                            * deferred_line_event), NULL: none; and those lines as flags */
     const int *defer_flags;
     int defer_lo, defer_n;
+    int at_calls;         /* ... one of them is made at a CALL (mon_call reads the offset then) */
 } CodeInfo;
 
 typedef struct Tracer {
@@ -1005,7 +1007,7 @@ static CodeInfo *code_info(Tracer *t, PyObject *code) {
     info->start_line = 0;
     info->deferred = NULL;
     info->defer_flags = NULL;
-    info->defer_lo = info->defer_n = 0;
+    info->defer_lo = info->defer_n = info->at_calls = 0;
     if (t->breakpoints != NULL) {
         PyObject *filename = PyObject_GetAttrString(code, "co_filename");
         if (filename == NULL)
@@ -1086,7 +1088,7 @@ static Entry *push(Tracer *t, PyObject *code, PyFrameObject *frame) {
     e->first_made = 0;
     e->deferred = NULL;
     e->defer_flags = NULL;
-    e->defer_lo = e->defer_n = 0;
+    e->defer_lo = e->defer_n = e->at_calls = 0;
     return e;
 }
 
@@ -1216,6 +1218,7 @@ static int call_event_body(Tracer *t, PyFrameObject *frame, CodeInfo *info, int 
     e->defer_flags = info->defer_flags;
     e->defer_lo = info->defer_lo;
     e->defer_n = info->defer_n;
+    e->at_calls = info->at_calls;
     e->depth = depth;
     if (t->skeleton) {
         long long caller_last = depth > 0 ? t->stack[t->depth - 2].last : -1;
@@ -1508,11 +1511,11 @@ static int ensure_line_table(Tracer *t, CodeInfo *info) {
     if (rc < 0)
         return -1;
     /* child/monitoring.py's line_table: n, n lines, n deferred lines, the first line, the
-     * lowest deferred line, how many flags follow, the flags */
+     * lowest deferred line, whether one is made at a CALL, how many flags follow, the flags */
     Py_ssize_t size = PyBytes_Size(table) / (Py_ssize_t)sizeof(int);
     const int *ints = (const int *)PyBytes_AsString(table);
     Py_ssize_t n = size > 0 ? ints[0] : -1;
-    if (n < 0 || size < 2 * n + 4 || ints[2 * n + 3] < 0 || size != 2 * n + 4 + ints[2 * n + 3]) {
+    if (n < 0 || size < 2 * n + 5 || ints[2 * n + 4] < 0 || size != 2 * n + 5 + ints[2 * n + 4]) {
         PyErr_SetString(PyExc_ValueError, "a line table is n, n lines, n deferred lines, the first, lowest and flags");
         return -1;
     }
@@ -1520,10 +1523,11 @@ static int ensure_line_table(Tracer *t, CodeInfo *info) {
     info->n_lines = n;
     info->first_line = ints[2 * n + 1];
     info->defer_lo = ints[2 * n + 2];
-    info->defer_n = ints[2 * n + 3];
+    info->at_calls = ints[2 * n + 3] != 0;
+    info->defer_n = ints[2 * n + 4];
     if (info->defer_n > 0) {
         info->deferred = ints + 1 + n;
-        info->defer_flags = ints + 2 * n + 4;
+        info->defer_flags = ints + 2 * n + 5;
     }
     return 0;
 }
@@ -1830,7 +1834,7 @@ static PyObject *mon_call(PyObject *self, PyObject *const *args, Py_ssize_t narg
         Py_RETURN_NONE;
     e->first_made = 0;
     int made_here = 0; /* a deferred line's event is made at this site: it is never DISABLEd */
-    if (e->deferred != NULL && shortcuts) {
+    if (e->at_calls && shortcuts) {
         long offset = PyLong_AsLong(args[1]);
         if (offset == -1 && PyErr_Occurred())
             return NULL;

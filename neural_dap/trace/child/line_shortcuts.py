@@ -77,6 +77,7 @@ class Shape:
         """`shortcuts` False: none (the table of a code that takes every LINE)."""
         self.first_line = 0
         self.deferred = array("i", [0]) * (len(code.co_code) // 2)
+        self.at_calls = False  # some deferred line's event is made at a CALL (not only at returns)
         if not shortcuts or code.co_flags & RESUMABLE:
             return
         try:
@@ -134,6 +135,7 @@ class Shape:
                 for unit in range(inside[0].offset // 2, after // 2):
                     self.deferred[unit] = line
                 self.deferred[ins.offset // 2] = -line
+                self.at_calls = self.at_calls or ins.opname.startswith("CALL")
                 return
             if ins.opname not in _READS or ins.opcode in _JUMPS:
                 return

@@ -67,7 +67,8 @@ def line_table(code, shortcuts: bool = True) -> bytes:
     """The C tracer's table of `code`: how many instructions (n), the line of each
     (`instruction_lines`), then the shortcuts of child/line_shortcuts.py: each instruction's
     deferred line (n more), the first line, and the deferred lines as flags from the lowest
-    (lowest, how many, a flag per line); `shortcuts` False: none."""
+    (lowest, whether any is made at a CALL, how many flags, a flag per line); `shortcuts` False:
+    none."""
     shape = Shape(code, shortcuts)
     lines = instruction_lines(code)
     deferred = sorted({abs(v) for v in shape.deferred if v})
@@ -76,7 +77,7 @@ def line_table(code, shortcuts: bool = True) -> bytes:
     for line in deferred:
         flags[line - lowest] = 1
     head = array("i", [len(lines)])
-    tail = array("i", [shape.first_line, lowest, len(flags)])
+    tail = array("i", [shape.first_line, lowest, int(shape.at_calls), len(flags)])
     return (head + lines + shape.deferred + tail + flags).tobytes()
 
 
