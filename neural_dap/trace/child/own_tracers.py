@@ -26,7 +26,7 @@ from neural_dap.trace.child.dressed import like
 
 _OURS = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))) + os.sep  # neural_dap/
 
-# (module, name, which argument installs something: a function not None, or any tool id)
+# the functions that install a trace or profile function (a function, not None, installs one)
 _INSTALLERS = (
     (sys, "settrace"),
     (sys, "setprofile"),
