@@ -15,6 +15,7 @@ import time
 import urllib.request
 import uuid
 from pathlib import Path
+from typing import Any
 
 import anyio
 import pytest
@@ -409,11 +410,9 @@ async def test_a_disconnect_while_the_program_runs_ends_it_at_once(tmp_path: Pat
             await anyio.sleep(0.1)
 
 
-def test_an_end_right_behind_a_run_ends_the_program_the_run_let_go(tmp_path: Path) -> None:
-    """The session's end sent right behind a run command, both read while the program is still
-    held (as when a loaded adapter sent `run` late and a disconnect's end right after): the program
-    stops again as a pause stops it and ends there. (The end was read by no one: the program ran
-    on, here for the recording's whole wall-time limit, and a disconnect waited 6 s.)"""
+def _loop_recorded_live(tmp_path: Path, wall_time: float) -> tuple[Any, list, threading.Thread]:
+    """LOOP recorded live in a thread of the test's, as a session records it: (its LiveControl, the
+    list the finished recording goes into, the thread)."""
     from neural_dap.trace.live_recording import LiveControl
     from neural_dap.trace.recorder import Limits, Program, record_skeleton
 
@@ -422,9 +421,18 @@ def test_an_end_right_behind_a_run_ends_the_program_the_run_let_go(tmp_path: Pat
     control = LiveControl()
     ended: list = []
     recorder = threading.Thread(
-        target=lambda: ended.append(record_skeleton(Program(str(program)), Limits(wall_time=20), live=control))
+        target=lambda: ended.append(record_skeleton(Program(str(program)), Limits(wall_time=wall_time), live=control))
     )
     recorder.start()
+    return control, ended, recorder
+
+
+def test_an_end_right_behind_a_run_ends_the_program_the_run_let_go(tmp_path: Path) -> None:
+    """The session's end sent right behind a run command, both read while the program is still
+    held (as when a loaded adapter sent `run` late and a disconnect's end right after): the program
+    stops again as a pause stops it and ends there. (The end was read by no one: the program ran
+    on, here for the recording's whole wall-time limit, and a disconnect waited 6 s.)"""
+    control, ended, recorder = _loop_recorded_live(tmp_path, wall_time=20)
     assert control.next_stop(timeout=30) is not None  # held at its first event
     started = time.monotonic()
     # both in one write, so the child reads them together (no stop asked for: it would run two minutes)
@@ -443,17 +451,8 @@ def test_breakpoints_set_while_the_program_runs_hold_once_the_program_says_so(tm
     recorder's, which waits for the GIL: the program says when it holds (the session answers
     setBreakpoints then), and from then on its next hit stops there. (A request made right after the
     answer met a breakpoint the session had removed, on a loaded machine: CI, once.)"""
-    from neural_dap.trace.live_recording import LiveControl
-    from neural_dap.trace.recorder import Limits, Program, record_skeleton
-
+    control, ended, recorder = _loop_recorded_live(tmp_path, wall_time=60)
     program = tmp_path / "loop.py"
-    program.write_text(LOOP)
-    control = LiveControl()
-    ended: list = []
-    recorder = threading.Thread(
-        target=lambda: ended.append(record_skeleton(Program(str(program)), Limits(wall_time=60), live=control))
-    )
-    recorder.start()
     try:
         assert control.next_stop(timeout=30) is not None  # held at its first event
         run = {"at": -1, "within": -1, "exit": -1, "exceptions": False, "breakpoints": {}, "resumes": -1}
